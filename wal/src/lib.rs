@@ -1,1 +1,157 @@
-//! placeholder
+//! A checksummed, segmented, append-only log of sequenced byte records, with
+//! group commit.
+//!
+//! Records are opaque byte strings. Each gets the next sequence number
+//! ([`Seq`], starting at 1) when it is appended; the log stores them in
+//! order, tells when they are durable, reads them back after a restart, and
+//! deletes old ones a whole segment at a time. It knows nothing about what
+//! the bytes mean.
+//!
+//! ```
+//! use wal::{Options, Wal};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let (log, recovery) = Wal::open(dir.path(), Options::default())?;
+//! assert_eq!(recovery.truncated, None);
+//!
+//! let seq = log.append(b"hello")?;
+//! log.wait_durable(seq); // on disk now: survives a power cut
+//! log.append(b"world")?;
+//! log.close()?;
+//!
+//! let (log, _) = Wal::open(dir.path(), Options::default())?;
+//! let records: Vec<(u64, Vec<u8>)> = log.replay_from(1)?.collect::<Result<_, _>>()?;
+//! assert_eq!(records, [(1, b"hello".to_vec()), (2, b"world".to_vec())]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # On-disk format (version 1)
+//!
+//! All integers are little-endian. CRC-32 is the IEEE polynomial as in zlib
+//! and gzip (the `crc32fast` crate).
+//!
+//! ## Directory
+//!
+//! A log is a directory of *segment* files. A segment is named after the seq
+//! of its first record, as twenty decimal digits, zero-padded, plus `.wal`:
+//! `00000000000000000001.wal`. Twenty digits hold any `u64`, so sorting the
+//! names as strings sorts the segments by seq. The segments hold contiguous
+//! seq ranges: each starts right after the last record of the one before it.
+//! The last segment is the *active* one, the only one written to.
+//!
+//! A segment is created as `<name>.wal.tmp`, its header written and flushed,
+//! then renamed to `<name>.wal` and the directory flushed. A leftover
+//! `.wal.tmp` file is an interrupted creation and is deleted on open. Other
+//! files in the directory are ignored.
+//!
+//! ## Segment header (24 bytes)
+//!
+//! | offset | size | field                                                |
+//! |-------:|-----:|------------------------------------------------------|
+//! |      0 |    8 | magic: the ASCII bytes `NATTRWAL`                    |
+//! |      8 |    4 | format version, `u32`: 1                             |
+//! |     12 |    8 | first seq, `u64`: the seq the segment's first record has (or will have); equal to the file name's |
+//! |     20 |    4 | CRC-32 of bytes 0..20                                |
+//!
+//! The header makes a segment self-describing even when it holds no record:
+//! an empty active segment whose first seq is N means the last seq appended
+//! is N - 1, which is how the log remembers its position after every older
+//! segment was removed.
+//!
+//! ## Frames
+//!
+//! After the header come frames, one per record, back to back, in seq
+//! order:
+//!
+//! | offset | size | field                                                 |
+//! |-------:|-----:|-------------------------------------------------------|
+//! |      0 |    4 | payload length in bytes, `u32`                        |
+//! |      4 |    4 | CRC-32 of the length field, the seq field and the payload, in that order |
+//! |      8 |    8 | seq, `u64` (never 0)                                  |
+//! |     16 |  len | payload                                               |
+//!
+//! The CRC covers everything in the frame but itself. A frame whose bytes
+//! were zeroed, cut short, shifted, or mixed with another frame fails it
+//! (except with probability about 2<sup>-32</sup>), and a frame copied to
+//! the wrong place fails the seq check that follows.
+//!
+//! **Zero-filled tails.** When a machine crashes while a file grows, the file
+//! system may have recorded the new size but not the data, and the file ends
+//! in zeros. A frame header of sixteen zero bytes is never valid (its CRC
+//! field would have to equal the CRC of a zero length and seq, which is not
+//! zero, and seq 0 is never used), so zeros are recognised as damage, and at
+//! the end of the last segment they are a torn tail like any other.
+//!
+//! # Guarantees
+//!
+//! - **Order.** Seqs are contiguous: every append gets the last seq plus
+//!   one, across segments, removals and restarts.
+//! - **Process crash.** A record is written with one `write(2)` before
+//!   [`Wal::append`] returns, so it survives a crash of the process at once.
+//! - **Machine crash.** A record survives a crash of the machine once it is
+//!   *durable*. What durable means depends on the [`SyncMode`]:
+//!   - [`SyncMode::Always`] (the default): durable means flushed by
+//!     `fdatasync`, so nothing reported durable is lost. A sync thread
+//!     flushes continuously, one batch of appends per fsync (*group
+//!     commit*): writers that append while one fsync is in flight share the
+//!     next one, so throughput grows with the number of writers while each
+//!     waits about one to two fsyncs.
+//!   - [`SyncMode::Interval`]`(d)`: durable as soon as appended; the sync
+//!     thread flushes every `d`. A machine crash loses at most about `d` of
+//!     appends.
+//!   - [`SyncMode::Never`]: durable as soon as appended; the log flushes
+//!     only when rotating and on [`Wal::sync`] / [`Wal::close`]. A machine
+//!     crash loses whatever the operating system had not written back.
+//!
+//!   Callers learn about durability by blocking in [`Wal::wait_durable`],
+//!   polling [`Wal::durable_seq`], or being called back through
+//!   [`Options::on_durable`].
+//! - **Sealed segments are whole.** Before the log starts a new segment it
+//!   flushes the current one, in every mode. So only the last segment can be
+//!   torn by a crash.
+//! - **Failed fsync.** If an fsync fails, the process prints why and
+//!   aborts. After a failed fsync, Linux may already have dropped the data
+//!   it could not write, and a retry would report success for lost writes
+//!   (PostgreSQL's "fsyncgate"); restarting and recovering from what is on
+//!   disk is the only safe course.
+//!
+//! # Recovery
+//!
+//! [`Wal::open`] reads and verifies every frame of every segment:
+//!
+//! - A **torn tail**, meaning an invalid frame in the *last* segment after
+//!   which no valid frame follows (checked at every byte offset), is what a
+//!   crash in the middle of an append leaves. It is cut off, the file is
+//!   flushed, a warning goes to stderr, and [`Recovery::truncated`] says
+//!   what was removed. A last segment too short to hold its header is
+//!   treated the same way and re-created with a fresh header: it holds no
+//!   records, and its name says which seq it starts at.
+//! - **Any other damage** is refused, changing nothing: an invalid frame in
+//!   an earlier segment, or one followed by a valid frame, is
+//!   [`Error::Corrupt`] with the segment and the frame's offset; a bad
+//!   header is [`Error::BadHeader`] or [`Error::UnsupportedVersion`]; a
+//!   valid frame or segment whose seq does not follow its predecessor is
+//!   [`Error::OutOfSequence`]. These are not crash damage, and repairing
+//!   them would silently drop records written after them.
+//!
+//! Everything recovered is flushed and counts as durable, and appends
+//! continue at the repaired end.
+//!
+//! # Limits
+//!
+//! A log directory must be used by one [`Wal`] at a time; the crate does not
+//! lock it. A payload can be at most `u32::MAX` bytes.
+
+#![deny(missing_docs)]
+
+mod durability;
+mod error;
+mod fsync;
+mod record;
+mod replay;
+mod segment;
+mod wal;
+
+pub use error::{Error, Result};
+pub use replay::Replay;
+pub use wal::{Options, Recovery, Seq, SyncMode, TornTail, Wal};

@@ -1,0 +1,289 @@
+//! When records become durable: the progress counters, the sync thread, and
+//! the `on_durable` reports.
+//!
+//! Three seqs describe progress, each never behind the next:
+//!
+//! - *appended*: the last record written to a segment file with `write(2)`.
+//!   It is in the page cache and survives a crash of the process, not of
+//!   the machine.
+//! - *synced*: the last record covered by an `fdatasync`. It survives a
+//!   crash of the machine.
+//! - *durable*: the last record the log promises to keep, as reported by
+//!   [`crate::Wal::durable_seq`], [`crate::Wal::wait_durable`] and
+//!   `on_durable`. With [`SyncMode::Always`] it is *synced*; with
+//!   [`SyncMode::Never`] and [`SyncMode::Interval`] the caller has chosen to
+//!   accept a loss window, and it is *appended*.
+//!
+//! # Group commit
+//!
+//! With [`SyncMode::Always`] appenders never fsync. A dedicated thread
+//! sleeps until *appended* is ahead of *synced*, notes *appended* as its
+//! target, and calls `fdatasync` on the active segment without holding any
+//! lock, so appends go on meanwhile. When it returns, every record up to the
+//! target is on disk (records in segments rotated away from were flushed at
+//! rotation), so the thread publishes the target as durable, wakes the
+//! waiters and reports it. Whatever was appended during that fsync is the
+//! next batch: one fsync serves as many writers as arrived while the
+//! previous one was in flight, with no deliberate delay.
+
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::wal::{lock, Shared};
+use crate::{fsync, Seq, SyncMode};
+
+/// The callback type of [`crate::Options::on_durable`].
+pub(crate) type OnDurable = Arc<dyn Fn(Seq) + Send + Sync>;
+
+/// [`SyncMode::Interval`] periods shorter than this are raised to it, so that
+/// a zero period flushes often instead of spinning.
+const MIN_INTERVAL: Duration = Duration::from_millis(1);
+
+/// Progress of appended records towards the disk, and the means to wait for
+/// it.
+pub(crate) struct Durability {
+    mode: SyncMode,
+    /// One mutex for all counters, so that the sync thread can wait for
+    /// "appended is ahead of synced" without missing a wake-up. It is held
+    /// only to read or bump counters, never across I/O.
+    progress: Mutex<Progress>,
+    /// The sync thread sleeps here until there is work or shutdown.
+    work: Condvar,
+    /// [`Durability::wait`] sleeps here until *durable* advances.
+    advanced: Condvar,
+    reporter: Reporter,
+}
+
+#[derive(Debug)]
+struct Progress {
+    appended: Seq,
+    synced: Seq,
+    durable: Seq,
+    /// Set when the `Wal` closes: the sync thread flushes what is
+    /// outstanding and exits.
+    shutdown: bool,
+}
+
+impl Durability {
+    /// Starts with everything up to `recovered` durable: recovery flushed it.
+    pub(crate) fn new(mode: SyncMode, recovered: Seq, on_durable: Option<OnDurable>) -> Self {
+        Durability {
+            mode,
+            progress: Mutex::new(Progress {
+                appended: recovered,
+                synced: recovered,
+                durable: recovered,
+                shutdown: false,
+            }),
+            work: Condvar::new(),
+            advanced: Condvar::new(),
+            reporter: Reporter {
+                on_durable,
+                state: Mutex::new(Reports { pending: recovered, reported: recovered, busy: false }),
+            },
+        }
+    }
+
+    /// The last durable seq.
+    pub(crate) fn durable(&self) -> Seq {
+        lock(&self.progress).durable
+    }
+
+    /// Notes that `seq` has been written. Called with the log's lock held,
+    /// which keeps *appended* increasing.
+    ///
+    /// Returns whether *durable* advanced too (it does in `Never` and
+    /// `Interval` modes); if so the caller must [`report`](Self::report) it
+    /// once it has released the log's lock.
+    pub(crate) fn record_appended(&self, seq: Seq) -> bool {
+        let mut progress = lock(&self.progress);
+        progress.appended = seq;
+        match self.mode {
+            SyncMode::Always => {
+                self.work.notify_one();
+                false
+            }
+            SyncMode::Never | SyncMode::Interval(_) => {
+                progress.durable = seq;
+                self.advanced.notify_all();
+                true
+            }
+        }
+    }
+
+    /// Notes that an fsync made everything up to `seq` durable, wakes the
+    /// waiters and reports, if that advanced *durable*.
+    pub(crate) fn record_synced(&self, seq: Seq) {
+        let advanced = {
+            let mut progress = lock(&self.progress);
+            progress.synced = progress.synced.max(seq);
+            let advanced = seq > progress.durable;
+            if advanced {
+                progress.durable = seq;
+                self.advanced.notify_all();
+            }
+            advanced
+        };
+        if advanced {
+            self.report(seq);
+        }
+    }
+
+    /// Tells `on_durable` that everything up to `seq` is durable.
+    pub(crate) fn report(&self, seq: Seq) {
+        self.reporter.report(seq);
+    }
+
+    /// Blocks until *durable* reaches `seq`.
+    pub(crate) fn wait(&self, seq: Seq) {
+        let mut progress = lock(&self.progress);
+        while progress.durable < seq {
+            progress = self.advanced.wait(progress).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Asks the sync thread to flush what is outstanding and exit.
+    pub(crate) fn shutdown(&self) {
+        lock(&self.progress).shutdown = true;
+        self.work.notify_all();
+    }
+}
+
+/// The sync thread's body: runs until [`Durability::shutdown`].
+pub(crate) fn run_sync_thread(shared: &Shared) {
+    // If anything in here panics (an `on_durable` callback, most likely),
+    // the waiters would wait forever for records that may or may not be on
+    // disk; a restart is the only clean way on.
+    let _abort = AbortOnPanic;
+    match shared.durability.mode {
+        SyncMode::Always => group_commit(shared),
+        SyncMode::Interval(period) => sync_periodically(shared, period.max(MIN_INTERVAL)),
+        SyncMode::Never => {}
+    }
+}
+
+/// The group-commit loop of [`SyncMode::Always`]; see the module docs.
+fn group_commit(shared: &Shared) {
+    let durability = &shared.durability;
+    loop {
+        let target = {
+            let mut progress = lock(&durability.progress);
+            while progress.appended <= progress.synced && !progress.shutdown {
+                progress = durability.work.wait(progress).unwrap_or_else(PoisonError::into_inner);
+            }
+            if progress.appended <= progress.synced {
+                return; // shut down, and nothing is left to flush
+            }
+            progress.appended
+        };
+        // Taken after reading the target: every record up to it is in this
+        // file or in a segment that rotation already flushed.
+        let (file, path) = shared.active_file();
+        fsync::data(&file, &path);
+        durability.record_synced(target);
+    }
+}
+
+/// The loop of [`SyncMode::Interval`]: flushes every `period` if anything
+/// was appended since the last flush, and once more at shutdown.
+fn sync_periodically(shared: &Shared, period: Duration) {
+    let durability = &shared.durability;
+    loop {
+        let deadline = Instant::now() + period;
+        let (target, pending, shutdown) = {
+            let mut progress = lock(&durability.progress);
+            while !progress.shutdown {
+                let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                    break;
+                };
+                progress = match durability.work.wait_timeout(progress, left) {
+                    Ok((progress, _)) => progress,
+                    Err(poisoned) => poisoned.into_inner().0,
+                };
+            }
+            (progress.appended, progress.appended > progress.synced, progress.shutdown)
+        };
+        if pending {
+            let (file, path) = shared.active_file();
+            fsync::data(&file, &path);
+            durability.record_synced(target);
+        }
+        if shutdown {
+            return;
+        }
+    }
+}
+
+/// Calls `on_durable` with strictly increasing seqs, one call at a time,
+/// never with a lock held.
+///
+/// Durability can advance on two threads at nearly the same time (two
+/// appenders in `Never` mode; the sync thread and a caller of `sync`). If
+/// both called the callback, the smaller seq could arrive last; and a lock
+/// held around the callback would deadlock a callback that calls back into
+/// the log. So the first thread to report becomes *the* reporter: it calls
+/// `on_durable` until nothing newer is pending, while any other thread just
+/// leaves its seq as pending and returns. A burst of advances may therefore
+/// be reported as one call with the newest seq.
+struct Reporter {
+    on_durable: Option<OnDurable>,
+    state: Mutex<Reports>,
+}
+
+struct Reports {
+    /// The newest durable seq anyone asked to report.
+    pending: Seq,
+    /// The last seq passed to `on_durable`.
+    reported: Seq,
+    /// Whether some thread is currently calling `on_durable`.
+    busy: bool,
+}
+
+impl Reporter {
+    fn report(&self, seq: Seq) {
+        let Some(on_durable) = &self.on_durable else {
+            return;
+        };
+        let mut reports = lock(&self.state);
+        reports.pending = reports.pending.max(seq);
+        if reports.busy {
+            return; // the busy thread will report it
+        }
+        reports.busy = true;
+        // A panicking callback must not leave `busy` set forever.
+        let _unwind = ClearBusyOnUnwind(&self.state);
+        while reports.reported < reports.pending {
+            let seq = reports.pending;
+            reports.reported = seq;
+            drop(reports);
+            on_durable(seq);
+            reports = lock(&self.state);
+        }
+        reports.busy = false;
+    }
+}
+
+/// Resets [`Reports::busy`] if dropped during a panic. Only the callback can
+/// panic in [`Reporter::report`], and it runs without the lock held.
+struct ClearBusyOnUnwind<'a>(&'a Mutex<Reports>);
+
+impl Drop for ClearBusyOnUnwind<'_> {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            lock(self.0).busy = false;
+        }
+    }
+}
+
+/// Aborts the process if dropped during a panic.
+struct AbortOnPanic;
+
+impl Drop for AbortOnPanic {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            eprintln!("wal: fatal: the sync thread panicked (in on_durable?); aborting");
+            std::process::abort();
+        }
+    }
+}

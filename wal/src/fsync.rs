@@ -1,0 +1,52 @@
+//! Flushing to stable storage, and why a failed flush ends the process.
+//!
+//! Every `fsync`/`fdatasync` the crate makes goes through this module. When
+//! one fails, the process prints what happened and aborts instead of
+//! returning an error, because an error invites a retry and a retry is a lie:
+//! after a failed writeback Linux marks the dirty pages clean (or drops them)
+//! and reports the error once, so a second `fsync` on the same file usually
+//! succeeds while the data it was meant to protect is gone. PostgreSQL
+//! learned this in 2018 ("fsyncgate") and since then treats an fsync failure
+//! as a crash. So does this crate: after a restart, recovery reads back what
+//! actually reached the disk, which is the only trustworthy state.
+
+use std::fs::File;
+use std::path::Path;
+
+use crate::error::IoContext;
+use crate::Result;
+
+/// `fdatasync`: makes the file's data (and the size needed to read it)
+/// durable. Aborts the process on failure.
+pub(crate) fn data(file: &File, path: &Path) {
+    if let Err(err) = file.sync_data() {
+        fatal(path, &err);
+    }
+}
+
+/// `fsync`: makes the file's data and all of its metadata durable. Aborts
+/// the process on failure.
+pub(crate) fn all(file: &File, path: &Path) {
+    if let Err(err) = file.sync_all() {
+        fatal(path, &err);
+    }
+}
+
+/// Makes a directory's entries (files created, renamed or removed in it)
+/// durable. Failing to open the directory is an ordinary error, since
+/// nothing has been lost yet; failing to flush it aborts the process.
+pub(crate) fn dir(path: &Path) -> Result<()> {
+    let dir = File::open(path).at(path)?;
+    all(&dir, path);
+    Ok(())
+}
+
+fn fatal(path: &Path, err: &std::io::Error) -> ! {
+    eprintln!(
+        "wal: fatal: fsync of {} failed: {err}. Aborting: after a failed fsync the kernel may \
+         already have discarded the unwritten data, so retrying could report success for \
+         writes that are lost. Restart to recover from what is on disk.",
+        path.display()
+    );
+    std::process::abort()
+}

@@ -1,0 +1,513 @@
+//! The log: a directory of segments behind the public [`Wal`] handle.
+//!
+//! This module opens and recovers the directory, appends and rotates,
+//! serves replays and removes old segments. It owns the two decisions that
+//! give the files their meaning: what damage found at recovery means (a torn
+//! tail to repair, or corruption to refuse), and when a segment is sealed.
+//!
+//! # Locks
+//!
+//! - [`Shared::log`] guards the segment list and the active segment. An
+//!   append holds it for one `write(2)`, so appends are serialized in seq
+//!   order; nothing holds it across the group-commit fsync.
+//! - The progress counters in [`Durability`] have their own lock, taken
+//!   after the log's lock (never the other way round) when an append
+//!   publishes its seq.
+//! - [`Shared::removal`] lets one `remove_through` run at a time.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use crate::durability::{self, Durability};
+use crate::error::IoContext;
+use crate::replay::Replay;
+use crate::segment::{self, Segment, SegmentRef};
+use crate::{fsync, record, Error, Result};
+
+/// A record's sequence number. The first record ever appended is seq 1, and
+/// each append gets the next one; 0 means "none".
+pub type Seq = u64;
+
+/// When appended records are flushed to disk, and so what a crash of the
+/// machine can lose. (A crash of the process alone loses nothing that
+/// [`Wal::append`] returned: the data is in the kernel's page cache.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncMode {
+    /// A record is durable once an `fdatasync` covering it has returned.
+    /// A sync thread performs the fsyncs, one batch of appends at a time
+    /// (group commit). Nothing reported durable is ever lost.
+    Always,
+    /// The log never flushes (except when rotating, and on
+    /// [`Wal::sync`] and [`Wal::close`]); a record counts as durable as soon
+    /// as it is appended. A machine crash loses whatever the operating
+    /// system had not yet written back, typically up to about 30 seconds.
+    Never,
+    /// A record counts as durable as soon as it is appended, and a sync
+    /// thread flushes every given period: a machine crash loses at most the
+    /// last period of appends (plus the time one fsync takes). Periods
+    /// shorter than a millisecond are raised to one millisecond.
+    Interval(Duration),
+}
+
+/// How to open a log.
+#[derive(Clone)]
+pub struct Options {
+    /// Size a segment may reach before the log starts a new one: an append
+    /// that would grow the active segment past it goes to a new segment
+    /// instead (a single record larger than this gets a segment of its own).
+    /// Default: 64 MiB.
+    pub segment_bytes: u64,
+    /// When to flush. Default: [`SyncMode::Always`].
+    pub sync: SyncMode,
+    /// Called each time the durable seq advances, with the new durable seq:
+    /// from the sync thread in [`SyncMode::Always`], from inside
+    /// [`Wal::append`] in the other modes, and from [`Wal::sync`]. Calls are
+    /// made one at a time with strictly increasing seqs; several advances in
+    /// quick succession may be reported as one call with the newest. It is
+    /// not called for records recovered by [`Wal::open`]. It may call back
+    /// into the log, should return quickly, and must not panic (a panic on
+    /// the sync thread aborts the process). This is how code that must not
+    /// block its OS thread, such as a coroutine, learns about durability.
+    pub on_durable: Option<Arc<dyn Fn(Seq) + Send + Sync>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { segment_bytes: 64 << 20, sync: SyncMode::Always, on_durable: None }
+    }
+}
+
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("segment_bytes", &self.segment_bytes)
+            .field("sync", &self.sync)
+            .field("on_durable", &self.on_durable.as_ref().map(|_| "Fn(Seq)"))
+            .finish()
+    }
+}
+
+/// What [`Wal::open`] repaired.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// The torn tail cut off the last segment, if there was one.
+    pub truncated: Option<TornTail>,
+}
+
+/// Bytes at the end of the last segment that did not form a complete, valid
+/// frame (the write of the last record was interrupted by a crash), and
+/// were removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// The segment file.
+    pub segment: PathBuf,
+    /// Where the removed bytes started: the new length of the file.
+    pub offset: u64,
+    /// How many bytes were removed.
+    pub discarded_bytes: u64,
+}
+
+/// An open log. `Send + Sync`: share it between threads with an `Arc`.
+///
+/// Dropping it stops the sync thread after a last flush of outstanding
+/// appends (in `Always` and `Interval` modes); [`Wal::close`] does the same
+/// and also flushes in `Never` mode.
+pub struct Wal {
+    shared: Arc<Shared>,
+    /// `None` in `Never` mode, and once stopped.
+    sync_thread: Option<JoinHandle<()>>,
+}
+
+/// The state the `Wal` handle shares with its sync thread.
+pub(crate) struct Shared {
+    dir: PathBuf,
+    segment_bytes: u64,
+    log: Mutex<Log>,
+    pub(crate) durability: Durability,
+    /// Held for the whole of `remove_through`, so that only one thread at a
+    /// time deletes segments and pops them off [`Log::sealed`].
+    removal: Mutex<()>,
+}
+
+/// The segments, and what is needed to append.
+struct Log {
+    /// Segments before the active one, oldest first. Each is complete and
+    /// flushed: rotation makes sure of it before the next segment exists.
+    /// That is what lets recovery call any damage in them corruption.
+    sealed: VecDeque<SegmentRef>,
+    active: Segment,
+    /// Reused buffer for encoding a frame, so an append does not allocate.
+    frame: Vec<u8>,
+    /// Set when a failed write could not be rolled back: see
+    /// [`Error::Poisoned`].
+    poisoned: bool,
+}
+
+/// A frame buffer that grew past this is freed after use, so that one huge
+/// record does not pin its size in memory.
+const MAX_KEPT_FRAME_BUFFER: usize = 1 << 20;
+
+impl Wal {
+    /// Opens the log in `dir`, creating the directory if it is missing, and
+    /// recovers it.
+    ///
+    /// Every segment is read and verified. A torn tail of the last segment
+    /// (the result of a crash mid-append) is cut off, with a warning on
+    /// stderr, and reported in the returned [`Recovery`]; any other damage
+    /// is refused with an error ([`Error::Corrupt`], [`Error::BadHeader`],
+    /// [`Error::OutOfSequence`], ...) and nothing is changed. Everything
+    /// recovered counts as durable. Then the sync thread starts.
+    ///
+    /// The directory must not be used by any other `Wal`, in this process or
+    /// another, while this one is open.
+    pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<(Wal, Recovery)> {
+        let dir = dir.as_ref().to_path_buf();
+        create_dir(&dir)?;
+        let (log, recovery) = recover(&dir)?;
+        let shared = Arc::new(Shared {
+            durability: Durability::new(opts.sync, log.last_seq(), opts.on_durable),
+            dir,
+            segment_bytes: opts.segment_bytes,
+            log: Mutex::new(log),
+            removal: Mutex::new(()),
+        });
+        let sync_thread = match opts.sync {
+            SyncMode::Never => None,
+            SyncMode::Always | SyncMode::Interval(_) => {
+                let thread_shared = Arc::clone(&shared);
+                let handle = thread::Builder::new()
+                    .name("wal-sync".into())
+                    .spawn(move || durability::run_sync_thread(&thread_shared))
+                    .at(&shared.dir)?;
+                Some(handle)
+            }
+        };
+        Ok((Wal { shared, sync_thread }, recovery))
+    }
+
+    /// The oldest seq still stored, or 0 if no record is stored.
+    pub fn first_seq(&self) -> Seq {
+        let log = self.shared.log();
+        let oldest = log.oldest_seq();
+        if oldest <= log.last_seq() {
+            oldest
+        } else {
+            0
+        }
+    }
+
+    /// The last seq appended, or 0 if nothing ever was. Removing segments
+    /// and reopening the log do not change it.
+    pub fn last_seq(&self) -> Seq {
+        self.shared.log().last_seq()
+    }
+
+    /// The last seq that is durable (see [`SyncMode`] for what that means
+    /// in each mode).
+    pub fn durable_seq(&self) -> Seq {
+        self.shared.durability.durable()
+    }
+
+    /// Appends a record and returns its seq.
+    ///
+    /// The frame is written with one `write(2)`, without an fsync: the
+    /// record survives a crash of the process at once, and a crash of the
+    /// machine once it is durable ([`Wal::wait_durable`],
+    /// [`Options::on_durable`]). If the active segment is full, the log
+    /// first rotates to a new one, which costs this append a few fsyncs.
+    pub fn append(&self, payload: &[u8]) -> Result<Seq> {
+        let (seq, advanced) = {
+            let mut log = self.shared.log();
+            let seq = log.append(&self.shared.dir, self.shared.segment_bytes, payload)?;
+            (seq, self.shared.durability.record_appended(seq))
+        };
+        if advanced {
+            self.shared.durability.report(seq);
+        }
+        Ok(seq)
+    }
+
+    /// Blocks the calling OS thread until `seq` is durable. `seq` should
+    /// have been returned by [`Wal::append`]: waiting for a seq that is
+    /// never appended waits forever.
+    pub fn wait_durable(&self, seq: Seq) {
+        self.shared.durability.wait(seq);
+    }
+
+    /// Flushes everything appended so far to disk before returning, in any
+    /// [`SyncMode`].
+    pub fn sync(&self) -> Result<()> {
+        let (target, file, path) = {
+            let log = self.shared.log();
+            (log.last_seq(), Arc::clone(&log.active.file), log.active.path.clone())
+        };
+        fsync::data(&file, &path);
+        self.shared.durability.record_synced(target);
+        Ok(())
+    }
+
+    /// Reads the stored records with seqs from `from` on, in order.
+    ///
+    /// `from == 0` means "from the oldest stored record". The replay covers
+    /// the records appended before this call. If `from` names a record that
+    /// [`Wal::remove_through`] deleted, this fails with [`Error::SeqGap`];
+    /// so does the replay itself if a concurrent `remove_through` deletes a
+    /// segment before the replay reaches it.
+    pub fn replay_from(&self, from: Seq) -> Result<Replay<'_>> {
+        let log = self.shared.log();
+        let oldest = log.oldest_seq();
+        if from != 0 && from < oldest {
+            return Err(Error::SeqGap { requested: from, first_available: oldest });
+        }
+        let from = from.max(oldest);
+        // Skip the segments that end before `from`.
+        let mut segments: Vec<SegmentRef> = log.sealed.iter().cloned().collect();
+        segments.push(log.active.to_ref());
+        let start = segments.partition_point(|segment| segment.first_seq <= from).saturating_sub(1);
+        segments.drain(..start);
+        Ok(Replay::new(self, segments, from, log.last_seq()))
+    }
+
+    /// Deletes the segments all of whose records have seqs up to `seq`,
+    /// oldest first; never the active segment. Seqs are unaffected: the
+    /// next append continues after [`Wal::last_seq`].
+    pub fn remove_through(&self, seq: Seq) -> Result<()> {
+        let _one_at_a_time = lock(&self.shared.removal);
+        let doomed = self.shared.log().sealed_through(seq);
+        // One at a time, oldest first, each deletion flushed before the
+        // next: whatever a crash or an error interrupts, the segments left
+        // on disk are still contiguous.
+        for path in doomed {
+            fs::remove_file(&path).at(&path)?;
+            fsync::dir(&self.shared.dir)?;
+            self.shared.log().sealed.pop_front();
+        }
+        Ok(())
+    }
+
+    /// Flushes everything appended, stops the sync thread and closes the
+    /// log.
+    pub fn close(mut self) -> Result<()> {
+        self.sync()?;
+        self.stop_sync_thread();
+        Ok(())
+    }
+
+    /// The oldest seq a replay could start from: the first seq of the oldest
+    /// segment (one past the last seq if no record is stored).
+    pub(crate) fn oldest_seq(&self) -> Seq {
+        self.shared.log().oldest_seq()
+    }
+
+    fn stop_sync_thread(&mut self) {
+        self.shared.durability.shutdown();
+        let Some(handle) = self.sync_thread.take() else {
+            return;
+        };
+        // If the last handle is dropped by the sync thread itself (inside
+        // `on_durable`), it cannot wait for itself; it exits on its own once
+        // the callback returns.
+        if handle.thread().id() != thread::current().id() && handle.join().is_err() {
+            eprintln!("wal: warning: the sync thread panicked");
+        }
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        self.stop_sync_thread();
+    }
+}
+
+impl fmt::Debug for Wal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Wal")
+            .field("dir", &self.shared.dir)
+            .field("first_seq", &self.first_seq())
+            .field("last_seq", &self.last_seq())
+            .field("durable_seq", &self.durable_seq())
+            .finish()
+    }
+}
+
+impl Shared {
+    fn log(&self) -> MutexGuard<'_, Log> {
+        lock(&self.log)
+    }
+
+    /// The active segment's file, for the sync thread to flush without
+    /// holding the log's lock.
+    pub(crate) fn active_file(&self) -> (Arc<File>, PathBuf) {
+        let log = self.log();
+        (Arc::clone(&log.active.file), log.active.path.clone())
+    }
+}
+
+impl Log {
+    fn new(sealed: VecDeque<SegmentRef>, active: Segment) -> Log {
+        Log { sealed, active, frame: Vec::new(), poisoned: false }
+    }
+
+    fn last_seq(&self) -> Seq {
+        self.active.next_seq() - 1
+    }
+
+    fn oldest_seq(&self) -> Seq {
+        self.sealed.front().map_or(self.active.first_seq, |segment| segment.first_seq)
+    }
+
+    fn append(&mut self, dir: &Path, segment_bytes: u64, payload: &[u8]) -> Result<Seq> {
+        if self.poisoned {
+            return Err(Error::Poisoned);
+        }
+        let seq = self.active.next_seq();
+        self.frame.clear();
+        record::encode(seq, payload, &mut self.frame)?;
+        let full = self.active.len + self.frame.len() as u64 > segment_bytes;
+        if full && self.active.records > 0 {
+            self.rotate(dir)?;
+        }
+        let written = self.active.append(&self.frame);
+        if self.frame.capacity() > MAX_KEPT_FRAME_BUFFER {
+            self.frame = Vec::new();
+        }
+        match written {
+            Ok(()) => Ok(seq),
+            Err(Error::Poisoned) => {
+                self.poisoned = true;
+                Err(Error::Poisoned)
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Seals the active segment and starts a new one after it.
+    ///
+    /// The old segment is flushed first, so that a sealed segment is always
+    /// complete on disk, even in `Never` mode. Without that, a machine crash
+    /// could leave a torn tail in a segment that is no longer the last one,
+    /// indistinguishable from corruption. It costs an fsync per
+    /// `segment_bytes` of log.
+    fn rotate(&mut self, dir: &Path) -> Result<()> {
+        fsync::data(&self.active.file, &self.active.path);
+        let next = Segment::create(dir, self.active.next_seq())?;
+        let sealed = std::mem::replace(&mut self.active, next);
+        self.sealed.push_back(sealed.to_ref());
+        Ok(())
+    }
+
+    /// The sealed segments whose records all have seqs up to `seq`, oldest
+    /// first.
+    fn sealed_through(&self, seq: Seq) -> Vec<PathBuf> {
+        let next_firsts =
+            self.sealed.iter().skip(1).map(|s| s.first_seq).chain([self.active.first_seq]);
+        self.sealed
+            .iter()
+            .zip(next_firsts)
+            .take_while(|&(_, next_first)| next_first - 1 <= seq)
+            .map(|(segment, _)| segment.path.clone())
+            .collect()
+    }
+}
+
+/// Creates the log directory if it is missing, and flushes its parent so the
+/// new directory's entry survives a crash.
+fn create_dir(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    fs::create_dir_all(dir).at(dir)?;
+    match dir.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => fsync::dir(parent),
+        _ => fsync::dir(Path::new(".")),
+    }
+}
+
+/// Reads every segment in `dir` and returns the log ready for appending,
+/// repairing a torn tail of the last segment. Creates the first segment of
+/// an empty log.
+fn recover(dir: &Path) -> Result<(Log, Recovery)> {
+    let mut segments = segment::list(dir)?;
+    let Some(last) = segments.pop() else {
+        let log = Log::new(VecDeque::new(), Segment::create(dir, 1)?);
+        return Ok((log, Recovery::default()));
+    };
+    let mut next_first_seq = None;
+    for segment in &segments {
+        check_follows(segment, next_first_seq)?;
+        let scan = segment::scan(&segment.path, segment.first_seq)?;
+        if let Some(damage) = scan.damage {
+            // Sealed segments were flushed whole before the next one was
+            // created, so no crash explains this.
+            return Err(Error::Corrupt { segment: segment.path.clone(), offset: damage.offset });
+        }
+        next_first_seq = Some(segment.first_seq + scan.records);
+    }
+    check_follows(&last, next_first_seq)?;
+    let (active, truncated) = recover_last(dir, last)?;
+    Ok((Log::new(segments.into(), active), Recovery { truncated }))
+}
+
+/// Verifies that `segment` starts right after the segments before it.
+fn check_follows(segment: &SegmentRef, expected: Option<Seq>) -> Result<()> {
+    match expected {
+        Some(expected) if expected != segment.first_seq => Err(Error::OutOfSequence {
+            segment: segment.path.clone(),
+            offset: 0,
+            expected,
+            found: segment.first_seq,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Recovers the last segment: the only place a crash can leave a torn tail.
+fn recover_last(dir: &Path, last: SegmentRef) -> Result<(Segment, Option<TornTail>)> {
+    let len = fs::metadata(&last.path).at(&last.path)?.len();
+    if len < segment::HEADER_LEN {
+        // `Segment::create` renames a segment into place only once its header
+        // is on disk, so this crate never leaves a short header behind. If
+        // one turns up anyway (a copy taken mid-creation, a file system that
+        // reorders), it holds no frames, and since its name says which seq
+        // it starts at, re-creating it loses nothing.
+        warn_torn(&last.path, 0, len, "incomplete segment header");
+        let active = Segment::create(dir, last.first_seq)?;
+        let torn = TornTail { segment: last.path, offset: 0, discarded_bytes: len };
+        return Ok((active, Some(torn)));
+    }
+    let scan = segment::scan(&last.path, last.first_seq)?;
+    let torn = match scan.damage {
+        None => None,
+        Some(damage) if damage.followed_by_valid_frame => {
+            return Err(Error::Corrupt { segment: last.path, offset: damage.offset });
+        }
+        Some(damage) => {
+            let discarded_bytes = scan.file_len - damage.offset;
+            warn_torn(&last.path, damage.offset, discarded_bytes, damage.invalid.describe());
+            segment::truncate(&last.path, damage.offset)?;
+            Some(TornTail { segment: last.path.clone(), offset: damage.offset, discarded_bytes })
+        }
+    };
+    Ok((Segment::reopen(last.path, &scan)?, torn))
+}
+
+fn warn_torn(path: &Path, offset: u64, discarded: u64, what: &str) {
+    eprintln!(
+        "wal: warning: {}: torn tail at offset {offset} ({what}); discarding {discarded} bytes",
+        path.display()
+    );
+}
+
+/// Locks a mutex, ignoring poisoning.
+///
+/// The crate never runs code that can panic while holding one of its locks
+/// (callbacks run unlocked), so a poisoned lock still guards consistent data;
+/// and `Drop` must not panic.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
