@@ -1,1 +1,39 @@
-//! placeholder
+//! natter: a team chat server that speaks the Zulip REST API.
+//!
+//! Every durable change is a [`mutation::Mutation`]: handlers validate and
+//! build one, [`commit`] logs it to the write-ahead log (the `wal` crate)
+//! and hands it to [`apply::apply`], the one function that changes
+//! [`state::State`]. Restart replays the log over the newest snapshot
+//! through that same function.
+//!
+//! Layout (see ARCHITECTURE.md for the long form):
+//! - `config` — command line → validated `Config`.
+//! - `server` — start-up: recover, assemble the `App`, seed, listen.
+//! - `http` — transport: may_minihttp in, JSON bytes out; routing table; auth.
+//! - `api` — one file per Zulip API area; thin handlers.
+//! - `state` — in-memory realm data, sharded; the permission engine.
+//! - `mutation` — the list of durable changes.
+//! - `apply` — the deterministic state transition.
+//! - `commit` — the write path: lock → log → apply → durable → publish.
+//! - `persist` — snapshots and recovery.
+//! - `events` — ephemeral event delivery.
+//! - `markdown` — message Markdown → HTML.
+//! - `entropy` — the clock and random tokens, used before logging.
+//! - `seed` — mutation builders and the `--dev` seed.
+//! - `error` — Zulip-shaped API errors.
+#![forbid(unsafe_code)]
+
+pub mod api;
+pub mod apply;
+pub mod commit;
+pub mod config;
+pub mod entropy;
+pub mod error;
+pub mod events;
+pub mod http;
+pub mod markdown;
+pub mod mutation;
+pub mod persist;
+pub mod seed;
+pub mod server;
+pub mod state;

@@ -1,1 +1,14 @@
+//! The one integration-test binary: every test starts the real `natter`
+//! binary on port 0 with a temp data dir and talks HTTP to it.
 
+/// Harness: TestServer (start/kill/stop/restart) and a raw HTTP client.
+mod util;
+
+/// GET /server_settings, POST /dev_fetch_api_key, auth, routing, HTTP framing.
+mod api_server;
+/// GET /users/me, GET /users, GET /users/{user_id}.
+mod api_users;
+/// POST /messages, GET /messages/{message_id}.
+mod api_messages;
+/// Crash (SIGKILL) and clean restarts, snapshots, torn and corrupt logs.
+mod recovery;

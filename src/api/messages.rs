@@ -1,0 +1,270 @@
+//! Messages: `POST /messages` (send) and `GET /messages/{message_id}`.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::json::{self, MessageOptions};
+use super::{App, Call, Reply};
+use crate::entropy;
+use crate::error::{ApiError, ApiResult};
+use crate::markdown;
+use crate::mutation::{Mutation, NewMessage};
+use crate::reply;
+use crate::state::access::{self, can_see_channel};
+use crate::state::{
+    Channel, ChannelId, Destination, IdKind, Message, MessageId, RecipientId, State, TopicsPolicy,
+    User, UserId,
+};
+
+/// Longest message content in characters (`max_message_length`).
+pub const MAX_MESSAGE_LENGTH: usize = 10_000;
+/// Longest topic in characters (`max_topic_length`).
+pub const MAX_TOPIC_LENGTH: usize = 60;
+
+/// The parsed `to` of a channel message.
+enum ChannelRef {
+    Name(String),
+    Id(u64),
+}
+
+/// The parsed `to` of a direct message.
+enum UserRef {
+    Id(u64),
+    Email(String),
+}
+
+/// What the caller asked to send to, before it is checked against state.
+enum Target {
+    Channel { channel: ChannelRef, topic: String },
+    Direct(Vec<UserRef>),
+}
+
+/// `POST /messages`: send a channel or direct message.
+pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let kind = call.params.required_string("type")?;
+    let to = call.params.json_or_string("to")?.ok_or_else(|| ApiError::missing("to"))?;
+    let content = call.params.required_string("content")?;
+    let target = match kind.as_str() {
+        "stream" | "channel" => {
+            let topic = match call.params.string("topic") {
+                Some(topic) => Some(topic),
+                None => call.params.string("subject"),
+            };
+            let topic = topic.ok_or_else(|| ApiError::missing("topic"))?;
+            Target::Channel { channel: parse_channel_ref(&to)?, topic: normalize_topic(&topic, call)? }
+        }
+        "direct" | "private" => Target::Direct(parse_user_refs(&to)?),
+        _ => return Err(ApiError::bad_request("Invalid message type")),
+    };
+    let read_by_sender = match call.params.bool("read_by_sender")? {
+        Some(value) => value,
+        None => default_read_by_sender(&call.client),
+    };
+    let content = normalize_content(&content)?;
+
+    // Everything non-deterministic is decided before the writer lock.
+    let rendered = markdown::render(&content);
+    let timestamp = entropy::now();
+    let is_me_message = markdown::is_me_message(&content);
+    let sender = call.caller().clone();
+    let client = if call.client.is_empty() { "API".to_owned() } else { call.client.clone() };
+
+    let id = app.committer.commit(|state| {
+        let (destination, recipient) = resolve_target(state, &sender, &target)?;
+        let id = MessageId(state.ids.peek(IdKind::Message));
+        let message = Message {
+            id,
+            realm: sender.realm,
+            sender: sender.id,
+            recipient,
+            destination,
+            content,
+            rendered_content: rendered,
+            timestamp,
+            client,
+            is_me_message,
+            reactions: Vec::new(),
+            edit_history: Vec::new(),
+            last_edit_timestamp: None,
+            last_moved_timestamp: None,
+        };
+        let mutation = Mutation::SendMessage(NewMessage { message, read_by_sender, mentioned: Vec::new() });
+        Ok((mutation, id))
+    })?;
+    Ok(reply! { "id" => id.0 })
+}
+
+/// Checks the target against current state (under the writer lock):
+/// the channel and its send permission, or the direct recipients.
+fn resolve_target(state: &State, sender: &User, target: &Target) -> ApiResult<(Destination, RecipientId)> {
+    match target {
+        Target::Channel { channel, topic } => {
+            let channel = find_channel(state, sender, channel)?;
+            if access::send_refusal(state, sender, &channel).is_some() {
+                return Err(ApiError::bad_request(format!(
+                    "Not authorized to send to channel '{}'",
+                    channel.name
+                )));
+            }
+            check_topic_policy(&channel, topic)?;
+            let destination = Destination::Channel { channel: channel.id, topic: topic.clone() };
+            Ok((destination, channel.recipient))
+        }
+        Target::Direct(refs) => {
+            let mut participants = BTreeSet::from([sender.id]);
+            for r in refs {
+                let user = match r {
+                    UserRef::Id(id) => state
+                        .user_in_realm(sender.realm, UserId(*id))
+                        .ok_or_else(|| ApiError::bad_request(format!("Invalid user ID {id}")))?,
+                    UserRef::Email(email) => state
+                        .user_by_email(sender.realm, email)
+                        .or_else(|| state.user_by_delivery_email(sender.realm, email))
+                        .ok_or_else(|| ApiError::bad_request(format!("Invalid email '{email}'")))?,
+                };
+                if !user.is_active {
+                    return Err(ApiError::bad_request(format!("'{}' is no longer using Zulip.", user.email)));
+                }
+                participants.insert(user.id);
+            }
+            let participants: Vec<UserId> = participants.into_iter().collect();
+            let recipient = state
+                .direct_recipients
+                .get(&participants)
+                .unwrap_or_else(|| RecipientId(state.ids.peek(IdKind::Recipient)));
+            Ok((Destination::Direct { participants }, recipient))
+        }
+    }
+}
+
+/// A channel the sender may know about; otherwise "does not exist", so a
+/// private channel's existence is not revealed to outsiders.
+fn find_channel(state: &State, sender: &User, r: &ChannelRef) -> ApiResult<Channel> {
+    match r {
+        ChannelRef::Name(name) => state
+            .channel_by_name(sender.realm, name)
+            .filter(|c| can_see_channel(sender, c))
+            .ok_or_else(|| ApiError::no_channel_named(name)),
+        ChannelRef::Id(id) => state
+            .channel_in_realm(sender.realm, ChannelId(*id))
+            .filter(|c| can_see_channel(sender, c))
+            .ok_or_else(|| ApiError::no_channel_id(*id)),
+    }
+}
+
+fn check_topic_policy(channel: &Channel, topic: &str) -> ApiResult<()> {
+    match (channel.topics_policy, topic.is_empty()) {
+        (TopicsPolicy::DisableEmptyTopic, true) => {
+            Err(ApiError::bad_request("Sending messages to the general chat is not allowed in this channel."))
+        }
+        (TopicsPolicy::EmptyTopicOnly, false) => {
+            Err(ApiError::bad_request("Only the general chat topic is allowed in this channel."))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `to` for a channel message: a name, an id, or a one-element list of either.
+fn parse_channel_ref(to: &Value) -> ApiResult<ChannelRef> {
+    match to {
+        Value::String(name) if name.trim().is_empty() => Err(ApiError::bad_request("Channel name can't be empty")),
+        Value::String(name) => Ok(ChannelRef::Name(name.trim().to_owned())),
+        Value::Number(n) => n.as_u64().map(ChannelRef::Id).ok_or_else(|| ApiError::invalid("to", "not a channel")),
+        Value::Array(items) if items.len() == 1 => parse_channel_ref(&items[0]),
+        Value::Array(_) => Err(ApiError::bad_request("Cannot send to multiple channels")),
+        _ => Err(ApiError::invalid("to", "not a channel name or ID")),
+    }
+}
+
+/// `to` for a direct message: a list of ids or of emails (also a single id,
+/// or a comma-separated email string, as older clients send).
+fn parse_user_refs(to: &Value) -> ApiResult<Vec<UserRef>> {
+    let refs: Vec<UserRef> = match to {
+        Value::Array(items) => items
+            .iter()
+            .map(|item| match item {
+                Value::Number(n) => n.as_u64().map(UserRef::Id),
+                Value::String(s) => Some(UserRef::Email(s.trim().to_owned())),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| ApiError::invalid("to", "not a list of user IDs or emails"))?,
+        Value::Number(n) => vec![UserRef::Id(n.as_u64().ok_or_else(|| ApiError::invalid("to", "not a user ID"))?)],
+        Value::String(s) => s
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| UserRef::Email(s.to_owned()))
+            .collect(),
+        _ => return Err(ApiError::invalid("to", "not a list of user IDs or emails")),
+    };
+    if refs.is_empty() {
+        return Err(ApiError::bad_request("Message must have recipients"));
+    }
+    Ok(refs)
+}
+
+/// Trims trailing whitespace, refuses empty or NUL-bearing content, and
+/// truncates past `MAX_MESSAGE_LENGTH` characters the way Zulip does.
+fn normalize_content(content: &str) -> ApiResult<String> {
+    let content = content.trim_end();
+    if content.trim().is_empty() {
+        return Err(ApiError::bad_request("Message must not be empty"));
+    }
+    if content.contains('\0') {
+        return Err(ApiError::bad_request("Message must not contain null bytes"));
+    }
+    const MARK: &str = "\n[message truncated]";
+    if content.chars().count() > MAX_MESSAGE_LENGTH {
+        let keep: String = content.chars().take(MAX_MESSAGE_LENGTH - MARK.chars().count()).collect();
+        return Ok(keep + MARK);
+    }
+    Ok(content.to_owned())
+}
+
+/// Trims the topic, maps `(no topic)` and the realm's empty-topic display
+/// name to the empty topic, refuses control characters, and truncates past
+/// `MAX_TOPIC_LENGTH` characters with an ellipsis.
+fn normalize_topic(topic: &str, call: &Call) -> ApiResult<String> {
+    let topic = topic.trim();
+    if topic == "(no topic)" || topic == call.realm.settings.empty_topic_display_name {
+        return Ok(String::new());
+    }
+    if topic.chars().any(|c| c.is_control()) {
+        return Err(ApiError::bad_request("Invalid character in topic"));
+    }
+    if topic.chars().count() > MAX_TOPIC_LENGTH {
+        let keep: String = topic.chars().take(MAX_TOPIC_LENGTH - 3).collect();
+        return Ok(keep + "...");
+    }
+    Ok(topic.to_owned())
+}
+
+/// Zulip's heuristic when `read_by_sender` is omitted: messages from
+/// interactive clients start read for their sender; messages an
+/// integration sends with the user's key do not.
+fn default_read_by_sender(client: &str) -> bool {
+    let client = client.to_ascii_lowercase();
+    matches!(
+        client.as_str(),
+        "website" | "zulipandroid" | "zulipios" | "zulipdesktop" | "zulipmobile" | "zulipelectron"
+            | "zulipterminal" | "snipe" | "ios" | "android"
+    ) || client.contains("desktop app")
+}
+
+/// `GET /messages/{message_id}`: one message the caller may read.
+pub fn get_one(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let id = MessageId(call.path_id(0, "message_id")?);
+    let options = MessageOptions {
+        apply_markdown: call.params.bool_or("apply_markdown", true)?,
+        allow_empty_topic_name: call.params.bool_or("allow_empty_topic_name", false)?,
+        client_gravatar: false,
+    };
+    let me = call.caller();
+    let invalid = || ApiError::bad_request("Invalid message(s)");
+    let message = app.state.messages.get(&id).ok_or_else(invalid)?;
+    let view = access::message_view(&app.state, me, &message).ok_or_else(invalid)?;
+    let body = json::message(&app.state, &call.realm, me, &message, view, options);
+    Ok(reply! { "message" => body, "raw_content" => message.content })
+}

@@ -1,0 +1,78 @@
+//! The Zulip API, one file per area. Handlers are thin: decode parameters →
+//! check permissions → read state, or build a `Mutation` and commit it →
+//! shape the JSON reply. Nothing here knows about may_minihttp.
+
+pub mod auth;
+pub mod json;
+pub mod messages;
+pub mod realm;
+pub mod users;
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::commit::Committer;
+use crate::config::Config;
+use crate::error::{ApiError, ApiResult};
+use crate::events::Hub;
+use crate::http::request::Params;
+use crate::state::{Realm, State, User};
+
+/// Everything a handler may use. Passed explicitly; there is no global.
+pub struct App {
+    /// Realm data (read side).
+    pub state: Arc<State>,
+    /// The write path.
+    pub committer: Committer,
+    /// Event delivery.
+    pub hub: Arc<Hub>,
+    /// Validated configuration.
+    pub config: Config,
+}
+
+/// One API call, as handlers see it.
+pub struct Call {
+    /// The realm the request's host names.
+    pub realm: Realm,
+    /// The authenticated user (always `Some` on authenticated routes).
+    pub caller: Option<User>,
+    /// Query and form parameters.
+    pub params: Params,
+    /// Values of the `{…}` segments of the route pattern, in order.
+    pub path: Vec<String>,
+    /// Client name (first token of the User-Agent), Zulip's `client`.
+    pub client: String,
+}
+
+impl Call {
+    /// The authenticated user.
+    pub fn caller(&self) -> &User {
+        self.caller.as_ref().expect("authenticated route without a caller")
+    }
+
+    /// A path segment parsed as an id.
+    pub fn path_id(&self, index: usize, name: &str) -> ApiResult<u64> {
+        self.path
+            .get(index)
+            .and_then(|s| s.parse::<u64>().ok())
+            .ok_or_else(|| ApiError::invalid(name, "not an integer"))
+    }
+}
+
+/// The success fields of a reply (`result` and `msg` are added for you).
+pub type Reply = Map<String, Value>;
+
+/// A handler: one endpoint.
+pub type Handler = fn(&App, &mut Call) -> ApiResult<Reply>;
+
+/// Builds a `Reply` from `"key" => value` pairs.
+#[macro_export]
+macro_rules! reply {
+    ($($key:literal => $value:expr),* $(,)?) => {{
+        #[allow(unused_mut)]
+        let mut map = $crate::api::Reply::new();
+        $(map.insert($key.to_owned(), serde_json::json!($value));)*
+        map
+    }};
+}

@@ -1,0 +1,202 @@
+//! The write path: every durable change goes through `Committer::commit`.
+//!
+//! 1. Take the writer lock (one writer at a time: seq order = apply order).
+//! 2. Run the caller's `build` against current state: it re-checks its
+//!    preconditions and resolves ids from the counters, so two racing
+//!    requests can never both claim the same name or id.
+//! 3. Append the encoded mutation to the log (the log assigns `seq`).
+//! 4. `apply` it, collecting events.
+//! 5. Release the lock, then wait until `seq` is durable (group commit:
+//!    while this writer waits, others append and share the next fsync).
+//! 6. Publish the events, and only then let the handler reply.
+//!
+//! A log write error, like an fsync error, is fatal: the process aborts
+//! rather than acknowledge or retry anything (PostgreSQL's "fsyncgate").
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use wal::Wal;
+
+use crate::apply::apply;
+use crate::error::ApiResult;
+use crate::events::Hub;
+use crate::mutation::Mutation;
+use crate::persist::{encode_mutation, snapshot};
+use crate::state::{State, StateImage};
+
+/// The highest durable seq, with a way for coroutines to wait for it.
+///
+/// may's `Mutex` and `Condvar` park a coroutine without blocking its worker
+/// thread (a std `Condvar` would stall every coroutine on that thread), and
+/// they also work from the log's plain OS sync thread, which advances them.
+pub struct Durable {
+    seq: may::sync::Mutex<u64>,
+    advanced: may::sync::Condvar,
+}
+
+impl Durable {
+    /// Starts at `seq` (everything recovered at startup is durable).
+    pub fn new(seq: u64) -> Self {
+        Durable { seq: may::sync::Mutex::new(seq), advanced: may::sync::Condvar::new() }
+    }
+
+    /// Records that everything through `seq` is durable.
+    pub fn advance(&self, seq: u64) {
+        let mut durable = self.seq.lock().expect("durable lock poisoned");
+        if seq > *durable {
+            *durable = seq;
+            self.advanced.notify_all();
+        }
+    }
+
+    /// Parks until `seq` is durable.
+    pub fn wait(&self, seq: u64) {
+        let mut durable = self.seq.lock().expect("durable lock poisoned");
+        while *durable < seq {
+            durable = self.advanced.wait(durable).expect("durable lock poisoned");
+        }
+    }
+}
+
+/// When to write snapshots.
+#[derive(Clone, Debug)]
+pub struct SnapshotPolicy {
+    /// Where snapshot files live.
+    pub dir: PathBuf,
+    /// Take one after this many mutations since the last (0 = never, except
+    /// at clean shutdown).
+    pub every: u64,
+}
+
+/// Serializes writers and runs the write path.
+pub struct Committer {
+    state: Arc<State>,
+    wal: Arc<Wal>,
+    durable: Arc<Durable>,
+    hub: Arc<Hub>,
+    policy: SnapshotPolicy,
+    /// The single writer lock. A may mutex: a writer waiting for it parks
+    /// its coroutine instead of blocking a worker thread. Holds the seq of
+    /// the last snapshot taken.
+    writer: may::sync::Mutex<u64>,
+    /// Hands images to the snapshot thread, which does the file I/O so that
+    /// no lock is held across it.
+    snapshots: parking_lot::Mutex<Option<std::sync::mpsc::Sender<StateImage>>>,
+    snapshot_thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// Aborts the process if dropped during a panic: a panic inside `apply` at
+/// runtime leaves state half-changed after the record was logged, and the
+/// only safe continuation is a restart that replays (or refuses) it.
+struct AbortOnPanic;
+
+impl Drop for AbortOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("natter: fatal: panic while applying a logged mutation; aborting");
+            std::process::abort();
+        }
+    }
+}
+
+impl Committer {
+    /// Wraps recovered state and its open log.
+    pub fn new(
+        state: Arc<State>,
+        wal: Arc<Wal>,
+        durable: Arc<Durable>,
+        hub: Arc<Hub>,
+        policy: SnapshotPolicy,
+    ) -> Self {
+        let (tx, rx) = std::sync::mpsc::channel::<StateImage>();
+        let thread_wal = Arc::clone(&wal);
+        let dir = policy.dir.clone();
+        let handle = std::thread::Builder::new()
+            .name("natter-snapshot".into())
+            .spawn(move || {
+                for image in rx {
+                    write_snapshot(&thread_wal, &dir, &image);
+                }
+            })
+            .expect("spawn snapshot thread");
+        let last_snapshot = state.applied_seq();
+        Committer {
+            state,
+            wal,
+            durable,
+            hub,
+            policy,
+            writer: may::sync::Mutex::new(last_snapshot),
+            snapshots: parking_lot::Mutex::new(Some(tx)),
+            snapshot_thread: parking_lot::Mutex::new(Some(handle)),
+        }
+    }
+
+    /// The state this committer writes to.
+    pub fn state(&self) -> &Arc<State> {
+        &self.state
+    }
+
+    /// Runs the write path for the mutation `build` returns; the reply value
+    /// `T` is handed back once the mutation is durable and published.
+    pub fn commit<T>(&self, build: impl FnOnce(&State) -> ApiResult<(Mutation, T)>) -> ApiResult<T> {
+        let mut last_snapshot = self.writer.lock().expect("writer lock poisoned");
+        let (mutation, reply) = build(&self.state)?;
+        let record = encode_mutation(&mutation);
+        let seq = match self.wal.append(&record) {
+            Ok(seq) => seq,
+            Err(e) => {
+                eprintln!("natter: fatal: cannot append to the write-ahead log: {e}");
+                std::process::abort();
+            }
+        };
+        let guard = AbortOnPanic;
+        let events = apply(&self.state, seq, &mutation);
+        drop(guard);
+        if self.policy.every > 0 && seq - *last_snapshot >= self.policy.every {
+            *last_snapshot = seq;
+            if let Some(tx) = self.snapshots.lock().as_ref() {
+                // A send error only means shutdown has begun, and shutdown
+                // snapshots anyway.
+                let _ = tx.send(self.state.image());
+            }
+        }
+        drop(last_snapshot);
+        self.durable.wait(seq);
+        self.hub.publish(events);
+        Ok(reply)
+    }
+
+    /// Clean shutdown: takes a final snapshot and makes the log durable.
+    /// Holds the writer lock until the end, so no later commit can start.
+    pub fn shutdown(&self) {
+        let _writer = self.writer.lock().expect("writer lock poisoned");
+        let image = self.state.image();
+        // Dropping the sender ends the thread's loop once its queue drains.
+        drop(self.snapshots.lock().take());
+        if let Some(handle) = self.snapshot_thread.lock().take() {
+            let _ = handle.join();
+        }
+        write_snapshot(&self.wal, &self.policy.dir, &image);
+    }
+}
+
+/// Writes one snapshot once its seq is durable in the log, then trims the
+/// log. Runs on a plain OS thread (or at shutdown), never on a coroutine.
+fn write_snapshot(wal: &Wal, dir: &std::path::Path, image: &StateImage) {
+    let seq = image.applied_seq;
+    if seq == 0 {
+        return;
+    }
+    // A snapshot must never contain a mutation the log could still lose.
+    wal.wait_durable(seq);
+    match snapshot::write(dir, image) {
+        Ok(_) => {
+            if let Err(e) = wal.remove_through(seq) {
+                eprintln!("natter: warning: could not trim the log through seq {seq}: {e}");
+            }
+        }
+        Err(e) => eprintln!("natter: warning: snapshot at seq {seq} failed: {e}"),
+    }
+}

@@ -1,0 +1,134 @@
+//! Command-line options → validated `Config`, in two stages: clap parses the
+//! raw `Cli`, then `Cli::resolve` checks and converts it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+/// natter: a team chat server that speaks the Zulip REST API.
+#[derive(Debug, Parser)]
+#[command(version, about, long_about = None)]
+pub struct Cli {
+    /// Address to listen on; port 0 picks a free port (printed at start-up).
+    #[arg(long, default_value = "127.0.0.1:9991")]
+    pub listen: String,
+
+    /// Directory holding the write-ahead log and snapshots.
+    #[arg(long, default_value = "natter-data")]
+    pub data_dir: PathBuf,
+
+    /// Development mode: enables POST /api/v1/dev_fetch_api_key and, on the
+    /// first start with an empty data dir, seeds a dev realm and prints
+    /// every account's email and API key. Never use in production.
+    #[arg(long)]
+    pub dev: bool,
+
+    /// When a write is acknowledged: `always` (fdatasync before every reply,
+    /// group-committed), `never` (no fsync: a crash can lose writes the OS
+    /// had not flushed), or `interval:<ms>` (fsync every <ms>: a crash can
+    /// lose up to that much). Only `always` keeps "a 2xx reply means on disk".
+    #[arg(long, default_value = "always")]
+    pub fsync: String,
+
+    /// Write a snapshot after this many logged changes (0 = only at clean
+    /// shutdown). Snapshots bound restart time and let the log be trimmed.
+    #[arg(long, default_value_t = 10_000)]
+    pub snapshot_every: u64,
+
+    /// Log segment size in bytes before rotating to a new file.
+    #[arg(long, default_value_t = 64 * 1024 * 1024)]
+    pub segment_bytes: u64,
+
+    /// HTTP worker threads (default: number of CPUs).
+    #[arg(long)]
+    pub workers: Option<usize>,
+
+    /// Host name clients use to reach the server, for realm URLs and
+    /// subdomain routing (`<realm>.<host>`); default: the listen address.
+    #[arg(long)]
+    pub host: Option<String>,
+
+    /// Largest accepted request body, in bytes.
+    #[arg(long, default_value_t = 1024 * 1024)]
+    pub max_body_bytes: usize,
+}
+
+/// Validated configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Listen address (may end in `:0`).
+    pub listen: String,
+    /// Data directory.
+    pub data_dir: PathBuf,
+    /// Development mode.
+    pub dev: bool,
+    /// Log sync policy.
+    pub fsync: FsyncPolicy,
+    /// Snapshot cadence in records (0 = shutdown only).
+    pub snapshot_every: u64,
+    /// Log segment size.
+    pub segment_bytes: u64,
+    /// HTTP worker threads.
+    pub workers: usize,
+    /// External host name (no scheme).
+    pub external_host: String,
+    /// Request body limit.
+    pub max_body_bytes: usize,
+}
+
+/// When writes become durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FsyncPolicy {
+    /// fdatasync before each reply (group-committed).
+    Always,
+    /// Never fsync (benchmarks only).
+    Never,
+    /// fsync on a timer.
+    Interval(Duration),
+}
+
+impl FsyncPolicy {
+    /// The log's sync mode for this policy.
+    pub fn sync_mode(self) -> wal::SyncMode {
+        match self {
+            FsyncPolicy::Always => wal::SyncMode::Always,
+            FsyncPolicy::Never => wal::SyncMode::Never,
+            FsyncPolicy::Interval(d) => wal::SyncMode::Interval(d),
+        }
+    }
+}
+
+impl Cli {
+    /// Checks the options and builds a `Config`.
+    pub fn resolve(self) -> Result<Config, String> {
+        let fsync = match self.fsync.as_str() {
+            "always" => FsyncPolicy::Always,
+            "never" => FsyncPolicy::Never,
+            other => match other.strip_prefix("interval:").and_then(|ms| ms.parse::<u64>().ok()) {
+                Some(ms) if ms > 0 => FsyncPolicy::Interval(Duration::from_millis(ms)),
+                _ => return Err(format!("--fsync must be always, never or interval:<ms>, not {other:?}")),
+            },
+        };
+        if self.segment_bytes < 4096 {
+            return Err("--segment-bytes must be at least 4096".into());
+        }
+        let workers = self.workers.unwrap_or_else(|| {
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+        });
+        if workers == 0 {
+            return Err("--workers must be at least 1".into());
+        }
+        Ok(Config {
+            external_host: self.host.unwrap_or_else(|| self.listen.clone()),
+            listen: self.listen,
+            data_dir: self.data_dir,
+            dev: self.dev,
+            fsync,
+            snapshot_every: self.snapshot_every,
+            segment_bytes: self.segment_bytes,
+            workers,
+            max_body_bytes: self.max_body_bytes,
+        })
+    }
+}

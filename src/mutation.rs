@@ -1,0 +1,52 @@
+//! `Mutation`: the complete list of durable changes.
+//!
+//! Each variant carries fully resolved inputs — new ids, timestamps, API
+//! keys, rendered HTML — so that `apply` needs no clock, no randomness and
+//! no I/O, and replaying the log rebuilds exactly the same state. These
+//! types (with those in `state/`) are the on-disk format: changing them
+//! means bumping `persist::FORMAT_VERSION`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::state::{Channel, ChannelId, Group, Message, Realm, Subscription, User, UserId};
+
+/// One durable change.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Mutation {
+    /// A new organization with its system groups.
+    CreateRealm {
+        /// The realm; `system_groups` ids match `groups`.
+        realm: Realm,
+        /// Its role-based system groups.
+        groups: Vec<Group>,
+    },
+    /// A new user or bot account.
+    CreateUser(User),
+    /// A new channel and its first subscribers.
+    CreateChannel {
+        /// The channel, with an empty `subscribers` set.
+        channel: Channel,
+        /// Initial subscriptions.
+        subscribers: Vec<(UserId, Subscription)>,
+    },
+    /// Users subscribe to an existing channel.
+    Subscribe {
+        /// The channel.
+        channel: ChannelId,
+        /// New subscriptions (users not yet subscribed).
+        subscribers: Vec<(UserId, Subscription)>,
+    },
+    /// A message is sent.
+    SendMessage(NewMessage),
+}
+
+/// A message being sent, with everything `apply` needs to deliver it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NewMessage {
+    /// The message, id and rendering included, with no reactions or edits.
+    pub message: Message,
+    /// Whether the sender's copy starts as read.
+    pub read_by_sender: bool,
+    /// Users mentioned personally (or through a group) in the content.
+    pub mentioned: Vec<UserId>,
+}

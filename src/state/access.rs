@@ -1,0 +1,169 @@
+//! The permission engine: every "may this user see or do that" question is
+//! answered here, from state alone, so that each endpoint asks the same
+//! questions the same way.
+
+use std::collections::BTreeSet;
+
+use super::{
+    Channel, Destination, EmailVisibility, Flags, GroupId, GroupSetting, Message, Role, State,
+    SystemGroup, User,
+};
+
+/// Subgroup nesting deeper than this is not followed (groups may form
+/// cycles through bad data; membership checks must terminate regardless).
+const MAX_GROUP_DEPTH: usize = 32;
+
+/// Whether a role is in a system group. Membership of the `role:*` groups
+/// is derived from the role rather than stored, so it can never drift.
+pub fn role_in_system_group(role: Role, group: SystemGroup) -> bool {
+    match group {
+        SystemGroup::Owners => role == Role::Owner,
+        SystemGroup::Administrators => role <= Role::Administrator,
+        SystemGroup::Moderators => role <= Role::Moderator,
+        SystemGroup::FullMembers | SystemGroup::Members => role <= Role::Member,
+        SystemGroup::Everyone | SystemGroup::Internet => true,
+        SystemGroup::Nobody => false,
+    }
+}
+
+/// Whether `user` is in group `id`, directly or through subgroups.
+pub fn in_group(state: &State, user: &User, id: GroupId) -> bool {
+    let mut seen = BTreeSet::new();
+    in_group_inner(state, user, id, &mut seen, 0)
+}
+
+fn in_group_inner(
+    state: &State,
+    user: &User,
+    id: GroupId,
+    seen: &mut BTreeSet<GroupId>,
+    depth: usize,
+) -> bool {
+    if depth > MAX_GROUP_DEPTH || !seen.insert(id) {
+        return false;
+    }
+    let Some(group) = state.groups.get(&id) else { return false };
+    if group.realm != user.realm {
+        return false;
+    }
+    if let Some(system) = group.system {
+        if user.is_active && role_in_system_group(user.role, system) {
+            return true;
+        }
+    }
+    if group.direct_members.contains(&user.id) {
+        return true;
+    }
+    group.direct_subgroups.iter().any(|sub| in_group_inner(state, user, *sub, seen, depth + 1))
+}
+
+/// Whether `user` holds a permission expressed as a group-setting value.
+pub fn has_permission(state: &State, user: &User, setting: &GroupSetting) -> bool {
+    match setting {
+        GroupSetting::Group(id) => in_group(state, user, *id),
+        GroupSetting::Anonymous { direct_members, direct_subgroups } => {
+            direct_members.contains(&user.id)
+                || direct_subgroups.iter().any(|g| in_group(state, user, *g))
+        }
+    }
+}
+
+/// Whether `viewer` may see `target`'s real email address.
+pub fn can_see_email(state: &State, viewer: &User, target: &User) -> bool {
+    if viewer.id == target.id || target.is_bot() {
+        return true;
+    }
+    let Some(realm) = state.realms.get(&viewer.realm) else { return false };
+    match realm.settings.email_address_visibility {
+        EmailVisibility::Everyone => true,
+        EmailVisibility::Members => viewer.role <= Role::Member,
+        EmailVisibility::Moderators => viewer.role <= Role::Moderator,
+        EmailVisibility::Admins => viewer.role.is_admin(),
+        EmailVisibility::Nobody => false,
+    }
+}
+
+/// Whether `user` may know the channel exists (name, description, settings).
+pub fn can_see_channel(user: &User, channel: &Channel) -> bool {
+    if user.realm != channel.realm {
+        return false;
+    }
+    if channel.subscribers.contains(&user.id) {
+        return true;
+    }
+    if channel.invite_only {
+        // Zulip's administrators see every private channel's metadata.
+        user.role.is_admin()
+    } else {
+        user.role != Role::Guest
+    }
+}
+
+/// Whether `user` may read the channel's messages (subject to history rules).
+pub fn can_read_channel(user: &User, channel: &Channel) -> bool {
+    if user.realm != channel.realm {
+        return false;
+    }
+    channel.subscribers.contains(&user.id) || (!channel.invite_only && user.role != Role::Guest)
+}
+
+/// Why `user` may not post to a channel they can see, or `None` if they may.
+pub fn send_refusal(state: &State, user: &User, channel: &Channel) -> Option<&'static str> {
+    if channel.is_archived {
+        return Some("archived");
+    }
+    if channel.invite_only && !channel.subscribers.contains(&user.id) {
+        return Some("not subscribed");
+    }
+    if user.role == Role::Guest && !channel.subscribers.contains(&user.id) {
+        return Some("guest not subscribed");
+    }
+    if !has_permission(state, user, &channel.permissions.can_send_message) {
+        return Some("not in can_send_message_group");
+    }
+    None
+}
+
+/// The flags `user` sees on `message`, or `None` if they may not read it.
+///
+/// A message delivered to the user carries their stored flags. A message in
+/// a channel they may read but that was not delivered to them (sent before
+/// they subscribed, or to a public channel they are not in) is "historical"
+/// and shows as read, when the channel's history is open to them.
+pub fn message_view(state: &State, user: &User, message: &Message) -> Option<MessageView> {
+    if message.realm != user.realm {
+        return None;
+    }
+    if let Some(flags) = state.flags(user.id, message.id) {
+        return Some(MessageView { flags, historical: false });
+    }
+    let Destination::Channel { channel, .. } = &message.destination else { return None };
+    let channel = state.channels.get(channel)?;
+    if !can_read_channel(user, &channel) {
+        return None;
+    }
+    if channel.invite_only && !channel.history_public_to_subscribers {
+        return None;
+    }
+    Some(MessageView { flags: Flags::READ, historical: true })
+}
+
+/// How a readable message appears to one user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MessageView {
+    /// The user's flags.
+    pub flags: Flags,
+    /// Not delivered to the user; readable through channel history.
+    pub historical: bool,
+}
+
+impl MessageView {
+    /// Zulip's flag names, `historical` included.
+    pub fn flag_names(&self) -> Vec<&'static str> {
+        let mut names = self.flags.names();
+        if self.historical {
+            names.push("historical");
+        }
+        names
+    }
+}

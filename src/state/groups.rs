@@ -1,0 +1,62 @@
+//! User groups, system groups included, and group-setting values.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::ids::{GroupId, RealmId, UserId};
+use super::realm::SystemGroup;
+
+/// A user group. System groups are groups too; their membership follows
+/// from roles, so `direct_members` stays empty for them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    /// Server-wide id.
+    pub id: GroupId,
+    /// Owning realm.
+    pub realm: RealmId,
+    /// Unique within the realm.
+    pub name: String,
+    /// Free text.
+    pub description: String,
+    /// `Some` for the role-based system groups.
+    pub system: Option<SystemGroup>,
+    /// Users directly in the group.
+    pub direct_members: BTreeSet<UserId>,
+    /// Groups whose members are also members of this one.
+    pub direct_subgroups: BTreeSet<GroupId>,
+    /// Deactivated groups keep their id but grant nothing new.
+    pub deactivated: bool,
+    /// UNIX seconds; `None` for system groups.
+    pub date_created: Option<i64>,
+    /// Creator, if any.
+    pub creator: Option<UserId>,
+}
+
+/// Who holds a permission: a named group, or an anonymous set of users
+/// and groups (Zulip's "group-setting value").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GroupSetting {
+    /// The members of one group.
+    Group(GroupId),
+    /// These users plus the members of these groups.
+    Anonymous {
+        /// Users named directly.
+        direct_members: BTreeSet<UserId>,
+        /// Groups whose members are included.
+        direct_subgroups: BTreeSet<GroupId>,
+    },
+}
+
+impl GroupSetting {
+    /// The setting as Zulip's JSON: an integer or `{direct_members, direct_subgroups}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            GroupSetting::Group(id) => serde_json::json!(id.0),
+            GroupSetting::Anonymous { direct_members, direct_subgroups } => serde_json::json!({
+                "direct_members": direct_members.iter().map(|u| u.0).collect::<Vec<_>>(),
+                "direct_subgroups": direct_subgroups.iter().map(|g| g.0).collect::<Vec<_>>(),
+            }),
+        }
+    }
+}

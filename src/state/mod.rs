@@ -1,0 +1,224 @@
+//! In-memory domain data and read accessors; no I/O, no HTTP, no clock, no
+//! randomness.
+//!
+//! `State` owns every map plus `applied_seq`. Only `apply` writes to it;
+//! everyone else reads through the accessors here and in `access`. The
+//! snapshot form is `StateImage`: the same data as sorted vectors, so that
+//! replaying the same log always yields a byte-identical snapshot.
+
+pub mod access;
+pub mod channels;
+pub mod groups;
+pub mod ids;
+pub mod messages;
+pub mod realm;
+pub mod shard;
+pub mod users;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+pub use channels::{Channel, ChannelPermissions, Subscription, TopicsPolicy};
+pub use groups::{Group, GroupSetting};
+pub use ids::{ChannelId, Counters, GroupId, IdKind, MessageId, RealmId, RecipientId, UserId};
+pub use messages::{Destination, Flags, Message};
+pub use realm::{EmailVisibility, Realm, RealmSettings, SystemGroup, SystemGroups};
+pub use shard::Sharded;
+pub use users::{BotType, Role, User};
+
+/// All realm data of the server.
+#[derive(Default)]
+pub struct State {
+    /// Seq of the last mutation applied; `apply` asserts continuity.
+    pub(crate) applied_seq: AtomicU64,
+    /// Next free ids.
+    pub ids: Counters,
+    /// Realms by id.
+    pub realms: Sharded<RealmId, Realm>,
+    /// Realm id by subdomain (`string_id`).
+    pub realm_by_subdomain: Sharded<String, RealmId>,
+    /// Accounts by id.
+    pub users: Sharded<UserId, User>,
+    /// User id by (realm, lowercased API email).
+    pub user_by_email: Sharded<(RealmId, String), UserId>,
+    /// User id by (realm, lowercased delivery email).
+    pub user_by_delivery_email: Sharded<(RealmId, String), UserId>,
+    /// Channels by id.
+    pub channels: Sharded<ChannelId, Channel>,
+    /// Channel id by (realm, lowercased name).
+    pub channel_by_name: Sharded<(RealmId, String), ChannelId>,
+    /// Each user's subscriptions.
+    pub subscriptions: Sharded<UserId, BTreeMap<ChannelId, Subscription>>,
+    /// Messages by id.
+    pub messages: Sharded<MessageId, Message>,
+    /// Each user's messages (those delivered to them) with their flags.
+    pub user_messages: Sharded<UserId, BTreeMap<MessageId, Flags>>,
+    /// Message ids per recipient (channel or conversation), ascending.
+    pub by_recipient: Sharded<RecipientId, Vec<MessageId>>,
+    /// Recipient id of each direct conversation, keyed by sorted participants.
+    pub direct_recipients: Sharded<Vec<UserId>, RecipientId>,
+    /// User groups, system groups included.
+    pub groups: Sharded<GroupId, Group>,
+}
+
+/// `State` as plain sorted data: the snapshot format.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StateImage {
+    /// Seq of the last mutation included.
+    pub applied_seq: u64,
+    /// Next free ids.
+    pub ids: ids::CountersImage,
+    /// Every realm.
+    pub realms: Vec<Realm>,
+    /// Every account.
+    pub users: Vec<User>,
+    /// Every channel.
+    pub channels: Vec<Channel>,
+    /// Subscriptions per user.
+    pub subscriptions: Vec<(UserId, BTreeMap<ChannelId, Subscription>)>,
+    /// Every message.
+    pub messages: Vec<Message>,
+    /// Flags per user and message.
+    pub user_messages: Vec<(UserId, BTreeMap<MessageId, Flags>)>,
+    /// Direct conversation recipients.
+    pub direct_recipients: Vec<(Vec<UserId>, RecipientId)>,
+    /// Every group.
+    pub groups: Vec<Group>,
+}
+
+fn values<K: std::hash::Hash + Eq + Ord + Clone, V: Clone>(map: &Sharded<K, V>) -> Vec<V> {
+    map.collect_sorted(|_, _| true).into_iter().map(|(_, v)| v).collect()
+}
+
+impl State {
+    /// An empty state (nothing applied).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Seq of the last applied mutation (0 = none).
+    pub fn applied_seq(&self) -> u64 {
+        self.applied_seq.load(Ordering::Acquire)
+    }
+
+    /// A plain copy. Only a consistent cut while no mutation is applied, so
+    /// callers hold the commit writer lock.
+    pub fn image(&self) -> StateImage {
+        StateImage {
+            applied_seq: self.applied_seq(),
+            ids: self.ids.image(),
+            realms: values(&self.realms),
+            users: values(&self.users),
+            channels: values(&self.channels),
+            subscriptions: self.subscriptions.collect_sorted(|_, _| true),
+            messages: values(&self.messages),
+            user_messages: self.user_messages.collect_sorted(|_, _| true),
+            direct_recipients: self.direct_recipients.collect_sorted(|_, _| true),
+            groups: values(&self.groups),
+        }
+    }
+
+    /// Rebuilds the maps and every derived index from a snapshot.
+    pub fn from_image(image: StateImage) -> Self {
+        let state = State {
+            applied_seq: AtomicU64::new(image.applied_seq),
+            ids: Counters::from_image(&image.ids),
+            subscriptions: image.subscriptions.into_iter().collect(),
+            user_messages: image.user_messages.into_iter().collect(),
+            direct_recipients: image.direct_recipients.into_iter().collect(),
+            ..State::default()
+        };
+        for realm in image.realms {
+            state.index_realm(realm);
+        }
+        for user in image.users {
+            state.index_user(user);
+        }
+        for channel in image.channels {
+            state.index_channel(channel);
+        }
+        for message in image.messages {
+            state.index_message(message);
+        }
+        for group in image.groups {
+            state.groups.insert(group.id, group);
+        }
+        state
+    }
+
+    /// Inserts a realm and its subdomain index entry.
+    pub(crate) fn index_realm(&self, realm: Realm) {
+        self.realm_by_subdomain.insert(realm.string_id.to_lowercase(), realm.id);
+        self.realms.insert(realm.id, realm);
+    }
+
+    /// Inserts a user and its email index entries.
+    pub(crate) fn index_user(&self, user: User) {
+        self.user_by_email.insert((user.realm, user.email.to_lowercase()), user.id);
+        self.user_by_delivery_email.insert((user.realm, user.delivery_email.to_lowercase()), user.id);
+        self.users.insert(user.id, user);
+    }
+
+    /// Inserts a channel and its name index entry.
+    pub(crate) fn index_channel(&self, channel: Channel) {
+        self.channel_by_name.insert((channel.realm, channel.name.to_lowercase()), channel.id);
+        self.channels.insert(channel.id, channel);
+    }
+
+    /// Inserts a message and appends it to its recipient's index.
+    pub(crate) fn index_message(&self, message: Message) {
+        self.by_recipient.upsert(message.recipient, |ids| ids.push(message.id));
+        self.messages.insert(message.id, message);
+    }
+
+    /// The realm served at `subdomain`, if any.
+    pub fn realm_by_subdomain(&self, subdomain: &str) -> Option<Realm> {
+        let id = self.realm_by_subdomain.get(&subdomain.to_lowercase())?;
+        self.realms.get(&id)
+    }
+
+    /// A user of `realm` by API email (case-insensitive).
+    pub fn user_by_email(&self, realm: RealmId, email: &str) -> Option<User> {
+        let id = self.user_by_email.get(&(realm, email.to_lowercase()))?;
+        self.users.get(&id)
+    }
+
+    /// A user of `realm` by real email (case-insensitive).
+    pub fn user_by_delivery_email(&self, realm: RealmId, email: &str) -> Option<User> {
+        let id = self.user_by_delivery_email.get(&(realm, email.to_lowercase()))?;
+        self.users.get(&id)
+    }
+
+    /// A user of `realm` by id; `None` for other realms' users.
+    pub fn user_in_realm(&self, realm: RealmId, id: UserId) -> Option<User> {
+        self.users.get(&id).filter(|u| u.realm == realm)
+    }
+
+    /// Every account of `realm`, by id.
+    pub fn realm_users(&self, realm: RealmId) -> Vec<User> {
+        self.users.collect_sorted(|_, u| u.realm == realm).into_iter().map(|(_, u)| u).collect()
+    }
+
+    /// A channel of `realm` by id; `None` for other realms' channels.
+    pub fn channel_in_realm(&self, realm: RealmId, id: ChannelId) -> Option<Channel> {
+        self.channels.get(&id).filter(|c| c.realm == realm)
+    }
+
+    /// A channel of `realm` by name (case-insensitive).
+    pub fn channel_by_name(&self, realm: RealmId, name: &str) -> Option<Channel> {
+        let id = self.channel_by_name.get(&(realm, name.to_lowercase()))?;
+        self.channels.get(&id)
+    }
+
+    /// The caller's flags on a message, if it was delivered to them.
+    pub fn flags(&self, user: UserId, message: MessageId) -> Option<Flags> {
+        self.user_messages.read(&user, |m| m.get(&message).copied()).flatten()
+    }
+
+    /// The highest message id, 0 if none (ids are allocated in order).
+    pub fn max_message_id(&self) -> u64 {
+        self.ids.peek(IdKind::Message) - 1
+    }
+}

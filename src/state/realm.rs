@@ -1,0 +1,131 @@
+//! Realms (Zulip "organizations") and their settings.
+
+use serde::{Deserialize, Serialize};
+
+use super::ids::{GroupId, RealmId};
+
+/// One organization. Every user, channel, group and message belongs to one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Realm {
+    /// Server-wide id.
+    pub id: RealmId,
+    /// Subdomain (`""` for the realm served on the bare host), Zulip's `string_id`.
+    pub string_id: String,
+    /// Display name.
+    pub name: String,
+    /// Markdown description.
+    pub description: String,
+    /// UNIX seconds.
+    pub date_created: i64,
+    /// A deactivated realm refuses every authenticated request.
+    pub deactivated: bool,
+    /// Organization settings.
+    pub settings: RealmSettings,
+    /// The realm's role-based system groups, created with the realm.
+    pub system_groups: SystemGroups,
+}
+
+/// Who may see users' real email addresses (Zulip's `email_address_visibility`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EmailVisibility {
+    /// 1: every user.
+    Everyone,
+    /// 2: members (not guests).
+    Members,
+    /// 3: administrators only.
+    Admins,
+    /// 4: nobody.
+    Nobody,
+    /// 5: moderators and administrators.
+    Moderators,
+}
+
+/// Organization settings that natter implements.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RealmSettings {
+    /// Who sees real email addresses.
+    pub email_address_visibility: EmailVisibility,
+    /// Whether messages may be edited at all.
+    pub allow_message_editing: bool,
+    /// Seconds after sending during which content may be edited; 0 = no limit.
+    pub message_content_edit_limit_seconds: u32,
+    /// Whether users may see edit history.
+    pub allow_edit_history: bool,
+    /// `None` = keep forever.
+    pub message_retention_days: Option<i32>,
+    /// How the empty topic is shown to clients without `empty_topic_name`.
+    pub empty_topic_display_name: String,
+}
+
+impl Default for RealmSettings {
+    fn default() -> Self {
+        RealmSettings {
+            email_address_visibility: EmailVisibility::Everyone,
+            allow_message_editing: true,
+            message_content_edit_limit_seconds: 0,
+            allow_edit_history: true,
+            message_retention_days: None,
+            empty_topic_display_name: "general chat".to_owned(),
+        }
+    }
+}
+
+/// The role-based system groups of one realm (Zulip's `role:*` groups).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SystemGroup {
+    /// `role:owners`.
+    Owners,
+    /// `role:administrators` (contains owners).
+    Administrators,
+    /// `role:moderators` (contains administrators).
+    Moderators,
+    /// `role:fullmembers` (contains moderators).
+    FullMembers,
+    /// `role:members`: everyone but guests.
+    Members,
+    /// `role:everyone`: guests too.
+    Everyone,
+    /// `role:internet`: everyone plus logged-out spectators.
+    Internet,
+    /// `role:nobody`: empty.
+    Nobody,
+}
+
+impl SystemGroup {
+    /// All of them, in id-allocation order.
+    pub const ALL: [SystemGroup; 8] = [
+        SystemGroup::Owners,
+        SystemGroup::Administrators,
+        SystemGroup::Moderators,
+        SystemGroup::FullMembers,
+        SystemGroup::Members,
+        SystemGroup::Everyone,
+        SystemGroup::Internet,
+        SystemGroup::Nobody,
+    ];
+
+    /// Zulip's name for the group.
+    pub fn name(self) -> &'static str {
+        match self {
+            SystemGroup::Owners => "role:owners",
+            SystemGroup::Administrators => "role:administrators",
+            SystemGroup::Moderators => "role:moderators",
+            SystemGroup::FullMembers => "role:fullmembers",
+            SystemGroup::Members => "role:members",
+            SystemGroup::Everyone => "role:everyone",
+            SystemGroup::Internet => "role:internet",
+            SystemGroup::Nobody => "role:nobody",
+        }
+    }
+}
+
+/// Ids of a realm's system groups, indexed like `SystemGroup::ALL`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemGroups(pub [GroupId; 8]);
+
+impl SystemGroups {
+    /// The id of one system group.
+    pub fn id(&self, group: SystemGroup) -> GroupId {
+        self.0[group as usize]
+    }
+}

@@ -1,0 +1,315 @@
+//! Test harness: `TestServer` runs the real `natter` binary on 127.0.0.1:0
+//! with a temp data dir; `Client` speaks raw HTTP/1.1 to it, so tests can
+//! also send malformed requests.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::Value;
+
+/// One account printed by `natter --dev`.
+#[derive(Clone, Debug)]
+pub struct Account {
+    pub realm: String,
+    pub role: String,
+    pub email: String,
+    pub key: String,
+}
+
+/// A running natter process.
+pub struct TestServer {
+    child: Option<Child>,
+    pub addr: String,
+    pub dir: tempfile::TempDir,
+    pub accounts: Vec<Account>,
+    args: Vec<String>,
+}
+
+impl TestServer {
+    /// A dev server on a fresh data dir.
+    pub fn start() -> TestServer {
+        Self::start_with(&[])
+    }
+
+    /// A dev server on a fresh data dir with extra arguments.
+    pub fn start_with(extra: &[&str]) -> TestServer {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut args: Vec<String> = vec!["--dev".into()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let mut server =
+            TestServer { child: None, addr: String::new(), dir, accounts: Vec::new(), args };
+        server.spawn().unwrap_or_else(|e| panic!("natter did not start: {e}"));
+        server
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn command(&self, args: &[String]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_natter"));
+        cmd.arg("--listen").arg("127.0.0.1:0").arg("--data-dir").arg(self.dir.path().join("data"));
+        cmd.arg("--workers").arg("2");
+        cmd.args(args);
+        cmd
+    }
+
+    fn stderr_path(&self) -> PathBuf {
+        self.dir.path().join("stderr.log")
+    }
+
+    /// Starts the process with `self.args`; returns stderr on failure.
+    fn spawn(&mut self) -> Result<(), String> {
+        let args = self.args.clone();
+        let stderr = std::fs::File::create(self.stderr_path()).expect("stderr file");
+        let mut child = self
+            .command(&args)
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn natter");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let mut accounts = Vec::new();
+        loop {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    if let Some(addr) = line.strip_prefix("natter: listening on http://") {
+                        self.addr = addr.trim().to_owned();
+                        break;
+                    }
+                    if line.starts_with("  ") {
+                        let cols: Vec<&str> = line.split_whitespace().collect();
+                        if cols.len() == 4 {
+                            accounts.push(Account {
+                                realm: cols[0].to_owned(),
+                                role: cols[1].to_owned(),
+                                email: cols[2].to_owned(),
+                                key: cols[3].to_owned(),
+                            });
+                        }
+                    }
+                }
+                _ => {
+                    let _ = child.wait();
+                    return Err(self.stderr());
+                }
+            }
+        }
+        // Keep draining stdout so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        if !accounts.is_empty() {
+            self.accounts = accounts;
+        }
+        self.child = Some(child);
+        Ok(())
+    }
+
+    /// What the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(self.stderr_path()).unwrap_or_default()
+    }
+
+    /// SIGKILL: a crash with no clean shutdown.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().expect("kill");
+            child.wait().expect("wait");
+        }
+    }
+
+    /// SIGTERM and wait: a clean shutdown (final snapshot).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let status = Command::new("kill")
+                .arg("-TERM")
+                .arg(child.id().to_string())
+                .status()
+                .expect("run kill");
+            assert!(status.success());
+            let exit = child.wait().expect("wait");
+            assert!(exit.success(), "natter exited with {exit}: {}", self.stderr());
+        }
+    }
+
+    /// Starts again on the same data dir (after `kill` or `stop`).
+    pub fn restart(&mut self) {
+        self.restart_with_args(self.args.clone());
+    }
+
+    /// Starts again on the same data dir with other arguments.
+    pub fn restart_with_args(&mut self, args: Vec<String>) {
+        self.args = args;
+        self.spawn().unwrap_or_else(|e| panic!("natter did not restart: {e}"));
+    }
+
+    /// Starts on the same data dir expecting failure; returns stderr.
+    pub fn start_expecting_failure(&mut self) -> String {
+        match self.spawn() {
+            Ok(()) => panic!("natter started but was expected to refuse"),
+            Err(stderr) => stderr,
+        }
+    }
+
+    /// The account with this email.
+    pub fn account(&self, email: &str) -> Account {
+        self.accounts
+            .iter()
+            .find(|a| a.email == email)
+            .unwrap_or_else(|| panic!("no account {email}"))
+            .clone()
+    }
+
+    /// A client authenticated as `email`.
+    pub fn client(&self, email: &str) -> Client {
+        let a = self.account(email);
+        Client { addr: self.addr.clone(), auth: Some((a.email, a.key)), host: None }
+    }
+
+    /// A client with no credentials.
+    pub fn anonymous(&self) -> Client {
+        Client { addr: self.addr.clone(), auth: None, host: None }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A parsed HTTP response.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub json: Value,
+    pub body: String,
+}
+
+impl Response {
+    /// Asserts a 200 success envelope and returns the JSON.
+    #[track_caller]
+    pub fn ok(self) -> Value {
+        assert_eq!(self.status, 200, "expected success, got {}: {}", self.status, self.body);
+        assert_eq!(self.json["result"], "success", "{}", self.body);
+        assert_eq!(self.json["msg"], "", "{}", self.body);
+        self.json
+    }
+
+    /// Asserts a Zulip error with this status and code; returns the JSON.
+    #[track_caller]
+    pub fn err(self, status: u16, code: &str) -> Value {
+        assert_eq!(self.status, status, "expected {status} {code}, got: {}", self.body);
+        assert_eq!(self.json["result"], "error", "{}", self.body);
+        assert_eq!(self.json["code"], code, "{}", self.body);
+        assert!(self.json["msg"].as_str().is_some_and(|m| !m.is_empty()), "{}", self.body);
+        self.json
+    }
+}
+
+/// Raw HTTP/1.1 client; one connection per request.
+#[derive(Clone)]
+pub struct Client {
+    pub addr: String,
+    pub auth: Option<(String, String)>,
+    pub host: Option<String>,
+}
+
+fn encode(params: &[(&str, &str)]) -> String {
+    let mut s = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in params {
+        s.append_pair(k, v);
+    }
+    s.finish()
+}
+
+impl Client {
+    /// The same client, sending another Host header.
+    pub fn with_host(&self, host: &str) -> Client {
+        Client { host: Some(host.to_owned()), ..self.clone() }
+    }
+
+    /// The same client with other credentials.
+    pub fn with_auth(&self, email: &str, key: &str) -> Client {
+        Client { auth: Some((email.to_owned(), key.to_owned())), ..self.clone() }
+    }
+
+    pub fn get(&self, path: &str, params: &[(&str, &str)]) -> Response {
+        self.request("GET", path, params)
+    }
+
+    pub fn post(&self, path: &str, params: &[(&str, &str)]) -> Response {
+        self.request("POST", path, params)
+    }
+
+    /// `/api/v1` + path; GET params in the query, others form-encoded.
+    pub fn request(&self, method: &str, path: &str, params: &[(&str, &str)]) -> Response {
+        let encoded = encode(params);
+        let (target, body) = if method == "GET" && !params.is_empty() {
+            (format!("/api/v1{path}?{encoded}"), String::new())
+        } else if method == "GET" {
+            (format!("/api/v1{path}"), String::new())
+        } else {
+            (format!("/api/v1{path}"), encoded)
+        };
+        let mut head = format!(
+            "{method} {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: NatterTests/1.0\r\n",
+            self.host.as_deref().unwrap_or(&self.addr)
+        );
+        if let Some((email, key)) = &self.auth {
+            let token = base64::engine::general_purpose::STANDARD.encode(format!("{email}:{key}"));
+            head.push_str(&format!("Authorization: Basic {token}\r\n"));
+        }
+        if !body.is_empty() {
+            head.push_str("Content-Type: application/x-www-form-urlencoded\r\n");
+        }
+        head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+        self.raw(format!("{head}{body}").as_bytes())
+    }
+
+    /// Sends raw bytes and parses one response.
+    pub fn raw(&self, bytes: &[u8]) -> Response {
+        let mut stream = TcpStream::connect(&self.addr).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        stream.write_all(bytes).expect("write request");
+        read_response(&mut stream)
+    }
+}
+
+/// Reads one response (headers + Content-Length body).
+pub fn read_response(stream: &mut TcpStream) -> Response {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        let n = stream.read(&mut byte).expect("read response head");
+        assert!(n == 1, "connection closed before a response: {:?}", String::from_utf8_lossy(&buf));
+        buf.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&buf).into_owned();
+    let status: u16 = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).expect("status");
+    let headers: HashMap<String, String> = head
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).expect("content-length");
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body).expect("read body");
+    let body = String::from_utf8(body).expect("utf-8 body");
+    assert_eq!(
+        headers.get("content-type").map(String::as_str),
+        Some("application/json"),
+        "every response is JSON: {head}{body}"
+    );
+    let json = serde_json::from_str(&body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"));
+    Response { status, json, body }
+}
