@@ -10,9 +10,7 @@ use std::sync::atomic::Ordering;
 
 use crate::events::Event;
 use crate::mutation::{Mutation, NewMessage};
-use crate::state::{
-    Channel, ChannelId, Destination, Flags, IdKind, State, Subscription, UserId,
-};
+use crate::state::{Channel, ChannelId, Destination, Flags, IdKind, State, Subscription, UserId};
 
 /// Applies mutation number `seq` and returns the events it causes.
 ///
@@ -41,11 +39,16 @@ pub fn apply(state: &State, seq: u64, mutation: &Mutation) -> Vec<Event> {
             vec![Event::RealmUserAdd { realm: user.realm, user: user.id }]
         }
         Mutation::CreateChannel { channel, subscribers } => {
-            assert!(state.channels.get(&channel.id).is_none(), "apply: channel {} exists", channel.id);
+            assert!(
+                state.channels.get(&channel.id).is_none(),
+                "apply: channel {} exists",
+                channel.id
+            );
             state.ids.claim(IdKind::Channel, channel.id.0);
             state.ids.claim(IdKind::Recipient, channel.recipient.0);
             state.index_channel(Channel { subscribers: Default::default(), ..channel.clone() });
-            let mut events = vec![Event::ChannelCreate { realm: channel.realm, channel: channel.id }];
+            let mut events =
+                vec![Event::ChannelCreate { realm: channel.realm, channel: channel.id }];
             events.extend(subscribe(state, channel.id, subscribers));
             events
         }
@@ -56,7 +59,11 @@ pub fn apply(state: &State, seq: u64, mutation: &Mutation) -> Vec<Event> {
     events
 }
 
-fn subscribe(state: &State, channel: ChannelId, subscribers: &[(UserId, Subscription)]) -> Vec<Event> {
+fn subscribe(
+    state: &State,
+    channel: ChannelId,
+    subscribers: &[(UserId, Subscription)],
+) -> Vec<Event> {
     if subscribers.is_empty() {
         return Vec::new();
     }

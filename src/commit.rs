@@ -140,7 +140,10 @@ impl Committer {
 
     /// Runs the write path for the mutation `build` returns; the reply value
     /// `T` is handed back once the mutation is durable and published.
-    pub fn commit<T>(&self, build: impl FnOnce(&State) -> ApiResult<(Mutation, T)>) -> ApiResult<T> {
+    pub fn commit<T>(
+        &self,
+        build: impl FnOnce(&State) -> ApiResult<(Mutation, T)>,
+    ) -> ApiResult<T> {
         let mut last_snapshot = self.writer.lock().expect("writer lock poisoned");
         let (mutation, reply) = build(&self.state)?;
         let record = encode_mutation(&mutation);

@@ -71,8 +71,8 @@ pub struct Config {
     pub segment_bytes: u64,
     /// HTTP worker threads.
     pub workers: usize,
-    /// External host name (no scheme).
-    pub external_host: String,
+    /// External host name (no scheme), if given; else the bound address.
+    pub external_host: Option<String>,
     /// Request body limit.
     pub max_body_bytes: usize,
 }
@@ -107,20 +107,24 @@ impl Cli {
             "never" => FsyncPolicy::Never,
             other => match other.strip_prefix("interval:").and_then(|ms| ms.parse::<u64>().ok()) {
                 Some(ms) if ms > 0 => FsyncPolicy::Interval(Duration::from_millis(ms)),
-                _ => return Err(format!("--fsync must be always, never or interval:<ms>, not {other:?}")),
+                _ => {
+                    return Err(format!(
+                        "--fsync must be always, never or interval:<ms>, not {other:?}"
+                    ))
+                }
             },
         };
         if self.segment_bytes < 4096 {
             return Err("--segment-bytes must be at least 4096".into());
         }
-        let workers = self.workers.unwrap_or_else(|| {
-            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
-        });
+        let workers = self
+            .workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
         if workers == 0 {
             return Err("--workers must be at least 1".into());
         }
         Ok(Config {
-            external_host: self.host.unwrap_or_else(|| self.listen.clone()),
+            external_host: self.host,
             listen: self.listen,
             data_dir: self.data_dir,
             dev: self.dev,

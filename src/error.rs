@@ -105,7 +105,11 @@ impl ApiError {
 
     /// 411: chunked bodies (may_minihttp cannot read them).
     pub fn length_required() -> Self {
-        Self::new(411, "BAD_REQUEST", "Chunked request bodies are not supported; send Content-Length")
+        Self::new(
+            411,
+            "BAD_REQUEST",
+            "Chunked request bodies are not supported; send Content-Length",
+        )
     }
 
     /// 413 for a body over the size limit.

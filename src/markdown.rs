@@ -6,7 +6,7 @@
 //! (never passed through), and links only keep safe schemes.
 //! Zulip's own extensions (mentions, channel links, emoji) build on this.
 
-use pulldown_cmark::{html, CowStr, Event, LinkType, Options, Parser, Tag};
+use pulldown_cmark::{html, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
 
 /// Renders message content to HTML.
 pub fn render(source: &str) -> String {
@@ -14,8 +14,11 @@ pub fn render(source: &str) -> String {
     options.insert(Options::ENABLE_STRIKETHROUGH);
     options.insert(Options::ENABLE_TABLES);
     let events = Parser::new_ext(source, options).map(|event| match event {
-        // Raw HTML is escaped text, never markup (XSS).
+        // Raw HTML is escaped text, never markup (XSS); an HTML block
+        // becomes a paragraph of that text, as in Zulip.
         Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
+        Event::Start(Tag::HtmlBlock) => Event::Start(Tag::Paragraph),
+        Event::End(TagEnd::HtmlBlock) => Event::End(TagEnd::Paragraph),
         Event::SoftBreak => Event::HardBreak,
         Event::Start(Tag::Link { link_type, dest_url, title, id }) => Event::Start(Tag::Link {
             link_type,
@@ -42,7 +45,7 @@ pub fn render(source: &str) -> String {
 /// `data:`…) becomes an inert empty link.
 fn safe_url(url: CowStr<'_>, _kind: LinkType) -> CowStr<'_> {
     let lower = url.trim_start().to_ascii_lowercase();
-    let scheme_end = lower.find(|c: char| matches!(c, ':' | '/' | '?' | '#'));
+    let scheme_end = lower.find([':', '/', '?', '#']);
     match scheme_end {
         Some(i) if lower.as_bytes()[i] == b':' => {
             let scheme = &lower[..i];

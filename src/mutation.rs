@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::state::{Channel, ChannelId, Group, Message, Realm, Subscription, User, UserId};
 
 /// One durable change.
+// Mutations are built one at a time and moved once into the log and
+// `apply`; boxing the larger variants would only add allocations.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Mutation {
     /// A new organization with its system groups.

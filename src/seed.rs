@@ -29,7 +29,8 @@ pub fn realm(state: &State, string_id: &str, name: &str, now: i64) -> ApiResult<
         return Err(ApiError::bad_request(format!("Subdomain '{string_id}' is already in use")));
     }
     let id = RealmId(state.ids.peek(IdKind::Realm));
-    let group_ids: Vec<GroupId> = state.ids.peek_many(IdKind::Group, 8).into_iter().map(GroupId).collect();
+    let group_ids: Vec<GroupId> =
+        state.ids.peek_many(IdKind::Group, 8).into_iter().map(GroupId).collect();
     let system_groups = SystemGroups(std::array::from_fn(|i| group_ids[i]));
     let groups = SystemGroup::ALL
         .iter()
@@ -72,7 +73,13 @@ pub struct NewUser<'a> {
 }
 
 /// The mutation creating `new` in `realm`; the API key is drawn here.
-pub fn user(state: &State, realm: RealmId, new: &NewUser<'_>, api_key: String, now: i64) -> ApiResult<Mutation> {
+pub fn user(
+    state: &State,
+    realm: RealmId,
+    new: &NewUser<'_>,
+    api_key: String,
+    now: i64,
+) -> ApiResult<Mutation> {
     if state.user_by_delivery_email(realm, new.email).is_some() {
         return Err(ApiError::bad_request(format!("Email '{}' already in use", new.email)));
     }
@@ -116,42 +123,52 @@ pub fn subscription(state: &State, user: UserId, offset: usize) -> Subscription 
     Subscription::new(COLORS[(existing + offset) % COLORS.len()].to_owned())
 }
 
-/// A new channel in `realm`, with `subscribers` subscribed.
+/// A channel to create.
+pub struct NewChannel<'a> {
+    /// Name, unique in the realm.
+    pub name: &'a str,
+    /// Markdown description.
+    pub description: &'a str,
+    /// Private channel.
+    pub invite_only: bool,
+    /// Who creates it.
+    pub creator: Option<UserId>,
+    /// Who is subscribed from the start.
+    pub subscribers: &'a [UserId],
+}
+
+/// The mutation creating `new` in `realm`.
 pub fn channel(
     state: &State,
     realm: &Realm,
-    name: &str,
-    description: &str,
-    invite_only: bool,
-    creator: Option<UserId>,
-    subscribers: &[UserId],
+    new: &NewChannel<'_>,
     now: i64,
 ) -> ApiResult<Mutation> {
-    if state.channel_by_name(realm.id, name).is_some() {
-        return Err(ApiError::bad_request(format!("Channel '{name}' already exists")));
+    if state.channel_by_name(realm.id, new.name).is_some() {
+        return Err(ApiError::bad_request(format!("Channel '{}' already exists", new.name)));
     }
     let channel = Channel {
         id: ChannelId(state.ids.peek(IdKind::Channel)),
         realm: realm.id,
-        name: name.to_owned(),
-        description: description.to_owned(),
-        rendered_description: markdown::render(description),
-        invite_only,
+        name: new.name.to_owned(),
+        description: new.description.to_owned(),
+        rendered_description: markdown::render(new.description),
+        invite_only: new.invite_only,
         is_web_public: false,
         history_public_to_subscribers: true,
-        creator,
+        creator: new.creator,
         date_created: now,
         recipient: RecipientId(state.ids.peek(IdKind::Recipient)),
         message_retention_days: None,
         is_archived: false,
         topics_policy: TopicsPolicy::Inherit,
         folder_id: None,
-        is_default: !invite_only,
-        permissions: default_permissions(realm, creator),
+        is_default: !new.invite_only,
+        permissions: default_permissions(realm, new.creator),
         first_message_id: None,
         subscribers: BTreeSet::new(),
     };
-    let subscribers = subscribers.iter().map(|u| (*u, subscription(state, *u, 0))).collect();
+    let subscribers = new.subscribers.iter().map(|u| (*u, subscription(state, *u, 0))).collect();
     Ok(Mutation::CreateChannel { channel, subscribers })
 }
 
@@ -175,7 +192,10 @@ pub fn seed_dev(app: &App) -> ApiResult<Vec<Credential>> {
         seed_realm(app, "lear", "Lear & Co.", "lear.test", LEAR_USERS, LEAR_CHANNELS)?;
     }
     let mut out = Vec::new();
-    for realm in [app.state.realm_by_subdomain(""), app.state.realm_by_subdomain("lear")].into_iter().flatten() {
+    for realm in [app.state.realm_by_subdomain(""), app.state.realm_by_subdomain("lear")]
+        .into_iter()
+        .flatten()
+    {
         for user in app.state.realm_users(realm.id) {
             let role = match (user.bot_type, user.role) {
                 (Some(_), _) => "bot",
@@ -185,7 +205,12 @@ pub fn seed_dev(app: &App) -> ApiResult<Vec<Credential>> {
                 (None, Role::Member) => "member",
                 (None, Role::Guest) => "guest",
             };
-            out.push(Credential { realm: realm.string_id.clone(), role, email: user.email, api_key: user.api_key });
+            out.push(Credential {
+                realm: realm.string_id.clone(),
+                role,
+                email: user.email,
+                api_key: user.api_key,
+            });
         }
     }
     Ok(out)
@@ -251,7 +276,14 @@ fn seed_realm(
             .map(|(_, id, _)| *id)
             .collect();
         let id = c.commit(|s| {
-            let m = channel(s, &realm, channel_name, description, *private, Some(owner), &subscribers, now)?;
+            let new = NewChannel {
+                name: channel_name,
+                description,
+                invite_only: *private,
+                creator: Some(owner),
+                subscribers: &subscribers,
+            };
+            let m = channel(s, &realm, &new, now)?;
             let Mutation::CreateChannel { channel, .. } = &m else { unreachable!() };
             let id = channel.id;
             Ok((m, id))
@@ -282,6 +314,13 @@ fn seed_realm(
             last_edit_timestamp: None,
             last_moved_timestamp: None,
         };
-        Ok((Mutation::SendMessage(NewMessage { message, read_by_sender: true, mentioned: Vec::new() }), ()))
+        Ok((
+            Mutation::SendMessage(NewMessage {
+                message,
+                read_by_sender: true,
+                mentioned: Vec::new(),
+            }),
+            (),
+        ))
     })
 }

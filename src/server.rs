@@ -2,7 +2,7 @@
 //! and start the HTTP listener.
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use may_minihttp::HttpServer;
 
@@ -57,9 +57,13 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
     );
     let state = Arc::new(state);
     let hub = Arc::new(Hub::new());
-    let policy = SnapshotPolicy { dir: persist::snapshot_dir(&config.data_dir), every: config.snapshot_every };
-    let committer = Committer::new(Arc::clone(&state), Arc::new(wal), durable, Arc::clone(&hub), policy);
-    Ok(Arc::new(App { state, committer, hub, config }))
+    let policy = SnapshotPolicy {
+        dir: persist::snapshot_dir(&config.data_dir),
+        every: config.snapshot_every,
+    };
+    let committer =
+        Committer::new(Arc::clone(&state), Arc::new(wal), durable, Arc::clone(&hub), policy);
+    Ok(Arc::new(App { state, committer, hub, config, bound: OnceLock::new() }))
 }
 
 /// Opens the data dir, seeds it in dev mode, and starts serving.
@@ -77,13 +81,17 @@ pub fn start(config: Config) -> Result<Server, String> {
     }
     let service = Service { app: Arc::clone(&app) };
     let (addr, listener) = bind(&listen, service)?;
+    let _ = app.bound.set(addr.to_string());
     Ok(Server { addr, app, credentials, _listener: listener })
 }
 
 /// Binds may_minihttp to `listen`. may_minihttp binds internally and does
 /// not report the address, so for port 0 a free port is found with a std
 /// listener first; if another process takes it in between, try again.
-fn bind(listen: &str, service: Service) -> Result<(SocketAddr, may::coroutine::JoinHandle<()>), String> {
+fn bind(
+    listen: &str,
+    service: Service,
+) -> Result<(SocketAddr, may::coroutine::JoinHandle<()>), String> {
     let requested = listen
         .to_socket_addrs()
         .map_err(|e| format!("bad --listen address {listen:?}: {e}"))?
@@ -91,14 +99,17 @@ fn bind(listen: &str, service: Service) -> Result<(SocketAddr, may::coroutine::J
         .ok_or_else(|| format!("--listen {listen:?} resolves to no address"))?;
     for _ in 0..100 {
         let addr = if requested.port() == 0 {
-            let probe = TcpListener::bind(requested).map_err(|e| format!("cannot bind {requested}: {e}"))?;
+            let probe = TcpListener::bind(requested)
+                .map_err(|e| format!("cannot bind {requested}: {e}"))?;
             probe.local_addr().map_err(|e| e.to_string())?
         } else {
             requested
         };
         match HttpServer(service.clone()).start(addr) {
             Ok(handle) => return Ok((addr, handle)),
-            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && requested.port() == 0 => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && requested.port() == 0 => {
+                continue
+            }
             Err(e) => return Err(format!("cannot listen on {addr}: {e}")),
         }
     }

@@ -24,7 +24,10 @@ fn user_id(server: &TestServer, email: &str) -> u64 {
 }
 
 fn channel_id(server: &TestServer, name: &str) -> u64 {
-    let id = send(&server.client(HAMLET), &[("type", "stream"), ("to", name), ("topic", "probe"), ("content", "x")]);
+    let id = send(
+        &server.client(HAMLET),
+        &[("type", "stream"), ("to", name), ("topic", "probe"), ("content", "x")],
+    );
     get(&server.client(HAMLET), id)["message"]["stream_id"].as_u64().unwrap()
 }
 
@@ -32,7 +35,15 @@ fn channel_id(server: &TestServer, name: &str) -> u64 {
 fn channel_message_by_name_round_trips() {
     let server = TestServer::start();
     let hamlet = server.client(HAMLET);
-    let id = send(&hamlet, &[("type", "stream"), ("to", "general"), ("topic", "greetings"), ("content", "Hello **world**")]);
+    let id = send(
+        &hamlet,
+        &[
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "greetings"),
+            ("content", "Hello **world**"),
+        ],
+    );
     let r = get(&hamlet, id);
     let m = &r["message"];
     assert_eq!(r["raw_content"], "Hello **world**");
@@ -56,7 +67,16 @@ fn channel_message_by_name_round_trips() {
     // An API client's own message is unread for its sender (Zulip's heuristic)...
     assert_eq!(m["flags"], json!([]));
     // ...unless asked otherwise, or sent from an interactive client.
-    let id2 = send(&hamlet, &[("type", "channel"), ("to", "\"general\""), ("subject", "greetings"), ("content", "again"), ("read_by_sender", "true")]);
+    let id2 = send(
+        &hamlet,
+        &[
+            ("type", "channel"),
+            ("to", "\"general\""),
+            ("subject", "greetings"),
+            ("content", "again"),
+            ("read_by_sender", "true"),
+        ],
+    );
     assert_eq!(get(&hamlet, id2)["message"]["flags"], json!(["read"]));
     assert!(id2 > id);
     // Raw Markdown on request.
@@ -72,24 +92,44 @@ fn channel_message_by_id_and_topic_rules() {
     let server = TestServer::start();
     let hamlet = server.client(HAMLET);
     let denmark = channel_id(&server, "Denmark");
-    let id = send(&hamlet, &[("type", "stream"), ("to", &denmark.to_string()), ("topic", "castle"), ("content", "by id")]);
+    let id = send(
+        &hamlet,
+        &[
+            ("type", "stream"),
+            ("to", &denmark.to_string()),
+            ("topic", "castle"),
+            ("content", "by id"),
+        ],
+    );
     assert_eq!(get(&hamlet, id)["message"]["display_recipient"], "Denmark");
     // Channel names are case-insensitive.
-    let id = send(&hamlet, &[("type", "stream"), ("to", "denmark"), ("topic", "castle"), ("content", "lower")]);
+    let id = send(
+        &hamlet,
+        &[("type", "stream"), ("to", "denmark"), ("topic", "castle"), ("content", "lower")],
+    );
     assert_eq!(get(&hamlet, id)["message"]["stream_id"], denmark);
     // "(no topic)" is the empty topic, shown by its display name unless asked.
-    let id = send(&hamlet, &[("type", "stream"), ("to", "general"), ("topic", "(no topic)"), ("content", "x")]);
+    let id = send(
+        &hamlet,
+        &[("type", "stream"), ("to", "general"), ("topic", "(no topic)"), ("content", "x")],
+    );
     assert_eq!(get(&hamlet, id)["message"]["subject"], "general chat");
     let r = hamlet.get(&format!("/messages/{id}"), &[("allow_empty_topic_name", "true")]).ok();
     assert_eq!(r["message"]["subject"], "");
     // Over-long topics are truncated like Zulip does.
     let long = "t".repeat(100);
-    let id = send(&hamlet, &[("type", "stream"), ("to", "general"), ("topic", &long), ("content", "x")]);
+    let id =
+        send(&hamlet, &[("type", "stream"), ("to", "general"), ("topic", &long), ("content", "x")]);
     let subject = get(&hamlet, id)["message"]["subject"].as_str().unwrap().to_owned();
     assert_eq!(subject.chars().count(), 60);
     assert!(subject.ends_with("..."));
     // Topics may not hold control characters.
-    hamlet.post("/messages", &[("type", "stream"), ("to", "general"), ("topic", "a\u{7}b"), ("content", "x")]).err(400, "BAD_REQUEST");
+    hamlet
+        .post(
+            "/messages",
+            &[("type", "stream"), ("to", "general"), ("topic", "a\u{7}b"), ("content", "x")],
+        )
+        .err(400, "BAD_REQUEST");
 }
 
 #[test]
@@ -98,7 +138,10 @@ fn direct_messages_by_ids_and_emails() {
     let hamlet = server.client(HAMLET);
     let othello_id = user_id(&server, OTHELLO);
     let hamlet_id = user_id(&server, HAMLET);
-    let id = send(&hamlet, &[("type", "direct"), ("to", &format!("[{othello_id}]")), ("content", "psst")]);
+    let id = send(
+        &hamlet,
+        &[("type", "direct"), ("to", &format!("[{othello_id}]")), ("content", "psst")],
+    );
     let m = get(&hamlet, id)["message"].clone();
     assert_eq!(m["type"], "private");
     assert_eq!(m["subject"], "");
@@ -114,7 +157,10 @@ fn direct_messages_by_ids_and_emails() {
     }
     // The same conversation by emails (JSON list, and the legacy bare string)
     // shares the recipient id.
-    let id2 = send(&hamlet, &[("type", "private"), ("to", &format!("[\"{OTHELLO}\"]")), ("content", "again")]);
+    let id2 = send(
+        &hamlet,
+        &[("type", "private"), ("to", &format!("[\"{OTHELLO}\"]")), ("content", "again")],
+    );
     let id3 = send(&hamlet, &[("type", "private"), ("to", OTHELLO), ("content", "and again")]);
     let recipient = m["recipient_id"].clone();
     assert_eq!(get(&hamlet, id2)["message"]["recipient_id"], recipient);
@@ -126,9 +172,22 @@ fn direct_messages_by_ids_and_emails() {
     server.client(IAGO).get(&format!("/messages/{id}"), &[]).err(400, "BAD_REQUEST");
     // A group DM and a message to oneself.
     let cordelia_id = user_id(&server, CORDELIA);
-    let g = send(&hamlet, &[("type", "direct"), ("to", &format!("[{othello_id},{cordelia_id}]")), ("content", "all three")]);
-    assert_eq!(get(&server.client(CORDELIA), g)["message"]["display_recipient"].as_array().unwrap().len(), 3);
-    let me = send(&hamlet, &[("type", "direct"), ("to", &format!("[{hamlet_id}]")), ("content", "note to self")]);
+    let g = send(
+        &hamlet,
+        &[
+            ("type", "direct"),
+            ("to", &format!("[{othello_id},{cordelia_id}]")),
+            ("content", "all three"),
+        ],
+    );
+    assert_eq!(
+        get(&server.client(CORDELIA), g)["message"]["display_recipient"].as_array().unwrap().len(),
+        3
+    );
+    let me = send(
+        &hamlet,
+        &[("type", "direct"), ("to", &format!("[{hamlet_id}]")), ("content", "note to self")],
+    );
     assert_eq!(get(&hamlet, me)["message"]["display_recipient"].as_array().unwrap().len(), 1);
 }
 
@@ -136,28 +195,62 @@ fn direct_messages_by_ids_and_emails() {
 fn send_refuses_bad_input() {
     let server = TestServer::start();
     let c = server.client(HAMLET);
-    let e = c.post("/messages", &[("to", "general"), ("topic", "t"), ("content", "x")]).err(400, "REQUEST_VARIABLE_MISSING");
+    let e = c
+        .post("/messages", &[("to", "general"), ("topic", "t"), ("content", "x")])
+        .err(400, "REQUEST_VARIABLE_MISSING");
     assert_eq!(e["var_name"], "type");
-    let e = c.post("/messages", &[("type", "stream"), ("topic", "t"), ("content", "x")]).err(400, "REQUEST_VARIABLE_MISSING");
+    let e = c
+        .post("/messages", &[("type", "stream"), ("topic", "t"), ("content", "x")])
+        .err(400, "REQUEST_VARIABLE_MISSING");
     assert_eq!(e["var_name"], "to");
-    let e = c.post("/messages", &[("type", "stream"), ("to", "general"), ("topic", "t")]).err(400, "REQUEST_VARIABLE_MISSING");
+    let e = c
+        .post("/messages", &[("type", "stream"), ("to", "general"), ("topic", "t")])
+        .err(400, "REQUEST_VARIABLE_MISSING");
     assert_eq!(e["var_name"], "content");
-    let e = c.post("/messages", &[("type", "stream"), ("to", "general"), ("content", "x")]).err(400, "REQUEST_VARIABLE_MISSING");
+    let e = c
+        .post("/messages", &[("type", "stream"), ("to", "general"), ("content", "x")])
+        .err(400, "REQUEST_VARIABLE_MISSING");
     assert_eq!(e["var_name"], "topic");
-    c.post("/messages", &[("type", "carrier-pigeon"), ("to", "general"), ("content", "x")]).err(400, "BAD_REQUEST");
-    c.post("/messages", &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", "   \n ")]).err(400, "BAD_REQUEST");
-    c.post("/messages", &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", "a\0b")]).err(400, "BAD_REQUEST");
-    c.post("/messages", &[("type", "stream"), ("to", "[\"general\",\"Denmark\"]"), ("topic", "t"), ("content", "x")]).err(400, "BAD_REQUEST");
-    c.post("/messages", &[("type", "stream"), ("to", "{}"), ("topic", "t"), ("content", "x")]).err(400, "BAD_REQUEST");
-    c.post("/messages", &[("type", "direct"), ("to", "[]"), ("content", "x")]).err(400, "BAD_REQUEST");
-    c.post("/messages", &[("type", "direct"), ("to", "[999999]"), ("content", "x")]).err(400, "BAD_REQUEST");
-    c.post("/messages", &[("type", "direct"), ("to", "[\"ghost@natter.test\"]"), ("content", "x")]).err(400, "BAD_REQUEST");
-    c.post("/messages", &[("type", "direct"), ("to", "[true]"), ("content", "x")]).err(400, "BAD_REQUEST");
+    c.post("/messages", &[("type", "carrier-pigeon"), ("to", "general"), ("content", "x")])
+        .err(400, "BAD_REQUEST");
+    c.post(
+        "/messages",
+        &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", "   \n ")],
+    )
+    .err(400, "BAD_REQUEST");
+    c.post(
+        "/messages",
+        &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", "a\0b")],
+    )
+    .err(400, "BAD_REQUEST");
+    c.post(
+        "/messages",
+        &[
+            ("type", "stream"),
+            ("to", "[\"general\",\"Denmark\"]"),
+            ("topic", "t"),
+            ("content", "x"),
+        ],
+    )
+    .err(400, "BAD_REQUEST");
+    c.post("/messages", &[("type", "stream"), ("to", "{}"), ("topic", "t"), ("content", "x")])
+        .err(400, "BAD_REQUEST");
+    c.post("/messages", &[("type", "direct"), ("to", "[]"), ("content", "x")])
+        .err(400, "BAD_REQUEST");
+    c.post("/messages", &[("type", "direct"), ("to", "[999999]"), ("content", "x")])
+        .err(400, "BAD_REQUEST");
+    c.post("/messages", &[("type", "direct"), ("to", "[\"ghost@natter.test\"]"), ("content", "x")])
+        .err(400, "BAD_REQUEST");
+    c.post("/messages", &[("type", "direct"), ("to", "[true]"), ("content", "x")])
+        .err(400, "BAD_REQUEST");
     // Another realm's user is not a valid recipient.
-    let king = server.client("king@lear.test").with_host("lear.localhost").get("/users/me", &[]).ok();
+    let king =
+        server.client("king@lear.test").with_host("lear.localhost").get("/users/me", &[]).ok();
     let king_id = king["user_id"].as_u64().unwrap();
-    c.post("/messages", &[("type", "direct"), ("to", &format!("[{king_id}]")), ("content", "x")]).err(400, "BAD_REQUEST");
-    c.post("/messages", &[("type", "direct"), ("to", "[\"king@lear.test\"]"), ("content", "x")]).err(400, "BAD_REQUEST");
+    c.post("/messages", &[("type", "direct"), ("to", &format!("[{king_id}]")), ("content", "x")])
+        .err(400, "BAD_REQUEST");
+    c.post("/messages", &[("type", "direct"), ("to", "[\"king@lear.test\"]"), ("content", "x")])
+        .err(400, "BAD_REQUEST");
     // Over-long content is truncated, as Zulip does.
     let long = "a".repeat(12_000);
     let id = send(&c, &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", &long)]);
@@ -170,15 +263,36 @@ fn send_refuses_bad_input() {
 fn missing_channels_name_what_was_asked() {
     let server = TestServer::start();
     let c = server.client(HAMLET);
-    let e = c.post("/messages", &[("type", "stream"), ("to", "atlantis"), ("topic", "t"), ("content", "x")]).err(400, "STREAM_DOES_NOT_EXIST");
+    let e = c
+        .post(
+            "/messages",
+            &[("type", "stream"), ("to", "atlantis"), ("topic", "t"), ("content", "x")],
+        )
+        .err(400, "STREAM_DOES_NOT_EXIST");
     assert_eq!(e["stream"], "atlantis");
-    let e = c.post("/messages", &[("type", "stream"), ("to", "424242"), ("topic", "t"), ("content", "x")]).err(400, "STREAM_DOES_NOT_EXIST");
+    let e = c
+        .post(
+            "/messages",
+            &[("type", "stream"), ("to", "424242"), ("topic", "t"), ("content", "x")],
+        )
+        .err(400, "STREAM_DOES_NOT_EXIST");
     assert_eq!(e["stream_id"], 424242);
     // Another realm's channel does not exist here, by id or by name.
     let lear = server.client("king@lear.test").with_host("lear.localhost");
-    let lid = send(&lear, &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", "court")]);
+    let lid =
+        send(&lear, &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", "court")]);
     let lear_general = get(&lear, lid)["message"]["stream_id"].as_u64().unwrap();
-    let e = c.post("/messages", &[("type", "stream"), ("to", &lear_general.to_string()), ("topic", "t"), ("content", "x")]).err(400, "STREAM_DOES_NOT_EXIST");
+    let e = c
+        .post(
+            "/messages",
+            &[
+                ("type", "stream"),
+                ("to", &lear_general.to_string()),
+                ("topic", "t"),
+                ("content", "x"),
+            ],
+        )
+        .err(400, "STREAM_DOES_NOT_EXIST");
     assert_eq!(e["stream_id"], lear_general);
     // And its messages cannot be read from this realm.
     c.get(&format!("/messages/{lid}"), &[]).err(400, "BAD_REQUEST");
@@ -188,37 +302,67 @@ fn missing_channels_name_what_was_asked() {
 fn private_channels_do_not_leak() {
     let server = TestServer::start();
     let hamlet = server.client(HAMLET);
-    let id = send(&hamlet, &[("type", "stream"), ("to", "core team"), ("topic", "secret"), ("content", "the plan")]);
+    let id = send(
+        &hamlet,
+        &[("type", "stream"), ("to", "core team"), ("topic", "secret"), ("content", "the plan")],
+    );
     assert_eq!(get(&server.client(IAGO), id)["raw_content"], "the plan");
     // A member who is not subscribed: the channel "does not exist".
     let othello = server.client(OTHELLO);
-    let e = othello.post("/messages", &[("type", "stream"), ("to", "core team"), ("topic", "t"), ("content", "x")]).err(400, "STREAM_DOES_NOT_EXIST");
+    let e = othello
+        .post(
+            "/messages",
+            &[("type", "stream"), ("to", "core team"), ("topic", "t"), ("content", "x")],
+        )
+        .err(400, "STREAM_DOES_NOT_EXIST");
     assert_eq!(e["stream"], "core team");
     othello.get(&format!("/messages/{id}"), &[]).err(400, "BAD_REQUEST");
     // A moderator is no different; a guest neither.
     server.client(SHIVA).get(&format!("/messages/{id}"), &[]).err(400, "BAD_REQUEST");
     server.client(POLONIUS).get(&format!("/messages/{id}"), &[]).err(400, "BAD_REQUEST");
     let core_id = get(&hamlet, id)["message"]["stream_id"].as_u64().unwrap();
-    let e = othello.post("/messages", &[("type", "stream"), ("to", &core_id.to_string()), ("topic", "t"), ("content", "x")]).err(400, "STREAM_DOES_NOT_EXIST");
-    assert!(!e["msg"].as_str().unwrap().contains("core team"), "a probe by id must not learn the name");
+    let e = othello
+        .post(
+            "/messages",
+            &[("type", "stream"), ("to", &core_id.to_string()), ("topic", "t"), ("content", "x")],
+        )
+        .err(400, "STREAM_DOES_NOT_EXIST");
+    assert!(
+        !e["msg"].as_str().unwrap().contains("core team"),
+        "a probe by id must not learn the name"
+    );
 }
 
 #[test]
 fn public_channel_history_and_guests() {
     let server = TestServer::start();
     let hamlet = server.client(HAMLET);
-    let id = send(&hamlet, &[("type", "stream"), ("to", "Denmark"), ("topic", "t"), ("content", "public words")]);
+    let id = send(
+        &hamlet,
+        &[("type", "stream"), ("to", "Denmark"), ("topic", "t"), ("content", "public words")],
+    );
     // Cordelia is not subscribed to Denmark, but it is public: readable,
     // flagged as historical.
     let r = get(&server.client(CORDELIA), id);
     assert_eq!(r["message"]["flags"], json!(["read", "historical"]));
     // Non-subscribers may post to a public channel.
-    send(&server.client(CORDELIA), &[("type", "stream"), ("to", "Denmark"), ("topic", "t"), ("content", "hi")]);
+    send(
+        &server.client(CORDELIA),
+        &[("type", "stream"), ("to", "Denmark"), ("topic", "t"), ("content", "hi")],
+    );
     // A guest sees only channels they are subscribed to.
     let polonius = server.client(POLONIUS);
     polonius.get(&format!("/messages/{id}"), &[]).err(400, "BAD_REQUEST");
-    polonius.post("/messages", &[("type", "stream"), ("to", "Denmark"), ("topic", "t"), ("content", "x")]).err(400, "STREAM_DOES_NOT_EXIST");
-    let g = send(&polonius, &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", "a guest speaks")]);
+    polonius
+        .post(
+            "/messages",
+            &[("type", "stream"), ("to", "Denmark"), ("topic", "t"), ("content", "x")],
+        )
+        .err(400, "STREAM_DOES_NOT_EXIST");
+    let g = send(
+        &polonius,
+        &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", "a guest speaks")],
+    );
     assert_eq!(get(&hamlet, g)["raw_content"], "a guest speaks");
 }
 
@@ -236,10 +380,21 @@ fn get_message_refusals() {
 fn markdown_is_rendered_safely() {
     let server = TestServer::start();
     let c = server.client(HAMLET);
-    let id = send(&c, &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", "<img src=x onerror=alert(1)> [a](javascript:alert(1))")]);
+    let id = send(
+        &c,
+        &[
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "t"),
+            ("content", "<img src=x onerror=alert(1)> [a](javascript:alert(1))"),
+        ],
+    );
     let html = get(&c, id)["message"]["content"].as_str().unwrap().to_owned();
     assert!(!html.contains("<img"), "{html}");
     assert!(!html.contains("javascript:"), "{html}");
-    let me = send(&c, &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", "/me waves")]);
+    let me = send(
+        &c,
+        &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", "/me waves")],
+    );
     assert_eq!(get(&c, me)["message"]["is_me_message"], true);
 }

@@ -33,7 +33,10 @@ fn users_me_has_the_fields_bots_read() {
     assert!(me["date_joined"].as_str().unwrap().ends_with("+00:00"));
 
     let owner = server.client("desdemona@natter.test").get("/users/me", &[]).ok();
-    assert_eq!((owner["role"].as_u64(), owner["is_owner"].as_bool(), owner["is_admin"].as_bool()), (Some(100), Some(true), Some(true)));
+    assert_eq!(
+        (owner["role"].as_u64(), owner["is_owner"].as_bool(), owner["is_admin"].as_bool()),
+        (Some(100), Some(true), Some(true))
+    );
     let guest = server.client("polonius@natter.test").get("/users/me", &[]).ok();
     assert_eq!((guest["role"].as_u64(), guest["is_guest"].as_bool()), (Some(600), Some(true)));
     let bot = server.client("helper-bot@natter.test").get("/users/me", &[]).ok();
@@ -53,6 +56,19 @@ fn users_lists_exactly_the_callers_realm() {
     for role in [100, 200, 300, 400, 600] {
         assert!(roles.contains(&role), "role {role} missing");
     }
+    // `--dev` printed the same accounts, labelled by realm and role.
+    let printed: Vec<&str> = server
+        .accounts
+        .iter()
+        .filter(|a| a.realm == "(default)")
+        .map(|a| a.email.as_str())
+        .collect();
+    assert_eq!(printed.len(), emails.len());
+    assert!(printed.iter().all(|e| emails.contains(e)));
+    let labels: Vec<&str> = server.accounts.iter().map(|a| a.role.as_str()).collect();
+    for label in ["owner", "administrator", "moderator", "member", "guest", "bot"] {
+        assert!(labels.contains(&label), "no {label} printed");
+    }
     let bot = members.iter().find(|m| m["is_bot"] == true).unwrap();
     assert_eq!(bot["bot_owner_id"], user_id(&server, "desdemona@natter.test"));
     // client_gravatar defaults to true: avatars are left to the client.
@@ -61,8 +77,12 @@ fn users_lists_exactly_the_callers_realm() {
 
     let lear = server.client("king@lear.test").with_host("lear.localhost");
     let theirs = lear.get("/users", &[]).ok();
-    let emails: Vec<&str> =
-        theirs["members"].as_array().unwrap().iter().map(|m| m["email"].as_str().unwrap()).collect();
+    let emails: Vec<&str> = theirs["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["email"].as_str().unwrap())
+        .collect();
     assert_eq!(emails, vec!["king@lear.test", "goneril@lear.test"]);
 }
 
@@ -70,7 +90,9 @@ fn users_lists_exactly_the_callers_realm() {
 fn users_options_change_avatars_and_profile_data() {
     let server = TestServer::start();
     let c = server.client(HAMLET);
-    let r = c.get("/users", &[("client_gravatar", "false"), ("include_custom_profile_fields", "true")]).ok();
+    let r = c
+        .get("/users", &[("client_gravatar", "false"), ("include_custom_profile_fields", "true")])
+        .ok();
     for m in r["members"].as_array().unwrap() {
         assert!(m["avatar_url"].as_str().unwrap().contains("gravatar.com/avatar/"));
         assert_eq!(m.get("profile_data").is_some(), m["is_bot"] == false, "{m}");
@@ -87,18 +109,35 @@ fn get_user_by_id_and_its_refusals() {
     assert_eq!(user["user_id"], othello);
     assert_eq!(user["full_name"], "Othello, the Moor of Venice");
     for field in [
-        "delivery_email", "email", "date_joined", "is_active", "is_owner", "is_admin", "is_guest",
-        "is_bot", "bot_type", "role", "timezone", "avatar_url", "avatar_version",
+        "delivery_email",
+        "email",
+        "date_joined",
+        "is_active",
+        "is_owner",
+        "is_admin",
+        "is_guest",
+        "is_bot",
+        "bot_type",
+        "role",
+        "timezone",
+        "avatar_url",
+        "avatar_version",
     ] {
         assert!(user.get(field).is_some(), "missing {field}");
     }
     assert!(user.get("profile_data").is_none());
-    let r = c.get(&format!("/users/{othello}"), &[("include_custom_profile_fields", "true"), ("client_gravatar", "false")]).ok();
+    let r = c
+        .get(
+            &format!("/users/{othello}"),
+            &[("include_custom_profile_fields", "true"), ("client_gravatar", "false")],
+        )
+        .ok();
     assert_eq!(r["user"]["profile_data"], serde_json::json!({}));
     assert!(r["user"]["avatar_url"].is_string());
 
     // Another realm's user is "no such user", like one that does not exist.
-    let king = server.client("king@lear.test").with_host("lear.localhost").get("/users/me", &[]).ok();
+    let king =
+        server.client("king@lear.test").with_host("lear.localhost").get("/users/me", &[]).ok();
     let king_id = king["user_id"].as_u64().unwrap();
     let e = c.get(&format!("/users/{king_id}"), &[]).err(400, "BAD_REQUEST");
     assert_eq!(e["msg"], "No such user");

@@ -4,11 +4,11 @@
 /// Harness: TestServer (start/kill/stop/restart) and a raw HTTP client.
 mod util;
 
+/// POST /messages, GET /messages/{message_id}.
+mod api_messages;
 /// GET /server_settings, POST /dev_fetch_api_key, auth, routing, HTTP framing.
 mod api_server;
 /// GET /users/me, GET /users, GET /users/{user_id}.
 mod api_users;
-/// POST /messages, GET /messages/{message_id}.
-mod api_messages;
 /// Crash (SIGKILL) and clean restarts, snapshots, torn and corrupt logs.
 mod recovery;

@@ -9,7 +9,10 @@ use crate::util::{Client, TestServer};
 const HAMLET: &str = "hamlet@natter.test";
 
 fn send(c: &Client, content: &str) -> u64 {
-    let r = c.post("/messages", &[("type", "stream"), ("to", "general"), ("topic", "durable"), ("content", content)]);
+    let r = c.post(
+        "/messages",
+        &[("type", "stream"), ("to", "general"), ("topic", "durable"), ("content", content)],
+    );
     r.ok()["id"].as_u64().unwrap()
 }
 
@@ -33,14 +36,18 @@ fn segments(server: &TestServer) -> Vec<PathBuf> {
 fn snapshots(server: &TestServer) -> Vec<PathBuf> {
     let dir = server.data_dir().join("data/snapshots");
     let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
-    entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "bin")).collect()
+    entries
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+        .collect()
 }
 
 #[test]
 fn acknowledged_messages_survive_a_crash() {
     let mut server = TestServer::start_with(&["--snapshot-every", "0"]);
     let c = server.client(HAMLET);
-    let sent: Vec<(u64, String)> = (0..25).map(|i| format!("crash-safe {i}")).map(|s| (send(&c, &s), s)).collect();
+    let sent: Vec<(u64, String)> =
+        (0..25).map(|i| format!("crash-safe {i}")).map(|s| (send(&c, &s), s)).collect();
     let keys_before = server.accounts.clone();
     server.kill();
     server.restart();
@@ -59,14 +66,19 @@ fn acknowledged_messages_survive_a_crash() {
 fn snapshot_plus_log_tail_survives_a_crash() {
     let mut server = TestServer::start_with(&["--snapshot-every", "10", "--segment-bytes", "4096"]);
     let c = server.client(HAMLET);
-    let sent: Vec<(u64, String)> =
-        (0..60).map(|i| format!("snapshot {i} {}", "x".repeat(100))).map(|s| (send(&c, &s), s)).collect();
+    let sent: Vec<(u64, String)> = (0..60)
+        .map(|i| format!("snapshot {i} {}", "x".repeat(100)))
+        .map(|s| (send(&c, &s), s))
+        .collect();
     server.kill();
     assert!(!snapshots(&server).is_empty(), "a snapshot was written");
     server.restart();
     assert_all_present(&server, &sent);
     assert!(server.stderr().contains("log records replayed"));
-    let more: Vec<(u64, String)> = (0..5).map(|i| format!("more {i}")).map(|s| (send(&server.client(HAMLET), &s), s)).collect();
+    let more: Vec<(u64, String)> = (0..5)
+        .map(|i| format!("more {i}"))
+        .map(|s| (send(&server.client(HAMLET), &s), s))
+        .collect();
     server.kill();
     server.restart();
     assert_all_present(&server, &sent);
@@ -77,7 +89,8 @@ fn snapshot_plus_log_tail_survives_a_crash() {
 fn clean_shutdown_snapshots_and_restarts_without_replay() {
     let mut server = TestServer::start_with(&["--snapshot-every", "0"]);
     let c = server.client(HAMLET);
-    let sent: Vec<(u64, String)> = (0..5).map(|i| format!("clean {i}")).map(|s| (send(&c, &s), s)).collect();
+    let sent: Vec<(u64, String)> =
+        (0..5).map(|i| format!("clean {i}")).map(|s| (send(&c, &s), s)).collect();
     server.stop();
     assert_eq!(snapshots(&server).len(), 1, "clean shutdown writes a snapshot");
     server.restart();
@@ -89,7 +102,8 @@ fn clean_shutdown_snapshots_and_restarts_without_replay() {
 fn a_torn_log_tail_is_cut_and_the_server_starts() {
     let mut server = TestServer::start_with(&["--snapshot-every", "0"]);
     let c = server.client(HAMLET);
-    let sent: Vec<(u64, String)> = (0..5).map(|i| format!("before tear {i}")).map(|s| (send(&c, &s), s)).collect();
+    let sent: Vec<(u64, String)> =
+        (0..5).map(|i| format!("before tear {i}")).map(|s| (send(&c, &s), s)).collect();
     server.kill();
     // A half-written record at the end of the last segment.
     let last = segments(&server).pop().unwrap();

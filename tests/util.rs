@@ -301,7 +301,8 @@ pub fn read_response(stream: &mut TcpStream) -> Response {
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
         .collect();
-    let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).expect("content-length");
+    let len: usize =
+        headers.get("content-length").and_then(|v| v.parse().ok()).expect("content-length");
     let mut body = vec![0u8; len];
     stream.read_exact(&mut body).expect("read body");
     let body = String::from_utf8(body).expect("utf-8 body");

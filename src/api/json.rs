@@ -57,7 +57,10 @@ pub fn avatar_url(user: &User, client_computes: bool) -> Value {
     }
     let digest = Md5::digest(user.delivery_email.trim().to_lowercase().as_bytes());
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    json!(format!("https://secure.gravatar.com/avatar/{hex}?d=identicon&version={}", user.avatar_version))
+    json!(format!(
+        "https://secure.gravatar.com/avatar/{hex}?d=identicon&version={}",
+        user.avatar_version
+    ))
 }
 
 /// Options that change a message's JSON.

@@ -52,7 +52,10 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
                 None => call.params.string("subject"),
             };
             let topic = topic.ok_or_else(|| ApiError::missing("topic"))?;
-            Target::Channel { channel: parse_channel_ref(&to)?, topic: normalize_topic(&topic, call)? }
+            Target::Channel {
+                channel: parse_channel_ref(&to)?,
+                topic: normalize_topic(&topic, call)?,
+            }
         }
         "direct" | "private" => Target::Direct(parse_user_refs(&to)?),
         _ => return Err(ApiError::bad_request("Invalid message type")),
@@ -89,7 +92,8 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
             last_edit_timestamp: None,
             last_moved_timestamp: None,
         };
-        let mutation = Mutation::SendMessage(NewMessage { message, read_by_sender, mentioned: Vec::new() });
+        let mutation =
+            Mutation::SendMessage(NewMessage { message, read_by_sender, mentioned: Vec::new() });
         Ok((mutation, id))
     })?;
     Ok(reply! { "id" => id.0 })
@@ -97,7 +101,11 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
 
 /// Checks the target against current state (under the writer lock):
 /// the channel and its send permission, or the direct recipients.
-fn resolve_target(state: &State, sender: &User, target: &Target) -> ApiResult<(Destination, RecipientId)> {
+fn resolve_target(
+    state: &State,
+    sender: &User,
+    target: &Target,
+) -> ApiResult<(Destination, RecipientId)> {
     match target {
         Target::Channel { channel, topic } => {
             let channel = find_channel(state, sender, channel)?;
@@ -124,7 +132,10 @@ fn resolve_target(state: &State, sender: &User, target: &Target) -> ApiResult<(D
                         .ok_or_else(|| ApiError::bad_request(format!("Invalid email '{email}'")))?,
                 };
                 if !user.is_active {
-                    return Err(ApiError::bad_request(format!("'{}' is no longer using Zulip.", user.email)));
+                    return Err(ApiError::bad_request(format!(
+                        "'{}' is no longer using Zulip.",
+                        user.email
+                    )));
                 }
                 participants.insert(user.id);
             }
@@ -155,9 +166,9 @@ fn find_channel(state: &State, sender: &User, r: &ChannelRef) -> ApiResult<Chann
 
 fn check_topic_policy(channel: &Channel, topic: &str) -> ApiResult<()> {
     match (channel.topics_policy, topic.is_empty()) {
-        (TopicsPolicy::DisableEmptyTopic, true) => {
-            Err(ApiError::bad_request("Sending messages to the general chat is not allowed in this channel."))
-        }
+        (TopicsPolicy::DisableEmptyTopic, true) => Err(ApiError::bad_request(
+            "Sending messages to the general chat is not allowed in this channel.",
+        )),
         (TopicsPolicy::EmptyTopicOnly, false) => {
             Err(ApiError::bad_request("Only the general chat topic is allowed in this channel."))
         }
@@ -168,9 +179,13 @@ fn check_topic_policy(channel: &Channel, topic: &str) -> ApiResult<()> {
 /// `to` for a channel message: a name, an id, or a one-element list of either.
 fn parse_channel_ref(to: &Value) -> ApiResult<ChannelRef> {
     match to {
-        Value::String(name) if name.trim().is_empty() => Err(ApiError::bad_request("Channel name can't be empty")),
+        Value::String(name) if name.trim().is_empty() => {
+            Err(ApiError::bad_request("Channel name can't be empty"))
+        }
         Value::String(name) => Ok(ChannelRef::Name(name.trim().to_owned())),
-        Value::Number(n) => n.as_u64().map(ChannelRef::Id).ok_or_else(|| ApiError::invalid("to", "not a channel")),
+        Value::Number(n) => {
+            n.as_u64().map(ChannelRef::Id).ok_or_else(|| ApiError::invalid("to", "not a channel"))
+        }
         Value::Array(items) if items.len() == 1 => parse_channel_ref(&items[0]),
         Value::Array(_) => Err(ApiError::bad_request("Cannot send to multiple channels")),
         _ => Err(ApiError::invalid("to", "not a channel name or ID")),
@@ -190,7 +205,9 @@ fn parse_user_refs(to: &Value) -> ApiResult<Vec<UserRef>> {
             })
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| ApiError::invalid("to", "not a list of user IDs or emails"))?,
-        Value::Number(n) => vec![UserRef::Id(n.as_u64().ok_or_else(|| ApiError::invalid("to", "not a user ID"))?)],
+        Value::Number(n) => {
+            vec![UserRef::Id(n.as_u64().ok_or_else(|| ApiError::invalid("to", "not a user ID"))?)]
+        }
         Value::String(s) => s
             .split(',')
             .map(str::trim)
@@ -217,7 +234,8 @@ fn normalize_content(content: &str) -> ApiResult<String> {
     }
     const MARK: &str = "\n[message truncated]";
     if content.chars().count() > MAX_MESSAGE_LENGTH {
-        let keep: String = content.chars().take(MAX_MESSAGE_LENGTH - MARK.chars().count()).collect();
+        let keep: String =
+            content.chars().take(MAX_MESSAGE_LENGTH - MARK.chars().count()).collect();
         return Ok(keep + MARK);
     }
     Ok(content.to_owned())
@@ -248,8 +266,16 @@ fn default_read_by_sender(client: &str) -> bool {
     let client = client.to_ascii_lowercase();
     matches!(
         client.as_str(),
-        "website" | "zulipandroid" | "zulipios" | "zulipdesktop" | "zulipmobile" | "zulipelectron"
-            | "zulipterminal" | "snipe" | "ios" | "android"
+        "website"
+            | "zulipandroid"
+            | "zulipios"
+            | "zulipdesktop"
+            | "zulipmobile"
+            | "zulipelectron"
+            | "zulipterminal"
+            | "snipe"
+            | "ios"
+            | "android"
     ) || client.contains("desktop app")
 }
 

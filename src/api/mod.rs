@@ -8,7 +8,7 @@ pub mod messages;
 pub mod realm;
 pub mod users;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 
@@ -29,6 +29,19 @@ pub struct App {
     pub hub: Arc<Hub>,
     /// Validated configuration.
     pub config: Config,
+    /// The address the listener bound (known only after binding, which
+    /// needs the `App`; set once at start-up).
+    pub bound: OnceLock<String>,
+}
+
+impl App {
+    /// The host clients use: `--host`, else the bound address.
+    pub fn external_host(&self) -> &str {
+        match &self.config.external_host {
+            Some(host) => host,
+            None => self.bound.get().map_or(self.config.listen.as_str(), String::as_str),
+        }
+    }
 }
 
 /// One API call, as handlers see it.

@@ -17,9 +17,9 @@ pub const VERSION: &str = concat!("10.0-natter-", env!("CARGO_PKG_VERSION"));
 /// The URL of a realm: its subdomain on the external host.
 pub fn realm_url(app: &App, realm: &Realm) -> String {
     if realm.string_id.is_empty() {
-        format!("http://{}", app.config.external_host)
+        format!("http://{}", app.external_host())
     } else {
-        format!("http://{}.{}", realm.string_id, app.config.external_host)
+        format!("http://{}.{}", realm.string_id, app.external_host())
     }
 }
 

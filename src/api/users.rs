@@ -11,7 +11,9 @@ use crate::state::UserId;
 fn user_options(call: &mut Call) -> ApiResult<UserOptions> {
     Ok(UserOptions {
         client_gravatar: call.params.bool_or("client_gravatar", true)?,
-        include_custom_profile_fields: call.params.bool_or("include_custom_profile_fields", false)?,
+        include_custom_profile_fields: call
+            .params
+            .bool_or("include_custom_profile_fields", false)?,
     })
 }
 
@@ -45,6 +47,9 @@ pub fn get_one(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let id = UserId(call.path_id(0, "user_id")?);
     let options = user_options(call)?;
     let me = call.caller();
-    let user = app.state.user_in_realm(me.realm, id).ok_or_else(|| ApiError::bad_request("No such user"))?;
+    let user = app
+        .state
+        .user_in_realm(me.realm, id)
+        .ok_or_else(|| ApiError::bad_request("No such user"))?;
     Ok(reply! { "user" => json::user(&app.state, me, &user, options) })
 }

@@ -3,8 +3,8 @@
 use base64::Engine;
 
 use crate::error::{ApiError, ApiResult};
-use crate::state::{Realm, State};
 use crate::state::User;
+use crate::state::{Realm, State};
 
 /// Authenticates a request to `realm` from its `Authorization` header.
 pub fn authenticate(state: &State, realm: &Realm, header: Option<&[u8]>) -> ApiResult<User> {

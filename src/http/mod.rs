@@ -111,7 +111,9 @@ impl Service {
             None => 0,
             Some(raw) => match parse_content_length(raw) {
                 Some(n) => n,
-                None => return response::error(&ApiError::bad_request("Invalid Content-Length header")),
+                None => {
+                    return response::error(&ApiError::bad_request("Invalid Content-Length header"))
+                }
             },
         };
         let body_reader = req.body();
@@ -126,7 +128,9 @@ impl Service {
             return response::error(&ApiError::bad_request("Could not read the request body"));
         }
         if body.len() != length {
-            return response::error(&ApiError::bad_request("Request body shorter than Content-Length"));
+            return response::error(&ApiError::bad_request(
+                "Request body shorter than Content-Length",
+            ));
         }
         match self.dispatch(&head, &body) {
             Ok((fields, ignored)) => response::success(fields, ignored),
@@ -147,7 +151,9 @@ impl Service {
         let mut params = Params::default();
         params.add_urlencoded(head.query.as_bytes());
         if !body.is_empty() {
-            if head.content_type.is_empty() || head.content_type.starts_with("application/x-www-form-urlencoded") {
+            if head.content_type.is_empty()
+                || head.content_type.starts_with("application/x-www-form-urlencoded")
+            {
                 params.add_urlencoded(body);
             } else {
                 return Err(ApiError::bad_request(format!(
@@ -159,7 +165,9 @@ impl Service {
         let realm = self.realm_for_host(&head.host)?;
         let caller = match route.access {
             Access::Public => None,
-            Access::User => Some(auth::authenticate(&app.state, &realm, head.authorization.as_deref())?),
+            Access::User => {
+                Some(auth::authenticate(&app.state, &realm, head.authorization.as_deref())?)
+            }
         };
         let client = head.user_agent.split(['/', ' ']).next().unwrap_or("").to_owned();
         let mut call = Call { realm, caller, params, path: path_args, client };
@@ -172,16 +180,15 @@ impl Service {
     fn realm_for_host(&self, host: &str) -> ApiResult<Realm> {
         let state = &self.app.state;
         let name = strip_port(host).to_ascii_lowercase();
-        let base = strip_port(&self.app.config.external_host).to_ascii_lowercase();
-        let subdomain = if name == base || name.parse::<std::net::IpAddr>().is_ok() || name == "localhost" {
-            ""
-        } else if let Some(sub) = name.strip_suffix(&format!(".{base}")) {
-            sub
-        } else if let Some(sub) = name.strip_suffix(".localhost") {
-            sub
-        } else {
-            ""
-        };
+        let base = strip_port(self.app.external_host()).to_ascii_lowercase();
+        let subdomain =
+            if name == base || name.parse::<std::net::IpAddr>().is_ok() || name == "localhost" {
+                ""
+            } else if let Some(sub) = name.strip_suffix(&format!(".{base}")) {
+                sub
+            } else {
+                name.strip_suffix(".localhost").unwrap_or_default()
+            };
         state.realm_by_subdomain(subdomain).ok_or_else(|| ApiError::no_such_realm(host))
     }
 }

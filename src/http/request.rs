@@ -171,7 +171,12 @@ mod tests {
 
     #[test]
     fn refuses_bad_types_and_deep_json() {
-        let mut p = Params::from_pairs([("b", "yes"), ("n", "x"), ("j", "[1,"), ("d", "[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]")]);
+        let mut p = Params::from_pairs([
+            ("b", "yes"),
+            ("n", "x"),
+            ("j", "[1,"),
+            ("d", "[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]"),
+        ]);
         assert_eq!(p.bool("b").unwrap_err().code, "BAD_REQUEST");
         assert_eq!(p.int("n").unwrap_err().code, "BAD_REQUEST");
         assert_eq!(p.json("j").unwrap_err().code, "INVALID_JSON");

@@ -27,13 +27,43 @@ pub struct Route {
 
 /// Every endpoint.
 pub static ROUTES: &[Route] = &[
-    Route { method: "GET", pattern: "/server_settings", access: Access::Public, handler: api::realm::server_settings },
-    Route { method: "POST", pattern: "/dev_fetch_api_key", access: Access::Public, handler: api::auth::dev_fetch_api_key },
-    Route { method: "GET", pattern: "/users/me", access: Access::User, handler: api::users::get_me },
+    Route {
+        method: "GET",
+        pattern: "/server_settings",
+        access: Access::Public,
+        handler: api::realm::server_settings,
+    },
+    Route {
+        method: "POST",
+        pattern: "/dev_fetch_api_key",
+        access: Access::Public,
+        handler: api::auth::dev_fetch_api_key,
+    },
+    Route {
+        method: "GET",
+        pattern: "/users/me",
+        access: Access::User,
+        handler: api::users::get_me,
+    },
     Route { method: "GET", pattern: "/users", access: Access::User, handler: api::users::list },
-    Route { method: "GET", pattern: "/users/{user_id}", access: Access::User, handler: api::users::get_one },
-    Route { method: "POST", pattern: "/messages", access: Access::User, handler: api::messages::send },
-    Route { method: "GET", pattern: "/messages/{message_id}", access: Access::User, handler: api::messages::get_one },
+    Route {
+        method: "GET",
+        pattern: "/users/{user_id}",
+        access: Access::User,
+        handler: api::users::get_one,
+    },
+    Route {
+        method: "POST",
+        pattern: "/messages",
+        access: Access::User,
+        handler: api::messages::send,
+    },
+    Route {
+        method: "GET",
+        pattern: "/messages/{message_id}",
+        access: Access::User,
+        handler: api::messages::get_one,
+    },
 ];
 
 /// The outcome of matching a request path.
@@ -82,7 +112,9 @@ fn match_pattern(pattern: &str, segments: &[&str]) -> Option<(Vec<String>, usize
             if segment.is_empty() {
                 return None;
             }
-            args.push(percent_encoding::percent_decode_str(segment).decode_utf8().ok()?.into_owned());
+            args.push(
+                percent_encoding::percent_decode_str(segment).decode_utf8().ok()?.into_owned(),
+            );
         } else if part == segment {
             literals += 1;
         } else {

@@ -46,7 +46,7 @@ pub fn list(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
             }
         }
     }
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|(seq, _)| std::cmp::Reverse(*seq));
     Ok(found)
 }
 

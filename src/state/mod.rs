@@ -157,7 +157,8 @@ impl State {
     /// Inserts a user and its email index entries.
     pub(crate) fn index_user(&self, user: User) {
         self.user_by_email.insert((user.realm, user.email.to_lowercase()), user.id);
-        self.user_by_delivery_email.insert((user.realm, user.delivery_email.to_lowercase()), user.id);
+        self.user_by_delivery_email
+            .insert((user.realm, user.delivery_email.to_lowercase()), user.id);
         self.users.insert(user.id, user);
     }
 

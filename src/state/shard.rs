@@ -84,7 +84,9 @@ impl<K: Hash + Eq + Ord + Clone, V: Clone> Sharded<K, V> {
         let mut all: Vec<(K, V)> = Vec::new();
         for shard in self.shards.iter() {
             let shard = shard.read();
-            all.extend(shard.iter().filter(|(k, v)| keep(k, v)).map(|(k, v)| (k.clone(), v.clone())));
+            all.extend(
+                shard.iter().filter(|(k, v)| keep(k, v)).map(|(k, v)| (k.clone(), v.clone())),
+            );
         }
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
