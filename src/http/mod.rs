@@ -44,18 +44,7 @@ struct Head {
 
 impl HttpService for Service {
     fn call(&mut self, req: Request, rsp: &mut RawResponse) -> io::Result<()> {
-        let response = match catch_unwind(AssertUnwindSafe(|| self.handle(req))) {
-            Ok(response) => response,
-            Err(panic) => {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
-                eprintln!("natter: error: handler panicked: {what}");
-                response::error(&ApiError::internal())
-            }
-        };
+        let response = guarded(|| self.handle(req));
         rsp.status_code(response.status as usize, response::reason(response.status));
         rsp.header("Content-Type: application/json");
         if response.status == 401 {
@@ -207,4 +196,53 @@ fn parse_content_length(raw: &[u8]) -> Option<usize> {
         return None;
     }
     text.parse().ok()
+}
+
+/// Runs a request with panics caught: a bug in one handler answers JSON 500
+/// (and is logged) instead of dropping the connection.
+fn guarded(handle: impl FnOnce() -> Response) -> Response {
+    match catch_unwind(AssertUnwindSafe(handle)) {
+        Ok(response) => response,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            eprintln!("natter: error: handler panicked: {what}");
+            response::error(&ApiError::internal())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_handler_becomes_a_json_500() {
+        let r = guarded(|| panic!("boom"));
+        assert_eq!(r.status, 500);
+        let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(body["result"], "error");
+        assert_eq!(body["code"], "INTERNAL_SERVER_ERROR");
+        assert!(!body["msg"].as_str().unwrap().contains("boom"), "no internals leak");
+        assert_eq!(guarded(|| response::error(&ApiError::bad_request("x"))).status, 400);
+    }
+
+    #[test]
+    fn content_length_must_be_digits() {
+        assert_eq!(parse_content_length(b"12"), Some(12));
+        assert_eq!(parse_content_length(b" 7 "), Some(7));
+        for bad in [&b"abc"[..], b"-1", b"", b"1 2", b"+3", b"99999999999999999999999"] {
+            assert_eq!(parse_content_length(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn ports_are_stripped_from_hosts() {
+        assert_eq!(strip_port("lear.localhost:9991"), "lear.localhost");
+        assert_eq!(strip_port("example.com"), "example.com");
+        assert_eq!(strip_port("[::1]:80"), "::1");
+    }
 }
