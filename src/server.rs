@@ -63,7 +63,14 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
     };
     let committer =
         Committer::new(Arc::clone(&state), Arc::new(wal), durable, Arc::clone(&hub), policy);
-    Ok(Arc::new(App { state, committer, hub, config, bound: OnceLock::new() }))
+    Ok(Arc::new(App {
+        state,
+        committer,
+        hub,
+        config,
+        bound: OnceLock::new(),
+        _data_dir_lock: report.lock,
+    }))
 }
 
 /// Opens the data dir, seeds it in dev mode, and starts serving.

@@ -137,3 +137,23 @@ fn corruption_in_the_middle_refuses_to_start() {
     let stderr = server.start_expecting_failure();
     assert!(stderr.to_lowercase().contains("corrupt"), "{stderr}");
 }
+
+#[test]
+fn a_second_server_on_the_same_data_dir_refuses_to_start() {
+    let mut server = TestServer::start();
+    let other = std::process::Command::new(env!("CARGO_BIN_EXE_natter"))
+        .arg("--listen")
+        .arg("127.0.0.1:0")
+        .arg("--data-dir")
+        .arg(server.data_dir().join("data"))
+        .output()
+        .expect("run natter");
+    assert!(!other.status.success());
+    let stderr = String::from_utf8_lossy(&other.stderr);
+    assert!(stderr.contains("another natter process"), "{stderr}");
+    // The first one is unaffected, and after it stops the dir is free.
+    server.client(HAMLET).get("/users/me", &[]).ok();
+    server.stop();
+    server.restart();
+    server.client(HAMLET).get("/users/me", &[]).ok();
+}

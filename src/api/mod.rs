@@ -32,6 +32,8 @@ pub struct App {
     /// The address the listener bound (known only after binding, which
     /// needs the `App`; set once at start-up).
     pub bound: OnceLock<String>,
+    /// The data dir's lock, held for the life of the process.
+    pub(crate) _data_dir_lock: Option<std::fs::File>,
 }
 
 impl App {

@@ -3,6 +3,7 @@
 //! Data-dir layout:
 //!
 //! ```text
+//! <data-dir>/LOCK                              held (flock) while a process uses the dir
 //! <data-dir>/wal/<first seq, 20 digits>.wal   log segments (see the wal crate docs)
 //! <data-dir>/snapshots/snapshot-<seq>.bin     newest durable snapshot
 //! ```
@@ -50,6 +51,8 @@ pub enum PersistError {
         /// Last seq in the log.
         log: u64,
     },
+    /// Another process holds the data dir.
+    Locked(PathBuf),
     /// File system error outside the log.
     Io(std::io::Error),
 }
@@ -65,6 +68,11 @@ impl fmt::Display for PersistError {
             PersistError::LogBehindSnapshot { snapshot, log } => write!(
                 f,
                 "the log ends at seq {log} but the snapshot covers seq {snapshot}: log records are missing"
+            ),
+            PersistError::Locked(path) => write!(
+                f,
+                "{} is locked: another natter process is using this data dir",
+                path.display()
             ),
             PersistError::Io(e) => write!(f, "i/o: {e}"),
         }
@@ -88,6 +96,9 @@ impl From<std::io::Error> for PersistError {
 /// What `open` found and did.
 #[derive(Debug, Default)]
 pub struct OpenReport {
+    /// The exclusive lock on the data dir; released when dropped, so keep
+    /// the report (or this field) for as long as the state is in use.
+    pub lock: Option<std::fs::File>,
     /// Seq of the snapshot loaded, if any.
     pub snapshot_seq: Option<u64>,
     /// Log records replayed after it.
@@ -122,6 +133,16 @@ pub fn decode_mutation(seq: u64, bytes: &[u8]) -> Result<Mutation, PersistError>
 pub fn open(data_dir: &Path, options: Options) -> Result<(State, Wal, OpenReport), PersistError> {
     std::fs::create_dir_all(data_dir)?;
     let mut report = OpenReport::default();
+    // Two processes appending to one log would interleave records; an
+    // advisory lock (released by the OS when the process dies) prevents it.
+    let lock_path = data_dir.join("LOCK");
+    let lock =
+        std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path)?;
+    match lock.try_lock() {
+        Ok(()) => report.lock = Some(lock),
+        Err(std::fs::TryLockError::WouldBlock) => return Err(PersistError::Locked(lock_path)),
+        Err(std::fs::TryLockError::Error(e)) => return Err(PersistError::Io(e)),
+    }
     let snapshots = snapshot_dir(data_dir);
     let mut state = State::new();
     for (seq, path) in snapshot::list(&snapshots)? {
@@ -243,7 +264,9 @@ mod tests {
         let (state, wal, report) = open(dir.path(), Options::default()).unwrap();
         assert_eq!(report.replayed, log.len() as u64);
         assert_eq!(snapshot::encode(&state.image()), expected);
-        drop(wal);
+        // While open, the data dir is locked against a second user.
+        assert!(matches!(open(dir.path(), Options::default()), Err(PersistError::Locked(_))));
+        drop((wal, report));
 
         // A snapshot in the middle, then the tail.
         let half = State::new();
