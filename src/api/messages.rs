@@ -294,3 +294,64 @@ pub fn get_one(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let body = json::message(&app.state, &call.realm, me, &message, view, options);
     Ok(reply! { "message" => body, "raw_content" => message.content })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seed;
+    use crate::state::{RealmId, RealmSettings, SystemGroups};
+
+    fn channel(policy: TopicsPolicy) -> Channel {
+        let realm = crate::state::Realm {
+            id: RealmId(1),
+            string_id: String::new(),
+            name: String::new(),
+            description: String::new(),
+            date_created: 0,
+            deactivated: false,
+            settings: RealmSettings::default(),
+            system_groups: SystemGroups([crate::state::GroupId(1); 8]),
+        };
+        Channel {
+            id: ChannelId(1),
+            realm: realm.id,
+            name: "c".into(),
+            description: String::new(),
+            rendered_description: String::new(),
+            invite_only: false,
+            is_web_public: false,
+            history_public_to_subscribers: true,
+            creator: None,
+            date_created: 0,
+            recipient: RecipientId(1),
+            message_retention_days: None,
+            is_archived: false,
+            topics_policy: policy,
+            folder_id: None,
+            is_default: false,
+            permissions: seed::default_permissions(&realm, None),
+            first_message_id: None,
+            subscribers: Default::default(),
+        }
+    }
+
+    #[test]
+    fn topics_policy_decides_on_the_empty_topic() {
+        let allowed = |policy, topic: &str| check_topic_policy(&channel(policy), topic).is_ok();
+        assert!(allowed(TopicsPolicy::Inherit, "") && allowed(TopicsPolicy::Inherit, "t"));
+        assert!(allowed(TopicsPolicy::AllowEmptyTopic, ""));
+        assert!(!allowed(TopicsPolicy::DisableEmptyTopic, ""));
+        assert!(allowed(TopicsPolicy::DisableEmptyTopic, "t"));
+        assert!(allowed(TopicsPolicy::EmptyTopicOnly, ""));
+        assert!(!allowed(TopicsPolicy::EmptyTopicOnly, "t"));
+    }
+
+    #[test]
+    fn read_by_sender_heuristic() {
+        assert!(default_read_by_sender("ZulipTerminal"));
+        assert!(default_read_by_sender("website"));
+        assert!(default_read_by_sender("Zulip Desktop App"));
+        assert!(!default_read_by_sender("ZulipPython"));
+        assert!(!default_read_by_sender(""));
+    }
+}

@@ -79,3 +79,32 @@ mod tests {
         assert!(!constant_time_eq(b"", b"x"));
     }
 }
+
+#[cfg(test)]
+mod state_tests {
+    use super::*;
+    use crate::apply::apply;
+    use crate::seed::{self, NewUser};
+    use crate::state::Role;
+
+    #[test]
+    fn deactivated_users_and_realms_are_refused() {
+        let state = State::new();
+        apply(&state, 1, &seed::realm(&state, "", "T", 0).unwrap());
+        let realm = state.realm_by_subdomain("").unwrap();
+        let new = NewUser { email: "a@t.test", full_name: "A", role: Role::Member, bot: None };
+        apply(&state, 2, &seed::user(&state, realm.id, &new, "k".repeat(32), 0).unwrap());
+        let header = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD
+                .encode(format!("a@t.test:{}", "k".repeat(32)))
+        );
+        assert!(authenticate(&state, &realm, Some(header.as_bytes())).is_ok());
+        state.users.update(&crate::state::UserId(1), |u| u.is_active = false);
+        let e = authenticate(&state, &realm, Some(header.as_bytes())).unwrap_err();
+        assert_eq!((e.status, e.code), (401, "USER_DEACTIVATED"));
+        let closed = Realm { deactivated: true, ..realm };
+        let e = authenticate(&state, &closed, Some(header.as_bytes())).unwrap_err();
+        assert_eq!((e.status, e.code), (401, "REALM_DEACTIVATED"));
+    }
+}
