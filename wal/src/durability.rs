@@ -63,6 +63,12 @@ struct Progress {
     /// Set when the `Wal` closes: the sync thread flushes what is
     /// outstanding and exits.
     shutdown: bool,
+    /// Threads blocked in [`Durability::wait`], and whether the sync thread
+    /// is asleep waiting for work. Waking a condition variable costs a
+    /// system call even when no one waits, so appends skip it when these
+    /// say no one does.
+    waiters: usize,
+    sync_thread_idle: bool,
 }
 
 impl Durability {
@@ -75,6 +81,8 @@ impl Durability {
                 synced: recovered,
                 durable: recovered,
                 shutdown: false,
+                waiters: 0,
+                sync_thread_idle: false,
             }),
             work: Condvar::new(),
             advanced: Condvar::new(),
@@ -101,12 +109,16 @@ impl Durability {
         progress.appended = seq;
         match self.mode {
             SyncMode::Always => {
-                self.work.notify_one();
+                if progress.sync_thread_idle {
+                    self.work.notify_one();
+                }
                 false
             }
             SyncMode::Never | SyncMode::Interval(_) => {
                 progress.durable = seq;
-                self.advanced.notify_all();
+                if progress.waiters > 0 {
+                    self.advanced.notify_all();
+                }
                 true
             }
         }
@@ -121,7 +133,9 @@ impl Durability {
             let advanced = seq > progress.durable;
             if advanced {
                 progress.durable = seq;
-                self.advanced.notify_all();
+                if progress.waiters > 0 {
+                    self.advanced.notify_all();
+                }
             }
             advanced
         };
@@ -138,9 +152,11 @@ impl Durability {
     /// Blocks until *durable* reaches `seq`.
     pub(crate) fn wait(&self, seq: Seq) {
         let mut progress = lock(&self.progress);
+        progress.waiters += 1;
         while progress.durable < seq {
             progress = self.advanced.wait(progress).unwrap_or_else(PoisonError::into_inner);
         }
+        progress.waiters -= 1;
     }
 
     /// Asks the sync thread to flush what is outstanding and exit.
@@ -170,7 +186,9 @@ fn group_commit(shared: &Shared) {
         let target = {
             let mut progress = lock(&durability.progress);
             while progress.appended <= progress.synced && !progress.shutdown {
+                progress.sync_thread_idle = true;
                 progress = durability.work.wait(progress).unwrap_or_else(PoisonError::into_inner);
+                progress.sync_thread_idle = false;
             }
             if progress.appended <= progress.synced {
                 return; // shut down, and nothing is left to flush
