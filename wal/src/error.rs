@@ -68,6 +68,12 @@ pub enum Error {
         /// The payload's length in bytes.
         len: usize,
     },
+    /// Another open [`crate::Wal`], in this process or another, holds the
+    /// directory's lock.
+    Locked {
+        /// The log directory.
+        dir: PathBuf,
+    },
     /// An earlier append failed half-way and its partial frame could not be
     /// cut off again, so further appends would land after garbage.
     Poisoned,
@@ -119,6 +125,9 @@ impl fmt::Display for Error {
             ),
             Error::RecordTooLarge { len } => {
                 write!(f, "record of {len} bytes exceeds the maximum of {} bytes", u32::MAX)
+            }
+            Error::Locked { dir } => {
+                write!(f, "log directory {} is in use by another open log", dir.display())
             }
             Error::Poisoned => {
                 write!(f, "log is unusable: a failed write could not be rolled back")

@@ -139,8 +139,10 @@
 //!
 //! # Limits
 //!
-//! A log directory must be used by one [`Wal`] at a time; the crate does not
-//! lock it. A payload can be at most `u32::MAX` bytes.
+//! A log directory is used by one [`Wal`] at a time: [`Wal::open`] takes an
+//! exclusive advisory lock (`flock`) on the directory and fails with
+//! [`Error::Locked`] while another `Wal`, in any process, holds it. A payload
+//! can be at most `u32::MAX` bytes.
 
 #![deny(missing_docs)]
 

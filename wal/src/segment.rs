@@ -229,8 +229,9 @@ pub(crate) fn open_mapped(path: &Path, first_seq: Seq) -> Result<Mmap> {
 /// Maps a file into memory, read-only.
 fn map(file: &File, path: &Path) -> Result<Mmap> {
     // SAFETY: a mapping is only sound while no one changes or shrinks the
-    // bytes it covers. A log directory belongs to a single `Wal` (the crate
-    // documentation requires it), and while it is open segment files only
+    // bytes it covers. A log directory belongs to a single `Wal` (`Wal::open`
+    // locks it; a process that ignores the lock is beyond help), and while it
+    // is open segment files only
     // grow: frames are appended past the end of any existing mapping. The
     // two places that shrink a file do not overlap a mapping's live bytes:
     // recovery truncates a segment only after dropping the map it scanned,

@@ -17,7 +17,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::fs::{self, File};
+use std::fs::{self, File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
@@ -121,6 +121,10 @@ pub struct Wal {
     shared: Arc<Shared>,
     /// `None` in `Never` mode, and once stopped.
     sync_thread: Option<JoinHandle<()>>,
+    /// The log directory, opened only to hold an exclusive advisory lock
+    /// (`flock`) on it for as long as the log is open. The operating system
+    /// releases it when the process dies, so a crash leaves no stale lock.
+    _dir_lock: File,
 }
 
 /// The state the `Wal` handle shares with its sync thread.
@@ -163,11 +167,13 @@ impl Wal {
     /// [`Error::OutOfSequence`], ...) and nothing is changed. Everything
     /// recovered counts as durable. Then the sync thread starts.
     ///
-    /// The directory must not be used by any other `Wal`, in this process or
-    /// another, while this one is open.
+    /// Only one `Wal` at a time can have a directory open, in this process
+    /// or another: the directory is locked, and a second open fails with
+    /// [`Error::Locked`].
     pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<(Wal, Recovery)> {
         let dir = dir.as_ref().to_path_buf();
         create_dir(&dir)?;
+        let dir_lock = lock_dir(&dir)?;
         let (log, recovery) = recover(&dir)?;
         let shared = Arc::new(Shared {
             durability: Durability::new(opts.sync, log.last_seq(), opts.on_durable),
@@ -187,7 +193,7 @@ impl Wal {
                 Some(handle)
             }
         };
-        Ok((Wal { shared, sync_thread }, recovery))
+        Ok((Wal { shared, sync_thread, _dir_lock: dir_lock }, recovery))
     }
 
     /// The oldest seq still stored, or 0 if no record is stored.
@@ -425,6 +431,17 @@ fn create_dir(dir: &Path) -> Result<()> {
     match dir.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => fsync::dir(parent),
         _ => fsync::dir(Path::new(".")),
+    }
+}
+
+/// Takes the exclusive lock on the log directory that keeps other `Wal`s
+/// out: two logs appending to the same segments would interleave frames.
+fn lock_dir(dir: &Path) -> Result<File> {
+    let lock = File::open(dir).at(dir)?;
+    match lock.try_lock() {
+        Ok(()) => Ok(lock),
+        Err(TryLockError::WouldBlock) => Err(Error::Locked { dir: dir.to_path_buf() }),
+        Err(TryLockError::Error(err)) => Err(Error::io(dir, err)),
     }
 }
 

@@ -581,3 +581,15 @@ fn the_handle_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Wal>();
 }
+
+#[test]
+fn a_directory_is_open_in_one_log_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, _) = Wal::open(dir.path(), fast()).unwrap();
+    match Wal::open(dir.path(), fast()) {
+        Err(Error::Locked { dir: locked }) => assert_eq!(locked, dir.path()),
+        other => panic!("expected the directory to be locked, got {other:?}"),
+    }
+    drop(log);
+    assert!(Wal::open(dir.path(), fast()).is_ok());
+}
