@@ -1,7 +1,7 @@
 //! When records become durable: the progress counters, the sync thread, and
 //! the `on_durable` reports.
 //!
-//! Three seqs describe progress, each never behind the next:
+//! Three seqs describe progress; *appended* is never behind the other two:
 //!
 //! - *appended*: the last record written to a segment file with `write(2)`.
 //!   It is in the page cache and survives a crash of the process, not of

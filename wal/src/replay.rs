@@ -48,7 +48,12 @@ impl<'a> Replay<'a> {
     /// A replay of the records `from..=last` found in `segments` (oldest
     /// first, the first one holding `from`).
     pub(crate) fn new(wal: &'a Wal, segments: Vec<SegmentRef>, from: Seq, last: Seq) -> Self {
-        let next_seq = segments.first().map_or(from, |segment| segment.first_seq);
+        // Reading starts at the first record of the first segment, unless
+        // `from` is past the end and there is nothing to read.
+        let next_seq = match segments.first() {
+            Some(first) if from <= last => first.first_seq,
+            _ => from,
+        };
         let ends: Vec<Seq> =
             segments.iter().skip(1).map(|segment| segment.first_seq).chain([last + 1]).collect();
         let pending: Vec<(SegmentRef, Seq)> = segments.into_iter().zip(ends).collect();

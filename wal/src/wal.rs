@@ -70,8 +70,9 @@ pub struct Options {
     /// made one at a time with strictly increasing seqs; several advances in
     /// quick succession may be reported as one call with the newest. It is
     /// not called for records recovered by [`Wal::open`]. It may call back
-    /// into the log, should return quickly, and must not panic (a panic on
-    /// the sync thread aborts the process). This is how code that must not
+    /// into the log, except for [`Wal::wait_durable`] (on the sync thread
+    /// that would wait for itself); it should return quickly, and must not
+    /// panic (a panic on the sync thread aborts the process). This is how code that must not
     /// block its OS thread, such as a coroutine, learns about durability.
     pub on_durable: Option<Arc<dyn Fn(Seq) + Send + Sync>>,
 }
