@@ -14,6 +14,7 @@
 //! rather than acknowledge or retry anything (PostgreSQL's "fsyncgate").
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use wal::Wal;
@@ -83,6 +84,10 @@ pub struct Committer {
     /// Hands images to the snapshot thread, which does the file I/O so that
     /// no lock is held across it.
     snapshots: parking_lot::Mutex<Option<std::sync::mpsc::Sender<StateImage>>>,
+    /// Set while the snapshot thread holds an image it has not finished
+    /// writing. A due snapshot is skipped (and retried on a later commit)
+    /// instead of cloning the whole state again into a queue.
+    snapshot_pending: Arc<AtomicBool>,
     snapshot_thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -112,11 +117,14 @@ impl Committer {
         let (tx, rx) = std::sync::mpsc::channel::<StateImage>();
         let thread_wal = Arc::clone(&wal);
         let dir = policy.dir.clone();
+        let snapshot_pending = Arc::new(AtomicBool::new(false));
+        let pending = Arc::clone(&snapshot_pending);
         let handle = std::thread::Builder::new()
             .name("natter-snapshot".into())
             .spawn(move || {
                 for image in rx {
                     write_snapshot(&thread_wal, &dir, &image);
+                    pending.store(false, Ordering::Release);
                 }
             })
             .expect("spawn snapshot thread");
@@ -129,6 +137,7 @@ impl Committer {
             policy,
             writer: may::sync::Mutex::new(last_snapshot),
             snapshots: parking_lot::Mutex::new(Some(tx)),
+            snapshot_pending,
             snapshot_thread: parking_lot::Mutex::new(Some(handle)),
         }
     }
@@ -157,7 +166,8 @@ impl Committer {
         let guard = AbortOnPanic;
         let events = apply(&self.state, seq, &mutation);
         drop(guard);
-        if self.policy.every > 0 && seq - *last_snapshot >= self.policy.every {
+        let due = self.policy.every > 0 && seq - *last_snapshot >= self.policy.every;
+        if due && !self.snapshot_pending.swap(true, Ordering::AcqRel) {
             *last_snapshot = seq;
             if let Some(tx) = self.snapshots.lock().as_ref() {
                 // A send error only means shutdown has begun, and shutdown
@@ -201,5 +211,81 @@ fn write_snapshot(wal: &Wal, dir: &std::path::Path, image: &StateImage) {
             }
         }
         Err(e) => eprintln!("natter: warning: snapshot at seq {seq} failed: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::Event;
+    use crate::seed;
+
+    fn committer(dir: &std::path::Path, every: u64) -> Committer {
+        let durable = Arc::new(Durable::new(0));
+        let on_durable = Arc::clone(&durable);
+        let options = wal::Options {
+            on_durable: Some(Arc::new(move |seq| on_durable.advance(seq))),
+            ..wal::Options::default()
+        };
+        let (state, wal, _report) = crate::persist::open(dir, options).unwrap();
+        let policy = SnapshotPolicy { dir: crate::persist::snapshot_dir(dir), every };
+        Committer::new(Arc::new(state), Arc::new(wal), durable, Arc::new(Hub::new()), policy)
+    }
+
+    #[test]
+    fn events_are_published_once_durable_and_refusals_change_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = committer(dir.path(), 0);
+        let events = c.hub.subscribe();
+        c.commit(|s| Ok((seed::realm(s, "", "T", 0)?, ()))).unwrap();
+        assert!(events.try_recv().is_err(), "creating a realm announces nothing");
+        let realm = c.state().realm_by_subdomain("").unwrap();
+        let new = seed::NewUser {
+            email: "a@t.test",
+            full_name: "A",
+            role: crate::state::Role::Owner,
+            bot: None,
+        };
+        c.commit(|s| Ok((seed::user(s, realm.id, &new, "k".repeat(32), 0)?, ()))).unwrap();
+        // commit returned, so the record is durable and the event is out.
+        assert!(c.wal.durable_seq() >= 2);
+        let event = events.try_recv().expect("event published before commit returned");
+        assert!(matches!(*event, Event::RealmUserAdd { .. }));
+        // A refused build logs and applies nothing.
+        let err =
+            c.commit(|s| Ok((seed::user(s, realm.id, &new, "k".repeat(32), 0)?, ()))).unwrap_err();
+        assert_eq!(err.code, "BAD_REQUEST");
+        assert_eq!((c.wal.last_seq(), c.state().applied_seq()), (2, 2));
+        assert!(events.try_recv().is_err());
+    }
+
+    #[test]
+    fn snapshots_are_taken_every_n_records_and_trim_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = committer(dir.path(), 3);
+        c.commit(|s| Ok((seed::realm(s, "", "T", 0)?, ()))).unwrap();
+        let realm = c.state().realm_by_subdomain("").unwrap();
+        for i in 0..5 {
+            let email = format!("u{i}@t.test");
+            let new = seed::NewUser {
+                email: &email,
+                full_name: "U",
+                role: crate::state::Role::Member,
+                bot: None,
+            };
+            c.commit(|s| Ok((seed::user(s, realm.id, &new, "k".repeat(32), 0)?, ()))).unwrap();
+        }
+        c.shutdown();
+        let snapshots =
+            crate::persist::snapshot::list(&crate::persist::snapshot_dir(dir.path())).unwrap();
+        assert_eq!(
+            snapshots.iter().map(|(seq, _)| *seq).collect::<Vec<_>>(),
+            vec![6],
+            "only the newest is kept"
+        );
+        drop(c);
+        let (state, _, report) = crate::persist::open(dir.path(), wal::Options::default()).unwrap();
+        assert_eq!((report.snapshot_seq, report.replayed), (Some(6), 0));
+        assert_eq!(state.realm_users(realm.id).len(), 5);
     }
 }

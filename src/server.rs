@@ -76,7 +76,7 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
 /// Opens the data dir, seeds it in dev mode, and starts serving.
 pub fn start(config: Config) -> Result<Server, String> {
     may::config().set_workers(config.workers).set_stack_size(STACK_WORDS);
-    let listen = config.listen.clone();
+    let requested = resolve_listen(&config.listen)?;
     let app = open_app(config)?;
     let credentials = if app.config.dev {
         seed::seed_dev(&app).map_err(|e| format!("seeding the dev realm failed: {}", e.msg))?
@@ -87,7 +87,7 @@ pub fn start(config: Config) -> Result<Server, String> {
         eprintln!("natter: warning: no realm exists yet; start once with --dev to seed one");
     }
     let service = Service { app: Arc::clone(&app) };
-    let (addr, listener) = bind(&listen, service)?;
+    let (addr, listener) = bind(requested, service)?;
     let _ = app.bound.set(addr.to_string());
     Ok(Server { addr, app, credentials, _listener: listener })
 }
@@ -96,14 +96,9 @@ pub fn start(config: Config) -> Result<Server, String> {
 /// not report the address, so for port 0 a free port is found with a std
 /// listener first; if another process takes it in between, try again.
 fn bind(
-    listen: &str,
+    requested: SocketAddr,
     service: Service,
 ) -> Result<(SocketAddr, may::coroutine::JoinHandle<()>), String> {
-    let requested = listen
-        .to_socket_addrs()
-        .map_err(|e| format!("bad --listen address {listen:?}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("--listen {listen:?} resolves to no address"))?;
     for _ in 0..100 {
         let addr = if requested.port() == 0 {
             let probe = TcpListener::bind(requested)
@@ -120,5 +115,14 @@ fn bind(
             Err(e) => return Err(format!("cannot listen on {addr}: {e}")),
         }
     }
-    Err(format!("no free port found for {listen}"))
+    Err(format!("no free port found for {requested}"))
+}
+
+/// The `--listen` value as a socket address, checked before anything else.
+fn resolve_listen(listen: &str) -> Result<SocketAddr, String> {
+    listen
+        .to_socket_addrs()
+        .map_err(|e| format!("bad --listen address {listen:?}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("--listen {listen:?} resolves to no address"))
 }

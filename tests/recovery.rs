@@ -157,3 +157,38 @@ fn a_second_server_on_the_same_data_dir_refuses_to_start() {
     server.restart();
     server.client(HAMLET).get("/users/me", &[]).ok();
 }
+
+#[test]
+fn every_fsync_mode_keeps_data_across_a_clean_restart() {
+    for mode in ["never", "interval:5", "always"] {
+        let mut server = TestServer::start_with(&["--fsync", mode]);
+        let sent: Vec<(u64, String)> = (0..3)
+            .map(|i| format!("{mode} {i}"))
+            .map(|s| (send(&server.client(HAMLET), &s), s))
+            .collect();
+        server.stop();
+        server.restart();
+        assert_all_present(&server, &sent);
+    }
+}
+
+#[test]
+fn bad_options_are_refused_with_a_message() {
+    for (args, expected) in [
+        (&["--fsync", "sometimes"][..], "--fsync"),
+        (&["--fsync", "interval:0"][..], "--fsync"),
+        (&["--segment-bytes", "10"][..], "--segment-bytes"),
+        (&["--workers", "0"][..], "--workers"),
+        (&["--listen", "not-an-address"][..], "--listen"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_natter"))
+            .args(["--data-dir", dir.path().to_str().unwrap()])
+            .args(args)
+            .output()
+            .expect("run natter");
+        assert!(!out.status.success(), "{args:?} was accepted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
