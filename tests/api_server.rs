@@ -193,3 +193,28 @@ fn post_parameters_may_come_in_the_query_string() {
     );
     assert_eq!(r.ok()["email"], HAMLET);
 }
+
+#[test]
+fn too_many_headers_close_the_connection_without_hanging() {
+    // may_minihttp parses at most 16 request headers; a 17th makes it close
+    // the connection. Documented in the README; this checks it never hangs.
+    let server = TestServer::start();
+    let mut req = String::from("GET /api/v1/server_settings HTTP/1.1\r\nHost: x\r\n");
+    for i in 0..20 {
+        req.push_str(&format!("X-Extra-{i}: {i}\r\n"));
+    }
+    req.push_str("\r\n");
+    let mut stream = TcpStream::connect(&server.addr).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    stream.write_all(req.as_bytes()).unwrap();
+    let mut rest = Vec::new();
+    std::io::Read::read_to_end(&mut stream, &mut rest).expect("closed, not hung");
+    assert!(rest.is_empty());
+    // Fifteen extra headers (sixteen in all) are fine.
+    let mut req = String::from("GET /api/v1/server_settings HTTP/1.1\r\nHost: x\r\n");
+    for i in 0..15 {
+        req.push_str(&format!("X-Extra-{i}: {i}\r\n"));
+    }
+    req.push_str("\r\n");
+    server.anonymous().raw(req.as_bytes()).ok();
+}
