@@ -10,5 +10,7 @@ mod api_messages;
 mod api_server;
 /// GET /users/me, GET /users, GET /users/{user_id}.
 mod api_users;
+/// The natter-load generator.
+mod load;
 /// Crash (SIGKILL) and clean restarts, snapshots, torn and corrupt logs.
 mod recovery;

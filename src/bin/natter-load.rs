@@ -1,0 +1,228 @@
+//! `natter-load`: a bounded HTTP load generator for a natter (or Zulip)
+//! server on this machine. Each connection is a thread with one keep-alive
+//! socket; it stops after `--requests` requests or `--seconds`, whichever
+//! comes first, and prints throughput and latency percentiles.
+//!
+//! ```text
+//! natter --dev --fsync always &
+//! natter-load --connections 64 --requests 20000 --kind send
+//! ```
+//!
+//! Only loopback targets are accepted: load is never sent to another host.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use clap::{Parser, ValueEnum};
+
+/// Load generator for natter's HTTP API (loopback targets only).
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Server address (host:port), on this machine.
+    #[arg(long, default_value = "127.0.0.1:9991")]
+    addr: String,
+    /// Account to send as.
+    #[arg(long, default_value = "hamlet@natter.test")]
+    email: String,
+    /// Its API key; fetched with POST /dev_fetch_api_key when omitted.
+    #[arg(long)]
+    key: Option<String>,
+    /// Concurrent keep-alive connections (one thread each).
+    #[arg(long, default_value_t = 16)]
+    connections: u64,
+    /// Total requests across all connections.
+    #[arg(long, default_value_t = 10_000)]
+    requests: u64,
+    /// Stop after this many seconds even if requests remain.
+    #[arg(long, default_value_t = 60)]
+    seconds: u64,
+    /// What each request does.
+    #[arg(long, value_enum, default_value_t = Kind::Send)]
+    kind: Kind,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Kind {
+    /// POST /messages to the `general` channel.
+    Send,
+    /// GET /messages/{id} of one message sent first.
+    Read,
+    /// GET /server_settings (no auth, no state change).
+    Settings,
+}
+
+struct Conn {
+    stream: TcpStream,
+    reader: BufReader<TcpStream>,
+}
+
+impl Conn {
+    fn open(addr: SocketAddr) -> std::io::Result<Conn> {
+        let stream = TcpStream::connect(addr)?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let reader = BufReader::new(stream.try_clone()?);
+        Ok(Conn { stream, reader })
+    }
+
+    /// Sends one request and returns (status, body).
+    fn call(&mut self, request: &[u8]) -> std::io::Result<(u16, Vec<u8>)> {
+        self.stream.write_all(request)?;
+        let mut line = String::new();
+        self.reader.read_line(&mut line)?;
+        let status = line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let mut length = 0usize;
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line)?;
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+        }
+        let mut body = vec![0; length];
+        self.reader.read_exact(&mut body)?;
+        Ok((status, body))
+    }
+}
+
+fn request(method: &str, path: &str, auth: Option<&str>, body: &str) -> Vec<u8> {
+    let mut r = format!("{method} {path} HTTP/1.1\r\nHost: load\r\nUser-Agent: NatterLoad/1.0\r\n");
+    if let Some(auth) = auth {
+        r.push_str(&format!("Authorization: Basic {auth}\r\n"));
+    }
+    if !body.is_empty() {
+        r.push_str("Content-Type: application/x-www-form-urlencoded\r\n");
+    }
+    r.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    r.into_bytes()
+}
+
+fn json_field(body: &[u8], field: &str) -> Option<serde_json::Value> {
+    serde_json::from_slice::<serde_json::Value>(body).ok()?.get(field).cloned()
+}
+
+fn main() {
+    let args = Args::parse();
+    if let Err(e) = run(&args) {
+        eprintln!("natter-load: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let addr = args
+        .addr
+        .to_socket_addrs()
+        .map_err(|e| format!("bad --addr {}: {e}", args.addr))?
+        .next()
+        .ok_or("--addr resolves to nothing")?;
+    if !addr.ip().is_loopback() {
+        return Err(format!("refusing to load {addr}: only loopback targets are allowed"));
+    }
+    if args.connections == 0 || args.requests == 0 {
+        return Err("--connections and --requests must be at least 1".into());
+    }
+    let mut setup = Conn::open(addr).map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    let key = match &args.key {
+        Some(key) => key.clone(),
+        None => {
+            let body = format!("username={}", args.email);
+            let (status, reply) = setup
+                .call(&request("POST", "/api/v1/dev_fetch_api_key", None, &body))
+                .map_err(|e| e.to_string())?;
+            json_field(&reply, "api_key")
+                .and_then(|k| k.as_str().map(str::to_owned))
+                .ok_or(format!("dev_fetch_api_key failed ({status}); pass --key"))?
+        }
+    };
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{}:{key}", args.email));
+    let send = request(
+        "POST",
+        "/api/v1/messages",
+        Some(&auth),
+        "type=stream&to=general&topic=load&content=load+test+message",
+    );
+    let template = match args.kind {
+        Kind::Send => send,
+        Kind::Read => {
+            let (status, reply) = setup.call(&send).map_err(|e| e.to_string())?;
+            let id = json_field(&reply, "id")
+                .ok_or(format!("sending the message to read failed ({status})"))?;
+            request("GET", &format!("/api/v1/messages/{id}"), Some(&auth), "")
+        }
+        Kind::Settings => request("GET", "/api/v1/server_settings", None, ""),
+    };
+
+    let remaining = Arc::new(AtomicU64::new(args.requests));
+    let errors = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + Duration::from_secs(args.seconds);
+    let started = Instant::now();
+    let handles: Vec<_> = (0..args.connections)
+        .map(|_| {
+            let (template, remaining, errors) =
+                (template.clone(), Arc::clone(&remaining), Arc::clone(&errors));
+            std::thread::spawn(move || -> Vec<Duration> {
+                let mut latencies = Vec::new();
+                let Ok(mut conn) = Conn::open(addr) else {
+                    errors.fetch_add(1, Ordering::Relaxed);
+                    return latencies;
+                };
+                while Instant::now() < deadline
+                    && remaining
+                        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+                        .is_ok()
+                {
+                    let t = Instant::now();
+                    match conn.call(&template) {
+                        Ok((200, _)) => latencies.push(t.elapsed()),
+                        Ok(_) => {
+                            errors.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(_) => {
+                            errors.fetch_add(1, Ordering::Relaxed);
+                            match Conn::open(addr) {
+                                Ok(c) => conn = c,
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut latencies: Vec<Duration> =
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect();
+    let elapsed = started.elapsed();
+    latencies.sort();
+    let pct = |p: f64| -> Duration {
+        if latencies.is_empty() {
+            return Duration::ZERO;
+        }
+        latencies[((latencies.len() - 1) as f64 * p).round() as usize]
+    };
+    println!(
+        "{:?} x{}: {} ok, {} errors in {:.2}s = {:.0} req/s; latency p50 {:?} p90 {:?} p99 {:?} max {:?}",
+        args.kind,
+        args.connections,
+        latencies.len(),
+        errors.load(Ordering::Relaxed),
+        elapsed.as_secs_f64(),
+        latencies.len() as f64 / elapsed.as_secs_f64(),
+        pct(0.5),
+        pct(0.9),
+        pct(0.99),
+        pct(1.0),
+    );
+    Ok(())
+}
