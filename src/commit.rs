@@ -14,7 +14,7 @@
 //! rather than acknowledge or retry anything (PostgreSQL's "fsyncgate").
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use wal::Wal;
@@ -72,23 +72,28 @@ pub struct SnapshotPolicy {
 
 /// Serializes writers and runs the write path.
 pub struct Committer {
-    state: Arc<State>,
-    wal: Arc<Wal>,
+    shared: Arc<Shared>,
     durable: Arc<Durable>,
     hub: Arc<Hub>,
+    /// Wakes the snapshot thread; `None` once shutdown has begun.
+    snapshot_tick: parking_lot::Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    snapshot_thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// What the committer shares with its snapshot thread.
+struct Shared {
+    state: Arc<State>,
+    wal: Arc<Wal>,
     policy: SnapshotPolicy,
     /// The single writer lock. A may mutex: a writer waiting for it parks
-    /// its coroutine instead of blocking a worker thread. Holds the seq of
-    /// the last snapshot taken.
-    writer: may::sync::Mutex<u64>,
-    /// Hands images to the snapshot thread, which does the file I/O so that
-    /// no lock is held across it.
-    snapshots: parking_lot::Mutex<Option<std::sync::mpsc::Sender<StateImage>>>,
-    /// Set while the snapshot thread holds an image it has not finished
-    /// writing. A due snapshot is skipped (and retried on a later commit)
-    /// instead of cloning the whole state again into a queue.
-    snapshot_pending: Arc<AtomicBool>,
-    snapshot_thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// its coroutine instead of blocking a worker thread; the snapshot
+    /// thread (a plain OS thread) takes it too, to clone a consistent cut.
+    writer: may::sync::Mutex<()>,
+    /// Seq of the newest snapshot taken (or of the recovered state).
+    last_snapshot: AtomicU64,
+    /// Set from the moment a snapshot is due until the snapshot thread has
+    /// written it, so that writers signal it once instead of on every commit.
+    snapshot_pending: AtomicBool,
 }
 
 /// Aborts the process if dropped during a panic: a panic inside `apply` at
@@ -114,37 +119,37 @@ impl Committer {
         hub: Arc<Hub>,
         policy: SnapshotPolicy,
     ) -> Self {
-        let (tx, rx) = std::sync::mpsc::channel::<StateImage>();
-        let thread_wal = Arc::clone(&wal);
-        let dir = policy.dir.clone();
-        let snapshot_pending = Arc::new(AtomicBool::new(false));
-        let pending = Arc::clone(&snapshot_pending);
+        let shared = Arc::new(Shared {
+            last_snapshot: AtomicU64::new(state.applied_seq()),
+            state,
+            wal,
+            policy,
+            writer: may::sync::Mutex::new(()),
+            snapshot_pending: AtomicBool::new(false),
+        });
+        let (tick, ticks) = std::sync::mpsc::channel::<()>();
+        let thread_shared = Arc::clone(&shared);
         let handle = std::thread::Builder::new()
             .name("natter-snapshot".into())
             .spawn(move || {
-                for image in rx {
-                    write_snapshot(&thread_wal, &dir, &image);
-                    pending.store(false, Ordering::Release);
+                for () in ticks {
+                    thread_shared.snapshot();
+                    thread_shared.snapshot_pending.store(false, Ordering::Release);
                 }
             })
             .expect("spawn snapshot thread");
-        let last_snapshot = state.applied_seq();
         Committer {
-            state,
-            wal,
+            shared,
             durable,
             hub,
-            policy,
-            writer: may::sync::Mutex::new(last_snapshot),
-            snapshots: parking_lot::Mutex::new(Some(tx)),
-            snapshot_pending,
+            snapshot_tick: parking_lot::Mutex::new(Some(tick)),
             snapshot_thread: parking_lot::Mutex::new(Some(handle)),
         }
     }
 
     /// The state this committer writes to.
     pub fn state(&self) -> &Arc<State> {
-        &self.state
+        &self.shared.state
     }
 
     /// Runs the write path for the mutation `build` returns; the reply value
@@ -153,10 +158,11 @@ impl Committer {
         &self,
         build: impl FnOnce(&State) -> ApiResult<(Mutation, T)>,
     ) -> ApiResult<T> {
-        let mut last_snapshot = self.writer.lock().expect("writer lock poisoned");
-        let (mutation, reply) = build(&self.state)?;
+        let shared = &*self.shared;
+        let writer = shared.writer.lock().expect("writer lock poisoned");
+        let (mutation, reply) = build(&shared.state)?;
         let record = encode_mutation(&mutation);
-        let seq = match self.wal.append(&record) {
+        let seq = match shared.wal.append(&record) {
             Ok(seq) => seq,
             Err(e) => {
                 eprintln!("natter: fatal: cannot append to the write-ahead log: {e}");
@@ -164,34 +170,52 @@ impl Committer {
             }
         };
         let guard = AbortOnPanic;
-        let events = apply(&self.state, seq, &mutation);
+        let events = apply(&shared.state, seq, &mutation);
         drop(guard);
-        let due = self.policy.every > 0 && seq - *last_snapshot >= self.policy.every;
-        if due && !self.snapshot_pending.swap(true, Ordering::AcqRel) {
-            *last_snapshot = seq;
-            if let Some(tx) = self.snapshots.lock().as_ref() {
-                // A send error only means shutdown has begun, and shutdown
-                // snapshots anyway.
-                let _ = tx.send(self.state.image());
+        drop(writer);
+        let every = shared.policy.every;
+        let due = every > 0 && seq - shared.last_snapshot.load(Ordering::Acquire) >= every;
+        if due && !shared.snapshot_pending.swap(true, Ordering::AcqRel) {
+            // The state is cloned on the snapshot thread, not on this
+            // coroutine: a large clone is a long CPU loop.
+            match self.snapshot_tick.lock().as_ref() {
+                Some(tick) if tick.send(()).is_ok() => {}
+                // Shutdown has begun; it writes the final snapshot.
+                _ => shared.snapshot_pending.store(false, Ordering::Release),
             }
         }
-        drop(last_snapshot);
         self.durable.wait(seq);
         self.hub.publish(events);
         Ok(reply)
     }
 
-    /// Clean shutdown: takes a final snapshot and makes the log durable.
-    /// Holds the writer lock until the end, so no later commit can start.
+    /// Clean shutdown: stops the snapshot thread, then takes a final
+    /// snapshot under the writer lock and keeps the lock, so no commit can
+    /// follow it.
     pub fn shutdown(&self) {
-        let _writer = self.writer.lock().expect("writer lock poisoned");
-        let image = self.state.image();
-        // Dropping the sender ends the thread's loop once its queue drains.
-        drop(self.snapshots.lock().take());
+        // The thread takes the writer lock itself: join it before holding it.
+        drop(self.snapshot_tick.lock().take());
         if let Some(handle) = self.snapshot_thread.lock().take() {
             let _ = handle.join();
         }
+        let writer = self.shared.writer.lock().expect("writer lock poisoned");
+        let image = self.shared.state.image();
+        write_snapshot(&self.shared.wal, &self.shared.policy.dir, &image);
+        // Never released: the process exits after a clean shutdown.
+        std::mem::forget(writer);
+    }
+}
+
+impl Shared {
+    /// Clones a consistent cut under the writer lock, then writes it with
+    /// no lock held. Runs on the snapshot thread.
+    fn snapshot(&self) {
+        let image = {
+            let _writer = self.writer.lock().expect("writer lock poisoned");
+            self.state.image()
+        };
         write_snapshot(&self.wal, &self.policy.dir, &image);
+        self.last_snapshot.store(image.applied_seq, Ordering::Release);
     }
 }
 
@@ -248,14 +272,14 @@ mod tests {
         };
         c.commit(|s| Ok((seed::user(s, realm.id, &new, "k".repeat(32), 0)?, ()))).unwrap();
         // commit returned, so the record is durable and the event is out.
-        assert!(c.wal.durable_seq() >= 2);
+        assert!(c.shared.wal.durable_seq() >= 2);
         let event = events.try_recv().expect("event published before commit returned");
         assert!(matches!(*event, Event::RealmUserAdd { .. }));
         // A refused build logs and applies nothing.
         let err =
             c.commit(|s| Ok((seed::user(s, realm.id, &new, "k".repeat(32), 0)?, ()))).unwrap_err();
         assert_eq!(err.code, "BAD_REQUEST");
-        assert_eq!((c.wal.last_seq(), c.state().applied_seq()), (2, 2));
+        assert_eq!((c.shared.wal.last_seq(), c.state().applied_seq()), (2, 2));
         assert!(events.try_recv().is_err());
     }
 
