@@ -218,3 +218,30 @@ fn too_many_headers_close_the_connection_without_hanging() {
     req.push_str("\r\n");
     server.anonymous().raw(req.as_bytes()).ok();
 }
+
+#[test]
+fn a_body_cut_short_is_never_acted_on() {
+    // The client promises 200 bytes, sends a complete-looking form, then
+    // closes. may_minihttp drops such a connection without a reply; what
+    // matters is that the truncated request changes nothing.
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let before = hamlet.get("/users/me", &[]).ok()["max_message_id"].clone();
+    let (email, key) = hamlet.auth.clone().unwrap();
+    let token = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        format!("{email}:{key}"),
+    );
+    let body = "type=stream&to=general&topic=t&content=cut";
+    let head = format!(
+        "POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Basic {token}\r\nContent-Length: 200\r\n\r\n"
+    );
+    let mut stream = TcpStream::connect(&server.addr).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body.as_bytes()).unwrap();
+    stream.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut rest = Vec::new();
+    std::io::Read::read_to_end(&mut stream, &mut rest).expect("closed, not hung");
+    assert_eq!(hamlet.get("/users/me", &[]).ok()["max_message_id"], before);
+}
