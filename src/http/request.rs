@@ -51,14 +51,6 @@ impl Params {
         Some(value.as_str())
     }
 
-    /// Marks a parameter as understood without reading it (e.g. one that is
-    /// accepted for compatibility and has no effect).
-    pub fn accept(&mut self, name: &str) {
-        if self.values.contains_key(name) {
-            self.used.insert(name.to_owned());
-        }
-    }
-
     /// A string parameter: the bare text.
     pub fn string(&mut self, name: &str) -> Option<String> {
         self.raw(name).map(str::to_owned)

@@ -25,7 +25,8 @@ pub struct Group {
     pub direct_members: BTreeSet<UserId>,
     /// Groups whose members are also members of this one.
     pub direct_subgroups: BTreeSet<GroupId>,
-    /// Deactivated groups keep their id but grant nothing new.
+    /// Deactivated groups keep their id and members but cannot be picked
+    /// for new permission settings.
     pub deactivated: bool,
     /// UNIX seconds; `None` for system groups.
     pub date_created: Option<i64>,
@@ -46,17 +47,4 @@ pub enum GroupSetting {
         /// Groups whose members are included.
         direct_subgroups: BTreeSet<GroupId>,
     },
-}
-
-impl GroupSetting {
-    /// The setting as Zulip's JSON: an integer or `{direct_members, direct_subgroups}`.
-    pub fn to_json(&self) -> serde_json::Value {
-        match self {
-            GroupSetting::Group(id) => serde_json::json!(id.0),
-            GroupSetting::Anonymous { direct_members, direct_subgroups } => serde_json::json!({
-                "direct_members": direct_members.iter().map(|u| u.0).collect::<Vec<_>>(),
-                "direct_subgroups": direct_subgroups.iter().map(|g| g.0).collect::<Vec<_>>(),
-            }),
-        }
-    }
 }

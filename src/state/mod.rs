@@ -217,9 +217,4 @@ impl State {
     pub fn flags(&self, user: UserId, message: MessageId) -> Option<Flags> {
         self.user_messages.read(&user, |m| m.get(&message).copied()).flatten()
     }
-
-    /// The highest message id, 0 if none (ids are allocated in order).
-    pub fn max_message_id(&self) -> u64 {
-        self.ids.peek(IdKind::Message) - 1
-    }
 }

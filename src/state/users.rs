@@ -31,18 +31,6 @@ impl Role {
         }
     }
 
-    /// The role for a Zulip integer.
-    pub fn from_code(code: i64) -> Option<Role> {
-        Some(match code {
-            100 => Role::Owner,
-            200 => Role::Administrator,
-            300 => Role::Moderator,
-            400 => Role::Member,
-            600 => Role::Guest,
-            _ => return None,
-        })
-    }
-
     /// Owner or administrator.
     pub fn is_admin(self) -> bool {
         self <= Role::Administrator
