@@ -292,6 +292,168 @@ mod tests {
         assert!(snapshot::decode(b"short", Path::new("s")).is_err());
     }
 
+    /// A deterministic pseudo-random generator (xorshift64*), so the
+    /// random-history test is reproducible from its seed.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+        }
+    }
+
+    /// A random mix of users, channels, subscriptions and channel and
+    /// direct messages across two realms, applied to `state`.
+    fn random_history(state: &State, seed: u64, steps: usize) -> Vec<Mutation> {
+        use crate::state::{ChannelId, UserId};
+        let mut rng = Rng(seed);
+        let mut log = Vec::new();
+        let mut step = |m: Mutation| {
+            apply(state, state.applied_seq() + 1, &m);
+            log.push(m);
+        };
+        step(seed::realm(state, "", "A", 0).unwrap());
+        step(seed::realm(state, "b", "B", 0).unwrap());
+        let realms =
+            [state.realm_by_subdomain("").unwrap(), state.realm_by_subdomain("b").unwrap()];
+        for i in 0..steps {
+            let realm = &realms[rng.below(2) as usize];
+            let users: Vec<UserId> = state.realm_users(realm.id).iter().map(|u| u.id).collect();
+            let channels: Vec<ChannelId> = state
+                .channels
+                .collect_sorted(|_, c| c.realm == realm.id)
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect();
+            let choice = if users.len() < 2 {
+                0
+            } else if channels.is_empty() {
+                1
+            } else {
+                rng.below(5)
+            };
+            let m = match choice {
+                0 => {
+                    let email = format!("u{i}@r{}.test", realm.id);
+                    let new =
+                        NewUser { email: &email, full_name: "U", role: Role::Member, bot: None };
+                    seed::user(state, realm.id, &new, format!("{i:0>32}"), i as i64).unwrap()
+                }
+                1 => {
+                    let name = format!("c{i}");
+                    let subscribers = [users[rng.below(users.len() as u64) as usize]];
+                    let new = NewChannel {
+                        name: &name,
+                        description: "d",
+                        invite_only: rng.below(2) == 0,
+                        creator: Some(subscribers[0]),
+                        subscribers: &subscribers,
+                    };
+                    seed::channel(state, realm, &new, i as i64).unwrap()
+                }
+                2 => {
+                    let channel = channels[rng.below(channels.len() as u64) as usize];
+                    let user = users[rng.below(users.len() as u64) as usize];
+                    let already =
+                        state.channels.read(&channel, |c| c.subscribers.contains(&user)).unwrap();
+                    let subscribers = if already {
+                        Vec::new()
+                    } else {
+                        vec![(user, seed::subscription(state, user, 0))]
+                    };
+                    Mutation::Subscribe { channel, subscribers }
+                }
+                kind => {
+                    let sender = users[rng.below(users.len() as u64) as usize];
+                    let (destination, recipient) = if kind == 3 {
+                        let channel = state
+                            .channels
+                            .get(&channels[rng.below(channels.len() as u64) as usize])
+                            .unwrap();
+                        (
+                            Destination::Channel {
+                                channel: channel.id,
+                                topic: format!("t{}", rng.below(3)),
+                            },
+                            channel.recipient,
+                        )
+                    } else {
+                        let other = users[rng.below(users.len() as u64) as usize];
+                        let mut participants = vec![sender, other];
+                        participants.sort();
+                        participants.dedup();
+                        let recipient = state.direct_recipients.get(&participants).unwrap_or(
+                            crate::state::RecipientId(state.ids.peek(IdKind::Recipient)),
+                        );
+                        (Destination::Direct { participants }, recipient)
+                    };
+                    let message = Message {
+                        id: MessageId(state.ids.peek(IdKind::Message)),
+                        realm: realm.id,
+                        sender,
+                        recipient,
+                        destination,
+                        content: format!("m{i}"),
+                        rendered_content: format!("<p>m{i}</p>"),
+                        timestamp: i as i64,
+                        client: "test".into(),
+                        is_me_message: false,
+                        reactions: Vec::new(),
+                        edit_history: Vec::new(),
+                        last_edit_timestamp: None,
+                        last_moved_timestamp: None,
+                    };
+                    Mutation::SendMessage(NewMessage {
+                        message,
+                        read_by_sender: rng.below(2) == 0,
+                        mentioned: Vec::new(),
+                    })
+                }
+            };
+            step(m);
+        }
+        log
+    }
+
+    #[test]
+    fn random_histories_replay_identically_from_any_snapshot_point() {
+        for seed in [1u64, 7, 42, 1234] {
+            let live = State::new();
+            let log = random_history(&live, seed, 300);
+            let expected = snapshot::encode(&live.image());
+            let mut rng = Rng(seed ^ 0xdead_beef);
+            for cut in
+                [0, rng.below(log.len() as u64), rng.below(log.len() as u64), log.len() as u64]
+            {
+                let dir = tempfile::tempdir().unwrap();
+                let small = Options { segment_bytes: 512, ..Options::default() };
+                {
+                    let (wal, _) = Wal::open(wal_dir(dir.path()), small.clone()).unwrap();
+                    for m in &log {
+                        wal.append(&encode_mutation(m)).unwrap();
+                    }
+                    wal.close().unwrap();
+                }
+                let prefix = State::new();
+                for (i, m) in log.iter().take(cut as usize).enumerate() {
+                    apply(&prefix, i as u64 + 1, m);
+                }
+                if cut > 0 {
+                    snapshot::write(&snapshot_dir(dir.path()), &prefix.image()).unwrap();
+                }
+                let (state, _wal, report) = open(dir.path(), small).unwrap();
+                assert_eq!(report.replayed, log.len() as u64 - cut, "seed {seed} cut {cut}");
+                assert!(
+                    snapshot::encode(&state.image()) == expected,
+                    "seed {seed} cut {cut}: state differs"
+                );
+            }
+        }
+    }
+
     /// The on-disk encoding of a mutation. If this changes, old data dirs
     /// no longer read: bump `FORMAT_VERSION` and keep a converter.
     #[test]
