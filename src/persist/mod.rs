@@ -178,6 +178,33 @@ mod tests {
     use crate::seed::{self, NewChannel, NewUser};
     use crate::state::{Destination, IdKind, Message, MessageId, Role};
 
+    /// Message number `i`, as first sent (no reactions, no edits).
+    fn test_message(
+        state: &State,
+        realm: crate::state::RealmId,
+        sender: crate::state::UserId,
+        recipient: crate::state::RecipientId,
+        destination: Destination,
+        i: u64,
+    ) -> Message {
+        Message {
+            id: MessageId(state.ids.peek(IdKind::Message)),
+            realm,
+            sender,
+            recipient,
+            destination,
+            content: format!("m{i}"),
+            rendered_content: format!("<p>m{i}</p>"),
+            timestamp: 1_700_000_100 + i as i64,
+            client: "test".into(),
+            is_me_message: false,
+            reactions: Vec::new(),
+            edit_history: Vec::new(),
+            last_edit_timestamp: None,
+            last_moved_timestamp: None,
+        }
+    }
+
     /// A realm, two users, a channel and `n` messages, as mutations that
     /// have been applied to `state` in order.
     fn history(state: &State, n: u64) -> Vec<Mutation> {
@@ -203,25 +230,10 @@ mod tests {
         step(seed::channel(state, &realm, &new, 1_700_000_002).unwrap());
         let channel = state.channel_by_name(realm.id, "general").unwrap();
         for i in 0..n {
-            let message = Message {
-                id: MessageId(state.ids.peek(IdKind::Message)),
-                realm: realm.id,
-                sender: users[(i % 2) as usize],
-                recipient: channel.recipient,
-                destination: Destination::Channel {
-                    channel: channel.id,
-                    topic: format!("t{}", i % 3),
-                },
-                content: format!("m{i}"),
-                rendered_content: format!("<p>m{i}</p>"),
-                timestamp: 1_700_000_100 + i as i64,
-                client: "test".into(),
-                is_me_message: false,
-                reactions: Vec::new(),
-                edit_history: Vec::new(),
-                last_edit_timestamp: None,
-                last_moved_timestamp: None,
-            };
+            let destination =
+                Destination::Channel { channel: channel.id, topic: format!("t{}", i % 3) };
+            let sender = users[(i % 2) as usize];
+            let message = test_message(state, realm.id, sender, channel.recipient, destination, i);
             step(Mutation::SendMessage(NewMessage {
                 message,
                 read_by_sender: i % 2 == 0,
@@ -390,22 +402,8 @@ mod tests {
                         );
                         (Destination::Direct { participants }, recipient)
                     };
-                    let message = Message {
-                        id: MessageId(state.ids.peek(IdKind::Message)),
-                        realm: realm.id,
-                        sender,
-                        recipient,
-                        destination,
-                        content: format!("m{i}"),
-                        rendered_content: format!("<p>m{i}</p>"),
-                        timestamp: i as i64,
-                        client: "test".into(),
-                        is_me_message: false,
-                        reactions: Vec::new(),
-                        edit_history: Vec::new(),
-                        last_edit_timestamp: None,
-                        last_moved_timestamp: None,
-                    };
+                    let message =
+                        test_message(state, realm.id, sender, recipient, destination, i as u64);
                     Mutation::SendMessage(NewMessage {
                         message,
                         read_by_sender: rng.below(2) == 0,
