@@ -16,6 +16,12 @@ fn send(c: &Client, content: &str) -> u64 {
     r.ok()["id"].as_u64().unwrap()
 }
 
+/// Sends `n` channel messages whose contents are `content(i)`; returns
+/// (id, content) pairs.
+fn send_many(c: &Client, n: usize, content: impl Fn(usize) -> String) -> Vec<(u64, String)> {
+    (0..n).map(content).map(|s| (send(c, &s), s)).collect()
+}
+
 fn assert_all_present(server: &TestServer, sent: &[(u64, String)]) {
     let c = server.client(HAMLET);
     for (id, content) in sent {
@@ -46,8 +52,7 @@ fn snapshots(server: &TestServer) -> Vec<PathBuf> {
 fn acknowledged_messages_survive_a_crash() {
     let mut server = TestServer::start_with(&["--snapshot-every", "0"]);
     let c = server.client(HAMLET);
-    let sent: Vec<(u64, String)> =
-        (0..25).map(|i| format!("crash-safe {i}")).map(|s| (send(&c, &s), s)).collect();
+    let sent = send_many(&c, 25, |i| format!("crash-safe {i}"));
     let keys_before = server.accounts.clone();
     server.kill();
     server.restart();
@@ -66,19 +71,13 @@ fn acknowledged_messages_survive_a_crash() {
 fn snapshot_plus_log_tail_survives_a_crash() {
     let mut server = TestServer::start_with(&["--snapshot-every", "10", "--segment-bytes", "4096"]);
     let c = server.client(HAMLET);
-    let sent: Vec<(u64, String)> = (0..60)
-        .map(|i| format!("snapshot {i} {}", "x".repeat(100)))
-        .map(|s| (send(&c, &s), s))
-        .collect();
+    let sent = send_many(&c, 60, |i| format!("snapshot {i} {}", "x".repeat(100)));
     server.kill();
     assert!(!snapshots(&server).is_empty(), "a snapshot was written");
     server.restart();
     assert_all_present(&server, &sent);
     assert!(server.stderr().contains("log records replayed"));
-    let more: Vec<(u64, String)> = (0..5)
-        .map(|i| format!("more {i}"))
-        .map(|s| (send(&server.client(HAMLET), &s), s))
-        .collect();
+    let more = send_many(&server.client(HAMLET), 5, |i| format!("more {i}"));
     server.kill();
     server.restart();
     assert_all_present(&server, &sent);
@@ -89,8 +88,7 @@ fn snapshot_plus_log_tail_survives_a_crash() {
 fn clean_shutdown_snapshots_and_restarts_without_replay() {
     let mut server = TestServer::start_with(&["--snapshot-every", "0"]);
     let c = server.client(HAMLET);
-    let sent: Vec<(u64, String)> =
-        (0..5).map(|i| format!("clean {i}")).map(|s| (send(&c, &s), s)).collect();
+    let sent = send_many(&c, 5, |i| format!("clean {i}"));
     server.stop();
     assert_eq!(snapshots(&server).len(), 1, "clean shutdown writes a snapshot");
     server.restart();
@@ -102,8 +100,7 @@ fn clean_shutdown_snapshots_and_restarts_without_replay() {
 fn a_torn_log_tail_is_cut_and_the_server_starts() {
     let mut server = TestServer::start_with(&["--snapshot-every", "0"]);
     let c = server.client(HAMLET);
-    let sent: Vec<(u64, String)> =
-        (0..5).map(|i| format!("before tear {i}")).map(|s| (send(&c, &s), s)).collect();
+    let sent = send_many(&c, 5, |i| format!("before tear {i}"));
     server.kill();
     // A half-written record at the end of the last segment.
     let last = segments(&server).pop().unwrap();
@@ -162,10 +159,7 @@ fn a_second_server_on_the_same_data_dir_refuses_to_start() {
 fn every_fsync_mode_keeps_data_across_a_clean_restart() {
     for mode in ["never", "interval:5", "always"] {
         let mut server = TestServer::start_with(&["--fsync", mode]);
-        let sent: Vec<(u64, String)> = (0..3)
-            .map(|i| format!("{mode} {i}"))
-            .map(|s| (send(&server.client(HAMLET), &s), s))
-            .collect();
+        let sent = send_many(&server.client(HAMLET), 3, |i| format!("{mode} {i}"));
         server.stop();
         server.restart();
         assert_all_present(&server, &sent);
