@@ -10,6 +10,15 @@ use parking_lot::Mutex;
 
 use crate::state::{ChannelId, Flags, MessageId, RealmId, UserId};
 
+/// Who receives an event whose JSON is the same for every recipient.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Audience {
+    /// Exactly these users (every queue of each).
+    Users(Vec<UserId>),
+    /// Every user of the realm.
+    Realm(RealmId),
+}
+
 /// Something that happened, with who should hear about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
@@ -40,6 +49,17 @@ pub enum Event {
         channel: ChannelId,
         /// Who was subscribed.
         users: Vec<UserId>,
+    },
+    /// An event whose Zulip JSON does not depend on who receives it (a
+    /// settings change, a draft, a typing notification…): `event` is the
+    /// object clients see, `type` included, without `id` (each queue adds
+    /// its own). Events that differ per recipient (messages, users under
+    /// email visibility) get their own variant instead.
+    Broadcast {
+        /// Who receives it.
+        audience: Audience,
+        /// Zulip's event object, minus `id`.
+        event: serde_json::Value,
     },
 }
 
