@@ -49,9 +49,33 @@ pub struct Cli {
     #[arg(long)]
     pub host: Option<String>,
 
-    /// Largest accepted request body, in bytes.
+    /// Largest accepted request body, in bytes, after chunked decoding
+    /// (413 beyond).
     #[arg(long, default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
+
+    /// Most request headers (431 beyond).
+    #[arg(long, default_value_t = 64)]
+    pub max_headers: usize,
+
+    /// Largest request head, request line and headers, in bytes (431 beyond).
+    #[arg(long, default_value_t = 16 * 1024)]
+    pub max_head_bytes: usize,
+
+    /// Longest a started request head or body may take to arrive, in
+    /// milliseconds (then 408 and the connection is closed); also how long
+    /// a reply may make no progress to a client that does not read.
+    #[arg(long, default_value_t = 10_000)]
+    pub read_timeout_ms: u64,
+
+    /// How long a keep-alive connection may wait for its next request, in
+    /// milliseconds. A request being answered (a long-poll) is not idle.
+    #[arg(long, default_value_t = 75_000)]
+    pub idle_timeout_ms: u64,
+
+    /// Most open client connections; a new one past this gets a 503.
+    #[arg(long, default_value_t = 10_000)]
+    pub max_connections: usize,
 }
 
 /// Validated configuration.
@@ -75,6 +99,9 @@ pub struct Config {
     pub external_host: Option<String>,
     /// Request body limit.
     pub max_body_bytes: usize,
+    /// Wire limits and time-outs of the HTTP connection loop (its
+    /// `max_body_bytes` is the one above).
+    pub wire: crate::http::conn::Limits,
 }
 
 /// When writes become durable.
@@ -123,6 +150,23 @@ impl Cli {
         if workers == 0 {
             return Err("--workers must be at least 1".into());
         }
+        if self.max_headers == 0 || self.max_head_bytes < 64 || self.max_connections == 0 {
+            return Err(
+                "--max-headers and --max-connections must be at least 1, --max-head-bytes at least 64"
+                    .into(),
+            );
+        }
+        if self.read_timeout_ms == 0 || self.idle_timeout_ms == 0 {
+            return Err("--read-timeout-ms and --idle-timeout-ms must be at least 1".into());
+        }
+        let wire = crate::http::conn::Limits {
+            max_headers: self.max_headers,
+            max_head_bytes: self.max_head_bytes,
+            max_body_bytes: self.max_body_bytes,
+            read_timeout: Duration::from_millis(self.read_timeout_ms),
+            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+            max_connections: self.max_connections,
+        };
         Ok(Config {
             external_host: self.host,
             listen: self.listen,
@@ -133,6 +177,7 @@ impl Cli {
             segment_bytes: self.segment_bytes,
             workers,
             max_body_bytes: self.max_body_bytes,
+            wire,
         })
     }
 }

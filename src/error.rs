@@ -103,15 +103,6 @@ impl ApiError {
         Self::new(404, "NONEXISTENT_SUBDOMAIN", format!("There is no organization at {host}"))
     }
 
-    /// 411: chunked bodies (may_minihttp cannot read them).
-    pub fn length_required() -> Self {
-        Self::new(
-            411,
-            "BAD_REQUEST",
-            "Chunked request bodies are not supported; send Content-Length",
-        )
-    }
-
     /// 413 for a body over the size limit.
     pub fn payload_too_large(limit: usize) -> Self {
         Self::new(413, "BAD_REQUEST", format!("Request body larger than {limit} bytes"))

@@ -1,16 +1,14 @@
 //! Start-up: recover the data dir, assemble the `App`, seed in dev mode,
-//! and start the HTTP listener.
+//! and start natter's HTTP connection loop on the listener.
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::{Arc, OnceLock};
-
-use may_minihttp::HttpServer;
 
 use crate::api::App;
 use crate::commit::{Committer, Durable, SnapshotPolicy};
 use crate::config::Config;
 use crate::events::Hub;
-use crate::http::Service;
+use crate::http::{conn, Service};
 use crate::persist;
 use crate::seed::{self, Credential};
 
@@ -86,29 +84,26 @@ pub fn start(config: Config) -> Result<Server, String> {
     if app.state.realm_by_subdomain("").is_none() && !app.config.dev {
         eprintln!("natter: warning: no realm exists yet; start once with --dev to seed one");
     }
-    let service = Service { app: Arc::clone(&app) };
-    let (addr, listener) = bind(requested, service)?;
+    let listener = bind(requested)?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let _ = app.bound.set(addr.to_string());
-    Ok(Server { addr, app, credentials, _listener: listener })
+    let service = Arc::new(Service { app: Arc::clone(&app) });
+    let handle = conn::serve(listener, service, app.config.wire.clone())
+        .map_err(|e| format!("cannot start the HTTP listener: {e}"))?;
+    Ok(Server { addr, app, credentials, _listener: handle })
 }
 
-/// Binds may_minihttp to `listen`. may_minihttp binds internally and does
-/// not report the address, so for port 0 a free port is found with a std
-/// listener first; if another process takes it in between, try again.
-fn bind(
-    requested: SocketAddr,
-    service: Service,
-) -> Result<(SocketAddr, may::coroutine::JoinHandle<()>), String> {
+/// Binds `requested`. may's listener sets `SO_REUSEPORT`, which would let a
+/// second process share a port silently; a plain std bind first makes a
+/// port in use an error (and finds a free port for port 0).
+pub fn bind(requested: SocketAddr) -> Result<may::net::TcpListener, String> {
     for _ in 0..100 {
-        let addr = if requested.port() == 0 {
-            let probe = TcpListener::bind(requested)
-                .map_err(|e| format!("cannot bind {requested}: {e}"))?;
-            probe.local_addr().map_err(|e| e.to_string())?
-        } else {
-            requested
-        };
-        match HttpServer(service.clone()).start(addr) {
-            Ok(handle) => return Ok((addr, handle)),
+        let probe = TcpListener::bind(requested)
+            .map_err(|e| format!("cannot listen on {requested}: {e}"))?;
+        let addr = probe.local_addr().map_err(|e| e.to_string())?;
+        drop(probe);
+        match may::net::TcpListener::bind(addr) {
+            Ok(listener) => return Ok(listener),
             Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && requested.port() == 0 => {
                 continue
             }

@@ -136,28 +136,13 @@ fn bad_parameter_values_are_400() {
 fn http_framing_errors_do_not_crash_or_hang() {
     let server = TestServer::start();
     let c = server.anonymous();
-    // may_minihttp would panic on this Content-Length; natter answers 400.
+    // A Content-Length that is not a number: 400.
     let r =
         c.raw(b"POST /api/v1/dev_fetch_api_key HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n");
     r.err(400, "BAD_REQUEST");
     let r =
         c.raw(b"POST /api/v1/dev_fetch_api_key HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n");
     r.err(400, "BAD_REQUEST");
-    // Chunked bodies cannot be read by may_minihttp: refused with 411.
-    // (Chunk bytes arriving with the head make may_minihttp drop the
-    // connection instead — closed, never hung.)
-    let r = c.raw(
-        b"POST /api/v1/dev_fetch_api_key HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
-    );
-    r.err(411, "BAD_REQUEST");
-    let mut stream = TcpStream::connect(&server.addr).unwrap();
-    stream
-        .write_all(b"POST /api/v1/dev_fetch_api_key HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
-        .unwrap();
-    let mut rest = Vec::new();
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
-    std::io::Read::read_to_end(&mut stream, &mut rest)
-        .expect("the connection is closed, not left hanging");
     // Over the body limit (1 MiB by default): refused, and the connection
     // stays usable for the next request.
     let big = vec![b'a'; 2 * 1024 * 1024];
@@ -195,34 +180,9 @@ fn post_parameters_may_come_in_the_query_string() {
 }
 
 #[test]
-fn too_many_headers_close_the_connection_without_hanging() {
-    // may_minihttp parses at most 16 request headers; a 17th makes it close
-    // the connection. Documented in the README; this checks it never hangs.
-    let server = TestServer::start();
-    let mut req = String::from("GET /api/v1/server_settings HTTP/1.1\r\nHost: x\r\n");
-    for i in 0..20 {
-        req.push_str(&format!("X-Extra-{i}: {i}\r\n"));
-    }
-    req.push_str("\r\n");
-    let mut stream = TcpStream::connect(&server.addr).unwrap();
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
-    stream.write_all(req.as_bytes()).unwrap();
-    let mut rest = Vec::new();
-    std::io::Read::read_to_end(&mut stream, &mut rest).expect("closed, not hung");
-    assert!(rest.is_empty());
-    // Fifteen extra headers (sixteen in all) are fine.
-    let mut req = String::from("GET /api/v1/server_settings HTTP/1.1\r\nHost: x\r\n");
-    for i in 0..15 {
-        req.push_str(&format!("X-Extra-{i}: {i}\r\n"));
-    }
-    req.push_str("\r\n");
-    server.anonymous().raw(req.as_bytes()).ok();
-}
-
-#[test]
 fn a_body_cut_short_is_never_acted_on() {
     // The client promises 200 bytes, sends a complete-looking form, then
-    // closes. may_minihttp drops such a connection without a reply; what
+    // closes. The server drops such a connection without a reply; what
     // matters is that the truncated request changes nothing.
     let server = TestServer::start();
     let hamlet = server.client(HAMLET);

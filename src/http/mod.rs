@@ -1,20 +1,20 @@
-//! Transport only: may_minihttp in, bytes out; no domain rules.
+//! HTTP: natter's own connection loop (`conn.rs`) below, the `Service`
+//! that answers each request above it; no domain rules.
 //!
-//! For each request: check the framing (Content-Length, no chunked bodies,
-//! size limit), read the body, find the route, decode parameters, resolve
-//! the realm from the Host header, authenticate, run the handler with
-//! panics caught, and write the JSON envelope.
+//! For each request: find the route, decode parameters (query string, then
+//! a form-urlencoded or multipart body, which wins), resolve the realm from
+//! the Host header, authenticate, run the handler with panics caught, and
+//! build the JSON envelope. Framing, limits and time-outs are `conn.rs`'s.
 
 pub mod auth;
+pub mod conn;
+pub mod multipart;
 pub mod request;
 pub mod response;
 pub mod router;
 
-use std::io::{self, Read};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-
-use may_minihttp::{HttpService, Request, Response as RawResponse};
 
 use crate::api::{App, Call};
 use crate::error::{ApiError, ApiResult};
@@ -23,105 +23,46 @@ use request::Params;
 use response::Response;
 use router::{Access, Match};
 
-/// The may_minihttp service: one clone per connection, sharing the `App`.
+/// Answers natter's API requests; one per server, shared by every
+/// connection's coroutine.
 #[derive(Clone)]
 pub struct Service {
     /// Shared application state.
     pub app: Arc<App>,
 }
 
-/// The request line and headers natter cares about, copied out of the
-/// connection buffer.
-struct Head {
-    method: String,
-    path: String,
-    query: String,
-    host: String,
-    authorization: Option<Vec<u8>>,
+/// The request line and headers natter cares about, borrowed from the
+/// connection's buffer.
+struct Head<'a> {
+    method: &'a str,
+    path: &'a str,
+    query: &'a str,
+    host: &'a str,
+    authorization: Option<&'a [u8]>,
     content_type: String,
-    user_agent: String,
+    user_agent: &'a str,
 }
 
-impl HttpService for Service {
-    fn call(&mut self, req: Request, rsp: &mut RawResponse) -> io::Result<()> {
-        let response = guarded(|| self.handle(req));
-        rsp.status_code(response.status as usize, response::reason(response.status));
-        rsp.header("Content-Type: application/json");
-        if response.status == 401 {
-            rsp.header("WWW-Authenticate: Basic realm=\"zulip\"");
-        }
-        rsp.body_vec(response.body);
-        Ok(())
+impl conn::Handler for Service {
+    fn handle(&self, req: &conn::Request<'_>) -> Response {
+        guarded(|| self.handle(req))
     }
 }
 
 impl Service {
-    fn handle(&self, req: Request) -> Response {
-        let limit = self.app.config.max_body_bytes;
-        let mut head = Head {
-            method: req.method().to_owned(),
-            path: String::new(),
-            query: String::new(),
-            host: String::new(),
-            authorization: None,
-            content_type: String::new(),
-            user_agent: String::new(),
+    fn handle(&self, req: &conn::Request<'_>) -> Response {
+        let (path, query) = req.target.split_once('?').unwrap_or((req.target, ""));
+        let text = |name: &str| req.header(name).and_then(|v| std::str::from_utf8(v).ok());
+        let head = Head {
+            method: req.method,
+            path,
+            query,
+            host: text("host").unwrap_or(""),
+            authorization: req.header("authorization"),
+            content_type: text("content-type").unwrap_or("").to_ascii_lowercase(),
+            user_agent: text("user-agent").unwrap_or(""),
         };
-        let target = req.path();
-        match target.split_once('?') {
-            Some((p, q)) => (head.path, head.query) = (p.to_owned(), q.to_owned()),
-            None => head.path = target.to_owned(),
-        }
-        let mut content_length: Option<&[u8]> = None;
-        let mut chunked = false;
-        for h in req.headers() {
-            let name = h.name;
-            if name.eq_ignore_ascii_case("host") {
-                head.host = String::from_utf8_lossy(h.value).into_owned();
-            } else if name.eq_ignore_ascii_case("authorization") {
-                head.authorization = Some(h.value.to_vec());
-            } else if name.eq_ignore_ascii_case("content-type") {
-                head.content_type = String::from_utf8_lossy(h.value).to_ascii_lowercase();
-            } else if name.eq_ignore_ascii_case("user-agent") {
-                head.user_agent = String::from_utf8_lossy(h.value).into_owned();
-            } else if name.eq_ignore_ascii_case("content-length") {
-                content_length = Some(h.value);
-            } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                chunked = true;
-            }
-        }
-        if chunked {
-            // may_minihttp cannot read chunked bodies; refuse rather than
-            // misparse the chunks as the next request.
-            return response::error(&ApiError::length_required());
-        }
-        // may_minihttp's body() unwraps the Content-Length parse: check first.
-        let length = match content_length {
-            None => 0,
-            Some(raw) => match parse_content_length(raw) {
-                Some(n) => n,
-                None => {
-                    return response::error(&ApiError::bad_request("Invalid Content-Length header"))
-                }
-            },
-        };
-        let body_reader = req.body();
-        if length > limit {
-            // Dropping the reader drains the body, keeping the connection in sync.
-            drop(body_reader);
-            return response::error(&ApiError::payload_too_large(limit));
-        }
-        let mut body = Vec::with_capacity(length);
-        if let Err(e) = body_reader.take(length as u64).read_to_end(&mut body) {
-            eprintln!("natter: warning: reading request body: {e}");
-            return response::error(&ApiError::bad_request("Could not read the request body"));
-        }
-        if body.len() != length {
-            return response::error(&ApiError::bad_request(
-                "Request body shorter than Content-Length",
-            ));
-        }
-        match self.dispatch(&head, &body) {
+        match self.dispatch(&head, req.body) {
             Ok((fields, ignored)) => response::success(fields, ignored),
             Err(e) => response::error(&e),
         }
@@ -132,31 +73,35 @@ impl Service {
         let Some(api_path) = head.path.strip_prefix("/api/v1") else {
             return Err(ApiError::no_such_endpoint());
         };
-        let (route, path_args) = match router::find(&head.method, api_path) {
+        let (route, path_args) = match router::find(head.method, api_path) {
             Match::Found(route, args) => (route, args),
-            Match::WrongMethod => return Err(ApiError::method_not_allowed(&head.method)),
+            Match::WrongMethod => return Err(ApiError::method_not_allowed(head.method)),
             Match::NotFound => return Err(ApiError::no_such_endpoint()),
         };
         let mut params = Params::default();
         params.add_urlencoded(head.query.as_bytes());
         if !body.is_empty() {
-            if head.content_type.is_empty()
-                || head.content_type.starts_with("application/x-www-form-urlencoded")
-            {
-                params.add_urlencoded(body);
-            } else {
-                return Err(ApiError::bad_request(format!(
-                    "Unsupported Content-Type '{}': send application/x-www-form-urlencoded",
-                    head.content_type
-                )));
+            let media_type = head.content_type.split(';').next().unwrap_or("").trim();
+            match media_type {
+                "" | "application/x-www-form-urlencoded" => params.add_urlencoded(body),
+                "multipart/form-data" => {
+                    let fields = multipart::text_fields(&head.content_type, body).map_err(|why| {
+                        ApiError::bad_request(format!("Malformed multipart/form-data body: {why}"))
+                    })?;
+                    params.add_pairs(fields);
+                }
+                _ => {
+                    return Err(ApiError::bad_request(format!(
+                        "Unsupported Content-Type '{}': send application/x-www-form-urlencoded or multipart/form-data",
+                        head.content_type
+                    )))
+                }
             }
         }
-        let realm = self.realm_for_host(&head.host)?;
+        let realm = self.realm_for_host(head.host)?;
         let caller = match route.access {
             Access::Public => None,
-            Access::User => {
-                Some(auth::authenticate(&app.state, &realm, head.authorization.as_deref())?)
-            }
+            Access::User => Some(auth::authenticate(&app.state, &realm, head.authorization)?),
         };
         let client = head.user_agent.split(['/', ' ']).next().unwrap_or("").to_owned();
         let mut call = Call { realm, caller, params, path: path_args, client };
@@ -189,15 +134,6 @@ fn strip_port(host: &str) -> &str {
     host.rsplit_once(':').map_or(host, |(h, _)| h)
 }
 
-/// A Content-Length value: ASCII digits only (no sign, no spaces inside).
-fn parse_content_length(raw: &[u8]) -> Option<usize> {
-    let text = std::str::from_utf8(raw).ok()?.trim();
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
-}
-
 /// Runs a request with panics caught: a bug in one handler answers JSON 500
 /// (and is logged) instead of dropping the connection.
 fn guarded(handle: impl FnOnce() -> Response) -> Response {
@@ -228,15 +164,6 @@ mod tests {
         assert_eq!(body["code"], "INTERNAL_SERVER_ERROR");
         assert!(!body["msg"].as_str().unwrap().contains("boom"), "no internals leak");
         assert_eq!(guarded(|| response::error(&ApiError::bad_request("x"))).status, 400);
-    }
-
-    #[test]
-    fn content_length_must_be_digits() {
-        assert_eq!(parse_content_length(b"12"), Some(12));
-        assert_eq!(parse_content_length(b" 7 "), Some(7));
-        for bad in [&b"abc"[..], b"-1", b"", b"1 2", b"+3", b"99999999999999999999999"] {
-            assert_eq!(parse_content_length(bad), None, "{bad:?}");
-        }
     }
 
     #[test]

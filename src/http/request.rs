@@ -1,7 +1,8 @@
 //! Request parameters, decoded the way Zulip clients send them.
 //!
-//! GET parameters come in the query string; POST, PATCH and DELETE bodies
-//! are `application/x-www-form-urlencoded`. Each value is text: a plain
+//! Like Zulip's request variables: the query string, for every method, and
+//! a body that is `application/x-www-form-urlencoded` or
+//! `multipart/form-data`; the body wins when both name a variable. Each value is text: a plain
 //! string arrives bare (`to=general`), while lists, objects, booleans and
 //! integers arrive JSON-encoded (`to=[1,2]`, `apply_markdown=true`). The
 //! typed getters accept both where Zulip does. Every getter marks its
@@ -33,6 +34,12 @@ impl Params {
         for (k, v) in form_urlencoded::parse(raw) {
             self.values.insert(k.into_owned(), v.into_owned());
         }
+    }
+
+    /// Adds decoded (name, value) pairs, e.g. multipart text parts; a
+    /// repeated name keeps its last value.
+    pub fn add_pairs(&mut self, pairs: impl IntoIterator<Item = (String, String)>) {
+        self.values.extend(pairs);
     }
 
     /// Parameters from literal pairs (tests, internal callers).

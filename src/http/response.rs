@@ -1,7 +1,12 @@
-//! Success and error envelopes, serialized to bytes with their status.
+//! Success and error envelopes, serialized to bytes with their status, and
+//! the bytes of a response head on the wire.
+
+use std::cell::RefCell;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
+use super::conn::Limits;
 use crate::api::Reply;
 use crate::error::ApiError;
 
@@ -28,7 +33,48 @@ pub fn error(e: &ApiError) -> Response {
     Response { status: e.status, body: serde_json::to_vec(&e.body()).expect("json") }
 }
 
-/// The reason phrase for a status (may_minihttp needs a `&'static str`).
+/// A wire-level refusal: Zulip's generic `BAD_REQUEST` code with the status
+/// that says what was wrong.
+fn wire_error(status: u16, msg: String) -> ApiError {
+    ApiError { status, code: "BAD_REQUEST", msg, extra: Vec::new() }
+}
+
+/// 400: a request that is not HTTP/1.x as natter reads it.
+pub fn malformed(why: &str) -> ApiError {
+    wire_error(400, format!("Malformed HTTP request: {why}"))
+}
+
+/// 413: a body over `--max-body-bytes`.
+pub fn body_too_large(limits: &Limits) -> ApiError {
+    wire_error(413, format!("Request body larger than {} bytes", limits.max_body_bytes))
+}
+
+/// 431: more headers than `--max-headers`.
+pub fn too_many_headers(limits: &Limits) -> ApiError {
+    wire_error(431, format!("More than {} request headers", limits.max_headers))
+}
+
+/// 431: a request head over `--max-head-bytes`.
+pub fn head_too_large(limits: &Limits) -> ApiError {
+    wire_error(431, format!("Request head larger than {} bytes", limits.max_head_bytes))
+}
+
+/// 408: a started request stopped arriving.
+pub fn request_timeout() -> ApiError {
+    wire_error(408, "The request was not received in time".into())
+}
+
+/// 501: a transfer coding other than `chunked`.
+pub fn not_implemented_coding() -> ApiError {
+    wire_error(501, "Only the chunked transfer coding is supported".into())
+}
+
+/// 503: the connection cap (`--max-connections`) is reached.
+pub fn too_many_connections() -> ApiError {
+    wire_error(503, "Too many open connections; try again shortly".into())
+}
+
+/// The reason phrase for a status.
 pub fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
@@ -37,9 +83,107 @@ pub fn reason(status: u16) -> &'static str {
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
-        411 => "Length Required",
+        408 => "Request Timeout",
+        409 => "Conflict",
         413 => "Payload Too Large",
         429 => "Too Many Requests",
+        431 => "Request Header Fields Too Large",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
         _ => "Internal Server Error",
+    }
+}
+
+/// Appends the status line and headers of `reply` to `out`.
+pub fn write_head(out: &mut Vec<u8>, reply: &Response, keep_alive: bool, http10: bool) {
+    let mut digits = itoa_buf();
+    if reply.status == 200 {
+        out.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+    } else {
+        out.extend_from_slice(b"HTTP/1.1 ");
+        out.extend_from_slice(itoa(&mut digits, reply.status as u64));
+        out.push(b' ');
+        out.extend_from_slice(reason(reply.status).as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"Server: natter\r\nDate: ");
+    append_date(out);
+    out.extend_from_slice(b"\r\nContent-Type: application/json\r\nContent-Length: ");
+    out.extend_from_slice(itoa(&mut digits, reply.body.len() as u64));
+    out.extend_from_slice(b"\r\n");
+    if reply.status == 401 {
+        out.extend_from_slice(b"WWW-Authenticate: Basic realm=\"zulip\"\r\n");
+    }
+    if !keep_alive {
+        out.extend_from_slice(b"Connection: close\r\n");
+    } else if http10 {
+        out.extend_from_slice(b"Connection: keep-alive\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+fn itoa_buf() -> [u8; 20] {
+    [0; 20]
+}
+
+/// Decimal digits of `n`, written into the end of `buf`.
+fn itoa(buf: &mut [u8; 20], mut n: u64) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+thread_local! {
+    /// The formatted `Date` of the current second, per worker thread.
+    static DATE: RefCell<(u64, [u8; 29])> = const { RefCell::new((u64::MAX, [0; 29])) };
+}
+
+/// Appends the current time as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`),
+/// formatted once per second per thread.
+fn append_date(out: &mut Vec<u8>) {
+    let now = SystemTime::now();
+    let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    DATE.with(|cell| {
+        let mut cached = cell.borrow_mut();
+        if cached.0 != secs {
+            let text = httpdate::fmt_http_date(now);
+            if text.len() == 29 {
+                cached.1.copy_from_slice(text.as_bytes());
+                cached.0 = secs;
+            }
+        }
+        out.extend_from_slice(&cached.1);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heads_on_the_wire() {
+        let mut out = Vec::new();
+        let reply = Response { status: 401, body: b"{}".to_vec() };
+        write_head(&mut out, &reply, false, false);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("HTTP/1.1 401 Unauthorized\r\nServer: natter\r\nDate: "));
+        assert!(text.contains(" GMT\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"));
+        assert!(text.contains("WWW-Authenticate: Basic realm=\"zulip\"\r\n"));
+        assert!(text.ends_with("Connection: close\r\n\r\n"));
+        let mut out = Vec::new();
+        write_head(&mut out, &Response { status: 200, body: vec![b' '; 1234] }, true, true);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"));
+        assert!(text.contains("Content-Length: 1234\r\n"));
+        assert!(text.ends_with("Connection: keep-alive\r\n\r\n"));
+        let mut d = itoa_buf();
+        assert_eq!(itoa(&mut d, 0), b"0");
+        assert_eq!(itoa(&mut d, u64::MAX), u64::MAX.to_string().as_bytes());
     }
 }

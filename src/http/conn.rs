@@ -1,0 +1,806 @@
+//! natter's HTTP/1.1 connection loop, on may coroutines (`may::net`) and
+//! `httparse`: one coroutine per connection, reading requests, handing each
+//! to a `Handler`, and writing the replies in order.
+//!
+//! What it guarantees on the wire (each shown by a test in
+//! `tests/api_wire.rs`): keep-alive and in-order pipelining; at most
+//! `max_headers` headers and `max_head_bytes` of request head, beyond either
+//! a 431 with a Zulip-shaped body; `Content-Length` and chunked bodies up to
+//! `max_body_bytes` (413 beyond); `Expect: 100-continue` answered before the
+//! body is read; `Connection: close` and HTTP/1.0 honoured; a head or body
+//! that stops arriving for `read_timeout` gets a 408 and the connection is
+//! closed; a connection with no request in progress for `idle_timeout` is
+//! closed (a handler that parks, such as a long-poll, is not idle: nothing
+//! is read while it runs); past `max_connections` open connections a new
+//! one gets a 503 and is closed. A reply is written with the coroutine's
+//! own blocking write, so a slow reader only holds its own coroutine.
+//!
+//! Every connection that is closed by the server after an error reply is
+//! closed gracefully: the write side is shut down and what the client still
+//! sends is read and dropped for a short, bounded time, so the client sees
+//! the reply instead of a reset.
+
+use std::io::{self, Read, Write};
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use may::net::{TcpListener, TcpStream};
+
+use super::response::{self, Response};
+
+/// Limits and time-outs of the connection loop (from `Config`).
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Most request headers; more is a 431.
+    pub max_headers: usize,
+    /// Largest request head (request line + headers), in bytes; more is a 431.
+    pub max_head_bytes: usize,
+    /// Largest request body, after chunked decoding; more is a 413.
+    pub max_body_bytes: usize,
+    /// Longest a started request head or body may take to arrive.
+    pub read_timeout: Duration,
+    /// Longest a keep-alive connection may wait for its next request.
+    pub idle_timeout: Duration,
+    /// Most open connections; a new one past this gets a 503.
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_headers: 64,
+            max_head_bytes: 16 * 1024,
+            max_body_bytes: 1024 * 1024,
+            read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(75),
+            max_connections: 10_000,
+        }
+    }
+}
+
+/// One request, borrowed from the connection's buffers.
+pub struct Request<'a> {
+    /// `GET`, `POST`, …
+    pub method: &'a str,
+    /// The request target as sent (path and query).
+    pub target: &'a str,
+    /// The headers in the order sent.
+    pub headers: &'a [httparse::Header<'a>],
+    /// The body (chunked encoding already removed).
+    pub body: &'a [u8],
+}
+
+impl Request<'_> {
+    /// The value of the first header called `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
+    }
+}
+
+/// What answers requests: natter's `Service`, or a fixed reply in the
+/// ceiling benchmark. Runs on the connection's coroutine and may park it.
+pub trait Handler: Send + Sync + 'static {
+    /// The reply to one request.
+    fn handle(&self, req: &Request<'_>) -> Response;
+}
+
+/// Starts accepting on `listener`; returns the accept coroutine's handle.
+pub fn serve<H: Handler>(
+    listener: TcpListener,
+    handler: Arc<H>,
+    limits: Limits,
+) -> io::Result<may::coroutine::JoinHandle<()>> {
+    let limits = Arc::new(limits);
+    may::coroutine::Builder::new().name("natter-accept".into()).spawn_co(move || {
+        accept_loop(listener, handler, limits);
+    })
+}
+
+/// Spawning a coroutine is `unsafe` in may's API (its soundness rests on
+/// not touching thread-locals across yields); the `go!` macro keeps that
+/// `unsafe` inside may.
+trait SpawnCo {
+    fn spawn_co<F: FnOnce() + Send + 'static>(
+        self,
+        f: F,
+    ) -> io::Result<may::coroutine::JoinHandle<()>>;
+}
+
+impl SpawnCo for may::coroutine::Builder {
+    fn spawn_co<F: FnOnce() + Send + 'static>(
+        self,
+        f: F,
+    ) -> io::Result<may::coroutine::JoinHandle<()>> {
+        may::go!(self, f)
+    }
+}
+
+/// Counts a connection as open until dropped.
+struct OpenSlot(Arc<AtomicUsize>);
+
+impl Drop for OpenSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<Limits>) {
+    let open = Arc::new(AtomicUsize::new(0));
+    // Connections being refused with a 503 (bounded the same way, so a
+    // flood cannot pile up refusing coroutines either).
+    let refusing = Arc::new(AtomicUsize::new(0));
+    let mut warned = false;
+    loop {
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of file descriptors or a transient error: say so once,
+                // back off briefly, keep serving the open connections.
+                if !warned {
+                    eprintln!("natter: warning: accept failed: {e}");
+                    warned = true;
+                }
+                may::coroutine::sleep(Duration::from_millis(20));
+                continue;
+            }
+        };
+        warned = false;
+        if open.fetch_add(1, Ordering::AcqRel) >= limits.max_connections {
+            open.fetch_sub(1, Ordering::AcqRel);
+            if refusing.fetch_add(1, Ordering::AcqRel) >= limits.max_connections {
+                refusing.fetch_sub(1, Ordering::AcqRel);
+                continue; // dropped: closes at once
+            }
+            let slot = OpenSlot(Arc::clone(&refusing));
+            let limits = Arc::clone(&limits);
+            let spawned = may::coroutine::Builder::new().spawn_co(move || {
+                let _slot = slot;
+                let mut conn = Conn::new(stream, &limits);
+                conn.refuse(&response::error(&response::too_many_connections()));
+            });
+            if let Err(e) = spawned {
+                eprintln!("natter: warning: cannot start a coroutine: {e}");
+            }
+            continue;
+        }
+        let slot = OpenSlot(Arc::clone(&open));
+        let (handler, limits) = (Arc::clone(&handler), Arc::clone(&limits));
+        let spawned = may::coroutine::Builder::new().spawn_co(move || {
+            let _slot = slot;
+            Conn::new(stream, &limits).run(&*handler);
+        });
+        if let Err(e) = spawned {
+            eprintln!("natter: warning: cannot start a coroutine: {e}");
+        }
+    }
+}
+
+/// Initial size of a connection's read buffer; it grows for a large head or
+/// body and shrinks back once that request is done.
+const READ_BUF: usize = 8 * 1024;
+/// Buffers larger than this are released after the request that grew them.
+const KEEP_BUF: usize = 64 * 1024;
+/// Replies larger than this are written straight from the handler's buffer
+/// instead of being copied behind the head.
+const COPY_REPLY: usize = 16 * 1024;
+/// Headers parsed in a stack array (2 KiB); more come from the heap.
+const INLINE_HEADERS: usize = 64;
+/// Longest a chunk-size line may be.
+const MAX_CHUNK_LINE: usize = 1024;
+/// After an error reply, how long to keep reading (and dropping) what the
+/// client still sends before closing, so it sees the reply, not a reset.
+const LINGER: Duration = Duration::from_secs(2);
+/// Bytes dropped at most while lingering.
+const LINGER_BYTES: usize = 4 * 1024 * 1024;
+/// A body over the limit by at most this factor is read and dropped so the
+/// connection stays usable; larger ones close it.
+const DISCARD_FACTOR: usize = 4;
+
+/// How a request's body is framed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Body {
+    Length(usize),
+    Chunked,
+}
+
+/// What the head says about framing and the connection, copied out so the
+/// buffer can be read into while the body arrives.
+#[derive(Clone, Copy, Debug)]
+struct Framing {
+    head_len: usize,
+    body: Body,
+    keep_alive: bool,
+    http10: bool,
+    expect_continue: bool,
+    head_method: bool,
+}
+
+/// Why a request cannot be served: answered, then the connection closes.
+struct Refusal(Response);
+
+impl From<crate::error::ApiError> for Refusal {
+    fn from(e: crate::error::ApiError) -> Self {
+        Refusal(response::error(&e))
+    }
+}
+
+/// The outcome of reading from the socket.
+enum Fill {
+    Data,
+    Eof,
+    TimedOut,
+    Failed,
+}
+
+struct Conn<'l> {
+    stream: TcpStream,
+    limits: &'l Limits,
+    /// Received bytes are `buf[start..end]`; `buf` is always initialized.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// Replies not yet written.
+    out: Vec<u8>,
+    /// A decoded chunked body.
+    body: Vec<u8>,
+    /// The read time-out currently set on the socket.
+    timeout: Option<Duration>,
+}
+
+impl<'l> Conn<'l> {
+    fn new(stream: TcpStream, limits: &'l Limits) -> Self {
+        let _ = stream.set_nodelay(true);
+        // A reply that makes no progress for this long is abandoned.
+        let _ = stream.set_write_timeout(Some(limits.read_timeout));
+        Conn {
+            stream,
+            limits,
+            buf: vec![0; READ_BUF],
+            start: 0,
+            end: 0,
+            out: Vec::with_capacity(READ_BUF),
+            body: Vec::new(),
+            timeout: None,
+        }
+    }
+
+    /// Serves requests until the client closes, an idle time-out, or an
+    /// error closes the connection.
+    fn run(&mut self, handler: &dyn Handler) {
+        let mut head_deadline: Option<Instant> = None;
+        loop {
+            match self.next_request(handler) {
+                Ok(Some(true)) => {
+                    head_deadline = None;
+                    continue;
+                }
+                Ok(Some(false)) => {
+                    // Connection: close or HTTP/1.0: the reply is queued.
+                    if self.flush().is_ok() {
+                        self.linger();
+                    }
+                    return;
+                }
+                Ok(None) => {}
+                Err(Refusal(reply)) => return self.refuse(&reply),
+            }
+            // Need more bytes: send what is ready first.
+            if self.flush().is_err() {
+                return;
+            }
+            let deadline = if self.start == self.end {
+                None
+            } else {
+                Some(
+                    *head_deadline.get_or_insert_with(|| Instant::now() + self.limits.read_timeout),
+                )
+            };
+            match self.fill(deadline) {
+                Fill::Data => {}
+                Fill::Eof | Fill::Failed => return,
+                Fill::TimedOut if deadline.is_some() => {
+                    return self.refuse(&response::error(&response::request_timeout()))
+                }
+                Fill::TimedOut => return, // idle keep-alive connection
+            }
+        }
+    }
+
+    /// Answers one complete request from the buffer. `Ok(None)`: the head is
+    /// not complete yet; `Ok(Some(keep_alive))`: answered.
+    fn next_request(&mut self, handler: &dyn Handler) -> Result<Option<bool>, Refusal> {
+        let limits = self.limits;
+        let framing = {
+            let data = &self.buf[self.start..self.end];
+            let mut inline = [MaybeUninit::<httparse::Header>::uninit(); INLINE_HEADERS];
+            let mut heap = Vec::new();
+            let slots: &mut [MaybeUninit<httparse::Header>] =
+                if limits.max_headers <= INLINE_HEADERS {
+                    &mut inline[..limits.max_headers]
+                } else {
+                    heap.resize(limits.max_headers, MaybeUninit::uninit());
+                    &mut heap
+                };
+            let mut req = httparse::Request::new(&mut []);
+            let head_len = match req.parse_with_uninit_headers(data, slots) {
+                Ok(httparse::Status::Complete(n)) => n,
+                Ok(httparse::Status::Partial) => {
+                    if data.len() > limits.max_head_bytes {
+                        return Err(response::head_too_large(limits).into());
+                    }
+                    return Ok(None);
+                }
+                Err(httparse::Error::TooManyHeaders) => {
+                    return Err(response::too_many_headers(limits).into())
+                }
+                Err(e) => return Err(response::malformed(&e.to_string()).into()),
+            };
+            if head_len > limits.max_head_bytes {
+                return Err(response::head_too_large(limits).into());
+            }
+            let framing = framing(&req, head_len)?;
+            // The common case: the whole body is already here.
+            if let Body::Length(n) = framing.body {
+                if n <= limits.max_body_bytes && data.len() >= head_len + n {
+                    let request = Request {
+                        method: req.method.unwrap_or(""),
+                        target: req.path.unwrap_or(""),
+                        headers: req.headers,
+                        body: &data[head_len..head_len + n],
+                    };
+                    if !self.out.is_empty() {
+                        // The handler may park (long-poll): earlier replies
+                        // must not wait behind it.
+                        write_all(&mut self.stream, &self.out).map_err(|_| closed())?;
+                        self.out.clear();
+                    }
+                    let reply = handler.handle(&request);
+                    let written = encode(&mut self.out, &mut self.stream, &reply, &framing);
+                    self.consume(head_len + n);
+                    written.map_err(|_| closed())?;
+                    return Ok(Some(framing.keep_alive));
+                }
+            }
+            framing
+        };
+        // The body is still arriving (or is chunked, or too large).
+        let body_deadline = Instant::now() + limits.read_timeout;
+        let body_len = match framing.body {
+            Body::Length(n) if n > limits.max_body_bytes => {
+                let reply = response::error(&response::body_too_large(limits));
+                if framing.expect_continue || n > limits.max_body_bytes * DISCARD_FACTOR {
+                    return Err(Refusal(reply));
+                }
+                // Read and drop the body so the connection stays in step.
+                self.discard(framing.head_len + n, body_deadline)?;
+                encode(&mut self.out, &mut self.stream, &reply, &framing).map_err(|_| closed())?;
+                return Ok(Some(framing.keep_alive));
+            }
+            Body::Length(n) => {
+                self.send_continue(&framing)?;
+                self.await_bytes(framing.head_len + n, body_deadline)?;
+                n
+            }
+            Body::Chunked => {
+                self.send_continue(&framing)?;
+                self.read_chunked(framing.head_len, body_deadline)?
+            }
+        };
+        // Parse the head again over the (possibly moved) buffer and answer.
+        let data = &self.buf[self.start..self.end];
+        let mut heap = vec![httparse::EMPTY_HEADER; limits.max_headers];
+        let mut req = httparse::Request::new(&mut heap);
+        if !matches!(req.parse(data), Ok(httparse::Status::Complete(_))) {
+            return Err(response::malformed("request head changed").into());
+        }
+        let (body, consumed) = match framing.body {
+            Body::Length(n) => {
+                (&data[framing.head_len..framing.head_len + n], framing.head_len + n)
+            }
+            Body::Chunked => (&self.body[..], body_len),
+        };
+        if !self.out.is_empty() {
+            write_all(&mut self.stream, &self.out).map_err(|_| closed())?;
+            self.out.clear();
+        }
+        let request = Request {
+            method: req.method.unwrap_or(""),
+            target: req.path.unwrap_or(""),
+            headers: req.headers,
+            body,
+        };
+        let reply = handler.handle(&request);
+        let written = encode(&mut self.out, &mut self.stream, &reply, &framing);
+        self.consume(consumed);
+        self.body.clear();
+        if self.body.capacity() > KEEP_BUF {
+            self.body = Vec::new();
+        }
+        written.map_err(|_| closed())?;
+        Ok(Some(framing.keep_alive))
+    }
+
+    /// `100 Continue` when the client waits for it and the body is not here.
+    fn send_continue(&mut self, framing: &Framing) -> Result<(), Refusal> {
+        let have = self.end - self.start - framing.head_len;
+        if framing.expect_continue && have == 0 {
+            self.out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+            self.flush().map_err(|_| closed())?;
+        }
+        Ok(())
+    }
+
+    /// Reads until `len` bytes of the current request are buffered.
+    fn await_bytes(&mut self, len: usize, deadline: Instant) -> Result<(), Refusal> {
+        if self.buf.len() - self.start < len {
+            // Make room for the whole request at once.
+            self.compact();
+            if self.buf.len() < len {
+                self.buf.resize(len, 0);
+            }
+        }
+        while self.end - self.start < len {
+            self.fill_before(deadline)?;
+        }
+        Ok(())
+    }
+
+    /// Reads and drops the current request (`len` bytes from `start`).
+    fn discard(&mut self, mut len: usize, deadline: Instant) -> Result<(), Refusal> {
+        loop {
+            let have = (self.end - self.start).min(len);
+            self.consume(have);
+            len -= have;
+            if len == 0 {
+                return Ok(());
+            }
+            self.fill_before(deadline)?;
+        }
+    }
+
+    /// Decodes a chunked body that starts `head_len` bytes into the request
+    /// into `self.body`; returns how many request bytes it spanned.
+    fn read_chunked(&mut self, head_len: usize, deadline: Instant) -> Result<usize, Refusal> {
+        let limits = self.limits;
+        self.body.clear();
+        let mut off = head_len;
+        loop {
+            let data = &self.buf[self.start + off..self.end];
+            let (line, size) = match httparse::parse_chunk_size(data) {
+                Ok(httparse::Status::Complete(found)) => found,
+                Ok(httparse::Status::Partial) if data.len() <= MAX_CHUNK_LINE => {
+                    self.fill_before(deadline)?;
+                    continue;
+                }
+                _ => return Err(response::malformed("bad chunk size line").into()),
+            };
+            if size == 0 {
+                // Trailer fields (ignored) end with an empty line.
+                let trailers = &data[line..];
+                if trailers.starts_with(b"\r\n") {
+                    return Ok(off + line + 2);
+                }
+                if let Some(at) = find(trailers, b"\r\n\r\n") {
+                    return Ok(off + line + at + 4);
+                }
+                if trailers.len() > limits.max_head_bytes {
+                    return Err(response::head_too_large(limits).into());
+                }
+                self.fill_before(deadline)?;
+                continue;
+            }
+            let size = usize::try_from(size).unwrap_or(usize::MAX);
+            if size > limits.max_body_bytes - self.body.len().min(limits.max_body_bytes) {
+                return Err(response::body_too_large(limits).into());
+            }
+            if data.len() < line + size + 2 {
+                let want = off + line + size + 2;
+                if self.buf.len() - self.start < want {
+                    self.compact();
+                    if self.buf.len() < want {
+                        self.buf.resize(want, 0);
+                    }
+                }
+                self.fill_before(deadline)?;
+                continue;
+            }
+            if &data[line + size..line + size + 2] != b"\r\n" {
+                return Err(response::malformed("chunk not followed by CRLF").into());
+            }
+            self.body.extend_from_slice(&data[line..line + size]);
+            off += line + size + 2;
+        }
+    }
+
+    /// One read for a request in progress; a time-out or close is final.
+    fn fill_before(&mut self, deadline: Instant) -> Result<(), Refusal> {
+        match self.fill(Some(deadline)) {
+            Fill::Data => Ok(()),
+            Fill::TimedOut => Err(response::request_timeout().into()),
+            Fill::Eof | Fill::Failed => Err(closed()),
+        }
+    }
+
+    /// Reads what is available, waiting until `deadline` (a request in
+    /// progress) or for the idle time-out (between requests).
+    fn fill(&mut self, deadline: Option<Instant>) -> Fill {
+        if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.compact();
+            } else {
+                let bigger = self.buf.len() * 2;
+                self.buf.resize(bigger, 0);
+            }
+        }
+        let wait = match deadline {
+            None => self.limits.idle_timeout,
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Fill::TimedOut;
+                }
+                // Whole 100 ms steps: may keeps one timer list per distinct
+                // duration, so keep the set of durations small.
+                Duration::from_millis((left.as_millis() as u64).div_ceil(100) * 100)
+            }
+        };
+        if self.timeout != Some(wait) {
+            if self.stream.set_read_timeout(Some(wait)).is_err() {
+                return Fill::Failed;
+            }
+            self.timeout = Some(wait);
+        }
+        match self.stream.read(&mut self.buf[self.end..]) {
+            Ok(0) => Fill::Eof,
+            Ok(n) => {
+                self.end += n;
+                Fill::Data
+            }
+            Err(e) if matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock) => {
+                if deadline.is_some_and(|d| Instant::now() < d) {
+                    // Woken early by a rounded timer: wait the rest.
+                    return self.fill(deadline);
+                }
+                Fill::TimedOut
+            }
+            Err(_) => Fill::Failed,
+        }
+    }
+
+    /// Moves the unconsumed bytes to the front of the buffer.
+    fn compact(&mut self) {
+        self.buf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+    }
+
+    /// Drops `n` handled bytes; releases a buffer a big request grew.
+    fn consume(&mut self, n: usize) {
+        self.start += n;
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+            if self.buf.len() > KEEP_BUF {
+                self.buf = vec![0; READ_BUF];
+            }
+        }
+    }
+
+    /// Writes the queued replies.
+    fn flush(&mut self) -> io::Result<()> {
+        if !self.out.is_empty() {
+            write_all(&mut self.stream, &self.out)?;
+            self.out.clear();
+            if self.out.capacity() > KEEP_BUF {
+                self.out = Vec::with_capacity(READ_BUF);
+            }
+        }
+        Ok(())
+    }
+
+    /// Answers with `reply` (after any queued replies) and closes.
+    fn refuse(&mut self, reply: &Response) {
+        if reply.status == 0 {
+            return; // the peer is gone: nothing to say
+        }
+        let framing = Framing {
+            head_len: 0,
+            body: Body::Length(0),
+            keep_alive: false,
+            http10: false,
+            expect_continue: false,
+            head_method: false,
+        };
+        if encode(&mut self.out, &mut self.stream, reply, &framing).is_ok() && self.flush().is_ok()
+        {
+            self.linger();
+        }
+    }
+
+    /// Half-closes, then reads and drops what the client still sends for a
+    /// short, bounded time before the socket is closed.
+    fn linger(&mut self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Write);
+        let deadline = Instant::now() + LINGER.min(self.limits.read_timeout);
+        let mut dropped = 0;
+        while dropped < LINGER_BYTES {
+            self.start = 0;
+            self.end = 0;
+            match self.fill(Some(deadline)) {
+                Fill::Data => dropped += self.end,
+                _ => break,
+            }
+        }
+    }
+}
+
+/// The connection is gone: nothing more can be written.
+fn closed() -> Refusal {
+    Refusal(Response { status: 0, body: Vec::new() })
+}
+
+/// Reads framing and connection handling from a parsed head.
+fn framing(req: &httparse::Request, head_len: usize) -> Result<Framing, Refusal> {
+    let http10 = req.version == Some(0);
+    let mut length: Option<usize> = None;
+    let mut chunked = false;
+    let mut close = false;
+    let mut keep_alive = false;
+    let mut expect_continue = false;
+    for h in req.headers.iter() {
+        let name = h.name;
+        if name.eq_ignore_ascii_case("content-length") {
+            let n = parse_content_length(h.value)
+                .ok_or_else(|| response::malformed("Invalid Content-Length header"))?;
+            if length.is_some_and(|m| m != n) {
+                return Err(response::malformed("Conflicting Content-Length headers").into());
+            }
+            length = Some(n);
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            // Only `chunked` (last) is a coding natter decodes.
+            let value = String::from_utf8_lossy(h.value).to_ascii_lowercase();
+            let last = value.rsplit(',').next().unwrap_or("").trim();
+            if last != "chunked" || value.split(',').filter(|c| c.trim() == "chunked").count() > 1 {
+                return Err(response::not_implemented_coding().into());
+            }
+            if http10 {
+                return Err(response::malformed("Chunked bodies need HTTP/1.1").into());
+            }
+            chunked = true;
+        } else if name.eq_ignore_ascii_case("connection") {
+            for token in h.value.split(|&b| b == b',') {
+                let token = token.trim_ascii();
+                close |= token.eq_ignore_ascii_case(b"close");
+                keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+            }
+        } else if name.eq_ignore_ascii_case("expect") {
+            expect_continue = h.value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
+        }
+    }
+    if chunked && length.is_some() {
+        // Both framings at once is how requests are smuggled: refuse.
+        return Err(response::malformed("Both Transfer-Encoding and Content-Length").into());
+    }
+    let body = if chunked { Body::Chunked } else { Body::Length(length.unwrap_or(0)) };
+    Ok(Framing {
+        head_len,
+        body,
+        keep_alive: if http10 { keep_alive && !close } else { !close },
+        http10,
+        expect_continue: expect_continue && !http10,
+        head_method: req.method == Some("HEAD"),
+    })
+}
+
+/// A Content-Length value: ASCII digits only (no sign, no spaces inside).
+pub(crate) fn parse_content_length(raw: &[u8]) -> Option<usize> {
+    let text = std::str::from_utf8(raw).ok()?.trim();
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// Appends the reply's head (and a small body) to `out`; a large body is
+/// written straight to the socket after `out`.
+fn encode(
+    out: &mut Vec<u8>,
+    stream: &mut TcpStream,
+    reply: &Response,
+    framing: &Framing,
+) -> io::Result<()> {
+    response::write_head(out, reply, framing.keep_alive, framing.http10);
+    if framing.head_method {
+        return Ok(());
+    }
+    if reply.body.len() <= COPY_REPLY {
+        out.extend_from_slice(&reply.body);
+        return Ok(());
+    }
+    write_all(stream, out)?;
+    out.clear();
+    write_all(stream, &reply.body)
+}
+
+/// `write_all` that treats a zero-length write as a closed peer.
+fn write_all(stream: &mut TcpStream, mut bytes: &[u8]) -> io::Result<()> {
+    while !bytes.is_empty() {
+        match stream.write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(raw: &[u8]) -> Result<Framing, u16> {
+        let mut headers = [httparse::EMPTY_HEADER; 16];
+        let mut req = httparse::Request::new(&mut headers);
+        let n = match req.parse(raw).unwrap() {
+            httparse::Status::Complete(n) => n,
+            httparse::Status::Partial => panic!("partial"),
+        };
+        framing(&req, n).map_err(|Refusal(r)| r.status)
+    }
+
+    #[test]
+    fn framing_of_heads() {
+        let f = parse(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        assert_eq!((f.body, f.keep_alive, f.http10), (Body::Length(0), true, false));
+        let f =
+            parse(b"POST / HTTP/1.1\r\nContent-Length: 12\r\nConnection: close\r\n\r\n").unwrap();
+        assert_eq!((f.body, f.keep_alive), (Body::Length(12), false));
+        let f = parse(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+        assert!(!f.keep_alive && f.http10);
+        let f = parse(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n").unwrap();
+        assert!(f.keep_alive);
+        let f =
+            parse(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n")
+                .unwrap();
+        assert_eq!(f.body, Body::Chunked);
+        assert!(f.expect_continue);
+        let f =
+            parse(b"POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n").unwrap();
+        assert_eq!(f.body, Body::Length(3));
+        assert!(parse(b"HEAD / HTTP/1.1\r\n\r\n").unwrap().head_method);
+    }
+
+    #[test]
+    fn framing_refusals() {
+        for raw in [
+            &b"POST / HTTP/1.1\r\nContent-Length: abc\r\n\r\n"[..],
+            b"POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
+            b"POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+        ] {
+            assert_eq!(parse(raw).unwrap_err(), 400, "{}", String::from_utf8_lossy(raw));
+        }
+        for raw in [
+            &b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"[..],
+            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+        ] {
+            assert_eq!(parse(raw).unwrap_err(), 501, "{}", String::from_utf8_lossy(raw));
+        }
+    }
+
+    #[test]
+    fn content_length_must_be_digits() {
+        assert_eq!(parse_content_length(b"12"), Some(12));
+        assert_eq!(parse_content_length(b" 7 "), Some(7));
+        for bad in [&b"abc"[..], b"-1", b"", b"1 2", b"+3", b"99999999999999999999999"] {
+            assert_eq!(parse_content_length(bad), None, "{bad:?}");
+        }
+    }
+}
