@@ -10,6 +10,9 @@ mod api_messages;
 mod api_server;
 /// GET /users/me, GET /users, GET /users/{user_id}.
 mod api_users;
+/// The HTTP wire: multipart, chunked, header limits, time-outs, the
+/// connection cap, large replies, HTTP/1.0.
+mod api_wire;
 /// The natter-load generator.
 mod load;
 /// Crash (SIGKILL) and clean restarts, snapshots, torn and corrupt logs.

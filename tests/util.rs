@@ -314,3 +314,24 @@ pub fn read_response(stream: &mut TcpStream) -> Response {
     let json = serde_json::from_str(&body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"));
     Response { status, json, body }
 }
+
+/// A raw connection to `addr` for tests that speak HTTP by hand (several
+/// requests on one connection, partial requests); 30 s read time-out, so a
+/// server that never answers fails the test instead of hanging it.
+pub fn connect(addr: &str) -> TcpStream {
+    let stream = TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    stream
+}
+
+/// Reads until the server closes the connection; returns what arrived.
+pub fn read_to_close(stream: &mut TcpStream) -> Vec<u8> {
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).expect("the server closes, never hangs");
+    rest
+}
+
+/// The `Authorization` header value for HTTP Basic `email:key`.
+pub fn basic_auth(email: &str, key: &str) -> String {
+    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{email}:{key}")))
+}

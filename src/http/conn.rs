@@ -795,6 +795,77 @@ mod tests {
         }
     }
 
+    /// A handler that answers `/fast` at once and parks on `/park` until
+    /// the test fires `release` (as a long-poll waits for an event).
+    struct Parking {
+        release: may::sync::SyncFlag,
+    }
+
+    impl Handler for Parking {
+        fn handle(&self, req: &Request<'_>) -> Response {
+            if req.target == "/park" {
+                self.release.wait();
+            }
+            Response { status: 200, body: format!("{{\"t\":\"{}\"}}", req.target).into_bytes() }
+        }
+    }
+
+    fn start(handler: Arc<Parking>, limits: Limits) -> std::net::SocketAddr {
+        may::config().set_stack_size(0x8000);
+        let listener = may::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        serve(listener, handler, limits).unwrap();
+        addr
+    }
+
+    /// Reads one reply (head + Content-Length body) as text.
+    fn reply(stream: &mut std::net::TcpStream) -> String {
+        let mut text = Vec::new();
+        let mut byte = [0u8; 1];
+        while !text.ends_with(b"\r\n\r\n") {
+            assert_eq!(stream.read(&mut byte).unwrap(), 1, "closed early");
+            text.push(byte[0]);
+        }
+        let head = String::from_utf8(text.clone()).unwrap();
+        let len: usize =
+            head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).unwrap().parse().unwrap();
+        let mut body = vec![0; len];
+        stream.read_exact(&mut body).unwrap();
+        text.extend(body);
+        String::from_utf8(text).unwrap()
+    }
+
+    #[test]
+    fn a_parked_handler_is_not_idle_and_earlier_replies_are_not_held() {
+        let handler = Arc::new(Parking { release: may::sync::SyncFlag::new() });
+        let limits = Limits { idle_timeout: Duration::from_millis(100), ..Limits::default() };
+        let addr = start(Arc::clone(&handler), limits);
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        stream
+            .write_all(
+                b"GET /fast HTTP/1.1\r\n\r\nGET /park HTTP/1.1\r\n\r\nGET /after HTTP/1.1\r\n\r\n",
+            )
+            .unwrap();
+        // The first reply arrives while the second request is parked.
+        assert!(reply(&mut stream).ends_with("{\"t\":\"/fast\"}"));
+        // Parked for several idle time-outs: the connection stays open
+        // (the peer would see EOF otherwise). Wait for the idle time-out to
+        // pass on another connection, as an observable clock.
+        let mut idle = std::net::TcpStream::connect(addr).unwrap();
+        idle.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        for _ in 0..3 {
+            let mut rest = Vec::new();
+            idle.read_to_end(&mut rest).unwrap();
+            assert!(rest.is_empty(), "an idle connection is closed silently");
+            idle = std::net::TcpStream::connect(addr).unwrap();
+            idle.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        }
+        handler.release.fire();
+        assert!(reply(&mut stream).ends_with("{\"t\":\"/park\"}"));
+        assert!(reply(&mut stream).ends_with("{\"t\":\"/after\"}"), "in order");
+    }
+
     #[test]
     fn content_length_must_be_digits() {
         assert_eq!(parse_content_length(b"12"), Some(12));

@@ -78,26 +78,7 @@ impl Service {
             Match::WrongMethod => return Err(ApiError::method_not_allowed(head.method)),
             Match::NotFound => return Err(ApiError::no_such_endpoint()),
         };
-        let mut params = Params::default();
-        params.add_urlencoded(head.query.as_bytes());
-        if !body.is_empty() {
-            let media_type = head.content_type.split(';').next().unwrap_or("").trim();
-            match media_type {
-                "" | "application/x-www-form-urlencoded" => params.add_urlencoded(body),
-                "multipart/form-data" => {
-                    let fields = multipart::text_fields(&head.content_type, body).map_err(|why| {
-                        ApiError::bad_request(format!("Malformed multipart/form-data body: {why}"))
-                    })?;
-                    params.add_pairs(fields);
-                }
-                _ => {
-                    return Err(ApiError::bad_request(format!(
-                        "Unsupported Content-Type '{}': send application/x-www-form-urlencoded or multipart/form-data",
-                        head.content_type
-                    )))
-                }
-            }
-        }
+        let params = request_params(head.query, &head.content_type, body)?;
         let realm = self.realm_for_host(head.host)?;
         let caller = match route.access {
             Access::Public => None,
@@ -125,6 +106,33 @@ impl Service {
             };
         state.realm_by_subdomain(subdomain).ok_or_else(|| ApiError::no_such_realm(host))
     }
+}
+
+/// Request variables as Zulip reads them, for every method: the query
+/// string, then the body (form-urlencoded or multipart text parts), which
+/// wins when both name a variable. A body of another type is refused.
+fn request_params(query: &str, content_type: &str, body: &[u8]) -> ApiResult<Params> {
+    let mut params = Params::default();
+    params.add_urlencoded(query.as_bytes());
+    if !body.is_empty() {
+        let media_type = content_type.split(';').next().unwrap_or("").trim();
+        match media_type {
+            "" | "application/x-www-form-urlencoded" => params.add_urlencoded(body),
+            "multipart/form-data" => {
+                let fields = multipart::text_fields(content_type, body).map_err(|why| {
+                    ApiError::bad_request(format!("Malformed multipart/form-data body: {why}"))
+                })?;
+                params.add_pairs(fields);
+            }
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "Unsupported Content-Type '{content_type}': send \
+                     application/x-www-form-urlencoded or multipart/form-data"
+                )))
+            }
+        }
+    }
+    Ok(params)
 }
 
 fn strip_port(host: &str) -> &str {
@@ -164,6 +172,28 @@ mod tests {
         assert_eq!(body["code"], "INTERNAL_SERVER_ERROR");
         assert!(!body["msg"].as_str().unwrap().contains("boom"), "no internals leak");
         assert_eq!(guarded(|| response::error(&ApiError::bad_request("x"))).status, 400);
+    }
+
+    #[test]
+    fn variables_come_from_query_and_body_and_the_body_wins() {
+        let mut p = request_params("a=q&b=q", "", b"b=body&c=body").unwrap();
+        assert_eq!(p.string("a").as_deref(), Some("q"));
+        assert_eq!(p.string("b").as_deref(), Some("body"));
+        assert_eq!(p.string("c").as_deref(), Some("body"));
+        let form = "application/x-www-form-urlencoded; charset=UTF-8";
+        assert_eq!(request_params("x=1", form, b"x=2").unwrap().string("x").as_deref(), Some("2"));
+        let multipart = b"--XY\r\nContent-Disposition: form-data; name=\"b\"\r\n\r\nm\r\n\
+--XY\r\nContent-Disposition: form-data; name=\"b_file\"; filename=\"f\"\r\n\r\nfile\r\n--XY--\r\n";
+        let mut p = request_params("b=q", "multipart/form-data; boundary=XY", multipart).unwrap();
+        assert_eq!(p.string("b").as_deref(), Some("m"));
+        assert!(p.unused().is_empty(), "a file part is not a variable: {:?}", p.unused());
+        let e =
+            request_params("", "multipart/form-data; boundary=XY", b"--XY\r\nbroken").unwrap_err();
+        assert_eq!((e.status, e.code), (400, "BAD_REQUEST"));
+        let e = request_params("", "application/json", b"{}").unwrap_err();
+        assert!(e.msg.contains("Unsupported Content-Type"));
+        // No body: any content type is fine (query only).
+        assert!(request_params("a=1", "application/json", b"").is_ok());
     }
 
     #[test]

@@ -52,39 +52,43 @@ fn poll_ready<F: Future>(future: F) -> Option<F::Output> {
 mod tests {
     use super::*;
 
-    /// What `curl -F type=stream -F to=general -F 'content=hi there' -F f=@a.txt`
-    /// sends (boundary and layout as curl writes them).
-    const CURL: &[u8] = b"--------------------------d74496d66958873e\r\n\
+    /// What curl 7.88.1 sent for
+    /// `curl -F type=stream -F to=general -F 'content=hi there' -F f=@a.txt`.
+    const CURL: &[u8] = b"--------------------------17d3911e391b957c\r\n\
 Content-Disposition: form-data; name=\"type\"\r\n\r\n\
 stream\r\n\
---------------------------d74496d66958873e\r\n\
+--------------------------17d3911e391b957c\r\n\
 Content-Disposition: form-data; name=\"to\"\r\n\r\n\
 general\r\n\
---------------------------d74496d66958873e\r\n\
+--------------------------17d3911e391b957c\r\n\
 Content-Disposition: form-data; name=\"content\"\r\n\r\n\
 hi there\r\n\
---------------------------d74496d66958873e\r\n\
+--------------------------17d3911e391b957c\r\n\
 Content-Disposition: form-data; name=\"f\"; filename=\"a.txt\"\r\n\
 Content-Type: text/plain\r\n\r\n\
 file body\n\r\n\
---------------------------d74496d66958873e--\r\n";
+--------------------------17d3911e391b957c--\r\n";
     const CURL_TYPE: &str =
-        "multipart/form-data; boundary=------------------------d74496d66958873e";
+        "multipart/form-data; boundary=------------------------17d3911e391b957c";
 
-    /// What the npm `form-data` package (used by zulip-js) writes: a
-    /// 26-dash boundary, a blank line after each value, CRLF line ends.
-    const FORM_DATA: &[u8] = b"----------------------------286113371297271245536437\r\n\
+    /// What zulip-js 2.1.0 (the npm `form-data` package under node-fetch)
+    /// sent for `messages.send({type, to: ["general"], topic, content})`;
+    /// note the Content-Type has no space before `boundary`.
+    const FORM_DATA: &[u8] = b"----------------------------5d5416eb0d4caab829b80c6c\r\n\
 Content-Disposition: form-data; name=\"type\"\r\n\r\n\
 stream\r\n\
-----------------------------286113371297271245536437\r\n\
+----------------------------5d5416eb0d4caab829b80c6c\r\n\
 Content-Disposition: form-data; name=\"to\"\r\n\r\n\
 [\"general\"]\r\n\
-----------------------------286113371297271245536437\r\n\
+----------------------------5d5416eb0d4caab829b80c6c\r\n\
+Content-Disposition: form-data; name=\"topic\"\r\n\r\n\
+t\r\n\
+----------------------------5d5416eb0d4caab829b80c6c\r\n\
 Content-Disposition: form-data; name=\"content\"\r\n\r\n\
 multi\r\nline \xc3\xa9\r\n\
-----------------------------286113371297271245536437--\r\n";
+----------------------------5d5416eb0d4caab829b80c6c--\r\n";
     const FORM_DATA_TYPE: &str =
-        "multipart/form-data; boundary=--------------------------286113371297271245536437";
+        "multipart/form-data;boundary=--------------------------5d5416eb0d4caab829b80c6c";
 
     #[test]
     fn curl_and_form_data_bodies() {
@@ -100,7 +104,7 @@ multi\r\nline \xc3\xa9\r\n\
         );
         let fields = text_fields(FORM_DATA_TYPE, FORM_DATA).unwrap();
         assert_eq!(fields[1], ("to".to_owned(), "[\"general\"]".to_owned()));
-        assert_eq!(fields[2], ("content".to_owned(), "multi\r\nline é".to_owned()));
+        assert_eq!(fields[3], ("content".to_owned(), "multi\r\nline é".to_owned()));
     }
 
     #[test]
@@ -135,11 +139,11 @@ multi\r\nline \xc3\xa9\r\n\
         let alphabet: &[&[u8]] =
             &[b"--", b"\r\n", b"Content-Disposition: form-data; name=\"", b"\"", b"x", b"\xff"];
         for _ in 0..3000 {
-            let mut body = b"--------------------------d74496d66958873e".to_vec();
+            let mut body = b"--------------------------17d3911e391b957c".to_vec();
             for _ in 0..(next() % 40) {
                 body.extend_from_slice(alphabet[(next() as usize) % alphabet.len()]);
                 if next() % 5 == 0 {
-                    body.extend_from_slice(b"\r\n--------------------------d74496d66958873e");
+                    body.extend_from_slice(b"\r\n--------------------------17d3911e391b957c");
                 }
             }
             let _ = text_fields(CURL_TYPE, &body);
