@@ -8,6 +8,12 @@
 //! natter-load --connections 64 --requests 20000 --kind send
 //! ```
 //!
+//! `--kind fixed --versus ADDR` is the ceiling comparison: the same fixed
+//! request against two servers (from `natter-ceiling`: natter's own HTTP
+//! loop and bare may_minihttp, both answering the same fixed JSON), in
+//! alternating rounds with the same connection count, and the ratio of
+//! their throughputs.
+//!
 //! Only loopback targets are accepted: load is never sent to another host.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -44,6 +50,13 @@ struct Args {
     /// What each request does.
     #[arg(long, value_enum, default_value_t = Kind::Send)]
     kind: Kind,
+    /// A second server to measure with the same requests, in alternating
+    /// rounds; prints the ratio `--addr` / `--versus`.
+    #[arg(long)]
+    versus: Option<String>,
+    /// Rounds per server with `--versus` (requests are split evenly).
+    #[arg(long, default_value_t = 3)]
+    rounds: u64,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -54,6 +67,8 @@ enum Kind {
     Read,
     /// GET /server_settings (no auth, no state change).
     Settings,
+    /// GET /fixed with no auth: for `natter-ceiling`'s fixed-JSON servers.
+    Fixed,
 }
 
 struct Conn {
@@ -119,58 +134,70 @@ fn main() {
     }
 }
 
-fn run(args: &Args) -> Result<(), String> {
-    let addr = args
-        .addr
+/// A loopback socket address from `--addr`/`--versus`.
+fn loopback(addr: &str) -> Result<SocketAddr, String> {
+    let addr = addr
         .to_socket_addrs()
-        .map_err(|e| format!("bad --addr {}: {e}", args.addr))?
+        .map_err(|e| format!("bad address {addr}: {e}"))?
         .next()
-        .ok_or("--addr resolves to nothing")?;
+        .ok_or(format!("{addr} resolves to nothing"))?;
     if !addr.ip().is_loopback() {
         return Err(format!("refusing to load {addr}: only loopback targets are allowed"));
     }
-    if args.connections == 0 || args.requests == 0 {
-        return Err("--connections and --requests must be at least 1".into());
-    }
-    let mut setup = Conn::open(addr).map_err(|e| format!("cannot connect to {addr}: {e}"))?;
-    let key = match &args.key {
-        Some(key) => key.clone(),
-        None => {
-            let body = format!("username={}", args.email);
-            let (status, reply) = setup
-                .call(&request("POST", "/api/v1/dev_fetch_api_key", None, &body))
-                .map_err(|e| e.to_string())?;
-            json_field(&reply, "api_key")
-                .and_then(|k| k.as_str().map(str::to_owned))
-                .ok_or(format!("dev_fetch_api_key failed ({status}); pass --key"))?
-        }
-    };
-    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{}:{key}", args.email));
-    let send = request(
-        "POST",
-        "/api/v1/messages",
-        Some(&auth),
-        "type=stream&to=general&topic=load&content=load+test+message",
-    );
-    let template = match args.kind {
-        Kind::Send => send,
-        Kind::Read => {
-            let (status, reply) = setup.call(&send).map_err(|e| e.to_string())?;
-            let id = json_field(&reply, "id")
-                .ok_or(format!("sending the message to read failed ({status})"))?;
-            request("GET", &format!("/api/v1/messages/{id}"), Some(&auth), "")
-        }
-        Kind::Settings => request("GET", "/api/v1/server_settings", None, ""),
-    };
+    Ok(addr)
+}
 
-    let remaining = Arc::new(AtomicU64::new(args.requests));
+/// The result of one measured run.
+struct Stats {
+    latencies: Vec<Duration>,
+    errors: u64,
+    elapsed: Duration,
+}
+
+impl Stats {
+    fn rate(&self) -> f64 {
+        self.latencies.len() as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn print(&mut self, label: &str, connections: u64) {
+        self.latencies.sort();
+        let latencies = &self.latencies;
+        let pct = |p: f64| -> Duration {
+            if latencies.is_empty() {
+                return Duration::ZERO;
+            }
+            latencies[((latencies.len() - 1) as f64 * p).round() as usize]
+        };
+        println!(
+            "{label} x{connections}: {} ok, {} errors in {:.2}s = {:.0} req/s; latency p50 {:?} p90 {:?} p99 {:?} max {:?}",
+            latencies.len(),
+            self.errors,
+            self.elapsed.as_secs_f64(),
+            self.rate(),
+            pct(0.5),
+            pct(0.9),
+            pct(0.99),
+            pct(1.0),
+        );
+    }
+}
+
+/// `requests` copies of `template` over `connections` keep-alive
+/// connections (one thread each), stopping at `deadline`.
+fn measure(
+    addr: SocketAddr,
+    template: &[u8],
+    connections: u64,
+    requests: u64,
+    deadline: Instant,
+) -> Stats {
+    let remaining = Arc::new(AtomicU64::new(requests));
     let errors = Arc::new(AtomicU64::new(0));
-    let deadline = Instant::now() + Duration::from_secs(args.seconds);
     let started = Instant::now();
-    let handles: Vec<_> = (0..args.connections)
+    let handles: Vec<_> = (0..connections)
         .map(|_| {
             let (template, remaining, errors) =
-                (template.clone(), Arc::clone(&remaining), Arc::clone(&errors));
+                (template.to_vec(), Arc::clone(&remaining), Arc::clone(&errors));
             std::thread::spawn(move || -> Vec<Duration> {
                 let mut latencies = Vec::new();
                 let Ok(mut conn) = Conn::open(addr) else {
@@ -201,28 +228,97 @@ fn run(args: &Args) -> Result<(), String> {
             })
         })
         .collect();
-    let mut latencies: Vec<Duration> =
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect();
-    let elapsed = started.elapsed();
-    latencies.sort();
-    let pct = |p: f64| -> Duration {
-        if latencies.is_empty() {
-            return Duration::ZERO;
+    let latencies = handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect();
+    Stats { latencies, errors: errors.load(Ordering::Relaxed), elapsed: started.elapsed() }
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let addr = loopback(&args.addr)?;
+    let versus = args.versus.as_deref().map(loopback).transpose()?;
+    if args.connections == 0 || args.requests == 0 || args.rounds == 0 {
+        return Err("--connections, --requests and --rounds must be at least 1".into());
+    }
+    let deadline = Instant::now() + Duration::from_secs(args.seconds);
+    if let Kind::Fixed = args.kind {
+        let template = request("GET", "/fixed", None, "");
+        let Some(versus) = versus else {
+            measure(addr, &template, args.connections, args.requests, deadline)
+                .print("Fixed", args.connections);
+            return Ok(());
+        };
+        return compare(args, addr, versus, &template, deadline);
+    }
+    let mut setup = Conn::open(addr).map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    let key = match &args.key {
+        Some(key) => key.clone(),
+        None if matches!(args.kind, Kind::Settings) => String::new(),
+        None => {
+            let body = format!("username={}", args.email);
+            let (status, reply) = setup
+                .call(&request("POST", "/api/v1/dev_fetch_api_key", None, &body))
+                .map_err(|e| e.to_string())?;
+            json_field(&reply, "api_key")
+                .and_then(|k| k.as_str().map(str::to_owned))
+                .ok_or(format!("dev_fetch_api_key failed ({status}); pass --key"))?
         }
-        latencies[((latencies.len() - 1) as f64 * p).round() as usize]
     };
-    println!(
-        "{:?} x{}: {} ok, {} errors in {:.2}s = {:.0} req/s; latency p50 {:?} p90 {:?} p99 {:?} max {:?}",
-        args.kind,
-        args.connections,
-        latencies.len(),
-        errors.load(Ordering::Relaxed),
-        elapsed.as_secs_f64(),
-        latencies.len() as f64 / elapsed.as_secs_f64(),
-        pct(0.5),
-        pct(0.9),
-        pct(0.99),
-        pct(1.0),
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{}:{key}", args.email));
+    let send = request(
+        "POST",
+        "/api/v1/messages",
+        Some(&auth),
+        "type=stream&to=general&topic=load&content=load+test+message",
     );
+    let template = match args.kind {
+        Kind::Send => send,
+        Kind::Read => {
+            let (status, reply) = setup.call(&send).map_err(|e| e.to_string())?;
+            let id = json_field(&reply, "id")
+                .ok_or(format!("sending the message to read failed ({status})"))?;
+            request("GET", &format!("/api/v1/messages/{id}"), Some(&auth), "")
+        }
+        Kind::Settings => request("GET", "/api/v1/server_settings", None, ""),
+        Kind::Fixed => unreachable!("handled above"),
+    };
+    if let Some(versus) = versus {
+        return compare(args, addr, versus, &template, deadline);
+    }
+    measure(addr, &template, args.connections, args.requests, deadline)
+        .print(&format!("{:?}", args.kind), args.connections);
+    Ok(())
+}
+
+/// The same load against `addr` and `versus` in alternating rounds (so
+/// both see the same machine conditions), then the throughput ratio.
+fn compare(
+    args: &Args,
+    addr: SocketAddr,
+    versus: SocketAddr,
+    template: &[u8],
+    deadline: Instant,
+) -> Result<(), String> {
+    let per_round = (args.requests / args.rounds).max(1);
+    let mut totals = [(0usize, 0u64, Duration::ZERO), (0usize, 0u64, Duration::ZERO)];
+    for round in 0..args.rounds {
+        // Alternate which goes first, so neither always gets a warm start.
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for which in order {
+            let target = if which == 0 { addr } else { versus };
+            let mut stats = measure(target, template, args.connections, per_round, deadline);
+            let label = format!("round {} {target}", round + 1);
+            stats.print(&label, args.connections);
+            totals[which].0 += stats.latencies.len();
+            totals[which].1 += stats.errors;
+            totals[which].2 += stats.elapsed;
+        }
+    }
+    let rate = |t: &(usize, u64, Duration)| t.0 as f64 / t.2.as_secs_f64().max(1e-9);
+    let (a, b) = (rate(&totals[0]), rate(&totals[1]));
+    println!("{addr}: {a:.0} req/s ({} errors)", totals[0].1);
+    println!("{versus}: {b:.0} req/s ({} errors)", totals[1].1);
+    println!("ratio {addr} / {versus} = {:.1}%", 100.0 * a / b.max(1e-9));
+    if totals[0].1 + totals[1].1 > 0 {
+        return Err("some requests failed".into());
+    }
     Ok(())
 }

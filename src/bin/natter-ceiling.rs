@@ -1,0 +1,95 @@
+//! `natter-ceiling`: the two servers of the HTTP ceiling comparison, in one
+//! process on the same may scheduler: bare `may_minihttp` (its own loop, a
+//! hello-world service) and natter's own connection loop (`http::conn`),
+//! both answering every request with the same fixed JSON. Measure them
+//! together with `natter-load --kind fixed --versus`:
+//!
+//! ```text
+//! natter-ceiling &    # prints both addresses
+//! natter-load --kind fixed --connections 64 --requests 300000 \
+//!     --addr <natter loop> --versus <may_minihttp>
+//! ```
+//!
+//! The difference between the two is the cost of natter's loop (limits,
+//! time-outs, chunked bodies…) over may_minihttp's. Loopback only; it
+//! exits by itself after `--seconds`.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use may_minihttp::{HttpServer, HttpService, Request, Response as RawResponse};
+
+use natter::http::conn::{self, Handler, Limits};
+use natter::http::response::Response;
+
+/// The reply both servers send.
+const FIXED: &str = r#"{"result":"success","msg":"","message":"Hello, World!"}"#;
+
+/// Both ceiling servers on loopback ports; exits after `--seconds`.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// may worker threads (shared by both servers).
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Exit after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    seconds: u64,
+}
+
+/// Bare may_minihttp: the fixed JSON, nothing else.
+#[derive(Clone)]
+struct Bare;
+
+impl HttpService for Bare {
+    fn call(&mut self, _req: Request, rsp: &mut RawResponse) -> io::Result<()> {
+        rsp.header("Content-Type: application/json");
+        rsp.body(FIXED);
+        Ok(())
+    }
+}
+
+/// natter's loop with a handler that answers the fixed JSON.
+struct Fixed;
+
+impl Handler for Fixed {
+    fn handle(&self, _req: &conn::Request<'_>) -> Response {
+        Response { status: 200, body: FIXED.as_bytes().to_vec() }
+    }
+}
+
+fn main() {
+    let args = Args::parse();
+    if let Err(e) = run(&args) {
+        eprintln!("natter-ceiling: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    if args.workers == 0 {
+        return Err("--workers must be at least 1".into());
+    }
+    may::config().set_workers(args.workers).set_stack_size(0x8000);
+    let loopback: SocketAddr = "127.0.0.1:0".parse().expect("address");
+    let listener = natter::server::bind(loopback)?;
+    let natter_addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let _natter = conn::serve(listener, Arc::new(Fixed), Limits::default())
+        .map_err(|e| format!("natter loop: {e}"))?;
+    // may_minihttp binds itself and does not report its port: find a free
+    // one first.
+    let probe = std::net::TcpListener::bind(loopback).map_err(|e| e.to_string())?;
+    let bare_addr = probe.local_addr().map_err(|e| e.to_string())?;
+    drop(probe);
+    let _bare = HttpServer(Bare).start(bare_addr).map_err(|e| format!("may_minihttp: {e}"))?;
+    println!("natter-ceiling: natter loop http://{natter_addr}");
+    println!("natter-ceiling: may_minihttp http://{bare_addr}");
+    println!(
+        "natter-ceiling: try: natter-load --kind fixed --connections 64 --requests 300000 --addr {natter_addr} --versus {bare_addr}"
+    );
+    std::thread::sleep(Duration::from_secs(args.seconds));
+    Ok(())
+}
