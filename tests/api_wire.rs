@@ -140,6 +140,23 @@ Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\
     read_response(&mut stream).err(400, "BAD_REQUEST");
     let r = send(&server, "POST /api/v1/dev_fetch_api_key", &[("Transfer-Encoding", "gzip")], b"");
     r.err(501, "BAD_REQUEST");
+
+    // Tiny chunks with long extensions: the decoded body is small, but the
+    // raw bytes held for it are bounded too.
+    let small = TestServer::start_with(&["--max-body-bytes", "1000"]);
+    let mut stream = connect(&small.addr);
+    let writer = {
+        let mut stream = stream.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let mut req = b"POST /api/v1/dev_fetch_api_key HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            for _ in 0..200 {
+                req.extend_from_slice(format!("1;{}\r\na\r\n", "e".repeat(1000)).as_bytes());
+            }
+            let _ = stream.write_all(&req); // may be cut off by the refusal
+        })
+    };
+    read_response(&mut stream).err(413, "BAD_REQUEST");
+    writer.join().unwrap();
 }
 
 /// A request carrying `n` headers in all (Host first).

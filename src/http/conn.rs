@@ -370,7 +370,9 @@ impl<'l> Conn<'l> {
         let body_len = match framing.body {
             Body::Length(n) if n > limits.max_body_bytes => {
                 let reply = response::error(&response::body_too_large(limits));
-                if framing.expect_continue || n > limits.max_body_bytes * DISCARD_FACTOR {
+                if framing.expect_continue
+                    || n > limits.max_body_bytes.saturating_mul(DISCARD_FACTOR)
+                {
                     return Err(Refusal(reply));
                 }
                 // Read and drop the body so the connection stays in step.
@@ -466,7 +468,15 @@ impl<'l> Conn<'l> {
         let limits = self.limits;
         self.body.clear();
         let mut off = head_len;
+        // The raw chunked bytes stay buffered until the request is answered;
+        // tiny chunks with long extensions could make them far larger than
+        // the decoded body, so they are bounded too.
+        let raw_limit =
+            limits.max_body_bytes.saturating_mul(2).saturating_add(head_len + 64 * 1024);
         loop {
+            if off > raw_limit {
+                return Err(response::body_too_large(limits).into());
+            }
             let data = &self.buf[self.start + off..self.end];
             let (line, size) = match httparse::parse_chunk_size(data) {
                 Ok(httparse::Status::Complete(found)) => found,
