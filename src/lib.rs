@@ -9,7 +9,7 @@
 //! Layout (see ARCHITECTURE.md for the long form):
 //! - `config` — command line → validated `Config`.
 //! - `server` — start-up: recover, assemble the `App`, seed, listen.
-//! - `http` — transport: may_minihttp in, JSON bytes out; routing table; auth.
+//! - `http` — transport: natter's own HTTP/1.1 loop in, JSON bytes out; routing table; auth.
 //! - `api` — one file per Zulip API area; thin handlers.
 //! - `state` — in-memory realm data, sharded; the permission engine.
 //! - `mutation` — the list of durable changes.
