@@ -62,9 +62,9 @@ pub struct Cli {
     #[arg(long, default_value_t = 16 * 1024)]
     pub max_head_bytes: usize,
 
-    /// Longest a started request head or body may take to arrive, in
-    /// milliseconds (then 408 and the connection is closed); also how long
-    /// a reply may make no progress to a client that does not read.
+    /// Longest a started request head may take to arrive, and longest a
+    /// request body or a reply may go without progress, in milliseconds
+    /// (then 408, or the connection is dropped for a reply).
     #[arg(long, default_value_t = 10_000)]
     pub read_timeout_ms: u64,
 

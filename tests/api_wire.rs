@@ -299,6 +299,21 @@ fn stalled_requests_and_idle_connections_are_closed_by_the_time_outs() {
     assert!(read_to_close(&mut stream).is_empty());
     assert_eq!(hamlet.get("/users/me", &[]).ok()["max_message_id"], before);
 
+    // A body that keeps moving is not cut off, though it takes longer in
+    // all than the time-out (which bounds each wait for body bytes).
+    let body = format!("username={HAMLET}&padding={}", "p".repeat(40));
+    let mut stream = connect(&server.addr);
+    let head = format!(
+        "POST /api/v1/dev_fetch_api_key HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    for piece in body.as_bytes().chunks(4) {
+        std::thread::sleep(Duration::from_millis(50));
+        stream.write_all(piece).unwrap();
+    }
+    assert_eq!(read_response(&mut stream).ok()["email"], HAMLET);
+
     // A head trickled one byte at a time, each well within the time-out:
     // the time-out bounds the whole head, so it still ends in a 408.
     let mut stream = connect(&server.addr);

@@ -7,9 +7,9 @@
 //! `max_headers` headers and `max_head_bytes` of request head, beyond either
 //! a 431 with a Zulip-shaped body; `Content-Length` and chunked bodies up to
 //! `max_body_bytes` (413 beyond); `Expect: 100-continue` answered before the
-//! body is read; `Connection: close` and HTTP/1.0 honoured; a head or body
-//! that stops arriving for `read_timeout` gets a 408 and the connection is
-//! closed; a connection with no request in progress for `idle_timeout` is
+//! body is read; `Connection: close` and HTTP/1.0 honoured; a head not
+//! complete within `read_timeout` of its first byte, or a body that makes no
+//! progress for `read_timeout`, gets a 408 and the connection is closed; a connection with no request in progress for `idle_timeout` is
 //! closed (a handler that parks, such as a long-poll, is not idle: nothing
 //! is read while it runs); past `max_connections` open connections a new
 //! one gets a 503 and is closed. A reply is written with the coroutine's
@@ -39,7 +39,8 @@ pub struct Limits {
     pub max_head_bytes: usize,
     /// Largest request body, after chunked decoding; more is a 413.
     pub max_body_bytes: usize,
-    /// Longest a started request head or body may take to arrive.
+    /// Longest a started request head may take to arrive, and longest a
+    /// body may go without progress.
     pub read_timeout: Duration,
     /// Longest a keep-alive connection may wait for its next request.
     pub idle_timeout: Duration,
@@ -366,7 +367,6 @@ impl<'l> Conn<'l> {
             framing
         };
         // The body is still arriving (or is chunked, or too large).
-        let body_deadline = Instant::now() + limits.read_timeout;
         let body_len = match framing.body {
             Body::Length(n) if n > limits.max_body_bytes => {
                 let reply = response::error(&response::body_too_large(limits));
@@ -376,18 +376,18 @@ impl<'l> Conn<'l> {
                     return Err(Refusal(reply));
                 }
                 // Read and drop the body so the connection stays in step.
-                self.discard(framing.head_len + n, body_deadline)?;
+                self.discard(framing.head_len + n)?;
                 encode(&mut self.out, &mut self.stream, &reply, &framing).map_err(|_| closed())?;
                 return Ok(Some(framing.keep_alive));
             }
             Body::Length(n) => {
                 self.send_continue(&framing)?;
-                self.await_bytes(framing.head_len + n, body_deadline)?;
+                self.await_bytes(framing.head_len + n)?;
                 n
             }
             Body::Chunked => {
                 self.send_continue(&framing)?;
-                self.read_chunked(framing.head_len, body_deadline)?
+                self.read_chunked(framing.head_len)?
             }
         };
         // Parse the head again over the (possibly moved) buffer and answer.
@@ -435,7 +435,7 @@ impl<'l> Conn<'l> {
     }
 
     /// Reads until `len` bytes of the current request are buffered.
-    fn await_bytes(&mut self, len: usize, deadline: Instant) -> Result<(), Refusal> {
+    fn await_bytes(&mut self, len: usize) -> Result<(), Refusal> {
         if self.buf.len() - self.start < len {
             // Make room for the whole request at once.
             self.compact();
@@ -444,13 +444,13 @@ impl<'l> Conn<'l> {
             }
         }
         while self.end - self.start < len {
-            self.fill_before(deadline)?;
+            self.body_read()?;
         }
         Ok(())
     }
 
     /// Reads and drops the current request (`len` bytes from `start`).
-    fn discard(&mut self, mut len: usize, deadline: Instant) -> Result<(), Refusal> {
+    fn discard(&mut self, mut len: usize) -> Result<(), Refusal> {
         loop {
             let have = (self.end - self.start).min(len);
             self.consume(have);
@@ -458,13 +458,13 @@ impl<'l> Conn<'l> {
             if len == 0 {
                 return Ok(());
             }
-            self.fill_before(deadline)?;
+            self.body_read()?;
         }
     }
 
     /// Decodes a chunked body that starts `head_len` bytes into the request
     /// into `self.body`; returns how many request bytes it spanned.
-    fn read_chunked(&mut self, head_len: usize, deadline: Instant) -> Result<usize, Refusal> {
+    fn read_chunked(&mut self, head_len: usize) -> Result<usize, Refusal> {
         let limits = self.limits;
         self.body.clear();
         let mut off = head_len;
@@ -481,7 +481,7 @@ impl<'l> Conn<'l> {
             let (line, size) = match httparse::parse_chunk_size(data) {
                 Ok(httparse::Status::Complete(found)) => found,
                 Ok(httparse::Status::Partial) if data.len() <= MAX_CHUNK_LINE => {
-                    self.fill_before(deadline)?;
+                    self.body_read()?;
                     continue;
                 }
                 _ => return Err(response::malformed("bad chunk size line").into()),
@@ -498,7 +498,7 @@ impl<'l> Conn<'l> {
                 if trailers.len() > limits.max_head_bytes {
                     return Err(response::head_too_large(limits).into());
                 }
-                self.fill_before(deadline)?;
+                self.body_read()?;
                 continue;
             }
             let size = usize::try_from(size).unwrap_or(usize::MAX);
@@ -513,7 +513,7 @@ impl<'l> Conn<'l> {
                         self.buf.resize(want, 0);
                     }
                 }
-                self.fill_before(deadline)?;
+                self.body_read()?;
                 continue;
             }
             if &data[line + size..line + size + 2] != b"\r\n" {
@@ -524,9 +524,11 @@ impl<'l> Conn<'l> {
         }
     }
 
-    /// One read for a request in progress; a time-out or close is final.
-    fn fill_before(&mut self, deadline: Instant) -> Result<(), Refusal> {
-        match self.fill(Some(deadline)) {
+    /// One read of a request body: it may take up to the read time-out (so
+    /// a slow but moving upload is not cut off); a time-out or close is
+    /// final.
+    fn body_read(&mut self) -> Result<(), Refusal> {
+        match self.fill(Some(Instant::now() + self.limits.read_timeout)) {
             Fill::Data => Ok(()),
             Fill::TimedOut => Err(response::request_timeout().into()),
             Fill::Eof | Fill::Failed => Err(closed()),
