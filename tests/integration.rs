@@ -4,6 +4,8 @@
 /// Harness: TestServer (start/kill/stop/restart) and a raw HTTP client.
 mod util;
 
+/// POST /register, GET/DELETE /events, POST /users/me/presence.
+mod api_events;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
 /// GET /server_settings, POST /dev_fetch_api_key, auth, routing, HTTP framing.
