@@ -3,8 +3,10 @@
 //! shape the JSON reply. Nothing here knows about may_minihttp.
 
 pub mod auth;
+pub mod channels;
 pub mod json;
 pub mod messages;
+pub mod reading;
 pub mod realm;
 pub mod users;
 
