@@ -58,7 +58,11 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
     let state = Arc::new(state);
     let hub = Arc::new(Hub::new());
     let realtime = Arc::new(Realtime::new(Arc::clone(&state), config.queues.clone()));
-    match realtime.queues.load(&config.data_dir) {
+    let reparse = |user, narrow: &serde_json::Value| {
+        let user = state.users.get(&user).filter(|u| u.is_active)?;
+        crate::narrow::Narrow::parse(&state, &user, narrow).ok()
+    };
+    match realtime.queues.load(&config.data_dir, &reparse) {
         Ok(0) => {}
         Ok(n) => eprintln!("natter: restored {n} event queues saved at the last clean shutdown"),
         Err(e) => eprintln!("natter: warning: could not restore saved event queues: {e}"),

@@ -366,3 +366,53 @@ fn presence_reports_answer_with_presences_and_notify_others() {
     let (_, r) = register(&lear, &[("fetch_event_types", r#"["presence"]"#)]);
     assert!(r["presences"].get(HAMLET).is_none());
 }
+
+#[test]
+fn narrowed_queues_get_only_matching_messages() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let (q, _) = register(
+        &hamlet,
+        &[("event_types", r#"["message"]"#), ("narrow", r#"[["stream", "Denmark"]]"#)],
+    );
+    let (dict, _) = register(
+        &hamlet,
+        &[
+            ("event_types", r#"["message"]"#),
+            ("narrow", r#"[{"operator": "stream", "operand": "Denmark", "negated": true}]"#),
+        ],
+    );
+    send(&hamlet, "general", "t", "elsewhere");
+    let id = send(&hamlet, "Denmark", "t", "here");
+    let got = events(&hamlet, &q, -1);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["message"]["id"], id);
+    let got = events(&hamlet, &dict, -1);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["message"]["display_recipient"], "general");
+    // A private channel the caller cannot see is as unknown as a missing one.
+    let cordelia = server.client(CORDELIA);
+    for narrow in [r#"[["stream", "core team"]]"#, r#"[["stream", "nowhere"]]"#] {
+        let e = cordelia.post("/register", &[("narrow", narrow)]).err(400, "BAD_NARROW");
+        assert_eq!(e["var_name"], "narrow");
+    }
+}
+
+#[test]
+fn register_includes_subscriptions_and_unreads() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let othello = server.client(OTHELLO);
+    let id = send(&hamlet, "Denmark", "t", "unread for othello");
+    let (_, r) = register(&othello, &[("include_subscribers", "true")]);
+    let subs = r["subscriptions"].as_array().unwrap();
+    let denmark = subs.iter().find(|s| s["name"] == "Denmark").unwrap();
+    assert!(denmark["subscribers"].as_array().unwrap().len() >= 3);
+    assert!(denmark["color"].as_str().unwrap().starts_with('#'));
+    assert_eq!(denmark["in_home_view"], true);
+    assert!(r["never_subscribed"].as_array().unwrap().iter().all(|s| s["name"] != "core team"));
+    let unread = &r["unread_msgs"];
+    let topic = unread["streams"].as_array().unwrap().iter().find(|s| s["topic"] == "t").unwrap();
+    assert_eq!(topic["unread_message_ids"], json!([id]));
+    assert_eq!(r["max_message_id"], id);
+}

@@ -17,11 +17,13 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
+use super::json::Subscribers;
 use super::json::{self as shapes, UserOptions};
 use super::realm::{realm_url, FEATURE_LEVEL, VERSION};
-use super::{App, Call, Reply};
+use super::{channels, reading, App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
-use crate::events::queue::{Capabilities, QueueError, QueueOptions};
+use crate::events::queue::{Capabilities, IncludeSubscribers, QueueError, QueueOptions};
+use crate::narrow::Narrow;
 use crate::state::access::role_in_system_group;
 use crate::state::{Realm, State, User, UserId};
 
@@ -37,17 +39,6 @@ pub const MAX_STREAM_NAME_LENGTH: usize = 60;
 /// Longest channel description in characters.
 pub const MAX_STREAM_DESCRIPTION_LENGTH: usize = 1024;
 
-/// `include_subscribers`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IncludeSubscribers {
-    /// No subscriber lists.
-    No,
-    /// Full lists.
-    Yes,
-    /// Full lists for small channels, `partial_subscribers` for big ones.
-    Partial,
-}
-
 /// The decoded parameters of one register call.
 #[derive(Clone, Debug)]
 pub struct RegisterOptions {
@@ -55,8 +46,6 @@ pub struct RegisterOptions {
     pub queue: QueueOptions,
     /// Sections to fetch; `None` = all.
     pub fetch: Option<BTreeSet<String>>,
-    /// `include_subscribers`.
-    pub include_subscribers: IncludeSubscribers,
     /// Presence keyed by user id, modern form.
     pub slim_presence: bool,
     /// Only presences of users seen within this many days.
@@ -90,8 +79,6 @@ type Section = fn(&Ctx, &mut Reply);
 const SECTIONS: &[(&str, Section)] = &[
     ("realm", realm_section),
     ("realm_user", realm_user_section),
-    ("message", message_section),
-    ("starred_messages", starred_section),
     ("presence", presence_section),
     ("recent_private_conversations", recent_private_conversations_section),
     ("realm_user_groups", user_groups_section),
@@ -120,7 +107,7 @@ fn insert(out: &mut Reply, key: &str, value: Value) {
 
 /// `POST /register`.
 pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
-    let options = parse_options(call)?;
+    let options = parse_options(app, call)?;
     let user = call.caller().clone();
     let realm = call.realm.clone();
     app.committer.read_consistent(|state, seq| {
@@ -147,6 +134,12 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
             }
         }
         let wants = |name: &str| options.wants(name);
+        // The reading area's sections, with this register's options:
+        // max_message_id, unread_msgs, starred_messages; subscriptions.
+        let empty_topic_name = options.queue.capabilities.empty_topic_name;
+        reading::register_state_with(state, &user, empty_topic_name, &wants, &mut out);
+        let subscribers = subscriber_lists(options.queue.include_subscribers);
+        channels::register_state_with(state, &user, subscribers, &wants, &mut out);
         for plugin in PLUGINS {
             plugin(app, &user, &wants, &mut out);
         }
@@ -155,7 +148,8 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
 }
 
 /// Decodes and checks every register parameter (before anything exists).
-fn parse_options(call: &mut Call) -> ApiResult<RegisterOptions> {
+fn parse_options(app: &App, call: &mut Call) -> ApiResult<RegisterOptions> {
+    let call_state = std::sync::Arc::clone(&app.state);
     let p = &mut call.params;
     let apply_markdown = p.bool_or("apply_markdown", false)?;
     let client_gravatar = p.bool_or("client_gravatar", true)?;
@@ -199,7 +193,11 @@ fn parse_options(call: &mut Call) -> ApiResult<RegisterOptions> {
             capabilities.set(&name, on);
         }
     }
-    let narrow = parse_narrow(p.json("narrow")?)?;
+    let narrow = match p.json("narrow")? {
+        None | Some(Value::Null) => json!([]),
+        Some(value) => value,
+    };
+    let narrow_filter = Narrow::parse(&call_state, call.caller(), &narrow)?;
     Ok(RegisterOptions {
         queue: QueueOptions {
             event_types,
@@ -208,12 +206,22 @@ fn parse_options(call: &mut Call) -> ApiResult<RegisterOptions> {
             apply_markdown,
             client_gravatar,
             capabilities,
+            include_subscribers,
+            narrow_filter,
         },
         fetch,
-        include_subscribers,
         slim_presence,
         presence_history_limit_days,
     })
+}
+
+/// The JSON builders' form of `include_subscribers`.
+pub fn subscriber_lists(include: IncludeSubscribers) -> Subscribers {
+    match include {
+        IncludeSubscribers::No => Subscribers::Omit,
+        IncludeSubscribers::Yes => Subscribers::All,
+        IncludeSubscribers::Partial => Subscribers::Partial,
+    }
 }
 
 fn invalid_subscribers() -> ApiError {
@@ -233,18 +241,6 @@ fn string_set(value: Option<Value>, name: &str) -> ApiResult<Option<BTreeSet<Str
             .collect::<ApiResult<BTreeSet<String>>>()
             .map(Some),
         Some(_) => Err(ApiError::invalid(name, "not a list of strings")),
-    }
-}
-
-/// The register `narrow`: only `[]` until narrows can be matched.
-fn parse_narrow(value: Option<Value>) -> ApiResult<Value> {
-    match value {
-        None | Some(Value::Null) => Ok(json!([])),
-        Some(Value::Array(items)) if items.is_empty() => Ok(json!([])),
-        Some(Value::Array(_)) => {
-            Err(ApiError::invalid("narrow", "narrowed queues are not supported yet"))
-        }
-        Some(_) => Err(ApiError::invalid("narrow", "not a list")),
     }
 }
 
@@ -371,32 +367,6 @@ fn realm_user_section(ctx: &Ctx, out: &mut Reply) {
     if let Value::Object(map) = fields {
         out.extend(map);
     }
-}
-
-/// `message`: the newest message id delivered to the caller (-1 if none).
-fn message_section(ctx: &Ctx, out: &mut Reply) {
-    let max = ctx
-        .state
-        .user_messages
-        .read(&ctx.user.id, |m| m.keys().next_back().map(|id| id.0 as i64))
-        .flatten()
-        .unwrap_or(-1);
-    insert(out, "max_message_id", json!(max));
-}
-
-/// `starred_messages`: ids of the caller's starred messages, ascending.
-fn starred_section(ctx: &Ctx, out: &mut Reply) {
-    let starred: Vec<u64> = ctx
-        .state
-        .user_messages
-        .read(&ctx.user.id, |m| {
-            m.iter()
-                .filter(|(_, f)| f.contains(crate::state::Flags::STARRED))
-                .map(|(id, _)| id.0)
-                .collect()
-        })
-        .unwrap_or_default();
-    insert(out, "starred_messages", json!(starred));
 }
 
 /// `presence`: the realm's presences, legacy (email-keyed) or slim.

@@ -15,9 +15,13 @@ use serde_json::{json, Map, Value};
 
 use super::queue::{Outgoing, Queue};
 use super::{Audience, Event, Realtime};
-use crate::api::json::{self as shapes, MessageOptions, UserOptions};
-use crate::state::access::{can_read_channel, can_see_email, MessageView};
-use crate::state::{Destination, Flags, UserId};
+use crate::api::json::{
+    self as shapes, can_see_subscribers, MessageOptions, Subscribers, UserOptions,
+};
+use crate::api::register;
+use crate::state::access::role_in_system_group;
+use crate::state::access::{can_read_channel, can_see_channel, can_see_email, MessageView};
+use crate::state::{Destination, Flags, SystemGroup, UserId};
 
 /// Delivers one event (of mutation `seq`, or ephemeral if `None`) to the
 /// queues that should see it.
@@ -44,10 +48,48 @@ pub fn deliver(rt: &Realtime, seq: Option<u64>, event: &Event) {
                 });
                 Some(Outgoing::shared(Arc::new(object(body))))
             });
+            // The new account joins its role's system groups.
+            let Some(realm_row) = state.realms.get(realm) else { return };
+            for kind in SystemGroup::ALL {
+                if !person.is_active || !role_in_system_group(person.role, kind) {
+                    continue;
+                }
+                let body = Arc::new(object(json!({
+                    "type": "user_group",
+                    "op": "add_members",
+                    "group_id": realm_row.system_groups.id(kind).0,
+                    "user_ids": [person.id.0],
+                })));
+                rt.queues.deliver(seq, &targets, |q| {
+                    q.options.wants("user_group").then(|| Outgoing::shared(Arc::clone(&body)))
+                });
+            }
         }
-        // Channel and subscription events need the channel and
-        // subscription shapes (reading branch); delivered once merged.
-        Event::ChannelCreate { .. } | Event::SubscriptionAdd { .. } => {}
+        Event::ChannelCreate { realm, channel } => {
+            let state = &rt.state;
+            let Some(channel) = state.channels.get(channel) else { return };
+            let targets = rt.queues.of_realm(*realm);
+            rt.queues.deliver(seq, &targets, |q| {
+                if !q.options.wants("stream") {
+                    return None;
+                }
+                let viewer = state.users.get(&q.user)?;
+                if !can_see_channel(&viewer, &channel) {
+                    return None;
+                }
+                // As created: its first subscribers arrive as the
+                // subscription events of the same change.
+                let mut created = channel.clone();
+                created.subscribers.clear();
+                let body = json!({
+                    "type": "stream",
+                    "op": "create",
+                    "streams": [shapes::stream(state, &viewer, &created, Subscribers::Omit)],
+                });
+                Some(Outgoing::shared(Arc::new(object(body))))
+            });
+        }
+        Event::SubscriptionAdd { channel, users } => subscription_add(rt, seq, *channel, users),
         Event::Broadcast { audience, event } => {
             let kind = event.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
             let targets = match audience {
@@ -89,6 +131,42 @@ pub fn deliver(rt: &Realtime, seq: Option<u64>, event: &Event) {
             });
         }
     }
+}
+
+/// `subscription` `add` to the new subscribers' queues, `peer_add` to the
+/// queues of everyone else who may see the channel's subscribers.
+fn subscription_add(
+    rt: &Realtime,
+    seq: Option<u64>,
+    channel: crate::state::ChannelId,
+    users: &[UserId],
+) {
+    let state = &rt.state;
+    let Some(channel) = state.channels.get(&channel) else { return };
+    let targets = rt.queues.of_realm(channel.realm);
+    let peer_add = Arc::new(object(json!({
+        "type": "subscription",
+        "op": "peer_add",
+        "stream_ids": [channel.id.0],
+        "user_ids": users.iter().map(|u| u.0).collect::<Vec<_>>(),
+    })));
+    rt.queues.deliver(seq, &targets, |q| {
+        if !q.options.wants("subscription") {
+            return None;
+        }
+        let viewer = state.users.get(&q.user)?;
+        if users.contains(&q.user) {
+            let sub = state.subscriptions.read(&q.user, |m| m.get(&channel.id).cloned())??;
+            let include = register::subscriber_lists(q.options.include_subscribers);
+            let body = json!({
+                "type": "subscription",
+                "op": "add",
+                "subscriptions": [shapes::subscription(state, &viewer, &channel, &sub, include)],
+            });
+            return Some(Outgoing::shared(Arc::new(object(body))));
+        }
+        can_see_subscribers(&viewer, &channel).then(|| Outgoing::shared(Arc::clone(&peer_add)))
+    });
 }
 
 /// A message event for every queue that may see the message.
@@ -137,6 +215,12 @@ fn message_event(
                 Flags::default()
             }
         };
+        if !q.options.narrow_filter.is_empty() {
+            let viewer = state.users.get(&q.user)?;
+            if !q.options.narrow_filter.matches(state, &viewer, &message, user_flags) {
+                return None;
+            }
+        }
         let null_avatar = q.options.client_gravatar && {
             let viewer = state.users.get(&q.user)?;
             can_see_email(state, &viewer, &sender)

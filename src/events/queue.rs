@@ -93,6 +93,18 @@ impl Capabilities {
     }
 }
 
+/// `include_subscribers` of `POST /register`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IncludeSubscribers {
+    /// No subscriber lists.
+    #[default]
+    No,
+    /// Full lists.
+    Yes,
+    /// Full lists for small channels, `partial_subscribers` for big ones.
+    Partial,
+}
+
 /// What a queue's client asked for at register time; decides which events
 /// reach it and how they are rendered.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -110,6 +122,12 @@ pub struct QueueOptions {
     pub client_gravatar: bool,
     /// The client's capabilities.
     pub capabilities: Capabilities,
+    /// Subscriber lists in subscription events.
+    pub include_subscribers: IncludeSubscribers,
+    /// `narrow`, parsed against the state at register time (channel and
+    /// user names resolved to ids). Not saved: re-parsed at load.
+    #[serde(skip)]
+    pub narrow_filter: crate::narrow::Narrow,
 }
 
 impl QueueOptions {
@@ -546,7 +564,11 @@ impl Queues {
     /// Loads the queues a clean shutdown saved, then deletes the file so a
     /// later crash can never resurrect them with events missing. Their
     /// expiry clock restarts now. Returns how many were loaded.
-    pub fn load(&self, dir: &Path) -> std::io::Result<usize> {
+    pub fn load(
+        &self,
+        dir: &Path,
+        reparse: &dyn Fn(UserId, &Value) -> Option<crate::narrow::Narrow>,
+    ) -> std::io::Result<usize> {
         let path = dir.join(SAVED_QUEUES_FILE);
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
@@ -555,9 +577,14 @@ impl Queues {
         };
         let saved: Vec<SavedQueue> = serde_json::from_slice(&bytes)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        let count = saved.len();
+        let mut count = 0;
         let mut registry = self.registry.write();
-        for s in saved {
+        for mut s in saved {
+            // A narrow that no longer parses (its channel or user is gone)
+            // drops the queue: its client registers again.
+            let Some(filter) = reparse(s.user, &s.options.narrow) else { continue };
+            s.options.narrow_filter = filter;
+            count += 1;
             let events = s
                 .events
                 .into_iter()
@@ -677,7 +704,7 @@ mod tests {
         qs.poll(&id, UserId(1), Some(0), true).unwrap();
         assert_eq!(qs.save(dir.path()).unwrap(), 1);
         let again = queues();
-        assert_eq!(again.load(dir.path()).unwrap(), 1);
+        assert_eq!(again.load(dir.path(), &|_, _| Some(Default::default())).unwrap(), 1);
         assert!(!dir.path().join(SAVED_QUEUES_FILE).exists(), "loaded once, then deleted");
         let got = again.poll(&id, UserId(1), Some(0), true).unwrap();
         assert_eq!(got, vec![serde_json::json!({"type": "b", "id": 1})]);
