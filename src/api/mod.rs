@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod channels;
+pub mod flags;
 pub mod json;
 pub mod messages;
 pub mod reading;
