@@ -8,6 +8,9 @@ mod util;
 mod api_events;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
+/// GET /messages, topics, GET /users/me/subscriptions, GET /streams,
+/// POST /messages/flags.
+mod api_reading;
 /// GET /server_settings, POST /dev_fetch_api_key, auth, routing, HTTP framing.
 mod api_server;
 /// GET /users/me, GET /users, GET /users/{user_id}.
