@@ -4,11 +4,8 @@
 
 pub mod auth;
 pub mod channels;
-<<<<<<< HEAD
 pub mod events;
-=======
 pub mod flags;
->>>>>>> d2b5bfd
 pub mod json;
 pub mod messages;
 pub mod presence;
