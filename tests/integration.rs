@@ -19,3 +19,5 @@ mod api_users;
 mod load;
 /// Crash (SIGKILL) and clean restarts, snapshots, torn and corrupt logs.
 mod recovery;
+/// The register-vs-events harness (Zulip's verify_action), one case per event type.
+mod verify_action;
