@@ -8,7 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::state::{Channel, ChannelId, Group, Message, Realm, Subscription, User, UserId};
+use crate::state::{
+    Channel, ChannelId, Flags, Group, Message, MessageId, Realm, Subscription, User, UserId,
+};
 
 /// One durable change.
 // Mutations are built one at a time and moved once into the log and
@@ -41,6 +43,27 @@ pub enum Mutation {
     },
     /// A message is sent.
     SendMessage(NewMessage),
+    /// One user's personal flag changes on some messages
+    /// (`POST /messages/flags`).
+    UpdateFlags(FlagsChange),
+}
+
+/// A change of one personal flag (read, starred, collapsed) for one user.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlagsChange {
+    /// Whose flags.
+    pub user: UserId,
+    /// Set (`true`) or clear the flag.
+    pub add: bool,
+    /// Exactly one editable flag.
+    pub flag: Flags,
+    /// Every message the request names (checked readable), in request
+    /// order: the event lists these.
+    pub messages: Vec<MessageId>,
+    /// Those of `messages` not delivered to the user (readable through
+    /// channel history): `apply` gives them a historical, read entry first,
+    /// as Zulip creates historical UserMessage rows.
+    pub historical: Vec<MessageId>,
 }
 
 /// A message being sent, with everything `apply` needs to deliver it.
