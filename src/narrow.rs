@@ -191,6 +191,11 @@ impl Narrow {
         })
     }
 
+    /// Whether a positive `is:` term asks for `which`.
+    pub fn is(&self, which: Is) -> bool {
+        self.positive().any(|f| *f == Filter::Is(which))
+    }
+
     /// Whether a positive term limits the narrow to direct messages.
     pub fn only_direct(&self) -> bool {
         self.positive()

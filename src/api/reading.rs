@@ -18,7 +18,7 @@ use super::json::{self, MessageOptions};
 use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::http::request::Params;
-use crate::narrow::Narrow;
+use crate::narrow::{Is, Narrow};
 use crate::reply;
 use crate::state::access::{can_read_history, can_see_channel, MessageView};
 use crate::state::{
@@ -47,6 +47,10 @@ enum Source {
     Recipient(RecipientId),
     /// The caller's delivered messages.
     User(UserId),
+    /// The caller's unread messages.
+    Unread(UserId),
+    /// The caller's starred messages.
+    Starred(UserId),
     /// Nothing can match.
     Nothing,
 }
@@ -61,6 +65,8 @@ impl Source {
             }
             Source::Recipient(r) => state.recipient_ids_before(*r, before, n),
             Source::User(u) => state.user_ids_before(*u, before, n),
+            Source::Unread(u) => set_before(&state.unread, *u, before, n),
+            Source::Starred(u) => set_before(&state.starred, *u, before, n),
             Source::Nothing => Vec::new(),
         }
     }
@@ -74,9 +80,21 @@ impl Source {
             }
             Source::Recipient(r) => state.recipient_ids_from(*r, from, n),
             Source::User(u) => state.user_ids_from(*u, from, n),
+            Source::Unread(u) => set_from(&state.unread, *u, from, n),
+            Source::Starred(u) => set_from(&state.starred, *u, from, n),
             Source::Nothing => Vec::new(),
         }
     }
+}
+
+type IdSets = crate::state::Sharded<UserId, std::collections::BTreeSet<MessageId>>;
+
+fn set_before(sets: &IdSets, user: UserId, before: MessageId, n: usize) -> Vec<MessageId> {
+    sets.read(&user, |s| s.range(..before).rev().take(n).copied().collect()).unwrap_or_default()
+}
+
+fn set_from(sets: &IdSets, user: UserId, from: MessageId, n: usize) -> Vec<MessageId> {
+    sets.read(&user, |s| s.range(from..).take(n).copied().collect()).unwrap_or_default()
 }
 
 /// The best index for a narrow, for `viewer`.
@@ -103,6 +121,12 @@ fn source(state: &State, viewer: &User, narrow: &Narrow) -> Source {
             Some(recipient) => Source::Recipient(recipient),
             None => Source::Nothing,
         };
+    }
+    if narrow.is(Is::Starred) {
+        return Source::Starred(viewer.id);
+    }
+    if narrow.is(Is::Unread) {
+        return Source::Unread(viewer.id);
     }
     Source::User(viewer.id)
 }
@@ -207,26 +231,9 @@ fn first_unread(state: &State, viewer: &mut Viewer<'_>, narrow: &Narrow) -> Opti
     };
     let mut cursor = MessageId(0);
     loop {
-        // Copy out a batch of unread ids under the lock, then look at them.
-        let (unread, next) = state
-            .user_messages
-            .read(&user, |m| {
-                let mut unread = Vec::new();
-                let mut next = None;
-                for (n, (id, flags)) in m.range(cursor..).enumerate() {
-                    if n == MAX_BATCH {
-                        next = Some(*id);
-                        break;
-                    }
-                    if !flags.contains(Flags::READ) {
-                        unread.push(*id);
-                    }
-                }
-                (unread, next)
-            })
-            .unwrap_or_default();
-        for id in unread {
-            let Some(message) = state.messages.get(&id) else { continue };
+        let unread = state.unread_ids_from(user, cursor, MAX_BATCH);
+        for id in &unread {
+            let Some(message) = state.messages.get(id) else { continue };
             if let Destination::Channel { channel, .. } = &message.destination {
                 if muted.contains(channel) {
                     continue;
@@ -234,10 +241,13 @@ fn first_unread(state: &State, viewer: &mut Viewer<'_>, narrow: &Narrow) -> Opti
             }
             let Some(view) = viewer.view(&message) else { continue };
             if narrow.matches(state, viewer.user, &message, view.flags) {
-                return Some(id);
+                return Some(*id);
             }
         }
-        cursor = next?;
+        if unread.len() < MAX_BATCH {
+            return None;
+        }
+        cursor = MessageId(unread.last().expect("a full batch").0 + 1);
         if may::coroutine::is_coroutine() {
             may::coroutine::yield_now();
         }
@@ -437,12 +447,7 @@ pub fn get_topics(app: &App, call: &mut Call) -> ApiResult<Reply> {
 
 /// The ids of `user`'s starred messages, ascending.
 pub fn starred_messages(state: &State, user: UserId) -> Vec<u64> {
-    state
-        .user_messages
-        .read(&user, |m| {
-            m.iter().filter(|(_, f)| f.contains(Flags::STARRED)).map(|(id, _)| id.0).collect()
-        })
-        .unwrap_or_default()
+    state.starred.read(&user, |set| set.iter().map(|id| id.0).collect()).unwrap_or_default()
 }
 
 /// The newest message delivered to `user`, or -1 (Zulip's value) if none.
@@ -462,16 +467,17 @@ pub fn max_message_id(state: &State, user: UserId) -> i64 {
 /// channels; wildcard mentions in muted channels are not mentions. At most
 /// `MAX_UNREAD_MESSAGES` (the newest); `old_unreads_missing` says so.
 pub fn unread_msgs(state: &State, user: &User, allow_empty_topic_name: bool) -> Value {
-    let mut unread: Vec<(MessageId, Flags)> = state
-        .user_messages
-        .read(&user.id, |m| {
-            m.iter().filter(|(_, f)| !f.contains(Flags::READ)).map(|(id, f)| (*id, *f)).collect()
-        })
-        .unwrap_or_default();
+    let mut unread: Vec<MessageId> = state.unread_ids(user.id);
     let old_unreads_missing = unread.len() > MAX_UNREAD_MESSAGES;
     if old_unreads_missing {
         unread.drain(..unread.len() - MAX_UNREAD_MESSAGES);
     }
+    let unread: Vec<(MessageId, Flags)> = state
+        .user_messages
+        .read(&user.id, |m| {
+            unread.iter().map(|id| (*id, m.get(id).copied().unwrap_or_default())).collect()
+        })
+        .unwrap_or_default();
     let subscriptions = state.subscriptions.get(&user.id).unwrap_or_default();
     let empty_name = state
         .realms

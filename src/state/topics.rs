@@ -1,5 +1,5 @@
-//! Derived read indexes: message ids per (channel, topic) and each
-//! channel's topic list. They are maintained by `State::index_message`
+//! Derived read indexes: message ids per (channel, topic), each
+//! channel's topic list, and each user's unread ids. They are maintained by `State::index_message`
 //! (so by `apply` and by `State::from_image`) and never snapshotted: a
 //! restart rebuilds them from the messages.
 //!
@@ -7,10 +7,12 @@
 //! lowercased topic; `TopicEntry::name` keeps the spelling of the newest
 //! message for display.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde::{Deserialize, Serialize};
 
-use super::ids::{ChannelId, MessageId};
-use super::{Destination, Message, State};
+use super::ids::{ChannelId, MessageId, UserId};
+use super::{Destination, Flags, Message, State};
 
 /// One topic of a channel.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,7 +46,44 @@ pub(crate) fn remove_sorted(ids: &mut Vec<MessageId>, id: MessageId) {
     }
 }
 
+/// The unread ids among one user's message flags.
+pub(crate) fn unread_of(mine: &BTreeMap<MessageId, Flags>) -> BTreeSet<MessageId> {
+    mine.iter().filter(|(_, f)| !f.contains(Flags::READ)).map(|(id, _)| *id).collect()
+}
+
+/// The starred ids among one user's message flags.
+pub(crate) fn starred_of(mine: &BTreeMap<MessageId, Flags>) -> BTreeSet<MessageId> {
+    mine.iter().filter(|(_, f)| f.contains(Flags::STARRED)).map(|(id, _)| *id).collect()
+}
+
 impl State {
+    /// Keeps the unread and starred indexes in step after `user`'s flags on `id` became
+    /// `flags` (every write to `user_messages` calls this).
+    pub(crate) fn note_flags(&self, user: UserId, id: MessageId, flags: Flags) {
+        if flags.contains(Flags::READ) {
+            self.unread.update(&user, |set| set.remove(&id));
+        } else {
+            self.unread.upsert(user, |set| set.insert(id));
+        }
+        if flags.contains(Flags::STARRED) {
+            self.starred.upsert(user, |set| set.insert(id));
+        } else {
+            self.starred.update(&user, |set| set.remove(&id));
+        }
+    }
+
+    /// Up to `n` of `user`'s unread ids from `from` up, ascending.
+    pub fn unread_ids_from(&self, user: UserId, from: MessageId, n: usize) -> Vec<MessageId> {
+        self.unread
+            .read(&user, |set| set.range(from..).take(n).copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every unread id of `user`, ascending.
+    pub fn unread_ids(&self, user: UserId) -> Vec<MessageId> {
+        self.unread.read(&user, |set| set.iter().copied().collect()).unwrap_or_default()
+    }
+
     /// Adds a channel message to the topic indexes.
     pub(crate) fn index_topic(&self, message: &Message) {
         let Destination::Channel { channel, topic } = &message.destination else { return };
@@ -181,5 +220,51 @@ mod tests {
         remove_sorted(&mut ids, MessageId(4));
         remove_sorted(&mut ids, MessageId(7));
         assert_eq!(ids, [1, 2, 3, 5, 9].map(MessageId));
+    }
+
+    #[test]
+    fn derived_indexes_are_rebuilt_from_a_snapshot() {
+        use crate::mutation::{FlagsChange, Mutation};
+        use crate::state::Role;
+        use crate::testkit::World;
+        let mut w = World::new();
+        let me = w.user("", "me@t.test", Role::Member);
+        let you = w.user("", "you@t.test", Role::Member);
+        let general = w.channel("", "general", false, &[&me, &you]).id;
+        let a = w.post(&you, general, "Lunch", "1");
+        w.post(&you, general, "dinner", "2");
+        let c = w.post(&me, general, "lunch", "3");
+        w.dm(&you, &[&me], "4");
+        w.apply(Mutation::UpdateFlags(FlagsChange {
+            user: me.id,
+            add: true,
+            flag: Flags::READ,
+            messages: vec![a],
+            historical: vec![],
+        }));
+        w.apply(Mutation::UpdateFlags(FlagsChange {
+            user: you.id,
+            add: true,
+            flag: Flags::STARRED,
+            messages: vec![a, c],
+            historical: vec![],
+        }));
+        let rebuilt = State::from_image(w.state.image());
+        let all = |s: &State| {
+            (
+                s.by_topic.collect_sorted(|_, _| true),
+                s.channel_topics.collect_sorted(|_, _| true),
+                s.unread.collect_sorted(|_, _| true),
+                s.starred.collect_sorted(|_, _| true),
+                s.by_recipient.collect_sorted(|_, _| true),
+            )
+        };
+        assert_eq!(all(&rebuilt), all(&w.state));
+        assert_eq!(rebuilt.by_topic.get(&(general, "lunch".into())), Some(vec![a, c]));
+        let topics = rebuilt.channel_topic_list(general);
+        assert_eq!(topics[0], TopicEntry { name: "lunch".into(), max_id: c });
+        assert_eq!(rebuilt.unread_ids(me.id).len(), 2, "dinner and the direct message");
+        assert_eq!(rebuilt.unread_ids(you.id), vec![c]);
+        assert_eq!(rebuilt.starred.get(&you.id), Some([a, c].into()));
     }
 }
