@@ -192,11 +192,17 @@ fn scan(
             Direction::Older => source.before(viewer.state, cursor, batch),
             Direction::Newer => source.from(viewer.state, cursor, batch),
         };
+        let state = viewer.state;
         for id in &ids {
-            let Some(message) = viewer.state.messages.get(id) else { continue };
-            let Some(view) = viewer.view(&message) else { continue };
-            if narrow.matches(viewer.state, viewer.user, &message, view.flags) {
-                found.push((message, view));
+            // Decide under the message's shard read lock and clone only
+            // hits (the closure reads other maps, never `messages`).
+            let hit = state.messages.read(id, |message| {
+                let view = viewer.view(message)?;
+                let hit = narrow.matches(state, viewer.user, message, view.flags);
+                hit.then(|| (message.clone(), view))
+            });
+            if let Some(hit) = hit.flatten() {
+                found.push(hit);
                 if found.len() == want {
                     return found;
                 }
