@@ -117,8 +117,7 @@ fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
         if new.mentioned.contains(&user) {
             flags = flags.with(Flags::MENTIONED);
         }
-        state.user_messages.upsert(user, |m| m.insert(message.id, flags));
-        state.note_flags(user, message.id, flags);
+        state.set_flags(user, message.id, flags);
         recipients.push((user, flags));
     }
     state.index_message(message.clone());

@@ -246,7 +246,10 @@ fn first_unread(state: &State, viewer: &mut Viewer<'_>, narrow: &Narrow) -> Opti
                 }
             }
             let Some(view) = viewer.view(&message) else { continue };
-            if narrow.matches(state, viewer.user, &message, view.flags) {
+            // The set is derived: trust the flags themselves.
+            if !view.flags.contains(Flags::READ)
+                && narrow.matches(state, viewer.user, &message, view.flags)
+            {
                 return Some(*id);
             }
         }
@@ -480,9 +483,7 @@ pub fn unread_msgs(state: &State, user: &User, allow_empty_topic_name: bool) -> 
     }
     let unread: Vec<(MessageId, Flags)> = state
         .user_messages
-        .read(&user.id, |m| {
-            unread.iter().map(|id| (*id, m.get(id).copied().unwrap_or_default())).collect()
-        })
+        .read(&user.id, |m| unread.iter().filter_map(|id| m.get(id).map(|f| (*id, *f))).collect())
         .unwrap_or_default();
     let subscriptions = state.subscriptions.get(&user.id).unwrap_or_default();
     let empty_name = state
@@ -496,6 +497,9 @@ pub fn unread_msgs(state: &State, user: &User, allow_empty_topic_name: bool) -> 
     let mut mentions = Vec::new();
     let mut count = 0usize;
     for (id, flags) in unread {
+        if flags.contains(Flags::READ) {
+            continue;
+        }
         let Some(destination) = state.messages.read(&id, |m| m.destination.clone()) else {
             continue;
         };

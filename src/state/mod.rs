@@ -55,6 +55,8 @@ pub struct State {
     /// Messages by id.
     pub messages: Sharded<MessageId, Message>,
     /// Each user's messages (those delivered to them) with their flags.
+    /// `apply` writes it through `State::set_flags` / `note_flags`, which
+    /// keep the derived `unread` and `starred` sets in step.
     pub user_messages: Sharded<UserId, BTreeMap<MessageId, Flags>>,
     /// Message ids per recipient (channel or conversation), ascending.
     pub by_recipient: Sharded<RecipientId, Vec<MessageId>>,

@@ -59,7 +59,7 @@ pub(crate) fn starred_of(mine: &BTreeMap<MessageId, Flags>) -> BTreeSet<MessageI
 impl State {
     /// Keeps the unread and starred indexes in step after `user`'s flags on `id` became
     /// `flags` (every write to `user_messages` calls this).
-    pub(crate) fn note_flags(&self, user: UserId, id: MessageId, flags: Flags) {
+    pub fn note_flags(&self, user: UserId, id: MessageId, flags: Flags) {
         if flags.contains(Flags::READ) {
             self.unread.update(&user, |set| set.remove(&id));
         } else {
@@ -195,14 +195,45 @@ impl State {
             .unwrap_or_default()
     }
 
-    /// The topics of a channel, newest first.
+    /// The topics of a channel, newest first. An entry whose newest
+    /// message is gone (deleted by code that did not call
+    /// `unindex_topic`) falls back to the newest message still present,
+    /// or is left out.
     pub fn channel_topic_list(&self, channel: ChannelId) -> Vec<TopicEntry> {
-        let mut topics: Vec<TopicEntry> = self
+        let entries: Vec<(String, TopicEntry)> = self
             .channel_topics
-            .read(&channel, |t| t.values().cloned().collect())
+            .read(&channel, |t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
             .unwrap_or_default();
+        let mut topics: Vec<TopicEntry> = entries
+            .into_iter()
+            .filter_map(|(key, mut entry)| {
+                if !self.messages.contains(&entry.max_id) {
+                    let ids = self.by_topic.get(&(channel, key)).unwrap_or_default();
+                    entry.max_id = ids.into_iter().rev().find(|id| self.messages.contains(id))?;
+                }
+                Some(entry)
+            })
+            .collect();
         topics.sort_by_key(|t| std::cmp::Reverse(t.max_id));
         topics
+    }
+
+    /// Drops a message from every derived index (for a delete: call with
+    /// the message and the users who held it before removing them).
+    pub fn unindex_message(&self, message: &Message, holders: &[UserId]) {
+        self.unindex_topic(message);
+        for user in holders {
+            self.unread.update(user, |set| set.remove(&message.id));
+            self.starred.update(user, |set| set.remove(&message.id));
+        }
+    }
+
+    /// Sets `user`'s flags on `id` (inserting the entry) and keeps the
+    /// derived unread and starred sets in step: the way for `apply` code
+    /// to write `user_messages`.
+    pub fn set_flags(&self, user: UserId, id: MessageId, flags: Flags) {
+        self.user_messages.upsert(user, |m| m.insert(id, flags));
+        self.note_flags(user, id, flags);
     }
 }
 
@@ -266,5 +297,34 @@ mod tests {
         assert_eq!(rebuilt.unread_ids(me.id).len(), 2, "dinner and the direct message");
         assert_eq!(rebuilt.unread_ids(you.id), vec![c]);
         assert_eq!(rebuilt.starred.get(&you.id), Some([a, c].into()));
+    }
+
+    #[test]
+    fn topic_list_survives_stale_entries() {
+        use crate::state::Role;
+        use crate::testkit::World;
+        let mut w = World::new();
+        let me = w.user("", "me@t.test", Role::Member);
+        let general = w.channel("", "general", false, &[&me]).id;
+        let a = w.post(&me, general, "t", "1");
+        let b = w.post(&me, general, "u", "2");
+        // A newest id that no longer exists: the newest present one is used.
+        w.state.channel_topics.upsert(general, |t| t.get_mut("t").unwrap().max_id = MessageId(999));
+        w.state.by_topic.upsert((general, "t".into()), |ids| ids.push(MessageId(999)));
+        let list = w.state.channel_topic_list(general);
+        assert_eq!(
+            list,
+            [
+                TopicEntry { name: "u".into(), max_id: b },
+                TopicEntry { name: "t".into(), max_id: a }
+            ]
+        );
+        // Unindexing removes the topic once it is empty.
+        let message = w.state.messages.get(&b).unwrap();
+        w.state.unindex_message(&message, &[me.id]);
+        assert_eq!(
+            w.state.channel_topic_list(general),
+            [TopicEntry { name: "t".into(), max_id: a }]
+        );
     }
 }
