@@ -411,13 +411,23 @@ pub fn get_messages_for(
 pub fn get_topics(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let id = call.path_id(0, "stream_id")?;
     let allow_empty = call.params.bool_or("allow_empty_topic_name", false)?;
-    let me = call.caller();
-    let state = &app.state;
+    let topics = topics_for(&app.state, &call.realm, call.caller(), id, allow_empty)?;
+    Ok(reply! { "topics" => topics })
+}
+
+/// The topics `me` may see in channel `id`, newest first.
+pub fn topics_for(
+    state: &State,
+    realm: &Realm,
+    me: &User,
+    id: u64,
+    allow_empty: bool,
+) -> ApiResult<Vec<Value>> {
     let channel = state
         .channel_in_realm(me.realm, ChannelId(id))
         .filter(|c| can_see_channel(me, c))
         .ok_or_else(|| ApiError::no_channel_id(id))?;
-    let empty_name = &call.realm.settings.empty_topic_display_name;
+    let empty_name = &realm.settings.empty_topic_display_name;
     let shown = |name: &str| -> String {
         if name.is_empty() && !allow_empty {
             empty_name.clone()
@@ -451,7 +461,7 @@ pub fn get_topics(app: &App, call: &mut Call) -> ApiResult<Reply> {
         list.sort_by_key(|t| std::cmp::Reverse(t.0));
         list.into_iter().map(|(id, name)| json!({"name": shown(&name), "max_id": id.0})).collect()
     };
-    Ok(reply! { "topics" => topics })
+    Ok(topics)
 }
 
 /// The ids of `user`'s starred messages, ascending.
@@ -737,5 +747,45 @@ mod tests {
         assert_eq!(u["count"], 2);
         assert_eq!(u["streams"].as_array().unwrap().len(), 3);
         assert_eq!(u["mentions"], json!([f.ids[2].0]), "a personal mention stays a mention");
+    }
+
+    #[test]
+    fn protected_history_hides_what_came_before_subscribing() {
+        use crate::mutation::Mutation;
+        use crate::state::Subscription;
+        let mut w = World::new();
+        let old = w.user("", "old@t.test", Role::Member);
+        let late = w.user("", "late@t.test", Role::Member);
+        let admin = w.user("", "admin@t.test", Role::Administrator);
+        let channel = w.channel("", "vault", true, &[&old]).id;
+        w.state.channels.update(&channel, |c| c.history_public_to_subscribers = false);
+        let before = w.post(&old, channel, "early", "before");
+        w.apply(Mutation::Subscribe {
+            channel,
+            subscribers: vec![(late.id, Subscription::new("#76ce90".into()))],
+        });
+        let after = w.post(&old, channel, "later", "after");
+        let realm = w.state.realms.get(&late.realm).unwrap();
+        let fetch = |who: &User, narrow: &str| {
+            let pairs = [("anchor", "newest"), ("num_before", "10"), ("narrow", narrow)];
+            let r =
+                get_messages_for(&w.state, &realm, who, &mut Params::from_pairs(pairs)).unwrap();
+            ids(&r)
+        };
+        assert_eq!(fetch(&late, r#"[["stream","vault"]]"#), [after.0]);
+        assert_eq!(fetch(&late, r#"[["stream","vault"],["topic","early"]]"#), Vec::<u64>::new());
+        assert_eq!(fetch(&old, r#"[["stream","vault"]]"#), [before.0, after.0]);
+        // An administrator outside the channel may name it but reads nothing.
+        assert_eq!(fetch(&admin, r#"[["stream","vault"]]"#), Vec::<u64>::new());
+        let message = w.state.messages.get(&before).unwrap();
+        assert!(crate::state::access::message_view(&w.state, &late, &message).is_none());
+        // Topics: only those of delivered messages for the late subscriber.
+        let names = |who: &User| -> Vec<Value> {
+            let topics = topics_for(&w.state, &realm, who, channel.0, false).unwrap();
+            topics.iter().map(|t| t["name"].clone()).collect()
+        };
+        assert_eq!(names(&late), [json!("later")]);
+        assert_eq!(names(&old), [json!("later"), json!("early")]);
+        assert_eq!(names(&admin), Vec::<Value>::new());
     }
 }
