@@ -191,6 +191,16 @@ impl Narrow {
         })
     }
 
+    /// The words of positive `search` terms (lowercased), for highlighting.
+    pub fn search_words(&self) -> Vec<&str> {
+        self.positive()
+            .flat_map(|f| match f {
+                Filter::Search(words) => words.iter().map(String::as_str).collect(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
     /// Whether a positive `is:` term asks for `which`.
     pub fn is(&self, which: Is) -> bool {
         self.positive().any(|f| *f == Filter::Is(which))
@@ -389,6 +399,73 @@ fn resolve(
         _ => return Err(bad_operator("unknown operator")),
     };
     Ok(filter)
+}
+
+/// Escapes text for HTML.
+pub fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#x27;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Wraps case-insensitive occurrences of `words` in the text (never the
+/// tags) of `html` in `<span class="highlight">`, as Zulip marks search
+/// hits in `match_content` / `match_subject`.
+pub fn highlight(html: &str, words: &[&str]) -> String {
+    let words: Vec<&str> = words.iter().copied().filter(|w| !w.is_empty()).collect();
+    if words.is_empty() {
+        return html.to_owned();
+    }
+    let mut out = String::with_capacity(html.len() + 32);
+    let mut rest = html;
+    while !rest.is_empty() {
+        // A tag is copied as is.
+        if rest.starts_with('<') {
+            let end = rest.find('>').map_or(rest.len(), |i| i + 1);
+            out.push_str(&rest[..end]);
+            rest = &rest[end..];
+            continue;
+        }
+        let end = rest.find('<').unwrap_or(rest.len());
+        highlight_text(&rest[..end], &words, &mut out);
+        rest = &rest[end..];
+    }
+    out
+}
+
+fn highlight_text(text: &str, words: &[&str], out: &mut String) {
+    let lower = text.to_lowercase();
+    if lower.len() != text.len() {
+        // Lowercasing moved byte offsets (rare scripts): leave it plain.
+        out.push_str(text);
+        return;
+    }
+    let mut at = 0;
+    while at < text.len() {
+        let hit = words
+            .iter()
+            .filter_map(|w| lower[at..].find(w).map(|i| (at + i, w.len())))
+            .min_by_key(|(start, len)| (*start, std::cmp::Reverse(*len)));
+        let Some((start, len)) = hit else { break };
+        if !text.is_char_boundary(start) || !text.is_char_boundary(start + len) {
+            break;
+        }
+        out.push_str(&text[at..start]);
+        out.push_str("<span class=\"highlight\">");
+        out.push_str(&text[start..start + len]);
+        out.push_str("</span>");
+        at = start + len;
+    }
+    out.push_str(&text[at..]);
 }
 
 /// Whether `topic` equals the lowercased `wanted`, ignoring case.
@@ -684,5 +761,17 @@ mod tests {
         w.state.subscriptions.upsert(me.id, |s| s.get_mut(&general).unwrap().is_muted = true);
         let n = Narrow::parse(&w.state, &me, &json!([["in", "home"]])).unwrap();
         assert!(!n.matches(&w.state, &me, &w.state.messages.get(&plain).unwrap(), read));
+    }
+
+    #[test]
+    fn highlights_text_not_tags() {
+        let html = r#"<p>Soup <a href="https://soup.example">soup link</a> at noon</p>"#;
+        assert_eq!(
+            highlight(html, &["soup", "noon"]),
+            "<p><span class=\"highlight\">Soup</span> <a href=\"https://soup.example\">\
+             <span class=\"highlight\">soup</span> link</a> at <span class=\"highlight\">noon</span></p>"
+        );
+        assert_eq!(highlight("<p>x</p>", &[]), "<p>x</p>");
+        assert_eq!(escape_html("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
     }
 }

@@ -18,7 +18,7 @@ use super::json::{self, MessageOptions};
 use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::http::request::Params;
-use crate::narrow::{Is, Narrow};
+use crate::narrow::{escape_html, highlight, Is, Narrow};
 use crate::reply;
 use crate::state::access::{can_read_history, can_see_channel, MessageView};
 use crate::state::{
@@ -311,6 +311,9 @@ pub fn get_messages_for(
     me: &User,
     params: &mut Params,
 ) -> ApiResult<Reply> {
+    if let Some(ids) = params.json("message_ids")? {
+        return get_by_ids(state, realm, me, params, &ids);
+    }
     let anchor = parse_anchor(params)?;
     let num_before = count(params, "num_before")?;
     let num_after = count(params, "num_after")?;
@@ -321,11 +324,7 @@ pub fn get_messages_for(
         .with("var_name", "num_before"));
     }
     let include_anchor = params.bool_or("include_anchor", true)?;
-    let options = MessageOptions {
-        apply_markdown: params.bool_or("apply_markdown", true)?,
-        allow_empty_topic_name: params.bool_or("allow_empty_topic_name", false)?,
-        client_gravatar: params.bool_or("client_gravatar", true)?,
-    };
+    let options = message_options(params)?;
     let narrow = match params.json("narrow")? {
         Some(value) => Narrow::parse(state, me, &value)?,
         None => Narrow::default(),
@@ -389,12 +388,21 @@ pub fn get_messages_for(
     };
     let found_anchor = at_anchor.is_some();
 
+    let words = narrow.search_words();
     let messages: Vec<Value> = before
         .into_iter()
         .rev()
         .chain(at_anchor)
         .chain(after)
-        .map(|(message, view)| json::message(state, realm, me, &message, view, options))
+        .map(|(message, view)| {
+            let mut value = json::message(state, realm, me, &message, view, options);
+            if !words.is_empty() {
+                let (content, subject) = search_match(&message, &words);
+                value["match_content"] = Value::String(content);
+                value["match_subject"] = Value::String(subject);
+            }
+            value
+        })
         .collect();
     Ok(reply! {
         "messages" => messages,
@@ -404,6 +412,108 @@ pub fn get_messages_for(
         "found_newest" => found_newest,
         "history_limited" => false,
     })
+}
+
+/// A message's rendered content and topic with the search words marked
+/// (`match_content`, `match_subject`).
+fn search_match(message: &Message, words: &[&str]) -> (String, String) {
+    let topic = match &message.destination {
+        Destination::Channel { topic, .. } => topic.as_str(),
+        Destination::Direct { .. } => "",
+    };
+    (highlight(&message.rendered_content, words), highlight(&escape_html(topic), words))
+}
+
+/// `GET /messages/matches_narrow`: which of `msg_ids` (among the
+/// caller's own messages, as in Zulip) match `narrow`, with their
+/// highlighted content and topic.
+pub fn matches_narrow(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let state = &app.state;
+    let me = call.caller().clone();
+    let me = &me;
+    let invalid = || ApiError::invalid("msg_ids", "not a list of message IDs");
+    let ids: Vec<MessageId> = match call.params.json("msg_ids")? {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_u64().map(MessageId))
+            .collect::<Option<_>>()
+            .ok_or_else(invalid)?,
+        Some(_) => return Err(invalid()),
+        None => return Err(ApiError::missing("msg_ids")),
+    };
+    if ids.len() as u64 > MAX_MESSAGES_PER_FETCH {
+        return Err(ApiError::invalid("msg_ids", "too many message IDs"));
+    }
+    let narrow = match call.params.json("narrow")? {
+        Some(value) => Narrow::parse(state, me, &value)?,
+        None => return Err(ApiError::missing("narrow")),
+    };
+    let words = narrow.search_words();
+    let mut out = serde_json::Map::new();
+    for id in ids {
+        let Some(flags) = state.flags(me.id, id) else { continue };
+        let Some(message) = state.messages.get(&id) else { continue };
+        if message.realm != me.realm || !narrow.matches(state, me, &message, flags) {
+            continue;
+        }
+        let (content, subject) = search_match(&message, &words);
+        out.insert(id.0.to_string(), json!({"match_content": content, "match_subject": subject}));
+    }
+    Ok(reply! { "messages" => out })
+}
+
+/// Options shared by both forms of `GET /messages`.
+fn message_options(params: &mut Params) -> ApiResult<MessageOptions> {
+    Ok(MessageOptions {
+        apply_markdown: params.bool_or("apply_markdown", true)?,
+        allow_empty_topic_name: params.bool_or("allow_empty_topic_name", false)?,
+        client_gravatar: params.bool_or("client_gravatar", true)?,
+    })
+}
+
+/// `GET /messages` with `message_ids`: exactly those messages that the
+/// caller may read and that match the narrow, ascending; no anchor fields.
+fn get_by_ids(
+    state: &State,
+    realm: &Realm,
+    me: &User,
+    params: &mut Params,
+    ids: &Value,
+) -> ApiResult<Reply> {
+    for conflicting in ["anchor", "num_before", "num_after", "include_anchor"] {
+        if params.raw(conflicting).is_some() {
+            return Err(ApiError::bad_request(format!(
+                "Unsupported parameter combination: {conflicting}, message_ids"
+            )));
+        }
+    }
+    let invalid = || ApiError::invalid("message_ids", "not a list of message IDs");
+    let list = ids.as_array().ok_or_else(invalid)?;
+    if list.len() as u64 > MAX_MESSAGES_PER_FETCH {
+        return Err(ApiError::bad_request(format!(
+            "Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
+        ))
+        .with("var_name", "message_ids"));
+    }
+    let mut ids: Vec<MessageId> = list
+        .iter()
+        .map(|v| v.as_u64().map(MessageId))
+        .collect::<Option<_>>()
+        .ok_or_else(invalid)?;
+    ids.sort_unstable();
+    ids.dedup();
+    let options = message_options(params)?;
+    let narrow = match params.json("narrow")? {
+        Some(value) => Narrow::parse(state, me, &value)?,
+        None => Narrow::default(),
+    };
+    let mut viewer = Viewer::new(state, me);
+    let messages: Vec<Value> = ids
+        .iter()
+        .flat_map(|id| scan(&mut viewer, &narrow, &Source::Single(*id), *id, Direction::Newer, 1))
+        .map(|(message, view)| json::message(state, realm, me, &message, view, options))
+        .collect();
+    Ok(reply! { "messages" => messages, "history_limited" => false })
 }
 
 /// `GET /users/me/{stream_id}/topics`: the channel's topics the caller may
