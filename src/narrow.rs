@@ -401,6 +401,35 @@ fn resolve(
     Ok(filter)
 }
 
+/// Whether `word` occurs in `text` (both lowercased) as a whole word: not
+/// preceded or followed by a letter or digit. A phrase or a word with
+/// punctuation must only occur; its outer ends still need boundaries.
+pub fn contains_word(text: &str, word: &str) -> bool {
+    find_word(text, word, 0).is_some()
+}
+
+/// The first whole-word occurrence of `word` in `text` at or after `from`.
+fn find_word(text: &str, word: &str, from: usize) -> Option<usize> {
+    if word.is_empty() {
+        return None;
+    }
+    let mut at = from;
+    while let Some(i) = text.get(at..).and_then(|rest| rest.find(word)) {
+        let start = at + i;
+        let end = start + word.len();
+        let before = text[..start].chars().next_back();
+        let after = text[end..].chars().next();
+        let edge = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
+        let first = word.chars().next().is_some_and(char::is_alphanumeric);
+        let last = word.chars().next_back().is_some_and(char::is_alphanumeric);
+        if (!first || edge(before)) && (!last || edge(after)) {
+            return Some(start);
+        }
+        at = start + word.chars().next().map_or(1, char::len_utf8);
+    }
+    None
+}
+
 /// Escapes text for HTML.
 pub fn escape_html(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -453,7 +482,7 @@ fn highlight_text(text: &str, words: &[&str], out: &mut String) {
     while at < text.len() {
         let hit = words
             .iter()
-            .filter_map(|w| lower[at..].find(w).map(|i| (at + i, w.len())))
+            .filter_map(|w| find_word(&lower, w, at).map(|start| (start, w.len())))
             .min_by_key(|(start, len)| (*start, std::cmp::Reverse(*len)));
         let Some((start, len)) = hit else { break };
         if !text.is_char_boundary(start) || !text.is_char_boundary(start + len) {
@@ -530,7 +559,7 @@ impl Filter {
                     Destination::Channel { topic, .. } => topic.to_lowercase(),
                     Destination::Direct { .. } => String::new(),
                 };
-                words.iter().all(|w| content.contains(w.as_str()) || topic.contains(w.as_str()))
+                words.iter().all(|w| contains_word(&content, w) || contains_word(&topic, w))
             }
             Filter::InHome => match &message.destination {
                 Destination::Channel { channel, .. } => !state
@@ -751,6 +780,8 @@ mod tests {
         );
         assert!(check(json!([["near", 1]]), plain, read));
         assert!(check(json!([["search", "noon soup"]]), plain, read));
+        assert!(!check(json!([["search", "soupe"]]), plain, read), "whole words only");
+        assert!(!check(json!([["search", "oup"]]), plain, read), "whole words only");
         assert!(check(json!([["search", "LUNCH"]]), plain, read), "search covers the topic");
         assert!(!check(json!([["search", "soup dinner"]]), plain, read));
         assert!(check(json!([["search", "\"soup at\""]]), plain, read));
@@ -772,6 +803,12 @@ mod tests {
              <span class=\"highlight\">soup</span> link</a> at <span class=\"highlight\">noon</span></p>"
         );
         assert_eq!(highlight("<p>x</p>", &[]), "<p>x</p>");
+        assert_eq!(
+            highlight("<p>number 4, not 14 or 40</p>", &["4"]),
+            "<p>number <span class=\"highlight\">4</span>, not 14 or 40</p>"
+        );
+        assert!(contains_word("see c++ here", "c++") && contains_word("a.b", "a.b"));
+        assert!(contains_word("ünïcode wörds", "wörds") && !contains_word("wördsy", "wörds"));
         assert_eq!(escape_html("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
     }
 }
