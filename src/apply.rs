@@ -117,7 +117,7 @@ fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
         if new.mentioned.contains(&user) {
             flags = flags.with(Flags::MENTIONED);
         }
-        state.user_messages.upsert(user, |m| m.insert(message.id, flags));
+        state.set_flags(user, message.id, flags);
         recipients.push((user, flags));
     }
     state.index_message(message.clone());
@@ -131,16 +131,22 @@ fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
 fn update_flags(state: &State, change: &FlagsChange) -> Vec<Event> {
     let FlagsChange { user, add, flag, messages, historical } = change;
     assert!(state.users.contains(user), "apply: no user {user}");
-    state.user_messages.upsert(*user, |mine| {
+    let changed: Vec<(MessageId, Flags)> = state.user_messages.upsert(*user, |mine| {
         for id in historical {
             mine.entry(*id).or_insert(Flags::READ.with(Flags::HISTORICAL));
         }
+        let mut changed = Vec::with_capacity(messages.len());
         for id in messages {
             if let Some(flags) = mine.get_mut(id) {
                 *flags = if *add { flags.with(*flag) } else { flags.without(*flag) };
+                changed.push((*id, *flags));
             }
         }
+        changed
     });
+    for (id, flags) in changed {
+        state.note_flags(*user, id, flags);
+    }
     let name = flag.names().first().copied().unwrap_or("read");
     let op = if *add { "add" } else { "remove" };
     let mut event = serde_json::json!({

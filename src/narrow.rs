@@ -191,6 +191,21 @@ impl Narrow {
         })
     }
 
+    /// The words of positive `search` terms (lowercased), for highlighting.
+    pub fn search_words(&self) -> Vec<&str> {
+        self.positive()
+            .flat_map(|f| match f {
+                Filter::Search(words) => words.iter().map(String::as_str).collect(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
+    /// Whether a positive `is:` term asks for `which`.
+    pub fn is(&self, which: Is) -> bool {
+        self.positive().any(|f| *f == Filter::Is(which))
+    }
+
     /// Whether a positive term limits the narrow to direct messages.
     pub fn only_direct(&self) -> bool {
         self.positive()
@@ -386,6 +401,102 @@ fn resolve(
     Ok(filter)
 }
 
+/// Whether `word` occurs in `text` (both lowercased) as a whole word: not
+/// preceded or followed by a letter or digit. A phrase or a word with
+/// punctuation must only occur; its outer ends still need boundaries.
+pub fn contains_word(text: &str, word: &str) -> bool {
+    find_word(text, word, 0).is_some()
+}
+
+/// The first whole-word occurrence of `word` in `text` at or after `from`.
+fn find_word(text: &str, word: &str, from: usize) -> Option<usize> {
+    if word.is_empty() {
+        return None;
+    }
+    let mut at = from;
+    while let Some(i) = text.get(at..).and_then(|rest| rest.find(word)) {
+        let start = at + i;
+        let end = start + word.len();
+        let before = text[..start].chars().next_back();
+        let after = text[end..].chars().next();
+        let edge = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
+        let first = word.chars().next().is_some_and(char::is_alphanumeric);
+        let last = word.chars().next_back().is_some_and(char::is_alphanumeric);
+        if (!first || edge(before)) && (!last || edge(after)) {
+            return Some(start);
+        }
+        at = start + word.chars().next().map_or(1, char::len_utf8);
+    }
+    None
+}
+
+/// Escapes text for HTML.
+pub fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#x27;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Wraps case-insensitive occurrences of `words` in the text (never the
+/// tags) of `html` in `<span class="highlight">`, as Zulip marks search
+/// hits in `match_content` / `match_subject`.
+pub fn highlight(html: &str, words: &[&str]) -> String {
+    let words: Vec<&str> = words.iter().copied().filter(|w| !w.is_empty()).collect();
+    if words.is_empty() {
+        return html.to_owned();
+    }
+    let mut out = String::with_capacity(html.len() + 32);
+    let mut rest = html;
+    while !rest.is_empty() {
+        // A tag is copied as is.
+        if rest.starts_with('<') {
+            let end = rest.find('>').map_or(rest.len(), |i| i + 1);
+            out.push_str(&rest[..end]);
+            rest = &rest[end..];
+            continue;
+        }
+        let end = rest.find('<').unwrap_or(rest.len());
+        highlight_text(&rest[..end], &words, &mut out);
+        rest = &rest[end..];
+    }
+    out
+}
+
+fn highlight_text(text: &str, words: &[&str], out: &mut String) {
+    let lower = text.to_lowercase();
+    if lower.len() != text.len() {
+        // Lowercasing moved byte offsets (rare scripts): leave it plain.
+        out.push_str(text);
+        return;
+    }
+    let mut at = 0;
+    while at < text.len() {
+        let hit = words
+            .iter()
+            .filter_map(|w| find_word(&lower, w, at).map(|start| (start, w.len())))
+            .min_by_key(|(start, len)| (*start, std::cmp::Reverse(*len)));
+        let Some((start, len)) = hit else { break };
+        if !text.is_char_boundary(start) || !text.is_char_boundary(start + len) {
+            break;
+        }
+        out.push_str(&text[at..start]);
+        out.push_str("<span class=\"highlight\">");
+        out.push_str(&text[start..start + len]);
+        out.push_str("</span>");
+        at = start + len;
+    }
+    out.push_str(&text[at..]);
+}
+
 /// Whether `topic` equals the lowercased `wanted`, ignoring case.
 pub fn topic_eq(topic: &str, wanted: &str) -> bool {
     if topic.is_ascii() {
@@ -448,7 +559,7 @@ impl Filter {
                     Destination::Channel { topic, .. } => topic.to_lowercase(),
                     Destination::Direct { .. } => String::new(),
                 };
-                words.iter().all(|w| content.contains(w.as_str()) || topic.contains(w.as_str()))
+                words.iter().all(|w| contains_word(&content, w) || contains_word(&topic, w))
             }
             Filter::InHome => match &message.destination {
                 Destination::Channel { channel, .. } => !state
@@ -669,6 +780,8 @@ mod tests {
         );
         assert!(check(json!([["near", 1]]), plain, read));
         assert!(check(json!([["search", "noon soup"]]), plain, read));
+        assert!(!check(json!([["search", "soupe"]]), plain, read), "whole words only");
+        assert!(!check(json!([["search", "oup"]]), plain, read), "whole words only");
         assert!(check(json!([["search", "LUNCH"]]), plain, read), "search covers the topic");
         assert!(!check(json!([["search", "soup dinner"]]), plain, read));
         assert!(check(json!([["search", "\"soup at\""]]), plain, read));
@@ -679,5 +792,23 @@ mod tests {
         w.state.subscriptions.upsert(me.id, |s| s.get_mut(&general).unwrap().is_muted = true);
         let n = Narrow::parse(&w.state, &me, &json!([["in", "home"]])).unwrap();
         assert!(!n.matches(&w.state, &me, &w.state.messages.get(&plain).unwrap(), read));
+    }
+
+    #[test]
+    fn highlights_text_not_tags() {
+        let html = r#"<p>Soup <a href="https://soup.example">soup link</a> at noon</p>"#;
+        assert_eq!(
+            highlight(html, &["soup", "noon"]),
+            "<p><span class=\"highlight\">Soup</span> <a href=\"https://soup.example\">\
+             <span class=\"highlight\">soup</span> link</a> at <span class=\"highlight\">noon</span></p>"
+        );
+        assert_eq!(highlight("<p>x</p>", &[]), "<p>x</p>");
+        assert_eq!(
+            highlight("<p>number 4, not 14 or 40</p>", &["4"]),
+            "<p>number <span class=\"highlight\">4</span>, not 14 or 40</p>"
+        );
+        assert!(contains_word("see c++ here", "c++") && contains_word("a.b", "a.b"));
+        assert!(contains_word("ünïcode wörds", "wörds") && !contains_word("wördsy", "wörds"));
+        assert_eq!(escape_html("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
     }
 }

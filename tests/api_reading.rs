@@ -400,6 +400,19 @@ fn bad_requests_name_their_parameter() {
     let last = r["messages"].as_array().unwrap().last().unwrap();
     assert_eq!((last["id"].as_u64(), last["content"].as_str()), (Some(m), Some("**bold**")));
     assert_eq!(last["content_type"], "text/x-markdown");
+    // message_ids: exactly those the caller may read, no anchor fields.
+    let secret = post(&hamlet, "core team", "x", "secret");
+    let list = format!("[{secret}, {m}, 999999, {m}]");
+    let r = fetch(&server.client(CORDELIA), &[("message_ids", &list)]);
+    assert_eq!(ids(&r), [m]);
+    assert!(r.get("anchor").is_none() && r.get("found_newest").is_none());
+    assert_eq!(ids(&fetch(&hamlet, &[("message_ids", &list)])), [m, secret]);
+    let r = fetch(&hamlet, &[("message_ids", &list), ("narrow", r#"[["stream","general"]]"#)]);
+    assert_eq!(ids(&r), [m]);
+    let e = bad(&[("message_ids", &list), ("anchor", "newest")], "BAD_REQUEST");
+    assert!(e["msg"].as_str().unwrap().contains("message_ids"));
+    let e = bad(&[("message_ids", "[\"x\"]")], "BAD_REQUEST");
+    assert_eq!(e["var_name"], "message_ids");
     // Unauthenticated: refused.
     server.anonymous().get("/messages", &[("anchor", "newest")]).err(401, "UNAUTHORIZED");
 }
@@ -652,4 +665,67 @@ fn flags_add_remove_and_refusals() {
     let r = hamlet.get(&format!("/messages/{m2}"), &[]).ok();
     assert_eq!(r["message"]["flags"], json!(["collapsed"]));
     assert_eq!(narrowed(&hamlet, r#"[["is","starred"]]"#), Vec::<u64>::new());
+}
+
+#[test]
+fn search_hits_are_highlighted_and_matches_narrow_checks_ids() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let othello = server.client(OTHELLO);
+    let soup = post(&othello, "Denmark", "Soup <plans>", "hot **soup** today");
+    let bread = post(&othello, "Denmark", "bread", "just bread");
+    let secret = post(&hamlet, "core team", "soup", "secret soup");
+
+    let r = fetch(
+        &hamlet,
+        &[("anchor", "newest"), ("num_before", "10"), ("narrow", r#"[["search","soup"]]"#)],
+    );
+    assert_eq!(ids(&r), [soup, secret]);
+    let first = &r["messages"][0];
+    assert_eq!(
+        first["match_content"],
+        r#"<p>hot <strong><span class="highlight">soup</span></strong> today</p>"#
+    );
+    assert_eq!(first["match_subject"], r#"<span class="highlight">Soup</span> &lt;plans&gt;"#);
+    // No search term, no match fields.
+    let r = fetch(
+        &hamlet,
+        &[("anchor", "newest"), ("num_before", "10"), ("narrow", r#"[["stream","Denmark"]]"#)],
+    );
+    assert!(r["messages"][0].get("match_content").is_none());
+
+    let list = format!("[{soup}, {bread}, {secret}, 999999]");
+    let check = |who: &Client, narrow: &str| -> Value {
+        who.get("/messages/matches_narrow", &[("msg_ids", &list), ("narrow", narrow)]).ok()
+            ["messages"]
+            .clone()
+    };
+    let got = check(&hamlet, r#"[{"operator":"search","operand":"soup"}]"#);
+    let keys: Vec<&String> = got.as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 2, "{got}");
+    assert_eq!(
+        got[soup.to_string()]["match_subject"],
+        r#"<span class="highlight">Soup</span> &lt;plans&gt;"#
+    );
+    assert!(got.get(secret.to_string()).is_some());
+    let got = check(&hamlet, r#"[["has","link"]]"#);
+    assert_eq!(got, json!({}));
+    let got = check(&hamlet, r#"[["stream","Denmark"]]"#);
+    assert_eq!(got[bread.to_string()]["match_content"], "<p>just bread</p>");
+    assert_eq!(got[bread.to_string()]["match_subject"], "bread");
+    // Cordelia never received these (and may not read core team at all).
+    assert_eq!(check(&server.client(CORDELIA), r#"[["search","soup"]]"#), json!({}));
+    let e = hamlet
+        .get("/messages/matches_narrow", &[("msg_ids", &list)])
+        .err(400, "REQUEST_VARIABLE_MISSING");
+    assert_eq!(e["var_name"], "narrow");
+    hamlet
+        .get("/messages/matches_narrow", &[("narrow", "[]")])
+        .err(400, "REQUEST_VARIABLE_MISSING");
+    hamlet
+        .get("/messages/matches_narrow", &[("msg_ids", "5"), ("narrow", "[]")])
+        .err(400, "BAD_REQUEST");
+    hamlet
+        .get("/messages/matches_narrow", &[("msg_ids", &list), ("narrow", r#"[["bogus","x"]]"#)])
+        .err(400, "BAD_NARROW");
 }

@@ -43,6 +43,8 @@ pub fn subscriptions(state: &State, user: &User, include: Subscribers) -> Vec<Va
 /// Register's `subscription` section: `subscriptions`; `unsubscribed`
 /// (natter keeps no record of past subscriptions yet, so it is empty);
 /// `never_subscribed` (every other channel the user may know about).
+/// Archived channels are left out, as for clients without the
+/// `archived_channels` capability.
 pub fn register_state_with(
     state: &State,
     user: &User,
@@ -50,15 +52,33 @@ pub fn register_state_with(
     wants: &dyn Fn(&str) -> bool,
     out: &mut Reply,
 ) {
+    register_state_full(state, user, include, false, wants, out);
+}
+
+/// `register_state_with`, keeping archived channels for clients with the
+/// `archived_channels` capability.
+pub fn register_state_full(
+    state: &State,
+    user: &User,
+    include: Subscribers,
+    archived_channels: bool,
+    wants: &dyn Fn(&str) -> bool,
+    out: &mut Reply,
+) {
     if !wants("subscription") {
         return;
     }
+    let shown = |c: &Channel| archived_channels || !c.is_archived;
     let never: Vec<Value> = visible_channels(state, user)
         .iter()
-        .filter(|c| !c.subscribers.contains(&user.id))
+        .filter(|c| !c.subscribers.contains(&user.id) && shown(c))
         .map(|c| json::stream(state, user, c, include))
         .collect();
-    out.insert("subscriptions".into(), Value::from(subscriptions(state, user, include)));
+    let subscribed: Vec<Value> = subscriptions(state, user, include)
+        .into_iter()
+        .filter(|s| archived_channels || s["is_archived"] != Value::Bool(true))
+        .collect();
+    out.insert("subscriptions".into(), Value::from(subscribed));
     out.insert("unsubscribed".into(), Value::Array(Vec::new()));
     out.insert("never_subscribed".into(), Value::from(never));
 }
@@ -116,4 +136,54 @@ pub fn get_streams(app: &App, call: &mut Call) -> ApiResult<Reply> {
         .map(|c| json::stream(state, me, &c, Subscribers::Omit))
         .collect();
     Ok(reply! { "streams" => streams })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::Role;
+    use crate::testkit::World;
+
+    #[test]
+    fn register_sections_and_archived_channels() {
+        let mut w = World::new();
+        let me = w.user("", "me@t.test", Role::Member);
+        let guest = w.user("", "guest@t.test", Role::Guest);
+        let old = w.channel("", "old", false, &[&me]).id;
+        w.channel("", "mine", false, &[&me, &guest]);
+        w.channel("", "theirs", false, &[]);
+        w.channel("", "hidden", true, &[]);
+        let names = |out: &Reply, key: &str| -> Vec<String> {
+            out[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let section = |who: &User, archived: bool| {
+            let mut out = Reply::new();
+            register_state_full(
+                &w.state,
+                who,
+                Subscribers::All,
+                archived,
+                &|t| t == "subscription",
+                &mut out,
+            );
+            out
+        };
+        let out = section(&me, false);
+        assert_eq!(names(&out, "subscriptions"), ["mine", "old"]);
+        assert_eq!(names(&out, "never_subscribed"), ["theirs"]);
+        assert_eq!(out["unsubscribed"], serde_json::json!([]));
+        assert_eq!(out["subscriptions"][0]["subscribers"].as_array().unwrap().len(), 2);
+        assert_eq!(names(&section(&guest, false), "never_subscribed"), Vec::<String>::new());
+        w.state.channels.update(&old, |c| c.is_archived = true);
+        assert_eq!(names(&section(&me, false), "subscriptions"), ["mine"]);
+        assert_eq!(names(&section(&me, true), "subscriptions"), ["mine", "old"]);
+        let mut out = Reply::new();
+        register_state_full(&w.state, &me, Subscribers::Omit, false, &|_| false, &mut out);
+        assert!(out.is_empty());
+    }
 }

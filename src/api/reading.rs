@@ -18,7 +18,7 @@ use super::json::{self, MessageOptions};
 use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::http::request::Params;
-use crate::narrow::Narrow;
+use crate::narrow::{escape_html, highlight, Is, Narrow};
 use crate::reply;
 use crate::state::access::{can_read_history, can_see_channel, MessageView};
 use crate::state::{
@@ -47,6 +47,10 @@ enum Source {
     Recipient(RecipientId),
     /// The caller's delivered messages.
     User(UserId),
+    /// The caller's unread messages.
+    Unread(UserId),
+    /// The caller's starred messages.
+    Starred(UserId),
     /// Nothing can match.
     Nothing,
 }
@@ -61,6 +65,8 @@ impl Source {
             }
             Source::Recipient(r) => state.recipient_ids_before(*r, before, n),
             Source::User(u) => state.user_ids_before(*u, before, n),
+            Source::Unread(u) => set_before(&state.unread, *u, before, n),
+            Source::Starred(u) => set_before(&state.starred, *u, before, n),
             Source::Nothing => Vec::new(),
         }
     }
@@ -74,9 +80,21 @@ impl Source {
             }
             Source::Recipient(r) => state.recipient_ids_from(*r, from, n),
             Source::User(u) => state.user_ids_from(*u, from, n),
+            Source::Unread(u) => set_from(&state.unread, *u, from, n),
+            Source::Starred(u) => set_from(&state.starred, *u, from, n),
             Source::Nothing => Vec::new(),
         }
     }
+}
+
+type IdSets = crate::state::Sharded<UserId, std::collections::BTreeSet<MessageId>>;
+
+fn set_before(sets: &IdSets, user: UserId, before: MessageId, n: usize) -> Vec<MessageId> {
+    sets.read(&user, |s| s.range(..before).rev().take(n).copied().collect()).unwrap_or_default()
+}
+
+fn set_from(sets: &IdSets, user: UserId, from: MessageId, n: usize) -> Vec<MessageId> {
+    sets.read(&user, |s| s.range(from..).take(n).copied().collect()).unwrap_or_default()
 }
 
 /// The best index for a narrow, for `viewer`.
@@ -103,6 +121,12 @@ fn source(state: &State, viewer: &User, narrow: &Narrow) -> Source {
             Some(recipient) => Source::Recipient(recipient),
             None => Source::Nothing,
         };
+    }
+    if narrow.is(Is::Starred) {
+        return Source::Starred(viewer.id);
+    }
+    if narrow.is(Is::Unread) {
+        return Source::Unread(viewer.id);
     }
     Source::User(viewer.id)
 }
@@ -168,11 +192,17 @@ fn scan(
             Direction::Older => source.before(viewer.state, cursor, batch),
             Direction::Newer => source.from(viewer.state, cursor, batch),
         };
+        let state = viewer.state;
         for id in &ids {
-            let Some(message) = viewer.state.messages.get(id) else { continue };
-            let Some(view) = viewer.view(&message) else { continue };
-            if narrow.matches(viewer.state, viewer.user, &message, view.flags) {
-                found.push((message, view));
+            // Decide under the message's shard read lock and clone only
+            // hits (the closure reads other maps, never `messages`).
+            let hit = state.messages.read(id, |message| {
+                let view = viewer.view(message)?;
+                let hit = narrow.matches(state, viewer.user, message, view.flags);
+                hit.then(|| (message.clone(), view))
+            });
+            if let Some(hit) = hit.flatten() {
+                found.push(hit);
                 if found.len() == want {
                     return found;
                 }
@@ -207,37 +237,26 @@ fn first_unread(state: &State, viewer: &mut Viewer<'_>, narrow: &Narrow) -> Opti
     };
     let mut cursor = MessageId(0);
     loop {
-        // Copy out a batch of unread ids under the lock, then look at them.
-        let (unread, next) = state
-            .user_messages
-            .read(&user, |m| {
-                let mut unread = Vec::new();
-                let mut next = None;
-                for (n, (id, flags)) in m.range(cursor..).enumerate() {
-                    if n == MAX_BATCH {
-                        next = Some(*id);
-                        break;
-                    }
-                    if !flags.contains(Flags::READ) {
-                        unread.push(*id);
-                    }
-                }
-                (unread, next)
-            })
-            .unwrap_or_default();
-        for id in unread {
-            let Some(message) = state.messages.get(&id) else { continue };
+        let unread = state.unread_ids_from(user, cursor, MAX_BATCH);
+        for id in &unread {
+            let Some(message) = state.messages.get(id) else { continue };
             if let Destination::Channel { channel, .. } = &message.destination {
                 if muted.contains(channel) {
                     continue;
                 }
             }
             let Some(view) = viewer.view(&message) else { continue };
-            if narrow.matches(state, viewer.user, &message, view.flags) {
-                return Some(id);
+            // The set is derived: trust the flags themselves.
+            if !view.flags.contains(Flags::READ)
+                && narrow.matches(state, viewer.user, &message, view.flags)
+            {
+                return Some(*id);
             }
         }
-        cursor = next?;
+        if unread.len() < MAX_BATCH {
+            return None;
+        }
+        cursor = MessageId(unread.last().expect("a full batch").0 + 1);
         if may::coroutine::is_coroutine() {
             may::coroutine::yield_now();
         }
@@ -292,6 +311,9 @@ pub fn get_messages_for(
     me: &User,
     params: &mut Params,
 ) -> ApiResult<Reply> {
+    if let Some(ids) = params.json("message_ids")? {
+        return get_by_ids(state, realm, me, params, &ids);
+    }
     let anchor = parse_anchor(params)?;
     let num_before = count(params, "num_before")?;
     let num_after = count(params, "num_after")?;
@@ -302,11 +324,7 @@ pub fn get_messages_for(
         .with("var_name", "num_before"));
     }
     let include_anchor = params.bool_or("include_anchor", true)?;
-    let options = MessageOptions {
-        apply_markdown: params.bool_or("apply_markdown", true)?,
-        allow_empty_topic_name: params.bool_or("allow_empty_topic_name", false)?,
-        client_gravatar: params.bool_or("client_gravatar", true)?,
-    };
+    let options = message_options(params)?;
     let narrow = match params.json("narrow")? {
         Some(value) => Narrow::parse(state, me, &value)?,
         None => Narrow::default(),
@@ -370,12 +388,21 @@ pub fn get_messages_for(
     };
     let found_anchor = at_anchor.is_some();
 
+    let words = narrow.search_words();
     let messages: Vec<Value> = before
         .into_iter()
         .rev()
         .chain(at_anchor)
         .chain(after)
-        .map(|(message, view)| json::message(state, realm, me, &message, view, options))
+        .map(|(message, view)| {
+            let mut value = json::message(state, realm, me, &message, view, options);
+            if !words.is_empty() {
+                let (content, subject) = search_match(&message, &words);
+                value["match_content"] = Value::String(content);
+                value["match_subject"] = Value::String(subject);
+            }
+            value
+        })
         .collect();
     Ok(reply! {
         "messages" => messages,
@@ -387,18 +414,130 @@ pub fn get_messages_for(
     })
 }
 
+/// A message's rendered content and topic with the search words marked
+/// (`match_content`, `match_subject`).
+fn search_match(message: &Message, words: &[&str]) -> (String, String) {
+    let topic = match &message.destination {
+        Destination::Channel { topic, .. } => topic.as_str(),
+        Destination::Direct { .. } => "",
+    };
+    (highlight(&message.rendered_content, words), highlight(&escape_html(topic), words))
+}
+
+/// `GET /messages/matches_narrow`: which of `msg_ids` (among the
+/// caller's own messages, as in Zulip) match `narrow`, with their
+/// highlighted content and topic.
+pub fn matches_narrow(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let state = &app.state;
+    let me = call.caller().clone();
+    let me = &me;
+    let invalid = || ApiError::invalid("msg_ids", "not a list of message IDs");
+    let ids: Vec<MessageId> = match call.params.json("msg_ids")? {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_u64().map(MessageId))
+            .collect::<Option<_>>()
+            .ok_or_else(invalid)?,
+        Some(_) => return Err(invalid()),
+        None => return Err(ApiError::missing("msg_ids")),
+    };
+    if ids.len() as u64 > MAX_MESSAGES_PER_FETCH {
+        return Err(ApiError::invalid("msg_ids", "too many message IDs"));
+    }
+    let narrow = match call.params.json("narrow")? {
+        Some(value) => Narrow::parse(state, me, &value)?,
+        None => return Err(ApiError::missing("narrow")),
+    };
+    let words = narrow.search_words();
+    let mut out = serde_json::Map::new();
+    for id in ids {
+        let Some(flags) = state.flags(me.id, id) else { continue };
+        let Some(message) = state.messages.get(&id) else { continue };
+        if message.realm != me.realm || !narrow.matches(state, me, &message, flags) {
+            continue;
+        }
+        let (content, subject) = search_match(&message, &words);
+        out.insert(id.0.to_string(), json!({"match_content": content, "match_subject": subject}));
+    }
+    Ok(reply! { "messages" => out })
+}
+
+/// Options shared by both forms of `GET /messages`.
+fn message_options(params: &mut Params) -> ApiResult<MessageOptions> {
+    Ok(MessageOptions {
+        apply_markdown: params.bool_or("apply_markdown", true)?,
+        allow_empty_topic_name: params.bool_or("allow_empty_topic_name", false)?,
+        client_gravatar: params.bool_or("client_gravatar", true)?,
+    })
+}
+
+/// `GET /messages` with `message_ids`: exactly those messages that the
+/// caller may read and that match the narrow, ascending; no anchor fields.
+fn get_by_ids(
+    state: &State,
+    realm: &Realm,
+    me: &User,
+    params: &mut Params,
+    ids: &Value,
+) -> ApiResult<Reply> {
+    for conflicting in ["anchor", "num_before", "num_after", "include_anchor"] {
+        if params.raw(conflicting).is_some() {
+            return Err(ApiError::bad_request(format!(
+                "Unsupported parameter combination: {conflicting}, message_ids"
+            )));
+        }
+    }
+    let invalid = || ApiError::invalid("message_ids", "not a list of message IDs");
+    let list = ids.as_array().ok_or_else(invalid)?;
+    if list.len() as u64 > MAX_MESSAGES_PER_FETCH {
+        return Err(ApiError::bad_request(format!(
+            "Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
+        ))
+        .with("var_name", "message_ids"));
+    }
+    let mut ids: Vec<MessageId> = list
+        .iter()
+        .map(|v| v.as_u64().map(MessageId))
+        .collect::<Option<_>>()
+        .ok_or_else(invalid)?;
+    ids.sort_unstable();
+    ids.dedup();
+    let options = message_options(params)?;
+    let narrow = match params.json("narrow")? {
+        Some(value) => Narrow::parse(state, me, &value)?,
+        None => Narrow::default(),
+    };
+    let mut viewer = Viewer::new(state, me);
+    let messages: Vec<Value> = ids
+        .iter()
+        .flat_map(|id| scan(&mut viewer, &narrow, &Source::Single(*id), *id, Direction::Newer, 1))
+        .map(|(message, view)| json::message(state, realm, me, &message, view, options))
+        .collect();
+    Ok(reply! { "messages" => messages, "history_limited" => false })
+}
+
 /// `GET /users/me/{stream_id}/topics`: the channel's topics the caller may
 /// see, newest first, each with its newest message id.
 pub fn get_topics(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let id = call.path_id(0, "stream_id")?;
     let allow_empty = call.params.bool_or("allow_empty_topic_name", false)?;
-    let me = call.caller();
-    let state = &app.state;
+    let topics = topics_for(&app.state, &call.realm, call.caller(), id, allow_empty)?;
+    Ok(reply! { "topics" => topics })
+}
+
+/// The topics `me` may see in channel `id`, newest first.
+pub fn topics_for(
+    state: &State,
+    realm: &Realm,
+    me: &User,
+    id: u64,
+    allow_empty: bool,
+) -> ApiResult<Vec<Value>> {
     let channel = state
         .channel_in_realm(me.realm, ChannelId(id))
         .filter(|c| can_see_channel(me, c))
         .ok_or_else(|| ApiError::no_channel_id(id))?;
-    let empty_name = &call.realm.settings.empty_topic_display_name;
+    let empty_name = &realm.settings.empty_topic_display_name;
     let shown = |name: &str| -> String {
         if name.is_empty() && !allow_empty {
             empty_name.clone()
@@ -432,17 +571,12 @@ pub fn get_topics(app: &App, call: &mut Call) -> ApiResult<Reply> {
         list.sort_by_key(|t| std::cmp::Reverse(t.0));
         list.into_iter().map(|(id, name)| json!({"name": shown(&name), "max_id": id.0})).collect()
     };
-    Ok(reply! { "topics" => topics })
+    Ok(topics)
 }
 
 /// The ids of `user`'s starred messages, ascending.
 pub fn starred_messages(state: &State, user: UserId) -> Vec<u64> {
-    state
-        .user_messages
-        .read(&user, |m| {
-            m.iter().filter(|(_, f)| f.contains(Flags::STARRED)).map(|(id, _)| id.0).collect()
-        })
-        .unwrap_or_default()
+    state.starred.read(&user, |set| set.iter().map(|id| id.0).collect()).unwrap_or_default()
 }
 
 /// The newest message delivered to `user`, or -1 (Zulip's value) if none.
@@ -462,16 +596,15 @@ pub fn max_message_id(state: &State, user: UserId) -> i64 {
 /// channels; wildcard mentions in muted channels are not mentions. At most
 /// `MAX_UNREAD_MESSAGES` (the newest); `old_unreads_missing` says so.
 pub fn unread_msgs(state: &State, user: &User, allow_empty_topic_name: bool) -> Value {
-    let mut unread: Vec<(MessageId, Flags)> = state
-        .user_messages
-        .read(&user.id, |m| {
-            m.iter().filter(|(_, f)| !f.contains(Flags::READ)).map(|(id, f)| (*id, *f)).collect()
-        })
-        .unwrap_or_default();
+    let mut unread: Vec<MessageId> = state.unread_ids(user.id);
     let old_unreads_missing = unread.len() > MAX_UNREAD_MESSAGES;
     if old_unreads_missing {
         unread.drain(..unread.len() - MAX_UNREAD_MESSAGES);
     }
+    let unread: Vec<(MessageId, Flags)> = state
+        .user_messages
+        .read(&user.id, |m| unread.iter().filter_map(|id| m.get(id).map(|f| (*id, *f))).collect())
+        .unwrap_or_default();
     let subscriptions = state.subscriptions.get(&user.id).unwrap_or_default();
     let empty_name = state
         .realms
@@ -484,6 +617,9 @@ pub fn unread_msgs(state: &State, user: &User, allow_empty_topic_name: bool) -> 
     let mut mentions = Vec::new();
     let mut count = 0usize;
     for (id, flags) in unread {
+        if flags.contains(Flags::READ) {
+            continue;
+        }
         let Some(destination) = state.messages.read(&id, |m| m.destination.clone()) else {
             continue;
         };
@@ -721,5 +857,45 @@ mod tests {
         assert_eq!(u["count"], 2);
         assert_eq!(u["streams"].as_array().unwrap().len(), 3);
         assert_eq!(u["mentions"], json!([f.ids[2].0]), "a personal mention stays a mention");
+    }
+
+    #[test]
+    fn protected_history_hides_what_came_before_subscribing() {
+        use crate::mutation::Mutation;
+        use crate::state::Subscription;
+        let mut w = World::new();
+        let old = w.user("", "old@t.test", Role::Member);
+        let late = w.user("", "late@t.test", Role::Member);
+        let admin = w.user("", "admin@t.test", Role::Administrator);
+        let channel = w.channel("", "vault", true, &[&old]).id;
+        w.state.channels.update(&channel, |c| c.history_public_to_subscribers = false);
+        let before = w.post(&old, channel, "early", "before");
+        w.apply(Mutation::Subscribe {
+            channel,
+            subscribers: vec![(late.id, Subscription::new("#76ce90".into()))],
+        });
+        let after = w.post(&old, channel, "later", "after");
+        let realm = w.state.realms.get(&late.realm).unwrap();
+        let fetch = |who: &User, narrow: &str| {
+            let pairs = [("anchor", "newest"), ("num_before", "10"), ("narrow", narrow)];
+            let r =
+                get_messages_for(&w.state, &realm, who, &mut Params::from_pairs(pairs)).unwrap();
+            ids(&r)
+        };
+        assert_eq!(fetch(&late, r#"[["stream","vault"]]"#), [after.0]);
+        assert_eq!(fetch(&late, r#"[["stream","vault"],["topic","early"]]"#), Vec::<u64>::new());
+        assert_eq!(fetch(&old, r#"[["stream","vault"]]"#), [before.0, after.0]);
+        // An administrator outside the channel may name it but reads nothing.
+        assert_eq!(fetch(&admin, r#"[["stream","vault"]]"#), Vec::<u64>::new());
+        let message = w.state.messages.get(&before).unwrap();
+        assert!(crate::state::access::message_view(&w.state, &late, &message).is_none());
+        // Topics: only those of delivered messages for the late subscriber.
+        let names = |who: &User| -> Vec<Value> {
+            let topics = topics_for(&w.state, &realm, who, channel.0, false).unwrap();
+            topics.iter().map(|t| t["name"].clone()).collect()
+        };
+        assert_eq!(names(&late), [json!("later")]);
+        assert_eq!(names(&old), [json!("later"), json!("early")]);
+        assert_eq!(names(&admin), Vec::<Value>::new());
     }
 }

@@ -98,6 +98,12 @@ pub static ROUTES: &[Route] = &[
         handler: api::reading::get_messages,
     },
     Route {
+        method: "GET",
+        pattern: "/messages/matches_narrow",
+        access: Access::User,
+        handler: api::reading::matches_narrow,
+    },
+    Route {
         method: "POST",
         pattern: "/messages/flags",
         access: Access::User,

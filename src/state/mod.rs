@@ -55,6 +55,8 @@ pub struct State {
     /// Messages by id.
     pub messages: Sharded<MessageId, Message>,
     /// Each user's messages (those delivered to them) with their flags.
+    /// `apply` writes it through `State::set_flags` / `note_flags`, which
+    /// keep the derived `unread` and `starred` sets in step.
     pub user_messages: Sharded<UserId, BTreeMap<MessageId, Flags>>,
     /// Message ids per recipient (channel or conversation), ascending.
     pub by_recipient: Sharded<RecipientId, Vec<MessageId>>,
@@ -67,6 +69,13 @@ pub struct State {
     pub by_topic: Sharded<topics::TopicKey, Vec<MessageId>>,
     /// Derived (not snapshotted): each channel's topics by lowercased name.
     pub channel_topics: Sharded<ChannelId, BTreeMap<String, topics::TopicEntry>>,
+    /// Derived (not snapshotted): each user's unread message ids (entries
+    /// of `user_messages` without `READ`); `apply` keeps it in step through
+    /// `State::note_flags`.
+    pub unread: Sharded<UserId, std::collections::BTreeSet<MessageId>>,
+    /// Derived (not snapshotted): each user's starred message ids, kept
+    /// like `unread`.
+    pub starred: Sharded<UserId, std::collections::BTreeSet<MessageId>>,
 }
 
 /// `State` as plain sorted data: the snapshot format.
@@ -132,6 +141,18 @@ impl State {
             applied_seq: AtomicU64::new(image.applied_seq),
             ids: Counters::from_image(&image.ids),
             subscriptions: image.subscriptions.into_iter().collect(),
+            unread: image
+                .user_messages
+                .iter()
+                .map(|(user, mine)| (*user, topics::unread_of(mine)))
+                .filter(|(_, unread)| !unread.is_empty())
+                .collect(),
+            starred: image
+                .user_messages
+                .iter()
+                .map(|(user, mine)| (*user, topics::starred_of(mine)))
+                .filter(|(_, starred)| !starred.is_empty())
+                .collect(),
             user_messages: image.user_messages.into_iter().collect(),
             direct_recipients: image.direct_recipients.into_iter().collect(),
             ..State::default()

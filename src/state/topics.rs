@@ -1,5 +1,5 @@
-//! Derived read indexes: message ids per (channel, topic) and each
-//! channel's topic list. They are maintained by `State::index_message`
+//! Derived read indexes: message ids per (channel, topic), each
+//! channel's topic list, and each user's unread ids. They are maintained by `State::index_message`
 //! (so by `apply` and by `State::from_image`) and never snapshotted: a
 //! restart rebuilds them from the messages.
 //!
@@ -7,10 +7,12 @@
 //! lowercased topic; `TopicEntry::name` keeps the spelling of the newest
 //! message for display.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde::{Deserialize, Serialize};
 
-use super::ids::{ChannelId, MessageId};
-use super::{Destination, Message, State};
+use super::ids::{ChannelId, MessageId, UserId};
+use super::{Destination, Flags, Message, State};
 
 /// One topic of a channel.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,7 +46,44 @@ pub(crate) fn remove_sorted(ids: &mut Vec<MessageId>, id: MessageId) {
     }
 }
 
+/// The unread ids among one user's message flags.
+pub(crate) fn unread_of(mine: &BTreeMap<MessageId, Flags>) -> BTreeSet<MessageId> {
+    mine.iter().filter(|(_, f)| !f.contains(Flags::READ)).map(|(id, _)| *id).collect()
+}
+
+/// The starred ids among one user's message flags.
+pub(crate) fn starred_of(mine: &BTreeMap<MessageId, Flags>) -> BTreeSet<MessageId> {
+    mine.iter().filter(|(_, f)| f.contains(Flags::STARRED)).map(|(id, _)| *id).collect()
+}
+
 impl State {
+    /// Keeps the unread and starred indexes in step after `user`'s flags on `id` became
+    /// `flags` (every write to `user_messages` calls this).
+    pub fn note_flags(&self, user: UserId, id: MessageId, flags: Flags) {
+        if flags.contains(Flags::READ) {
+            self.unread.update(&user, |set| set.remove(&id));
+        } else {
+            self.unread.upsert(user, |set| set.insert(id));
+        }
+        if flags.contains(Flags::STARRED) {
+            self.starred.upsert(user, |set| set.insert(id));
+        } else {
+            self.starred.update(&user, |set| set.remove(&id));
+        }
+    }
+
+    /// Up to `n` of `user`'s unread ids from `from` up, ascending.
+    pub fn unread_ids_from(&self, user: UserId, from: MessageId, n: usize) -> Vec<MessageId> {
+        self.unread
+            .read(&user, |set| set.range(from..).take(n).copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every unread id of `user`, ascending.
+    pub fn unread_ids(&self, user: UserId) -> Vec<MessageId> {
+        self.unread.read(&user, |set| set.iter().copied().collect()).unwrap_or_default()
+    }
+
     /// Adds a channel message to the topic indexes.
     pub(crate) fn index_topic(&self, message: &Message) {
         let Destination::Channel { channel, topic } = &message.destination else { return };
@@ -156,14 +195,45 @@ impl State {
             .unwrap_or_default()
     }
 
-    /// The topics of a channel, newest first.
+    /// The topics of a channel, newest first. An entry whose newest
+    /// message is gone (deleted by code that did not call
+    /// `unindex_topic`) falls back to the newest message still present,
+    /// or is left out.
     pub fn channel_topic_list(&self, channel: ChannelId) -> Vec<TopicEntry> {
-        let mut topics: Vec<TopicEntry> = self
+        let entries: Vec<(String, TopicEntry)> = self
             .channel_topics
-            .read(&channel, |t| t.values().cloned().collect())
+            .read(&channel, |t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
             .unwrap_or_default();
+        let mut topics: Vec<TopicEntry> = entries
+            .into_iter()
+            .filter_map(|(key, mut entry)| {
+                if !self.messages.contains(&entry.max_id) {
+                    let ids = self.by_topic.get(&(channel, key)).unwrap_or_default();
+                    entry.max_id = ids.into_iter().rev().find(|id| self.messages.contains(id))?;
+                }
+                Some(entry)
+            })
+            .collect();
         topics.sort_by_key(|t| std::cmp::Reverse(t.max_id));
         topics
+    }
+
+    /// Drops a message from every derived index (for a delete: call with
+    /// the message and the users who held it before removing them).
+    pub fn unindex_message(&self, message: &Message, holders: &[UserId]) {
+        self.unindex_topic(message);
+        for user in holders {
+            self.unread.update(user, |set| set.remove(&message.id));
+            self.starred.update(user, |set| set.remove(&message.id));
+        }
+    }
+
+    /// Sets `user`'s flags on `id` (inserting the entry) and keeps the
+    /// derived unread and starred sets in step: the way for `apply` code
+    /// to write `user_messages`.
+    pub fn set_flags(&self, user: UserId, id: MessageId, flags: Flags) {
+        self.user_messages.upsert(user, |m| m.insert(id, flags));
+        self.note_flags(user, id, flags);
     }
 }
 
@@ -181,5 +251,80 @@ mod tests {
         remove_sorted(&mut ids, MessageId(4));
         remove_sorted(&mut ids, MessageId(7));
         assert_eq!(ids, [1, 2, 3, 5, 9].map(MessageId));
+    }
+
+    #[test]
+    fn derived_indexes_are_rebuilt_from_a_snapshot() {
+        use crate::mutation::{FlagsChange, Mutation};
+        use crate::state::Role;
+        use crate::testkit::World;
+        let mut w = World::new();
+        let me = w.user("", "me@t.test", Role::Member);
+        let you = w.user("", "you@t.test", Role::Member);
+        let general = w.channel("", "general", false, &[&me, &you]).id;
+        let a = w.post(&you, general, "Lunch", "1");
+        w.post(&you, general, "dinner", "2");
+        let c = w.post(&me, general, "lunch", "3");
+        w.dm(&you, &[&me], "4");
+        w.apply(Mutation::UpdateFlags(FlagsChange {
+            user: me.id,
+            add: true,
+            flag: Flags::READ,
+            messages: vec![a],
+            historical: vec![],
+        }));
+        w.apply(Mutation::UpdateFlags(FlagsChange {
+            user: you.id,
+            add: true,
+            flag: Flags::STARRED,
+            messages: vec![a, c],
+            historical: vec![],
+        }));
+        let rebuilt = State::from_image(w.state.image());
+        let all = |s: &State| {
+            (
+                s.by_topic.collect_sorted(|_, _| true),
+                s.channel_topics.collect_sorted(|_, _| true),
+                s.unread.collect_sorted(|_, _| true),
+                s.starred.collect_sorted(|_, _| true),
+                s.by_recipient.collect_sorted(|_, _| true),
+            )
+        };
+        assert_eq!(all(&rebuilt), all(&w.state));
+        assert_eq!(rebuilt.by_topic.get(&(general, "lunch".into())), Some(vec![a, c]));
+        let topics = rebuilt.channel_topic_list(general);
+        assert_eq!(topics[0], TopicEntry { name: "lunch".into(), max_id: c });
+        assert_eq!(rebuilt.unread_ids(me.id).len(), 2, "dinner and the direct message");
+        assert_eq!(rebuilt.unread_ids(you.id), vec![c]);
+        assert_eq!(rebuilt.starred.get(&you.id), Some([a, c].into()));
+    }
+
+    #[test]
+    fn topic_list_survives_stale_entries() {
+        use crate::state::Role;
+        use crate::testkit::World;
+        let mut w = World::new();
+        let me = w.user("", "me@t.test", Role::Member);
+        let general = w.channel("", "general", false, &[&me]).id;
+        let a = w.post(&me, general, "t", "1");
+        let b = w.post(&me, general, "u", "2");
+        // A newest id that no longer exists: the newest present one is used.
+        w.state.channel_topics.upsert(general, |t| t.get_mut("t").unwrap().max_id = MessageId(999));
+        w.state.by_topic.upsert((general, "t".into()), |ids| ids.push(MessageId(999)));
+        let list = w.state.channel_topic_list(general);
+        assert_eq!(
+            list,
+            [
+                TopicEntry { name: "u".into(), max_id: b },
+                TopicEntry { name: "t".into(), max_id: a }
+            ]
+        );
+        // Unindexing removes the topic once it is empty.
+        let message = w.state.messages.get(&b).unwrap();
+        w.state.unindex_message(&message, &[me.id]);
+        assert_eq!(
+            w.state.channel_topic_list(general),
+            [TopicEntry { name: "t".into(), max_id: a }]
+        );
     }
 }
