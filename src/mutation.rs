@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::state::settings::SettingsChange;
 use crate::state::{Channel, ChannelId, Group, Message, Realm, Subscription, User, UserId};
 
 /// One durable change.
@@ -41,6 +42,8 @@ pub enum Mutation {
     },
     /// A message is sent.
     SendMessage(NewMessage),
+    /// A user changes personal settings (`PATCH /settings`), all at once.
+    UpdateSettings(SettingsChange),
 }
 
 /// A message being sent, with everything `apply` needs to deliver it.

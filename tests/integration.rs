@@ -8,6 +8,8 @@ mod util;
 mod api_messages;
 /// GET /server_settings, POST /dev_fetch_api_key, auth, routing, HTTP framing.
 mod api_server;
+/// PATCH /settings, typing, invitations and the small per-user resources.
+mod api_settings;
 /// GET /users/me, GET /users, GET /users/{user_id}.
 mod api_users;
 /// The natter-load generator.

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod json;
 pub mod messages;
 pub mod realm;
+pub mod settings;
 pub mod users;
 
 use std::sync::{Arc, OnceLock};

@@ -12,6 +12,7 @@ pub mod groups;
 pub mod ids;
 pub mod messages;
 pub mod realm;
+pub mod settings;
 pub mod shard;
 pub mod users;
 
@@ -61,6 +62,8 @@ pub struct State {
     pub direct_recipients: Sharded<Vec<UserId>, RecipientId>,
     /// User groups, system groups included.
     pub groups: Sharded<GroupId, Group>,
+    /// Personal settings and the other per-user resources of that area.
+    pub settings: settings::SettingsState,
 }
 
 /// `State` as plain sorted data: the snapshot format.
@@ -86,6 +89,8 @@ pub struct StateImage {
     pub direct_recipients: Vec<(Vec<UserId>, RecipientId)>,
     /// Every group.
     pub groups: Vec<Group>,
+    /// Personal settings and the other per-user resources of that area.
+    pub settings: settings::SettingsImage,
 }
 
 fn values<K: std::hash::Hash + Eq + Ord + Clone, V: Clone>(map: &Sharded<K, V>) -> Vec<V> {
@@ -117,6 +122,7 @@ impl State {
             user_messages: self.user_messages.collect_sorted(|_, _| true),
             direct_recipients: self.direct_recipients.collect_sorted(|_, _| true),
             groups: values(&self.groups),
+            settings: self.settings.image(),
         }
     }
 
@@ -128,6 +134,7 @@ impl State {
             subscriptions: image.subscriptions.into_iter().collect(),
             user_messages: image.user_messages.into_iter().collect(),
             direct_recipients: image.direct_recipients.into_iter().collect(),
+            settings: settings::SettingsState::from_image(image.settings),
             ..State::default()
         };
         for realm in image.realms {
