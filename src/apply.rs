@@ -57,6 +57,9 @@ pub fn apply(state: &State, seq: u64, mutation: &Mutation) -> Vec<Event> {
         Mutation::Subscribe { channel, subscribers } => subscribe(state, *channel, subscribers),
         Mutation::SendMessage(new) => send_message(state, new),
         Mutation::UpdateSettings(change) => settings::update_settings(state, change),
+        Mutation::SetPassword { user, hash } => settings::set_password(state, *user, hash),
+        Mutation::StartEmailChange(change) => settings::start_email_change(state, change),
+        Mutation::ConfirmEmailChange { key } => settings::confirm_email_change(state, key),
     };
     state.applied_seq.store(seq, Ordering::Release);
     events

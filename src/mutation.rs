@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::state::settings::SettingsChange;
+use crate::state::settings::{EmailChange, SettingsChange};
 use crate::state::{Channel, ChannelId, Group, Message, Realm, Subscription, User, UserId};
 
 /// One durable change.
@@ -44,6 +44,21 @@ pub enum Mutation {
     SendMessage(NewMessage),
     /// A user changes personal settings (`PATCH /settings`), all at once.
     UpdateSettings(SettingsChange),
+    /// A user's password is set; `hash` is an argon2 PHC string computed
+    /// before logging (the password itself is never logged).
+    SetPassword {
+        /// Whose password.
+        user: UserId,
+        /// Argon2id hash with its salt.
+        hash: String,
+    },
+    /// An email change is requested; the link carries `key`.
+    StartEmailChange(EmailChange),
+    /// The link of a pending email change was followed.
+    ConfirmEmailChange {
+        /// The pending change's key.
+        key: String,
+    },
 }
 
 /// A message being sent, with everything `apply` needs to deliver it.

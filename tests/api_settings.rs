@@ -125,3 +125,152 @@ fn settings_need_authentication() {
         .request("PATCH", "/settings", &[("enable_sounds", "false")])
         .err(401, "UNAUTHORIZED");
 }
+
+/// The files in the outbox, oldest first, as text.
+pub fn outbox(server: &TestServer) -> Vec<String> {
+    let dir = server.data_dir().join("data").join("outbox");
+    let mut files: Vec<_> = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries.map(|e| e.unwrap().path()).collect(),
+        Err(_) => return Vec::new(),
+    };
+    files.sort();
+    files.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect()
+}
+
+/// The `/api/v1/...` path of the first link in a mail.
+pub fn link_path(mail: &str) -> String {
+    let start = mail.find("http://").expect("a link in the mail");
+    let url = mail[start..].split_whitespace().next().unwrap();
+    let path = &url[url.find("/api/v1").expect("an API link")..];
+    path.trim_start_matches("/api/v1").to_owned()
+}
+
+#[test]
+fn passwords_are_set_with_the_old_one_and_log_in_through_fetch_api_key() {
+    let mut server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let anon = server.anonymous();
+    let login = |pw: &str| anon.post("/fetch_api_key", &[("username", HAMLET), ("password", pw)]);
+    // No password yet: nothing logs in.
+    login("").err(401, "AUTHENTICATION_FAILED");
+    // A dev account without a password sets one with an empty old password.
+    let short =
+        hamlet.request("PATCH", "/settings", &[("old_password", ""), ("new_password", "abc")]);
+    assert_eq!(short.err(400, "BAD_REQUEST")["var_name"], "new_password");
+    hamlet
+        .request("PATCH", "/settings", &[("new_password", "to be or not")])
+        .err(400, "REQUEST_VARIABLE_MISSING");
+    hamlet
+        .request("PATCH", "/settings", &[("old_password", ""), ("new_password", "to be or not")])
+        .ok();
+
+    let key = server.account(HAMLET).key;
+    let ok = login("to be or not").ok();
+    assert_eq!((ok["api_key"].as_str(), ok["email"].as_str()), (Some(key.as_str()), Some(HAMLET)));
+    assert!(ok["user_id"].as_u64().is_some());
+    login("to be or NOT").err(401, "AUTHENTICATION_FAILED");
+    anon.post(
+        "/fetch_api_key",
+        &[("username", "nobody@natter.test"), ("password", "to be or not")],
+    )
+    .err(401, "AUTHENTICATION_FAILED");
+    anon.post("/fetch_api_key", &[("username", HAMLET)]).err(400, "REQUEST_VARIABLE_MISSING");
+    // Another account's password is not this one's.
+    anon.post("/fetch_api_key", &[("username", "iago@natter.test"), ("password", "to be or not")])
+        .err(401, "AUTHENTICATION_FAILED");
+
+    // Now the old password is required and checked.
+    let wrong =
+        hamlet.request("PATCH", "/settings", &[("old_password", ""), ("new_password", "nunnery!")]);
+    assert_eq!(wrong.err(400, "BAD_REQUEST")["msg"], "Wrong password!");
+    hamlet
+        .request(
+            "PATCH",
+            "/settings",
+            &[("old_password", "to be or not"), ("new_password", "nunnery!")],
+        )
+        .ok();
+    login("to be or not").err(401, "AUTHENTICATION_FAILED");
+    login("nunnery!").ok();
+
+    // Only a hash reaches the disk.
+    let mut found = false;
+    for entry in walk(&server.data_dir().join("data")) {
+        let bytes = std::fs::read(&entry).unwrap();
+        assert!(!contains(&bytes, b"nunnery!"), "plain password in {}", entry.display());
+        found |= contains(&bytes, b"$argon2id$");
+    }
+    assert!(found, "an argon2 hash is logged");
+    server.kill();
+    server.restart();
+    server
+        .anonymous()
+        .post("/fetch_api_key", &[("username", HAMLET), ("password", "nunnery!")])
+        .ok();
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn email_changes_only_when_the_mailed_link_is_followed() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    for (bad, code) in [
+        ("not-an-email", "BAD_REQUEST"),
+        ("a b@x.test", "BAD_REQUEST"),
+        ("iago@natter.test", "BAD_REQUEST"),
+    ] {
+        let body = hamlet.request("PATCH", "/settings", &[("email", bad)]).err(400, code);
+        assert_eq!(body["var_name"], "email", "{bad}");
+    }
+    server
+        .client("helper-bot@natter.test")
+        .request("PATCH", "/settings", &[("email", "bot2@natter.test")])
+        .err(400, "BAD_REQUEST");
+    assert!(outbox(&server).is_empty());
+
+    let r = hamlet.request("PATCH", "/settings", &[("email", "prince@elsinore.test")]).ok();
+    assert!(r["account_email"].as_str().is_some());
+    // Not changed yet.
+    assert_eq!(hamlet.get("/users/me", &[]).ok()["delivery_email"], HAMLET);
+    let mails = outbox(&server);
+    assert_eq!(mails.len(), 1);
+    assert!(mails[0].starts_with("To: prince@elsinore.test\n"), "{}", mails[0]);
+    assert!(server.stderr().contains("mail to prince@elsinore.test"));
+    let path = link_path(&mails[0]);
+
+    server.anonymous().get("/confirm_email_change/nonsense", &[]).err(400, "BAD_REQUEST");
+    let done = server.anonymous().get(&path, &[]).ok();
+    assert_eq!(done["email"], "prince@elsinore.test");
+    // Used: refused the second time.
+    server.anonymous().get(&path, &[]).err(400, "BAD_REQUEST");
+    // The old address no longer authenticates; the new one does, same key.
+    hamlet.get("/users/me", &[]).err(401, "INVALID_API_KEY");
+    let key = server.account(HAMLET).key;
+    let prince = hamlet.with_auth("prince@elsinore.test", &key);
+    let me = prince.get("/users/me", &[]).ok();
+    assert_eq!(
+        (me["email"].as_str(), me["delivery_email"].as_str()),
+        (Some("prince@elsinore.test"), Some("prince@elsinore.test"))
+    );
+    // Another realm cannot follow this realm's link.
+    prince.request("PATCH", "/settings", &[("email", "h2@elsinore.test")]).ok();
+    let path = link_path(&outbox(&server)[1]);
+    server.anonymous().with_host("lear.localhost").get(&path, &[]).err(400, "BAD_REQUEST");
+    server.anonymous().get(&path, &[]).ok();
+}

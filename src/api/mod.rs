@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod json;
 pub mod messages;
+pub mod passwords;
 pub mod realm;
 pub mod settings;
 pub mod users;

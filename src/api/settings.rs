@@ -4,19 +4,24 @@
 //!
 //! Every setting of `state::settings::SETTINGS` is accepted with its type
 //! and allowed values checked; `full_name` and `timezone` change the
-//! `User`. Anything else the request carries is reported back in
+//! `User`; `new_password` (with the right `old_password`) is stored as an
+//! argon2 hash; `email` starts a confirmation through the outbox. Anything else the request carries is reported back in
 //! `ignored_parameters_unsupported` (the removed `dense_mode` included).
 
 use std::str::FromStr;
 
 use serde_json::{json, Map, Value};
 
+use super::passwords::{
+    check_new_password, hash_password, outbox, verify_password, MAX_PASSWORD_BYTES,
+};
+use super::realm::realm_url;
 use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::mutation::Mutation;
 use crate::state::settings::{
-    Allowed, DefaultValue, Legacy, SettingValue, SettingsChange, EMOJISETS, NOTIFICATION_SOUNDS,
-    SETTINGS,
+    Allowed, DefaultValue, EmailChange, Legacy, SettingValue, SettingsChange, EMOJISETS,
+    NOTIFICATION_SOUNDS, SETTINGS,
 };
 use crate::state::{State, User};
 
@@ -43,6 +48,29 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
             settings.push((def.name.to_owned(), value));
         }
     }
+    let new_password = call.params.string("new_password");
+    let old_password = call.params.string("old_password");
+    let email = call.params.string("email");
+    if let Some(password) = &new_password {
+        check_new_password(password)?;
+    }
+    let email = match email {
+        Some(e) if e.trim().eq_ignore_ascii_case(&me.delivery_email) => None,
+        Some(e) => Some(check_new_email(app, &me, e.trim())?),
+        None => None,
+    };
+    // Password first (as Zulip does); a wrong old password changes nothing.
+    if let Some(password) = new_password {
+        change_password(app, &me, old_password.as_deref(), &password)?;
+    }
+    let mut reply = Reply::new();
+    if let Some(new_email) = email {
+        start_email_change(app, &me, &new_email)?;
+        reply.insert(
+            "account_email".into(),
+            json!("Check your email for a confirmation link to change your address."),
+        );
+    }
     // Only what differs from the current values is changed (and announced).
     let build = |state: &State| -> ApiResult<SettingsChange> {
         let user = state.user_in_realm(me.realm, me.id).ok_or_else(ApiError::invalid_api_key)?;
@@ -55,10 +83,121 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
         })
     };
     if build(&app.state)?.is_empty() {
-        return Ok(Reply::new());
+        return Ok(reply);
     }
     app.committer.commit(|state| Ok((Mutation::UpdateSettings(build(state)?), ())))?;
-    Ok(Reply::new())
+    Ok(reply)
+}
+
+/// Longest email address.
+const MAX_EMAIL_LENGTH: usize = 254;
+/// How long an email-change link works (Zulip: one day).
+const EMAIL_CHANGE_VALIDITY_SECONDS: i64 = 24 * 3600;
+
+/// A plausible address: `local@domain.tld`, no spaces or control
+/// characters. Deliverability is the confirmation link's job.
+pub fn valid_email(email: &str) -> bool {
+    let Some((local, domain)) = email.rsplit_once('@') else { return false };
+    email.len() <= MAX_EMAIL_LENGTH
+        && !local.is_empty()
+        && !local.contains('@')
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control() || "<>,;\"".contains(c))
+}
+
+fn check_new_email(app: &App, me: &User, email: &str) -> ApiResult<String> {
+    if me.is_bot() {
+        return Err(ApiError::bad_request("Bots cannot change their email address"));
+    }
+    if !valid_email(email) {
+        return Err(ApiError::invalid("email", "not a valid email address"));
+    }
+    if app.state.user_by_delivery_email(me.realm, email).is_some() {
+        return Err(ApiError::bad_request(format!("Email '{email}' already in use"))
+            .with("var_name", "email"));
+    }
+    Ok(email.to_owned())
+}
+
+/// Checks `old_password` and stores the argon2 hash of `new_password`,
+/// hashed before logging. An account with no password yet (seeded, or
+/// created by an administrator) may set one only on a `--dev` server,
+/// with `old_password` empty.
+fn change_password(app: &App, me: &User, old: Option<&str>, new: &str) -> ApiResult<()> {
+    let old = old.ok_or_else(|| ApiError::missing("old_password"))?;
+    let wrong = || ApiError::bad_request("Wrong password!").with("var_name", "old_password");
+    match app.state.settings.passwords.get(&me.id) {
+        Some(hash) => {
+            if old.len() > MAX_PASSWORD_BYTES || !verify_password(old, &hash) {
+                return Err(wrong());
+            }
+        }
+        None if app.config.dev && old.is_empty() => {}
+        None => return Err(wrong()),
+    }
+    let hash = hash_password(new);
+    let user = me.id;
+    app.committer.commit(|state| {
+        state.users.get(&user).ok_or_else(ApiError::invalid_api_key)?;
+        Ok((Mutation::SetPassword { user, hash }, ()))
+    })
+}
+
+/// Records the pending change, then mails the link to the new address.
+fn start_email_change(app: &App, me: &User, new_email: &str) -> ApiResult<()> {
+    let key = crate::entropy::api_key();
+    let change = EmailChange {
+        key: key.clone(),
+        user: me.id,
+        new_email: new_email.to_owned(),
+        expires: crate::entropy::now() + EMAIL_CHANGE_VALIDITY_SECONDS,
+    };
+    app.committer.commit(|state| {
+        if state.user_by_delivery_email(me.realm, new_email).is_some() {
+            return Err(ApiError::bad_request(format!("Email '{new_email}' already in use")));
+        }
+        Ok((Mutation::StartEmailChange(change), ()))
+    })?;
+    let realm = app.state.realms.get(&me.realm).ok_or_else(ApiError::internal)?;
+    let link = format!("{}/api/v1/confirm_email_change/{key}", realm_url(app, &realm));
+    let body = format!(
+        "{} asked to change the email address of their account in {} to this one.\n\n\
+         To confirm, follow this link within a day:\n{link}\n",
+        me.full_name, realm.name
+    );
+    outbox::send(app, new_email, "Confirm your new email address", &body).map_err(|e| {
+        eprintln!("natter: error: writing to the outbox: {e}");
+        ApiError::internal()
+    })?;
+    Ok(())
+}
+
+/// `GET /confirm_email_change/{key}` (no authentication: the link is the
+/// credential): applies a pending email change. An unknown, used or
+/// expired link is refused.
+pub fn confirm_email_change(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let key = call.path.first().cloned().unwrap_or_default();
+    let now = crate::entropy::now();
+    let invalid = || ApiError::bad_request("Invalid or expired confirmation link");
+    let realm = call.realm.id;
+    let user = app.committer.commit(|state| {
+        let change = state.settings.email_changes.get(&key).ok_or_else(invalid)?;
+        let user = state.user_in_realm(realm, change.user).ok_or_else(invalid)?;
+        if change.expires < now || !user.is_active {
+            return Err(invalid());
+        }
+        if state.user_by_delivery_email(realm, &change.new_email).is_some() {
+            return Err(ApiError::bad_request(format!(
+                "Email '{}' already in use",
+                change.new_email
+            )));
+        }
+        Ok((Mutation::ConfirmEmailChange { key: key.clone() }, user.id))
+    })?;
+    let user = app.state.users.get(&user).ok_or_else(ApiError::internal)?;
+    Ok(crate::reply! { "email" => user.delivery_email, "user_id" => user.id.0 })
 }
 
 /// One table setting from the request, typed and checked, if present.

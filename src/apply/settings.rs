@@ -5,7 +5,8 @@
 use serde_json::{json, Value};
 
 use crate::events::{Audience, Event};
-use crate::state::settings::{language_name, setting_def, Legacy, SettingsChange};
+use crate::state::access::can_see_email;
+use crate::state::settings::{language_name, setting_def, EmailChange, Legacy, SettingsChange};
 use crate::state::{State, UserId};
 
 /// An event for the user's own queues only.
@@ -98,5 +99,76 @@ fn setting_events(
         modern["language_name"] = json!(lang);
     }
     events.insert(0, to_user(user, modern));
+    events
+}
+
+/// Stores a password hash. No event: nothing a client shows changes.
+pub(super) fn set_password(state: &State, user: UserId, hash: &str) -> Vec<Event> {
+    assert!(state.users.contains(&user), "apply: no user {user}");
+    state.settings.passwords.insert(user, hash.to_owned());
+    Vec::new()
+}
+
+/// Records a pending email change (replacing the user's earlier one).
+pub(super) fn start_email_change(state: &State, change: &EmailChange) -> Vec<Event> {
+    assert!(state.users.contains(&change.user), "apply: no user {}", change.user);
+    let stale: Vec<String> = state
+        .settings
+        .email_changes
+        .collect_sorted(|_, c| c.user == change.user)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    for key in stale {
+        state.settings.email_changes.remove(&key);
+    }
+    state.settings.email_changes.insert(change.key.clone(), change.clone());
+    Vec::new()
+}
+
+/// Follows a confirmation link: the real address changes (and the API
+/// address with it, where it was the real one). `realm_user` events: the
+/// new real address to those allowed to see it, the API address to all.
+pub(super) fn confirm_email_change(state: &State, key: &str) -> Vec<Event> {
+    let change = state
+        .settings
+        .email_changes
+        .remove(&key.to_owned())
+        .unwrap_or_else(|| panic!("apply: no pending email change {key}"));
+    let old = state.users.get(&change.user).unwrap_or_else(|| panic!("apply: no user"));
+    let api_email_follows = old.email == old.delivery_email;
+    state.user_by_delivery_email.remove(&(old.realm, old.delivery_email.to_lowercase()));
+    if api_email_follows {
+        state.user_by_email.remove(&(old.realm, old.email.to_lowercase()));
+    }
+    let user = state
+        .users
+        .update(&change.user, |u| {
+            u.delivery_email = change.new_email.clone();
+            if api_email_follows {
+                u.email = change.new_email.clone();
+            }
+            u.clone()
+        })
+        .expect("user present");
+    state.index_user(user.clone());
+    let viewers: Vec<UserId> = state
+        .realm_users(user.realm)
+        .into_iter()
+        .filter(|v| can_see_email(state, v, &user))
+        .map(|v| v.id)
+        .collect();
+    let mut events = vec![Event::Broadcast {
+        audience: Audience::Users(viewers),
+        event: json!({ "type": "realm_user", "op": "update",
+                       "person": { "user_id": user.id.0, "delivery_email": user.delivery_email } }),
+    }];
+    if api_email_follows {
+        events.push(Event::Broadcast {
+            audience: Audience::Realm(user.realm),
+            event: json!({ "type": "realm_user", "op": "update",
+                           "person": { "user_id": user.id.0, "new_email": user.email } }),
+        });
+    }
     events
 }

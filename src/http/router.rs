@@ -84,6 +84,18 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::settings::update,
     },
+    Route {
+        method: "GET",
+        pattern: "/confirm_email_change/{key}",
+        access: Access::Public,
+        handler: api::settings::confirm_email_change,
+    },
+    Route {
+        method: "POST",
+        pattern: "/fetch_api_key",
+        access: Access::Public,
+        handler: api::passwords::fetch_api_key,
+    },
 ];
 
 /// The outcome of matching a request path.

@@ -298,6 +298,19 @@ impl SettingsChange {
     }
 }
 
+/// An email-address change waiting for its confirmation link.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmailChange {
+    /// The random key in the link (drawn before logging).
+    pub key: String,
+    /// Whose address changes.
+    pub user: UserId,
+    /// The new address.
+    pub new_email: String,
+    /// UNIX seconds after which the link is refused.
+    pub expires: i64,
+}
+
 /// Every personal-settings map of the server. One field of `State`, so the
 /// area grows here without touching `State` again.
 #[derive(Default)]
@@ -307,6 +320,8 @@ pub struct SettingsState {
     /// Argon2 password hashes (PHC strings), hashed before logging. No
     /// entry = no password login.
     pub passwords: Sharded<UserId, String>,
+    /// Pending email-address changes by confirmation key.
+    pub email_changes: Sharded<String, EmailChange>,
 }
 
 /// `SettingsState` as sorted data, for snapshots.
@@ -316,6 +331,8 @@ pub struct SettingsImage {
     pub user_settings: Vec<(UserId, UserSettings)>,
     /// Password hashes per user.
     pub passwords: Vec<(UserId, String)>,
+    /// Pending email changes by key.
+    pub email_changes: Vec<(String, EmailChange)>,
 }
 
 impl SettingsState {
@@ -324,6 +341,7 @@ impl SettingsState {
         SettingsImage {
             user_settings: self.user_settings.collect_sorted(|_, _| true),
             passwords: self.passwords.collect_sorted(|_, _| true),
+            email_changes: self.email_changes.collect_sorted(|_, _| true),
         }
     }
 
@@ -332,6 +350,7 @@ impl SettingsState {
         SettingsState {
             user_settings: image.user_settings.into_iter().collect(),
             passwords: image.passwords.into_iter().collect(),
+            email_changes: image.email_changes.into_iter().collect(),
         }
     }
 
