@@ -274,3 +274,94 @@ fn email_changes_only_when_the_mailed_link_is_followed() {
     server.anonymous().with_host("lear.localhost").get(&path, &[]).err(400, "BAD_REQUEST");
     server.anonymous().get(&path, &[]).ok();
 }
+
+#[test]
+fn typing_checks_its_parameters() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let ids = user_ids(&server);
+    let othello = ids["othello@natter.test"].to_string();
+    let to = format!("[{othello}]");
+    hamlet.post("/typing", &[("op", "start"), ("to", &to)]).ok();
+    hamlet.post("/typing", &[("op", "stop"), ("type", "direct"), ("to", &to)]).ok();
+    let general = general_id(&server).to_string();
+    for kind in ["stream", "channel"] {
+        hamlet
+            .post(
+                "/typing",
+                &[("op", "start"), ("type", kind), ("stream_id", &general), ("topic", "t")],
+            )
+            .ok();
+    }
+    hamlet
+        .post(
+            "/typing",
+            &[
+                ("op", "start"),
+                ("type", "stream"),
+                ("stream_id", &general),
+                ("topic", "(no topic)"),
+            ],
+        )
+        .ok();
+
+    let missing = hamlet.post("/typing", &[("op", "start"), ("type", "channel"), ("topic", "t")]);
+    let body = missing.err(400, "BAD_REQUEST");
+    assert!(body["msg"].as_str().unwrap().to_lowercase().contains("channel id"), "{body}");
+    let refusals: &[&[(&str, &str)]] = &[
+        &[("op", "start"), ("type", "private"), ("to", &to)],
+        &[("op", "begin"), ("to", &to)],
+        &[("op", "start"), ("to", "[]")],
+        &[("op", "start"), ("to", "[999999]")],
+        &[("op", "start"), ("to", "[\"x\"]")],
+        &[("op", "start"), ("type", "stream"), ("stream_id", "999999"), ("topic", "t")],
+        &[("op", "start"), ("type", "stream"), ("stream_id", "x"), ("topic", "t")],
+    ];
+    for params in refusals {
+        hamlet.post("/typing", params).err(400, "BAD_REQUEST");
+    }
+    hamlet.post("/typing", &[("op", "start")]).err(400, "REQUEST_VARIABLE_MISSING");
+    hamlet.post("/typing", &[("op", "start"), ("to", "nope")]).err(400, "INVALID_JSON");
+    hamlet
+        .post("/typing", &[("op", "start"), ("type", "stream"), ("stream_id", &general)])
+        .err(400, "REQUEST_VARIABLE_MISSING");
+    // A private channel the caller is not in is as good as missing.
+    let core = channel_id(&server, "core team").to_string();
+    server
+        .client("othello@natter.test")
+        .post(
+            "/typing",
+            &[("op", "start"), ("type", "stream"), ("stream_id", &core), ("topic", "t")],
+        )
+        .err(400, "BAD_REQUEST");
+    // Another realm's users are unknown.
+    let lear = server.client("king@lear.test").with_host("lear.localhost");
+    lear.post("/typing", &[("op", "start"), ("to", &to)]).err(400, "BAD_REQUEST");
+}
+
+/// User ids by email (the caller's realm).
+pub fn user_ids(server: &TestServer) -> std::collections::HashMap<String, u64> {
+    let members = server.client(HAMLET).get("/users", &[]).ok();
+    members["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["email"].as_str().unwrap().to_owned(), m["user_id"].as_u64().unwrap()))
+        .collect()
+}
+
+/// The id of a seeded channel of the default realm: the welcome message is
+/// in "general", and the seed creates general, Denmark, core team in turn.
+pub fn channel_id(server: &TestServer, name: &str) -> u64 {
+    let hamlet = server.client(HAMLET);
+    let welcome = hamlet.get("/users/me", &[]).ok()["max_message_id"].as_u64().unwrap();
+    let message = hamlet.get(&format!("/messages/{welcome}"), &[]).ok();
+    let general = message["message"]["stream_id"].as_u64().expect("welcome is a channel message");
+    let order = ["general", "Denmark", "core team"];
+    general + order.iter().position(|n| *n == name).expect("a seeded channel") as u64
+}
+
+/// The id of the seeded channel "general".
+pub fn general_id(server: &TestServer) -> u64 {
+    channel_id(server, "general")
+}

@@ -8,6 +8,7 @@ pub mod messages;
 pub mod passwords;
 pub mod realm;
 pub mod settings;
+pub mod typing;
 pub mod users;
 
 use std::sync::{Arc, OnceLock};

@@ -96,6 +96,12 @@ pub static ROUTES: &[Route] = &[
         access: Access::Public,
         handler: api::passwords::fetch_api_key,
     },
+    Route {
+        method: "POST",
+        pattern: "/typing",
+        access: Access::User,
+        handler: api::typing::set_typing,
+    },
 ];
 
 /// The outcome of matching a request path.
