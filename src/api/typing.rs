@@ -245,7 +245,7 @@ mod tests {
             (w.user("a", Role::Member), w.user("b", Role::Member), w.user("o", Role::Member));
         let guest = w.user("g", Role::Guest);
         let realm = w.state.realm_by_subdomain("").unwrap();
-        let mut make = |w: &mut World, name: &str, private: bool| {
+        let make = |w: &mut World, name: &str, private: bool| {
             let subscribers = [a.id, b.id];
             let new = NewChannel {
                 name,
