@@ -9,7 +9,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::state::settings::{EmailChange, SettingsChange};
-use crate::state::{Channel, ChannelId, Group, Message, Realm, Subscription, User, UserId};
+use crate::state::{
+    Channel, ChannelId, Flags, Group, Message, MessageId, Realm, Subscription, User, UserId,
+};
 
 /// One durable change.
 // Mutations are built one at a time and moved once into the log and
@@ -42,6 +44,9 @@ pub enum Mutation {
     },
     /// A message is sent.
     SendMessage(NewMessage),
+    /// One user's personal flag changes on some messages
+    /// (`POST /messages/flags`).
+    UpdateFlags(FlagsChange),
     /// A user changes personal settings (`PATCH /settings`), all at once.
     UpdateSettings(SettingsChange),
     /// A user's password is set; `hash` is an argon2 PHC string computed
@@ -59,6 +64,24 @@ pub enum Mutation {
         /// The pending change's key.
         key: String,
     },
+}
+
+/// A change of one personal flag (read, starred, collapsed) for one user.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlagsChange {
+    /// Whose flags.
+    pub user: UserId,
+    /// Set (`true`) or clear the flag.
+    pub add: bool,
+    /// Exactly one editable flag.
+    pub flag: Flags,
+    /// Every message the request names (checked readable), in request
+    /// order: the event lists these.
+    pub messages: Vec<MessageId>,
+    /// Those of `messages` not delivered to the user (readable through
+    /// channel history): `apply` gives them a historical, read entry first,
+    /// as Zulip creates historical UserMessage rows.
+    pub historical: Vec<MessageId>,
 }
 
 /// A message being sent, with everything `apply` needs to deliver it.

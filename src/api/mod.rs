@@ -3,10 +3,16 @@
 //! shape the JSON reply. Nothing here knows about may_minihttp.
 
 pub mod auth;
+pub mod channels;
+pub mod events;
+pub mod flags;
 pub mod json;
 pub mod messages;
 pub mod passwords;
+pub mod presence;
+pub mod reading;
 pub mod realm;
+pub mod register;
 pub mod settings;
 pub mod typing;
 pub mod users;

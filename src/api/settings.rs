@@ -287,7 +287,6 @@ pub fn register_state(app: &App, user: &User, wants: &dyn Fn(&str) -> bool, out:
 }
 
 /// The settings sections of `POST /register`:
-/// - the three typing periods (`server_typing_*_milliseconds`) with `realm`;
 /// - `user_settings` (every setting, `timezone`, `emojiset_choices`,
 ///   `available_notification_sounds`) when `user_settings` is fetched;
 /// - the legacy top-level display settings when `update_display_settings`
@@ -316,9 +315,6 @@ pub fn settings_sections(
     let settings = state.settings.of(user.id);
     let timezone = state.users.read(&user.id, |u| u.timezone.clone()).unwrap_or_default();
     let sounds = json!(NOTIFICATION_SOUNDS);
-    if wants("realm") {
-        super::typing::register_fields(out);
-    }
     if wants("user_settings") {
         let mut object = Map::new();
         for def in SETTINGS {

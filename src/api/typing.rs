@@ -3,7 +3,8 @@
 //! Ephemeral: nothing is logged or stored. The event is published straight
 //! to the hub (never through the log) for the users who receive typing
 //! notifications (`receives_typing_notifications`). Clients repeat `start`
-//! and expire it themselves after the periods register announces.
+//! and expire it themselves after the periods register announces (the
+//! `server_typing_*` fields of register's realm section).
 
 use serde_json::{json, Value};
 
@@ -12,29 +13,6 @@ use crate::error::{ApiError, ApiResult};
 use crate::events::{Audience, Event};
 use crate::state::access::can_read_channel;
 use crate::state::{ChannelId, State, User, UserId};
-
-/// How often a client repeats `start` while the user types.
-pub const STARTED_WAIT_PERIOD_MS: u64 = 10_000;
-/// Idle time after which a client sends `stop`.
-pub const STOPPED_WAIT_PERIOD_MS: u64 = 5_000;
-/// How long a receiver shows an indicator without a new `start`.
-pub const STARTED_EXPIRY_PERIOD_MS: u64 = 45_000;
-
-/// The three typing periods, as register returns them.
-pub fn register_fields(out: &mut Reply) {
-    out.insert(
-        "server_typing_started_wait_period_milliseconds".into(),
-        json!(STARTED_WAIT_PERIOD_MS),
-    );
-    out.insert(
-        "server_typing_stopped_wait_period_milliseconds".into(),
-        json!(STOPPED_WAIT_PERIOD_MS),
-    );
-    out.insert(
-        "server_typing_started_expiry_period_milliseconds".into(),
-        json!(STARTED_EXPIRY_PERIOD_MS),
-    );
-}
 
 /// What is being composed.
 #[derive(Clone, Debug, PartialEq, Eq)]
