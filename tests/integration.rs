@@ -23,3 +23,5 @@ mod load;
 mod recovery;
 /// The register-vs-events harness (Zulip's verify_action), one case per event type.
 mod verify_action;
+/// Register-vs-events cases of the settings area (on the verify_action harness).
+mod verify_settings;
