@@ -6,6 +6,7 @@
 //! state (a missing channel, a reused id) cannot come from a validated
 //! commit, so it panics: replay refuses to limp on with diverged state.
 
+pub(crate) mod personal;
 mod settings;
 
 use std::sync::atomic::Ordering;
@@ -63,6 +64,7 @@ pub fn apply(state: &State, seq: u64, mutation: &Mutation) -> Vec<Event> {
         Mutation::SetPassword { user, hash } => settings::set_password(state, *user, hash),
         Mutation::StartEmailChange(change) => settings::start_email_change(state, change),
         Mutation::ConfirmEmailChange { key } => settings::confirm_email_change(state, key),
+        Mutation::Personal(change) => personal::apply(state, change),
     };
     state.applied_seq.store(seq, Ordering::Release);
     events
@@ -122,6 +124,10 @@ fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
         }
         if new.mentioned.contains(&user) {
             flags = flags.with(Flags::MENTIONED);
+        }
+        // Alert words are state too, so this stays deterministic.
+        if user != message.sender && state.settings.has_alert_word(user, &message.content) {
+            flags = flags.with(Flags::HAS_ALERT_WORD);
         }
         state.user_messages.upsert(user, |m| m.insert(message.id, flags));
         recipients.push((user, flags));

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::state::personal::PersonalChange;
 use crate::state::settings::{EmailChange, SettingsChange};
 use crate::state::{
     Channel, ChannelId, Flags, Group, Message, MessageId, Realm, Subscription, User, UserId,
@@ -64,6 +65,10 @@ pub enum Mutation {
         /// The pending change's key.
         key: String,
     },
+    /// A change to the settings area's small resources (alert words,
+    /// drafts, status, mutes, topics, views, snippets, push tokens,
+    /// playgrounds, invitations).
+    Personal(PersonalChange),
 }
 
 /// A change of one personal flag (read, starred, collapsed) for one user.

@@ -8,6 +8,8 @@ mod util;
 mod api_events;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
+/// Alert words, drafts, user status, muted users, topic visibility.
+mod api_personal;
 /// GET /messages, topics, GET /users/me/subscriptions, GET /streams,
 /// POST /messages/flags.
 mod api_reading;

@@ -18,6 +18,9 @@ const OTHELLO: &str = "othello@natter.test";
 pub fn handles(event: &Value) -> bool {
     match event["type"].as_str().unwrap_or("") {
         "user_settings" | "update_display_settings" | "update_global_notifications" => true,
+        "alert_words" | "drafts" | "user_status" | "muted_users" | "user_topic"
+        | "muted_topics" | "navigation_view" | "saved_snippets" | "realm_playgrounds"
+        | "invites_changed" => true,
         "realm_user" => event["op"] == "update",
         _ => false,
     }
@@ -35,6 +38,10 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
             assert_eq!(event["op"], "update");
             if let Some(settings) = state.get_mut("user_settings") {
                 set(settings, event["property"].as_str().unwrap(), &event["value"]);
+            }
+            // The server's copies are gone (the spec: no drafts event).
+            if event["property"] == "enable_drafts_synchronization" && event["value"] == false {
+                set(state, "drafts", &json!([]));
             }
         }
         "update_display_settings" => {
@@ -64,6 +71,99 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
                     }
                 }
             }
+        }
+        "alert_words" => set(state, "alert_words", &event["alert_words"]),
+        "muted_users" => set(state, "muted_users", &event["muted_users"]),
+        "muted_topics" => set(state, "muted_topics", &event["muted_topics"]),
+        "realm_playgrounds" => set(state, "realm_playgrounds", &event["realm_playgrounds"]),
+        "invites_changed" => {}
+        "drafts" => {
+            let Some(list) = state.get_mut("drafts").and_then(Value::as_array_mut) else { return };
+            match event["op"].as_str().unwrap() {
+                "add" => list.extend(event["drafts"].as_array().unwrap().iter().cloned()),
+                "update" => {
+                    let d = &event["draft"];
+                    list.retain(|x| x["id"] != d["id"]);
+                    list.push(d.clone());
+                }
+                "remove" => list.retain(|x| x["id"] != event["draft_id"]),
+                other => panic!("drafts {other}"),
+            }
+            list.sort_by_key(|d| (d["timestamp"].as_i64(), d["id"].as_u64()));
+        }
+        "user_status" => {
+            let Some(map) = state.get_mut("user_status") else { return };
+            let key = event["user_id"].to_string();
+            let mut entry = json!({});
+            if event["away"] == true {
+                entry["away"] = json!(true);
+            }
+            if event["status_text"] != "" {
+                entry["status_text"] = event["status_text"].clone();
+            }
+            if event["emoji_name"] != "" {
+                for k in ["emoji_name", "emoji_code", "reaction_type"] {
+                    entry[k] = event[k].clone();
+                }
+            }
+            let map = map.as_object_mut().unwrap();
+            if entry.as_object().unwrap().is_empty() {
+                map.remove(&key);
+            } else {
+                map.insert(key, entry);
+            }
+        }
+        "user_topic" => {
+            let Some(list) = state.get_mut("user_topics").and_then(Value::as_array_mut) else {
+                return;
+            };
+            let same = |t: &Value| {
+                t["stream_id"] == event["stream_id"]
+                    && t["topic_name"].as_str().unwrap().to_lowercase()
+                        == event["topic_name"].as_str().unwrap().to_lowercase()
+            };
+            list.retain(|t| !same(t));
+            if event["visibility_policy"] != 0 {
+                let mut t = event.clone();
+                t.as_object_mut().unwrap().remove("type");
+                t.as_object_mut().unwrap().remove("id");
+                list.push(t);
+            }
+            list.sort_by_key(|t| {
+                (t["stream_id"].as_u64(), t["topic_name"].as_str().unwrap().to_lowercase())
+            });
+        }
+        "navigation_view" => {
+            let Some(list) = state.get_mut("navigation_views").and_then(Value::as_array_mut) else {
+                return;
+            };
+            match event["op"].as_str().unwrap() {
+                "add" => list.push(event["navigation_view"].clone()),
+                "update" => {
+                    for v in list.iter_mut().filter(|v| v["fragment"] == event["fragment"]) {
+                        for (k, x) in event["data"].as_object().unwrap() {
+                            v[k.as_str()] = x.clone();
+                        }
+                    }
+                }
+                "remove" => list.retain(|v| v["fragment"] != event["fragment"]),
+                other => panic!("navigation_view {other}"),
+            }
+        }
+        "saved_snippets" => {
+            let Some(list) = state.get_mut("saved_snippets").and_then(Value::as_array_mut) else {
+                return;
+            };
+            match event["op"].as_str().unwrap() {
+                "add" | "update" => {
+                    let s = &event["saved_snippet"];
+                    list.retain(|x| x["id"] != s["id"]);
+                    list.push(s.clone());
+                }
+                "remove" => list.retain(|x| x["id"] != event["saved_snippet_id"]),
+                other => panic!("saved_snippets {other}"),
+            }
+            list.sort_by_key(|x| x["id"].as_u64());
         }
         other => panic!("verify_settings cannot apply {other}"),
     }
@@ -181,4 +281,162 @@ fn email_change_confirmation() {
         call_path(h, OTHELLO, api::settings::confirm_email_change, &[&key], &[]).unwrap();
     };
     h.verify_action(OTHELLO, NO_CAPS, confirm, &["realm_user", "realm_user"]);
+}
+
+fn act(
+    email: &'static str,
+    handler: Handler,
+    path: &'static [&'static str],
+    params: &'static [(&'static str, &'static str)],
+) -> impl FnOnce(&Harness) {
+    move |h: &Harness| {
+        call_path(h, email, handler, path, params).unwrap();
+    }
+}
+
+use natter::api::personal as p;
+
+#[test]
+fn alert_words() {
+    let h = Harness::new();
+    let e = h.verify_action(
+        HAMLET,
+        NO_CAPS,
+        act(HAMLET, p::add_alert_words, &[], &[("alert_words", r#"["Yorick", " skull ", ""]"#)]),
+        &["alert_words"],
+    );
+    assert_eq!(e[0]["alert_words"], json!(["Yorick", "skull"]));
+    h.verify_action(
+        HAMLET,
+        NO_CAPS,
+        act(HAMLET, p::remove_alert_words, &[], &[("alert_words", r#"["YORICK"]"#)]),
+        &["alert_words"],
+    );
+    assert_eq!(h.register(HAMLET, NO_CAPS)["alert_words"], json!(["skull"]));
+}
+
+#[test]
+fn drafts() {
+    let h = Harness::new();
+    let othello = h.user(OTHELLO).id.0;
+    let general = h.app.state.channel_by_name(h.user(HAMLET).realm, "general").unwrap().id.0;
+    let drafts = format!(
+        r#"[{{"type":"stream","to":[{general}],"topic":"plans","content":"the play","timestamp":1000}},
+            {{"type":"private","to":[{othello}],"content":"hi","timestamp":2000}},
+            {{"type":"","to":[],"topic":"","content":"idea","timestamp":1500.7}}]"#
+    );
+    let drafts: &'static str = Box::leak(drafts.into_boxed_str());
+    let params: &'static [(&str, &str)] = Box::leak(Box::new([("drafts", drafts)]));
+    h.verify_action(HAMLET, NO_CAPS, act(HAMLET, p::create_drafts, &[], params), &["drafts"]);
+    let first = h.register(HAMLET, NO_CAPS)["drafts"][0]["id"].as_u64().unwrap().to_string();
+    let first: &'static str = Box::leak(first.into_boxed_str());
+    let path: &'static [&str] = Box::leak(Box::new([first]));
+    h.verify_action(
+        HAMLET,
+        NO_CAPS,
+        act(
+            HAMLET,
+            p::edit_draft,
+            path,
+            &[("draft", r#"{"type":"","content":"later","timestamp":3000}"#)],
+        ),
+        &["drafts"],
+    );
+    h.verify_action(HAMLET, NO_CAPS, act(HAMLET, p::delete_draft, path, &[]), &["drafts"]);
+    assert_eq!(h.register(HAMLET, NO_CAPS)["drafts"].as_array().unwrap().len(), 2);
+    // Turning synchronization off deletes them, with no drafts event.
+    h.verify_action(
+        HAMLET,
+        NO_CAPS,
+        patch(&[("enable_drafts_synchronization", "false")]),
+        &["user_settings", "update_display_settings"],
+    );
+    assert_eq!(h.register(HAMLET, NO_CAPS)["drafts"], json!([]));
+    h.call(HAMLET, api::settings::update, &[("enable_drafts_synchronization", "true")]).unwrap();
+    assert_eq!(h.register(HAMLET, NO_CAPS)["drafts"], json!([]));
+}
+
+#[test]
+fn user_status() {
+    let h = Harness::new();
+    h.verify_action(
+        OTHELLO,
+        NO_CAPS,
+        act(
+            HAMLET,
+            p::set_status,
+            &[],
+            &[("status_text", "at the castle"), ("emoji_name", "castle"), ("emoji_code", "1f3f0")],
+        ),
+        &["user_status"],
+    );
+    h.verify_action(
+        OTHELLO,
+        NO_CAPS,
+        act(HAMLET, p::set_status, &[], &[("away", "true")]),
+        &["user_status"],
+    );
+    let state = h.register(OTHELLO, NO_CAPS);
+    let hamlet = h.user(HAMLET).id.0.to_string();
+    assert_eq!(
+        state["user_status"][&hamlet],
+        json!({"away": true, "status_text": "at the castle", "emoji_name": "castle",
+               "emoji_code": "1f3f0", "reaction_type": "unicode_emoji"})
+    );
+    h.verify_action(
+        OTHELLO,
+        NO_CAPS,
+        act(
+            HAMLET,
+            p::set_status,
+            &[],
+            &[("status_text", ""), ("emoji_name", ""), ("away", "false")],
+        ),
+        &["user_status"],
+    );
+    assert!(h.register(OTHELLO, NO_CAPS)["user_status"].get(&hamlet).is_none());
+}
+
+#[test]
+fn muted_users() {
+    let h = Harness::new();
+    let othello = h.user(OTHELLO).id.0.to_string();
+    let othello: &'static str = Box::leak(othello.into_boxed_str());
+    let path: &'static [&str] = Box::leak(Box::new([othello]));
+    let e =
+        h.verify_action(HAMLET, NO_CAPS, act(HAMLET, p::mute_user, path, &[]), &["muted_users"]);
+    assert_eq!(e[0]["muted_users"][0]["id"].to_string(), othello);
+    h.verify_action(HAMLET, NO_CAPS, act(HAMLET, p::unmute_user, path, &[]), &["muted_users"]);
+    assert_eq!(h.register(HAMLET, NO_CAPS)["muted_users"], json!([]));
+}
+
+#[test]
+fn topic_visibility() {
+    let h = Harness::new();
+    let general = h.app.state.channel_by_name(h.user(HAMLET).realm, "general").unwrap().id.0;
+    let general: &'static str = Box::leak(general.to_string().into_boxed_str());
+    let set = |topic: &'static str, policy: &'static str| {
+        let params: &'static [(&str, &str)] = Box::leak(Box::new([
+            ("stream_id", general),
+            ("topic", topic),
+            ("visibility_policy", policy),
+        ]));
+        act(HAMLET, p::update_user_topic, &[], params)
+    };
+    let e = h.verify_action(HAMLET, NO_CAPS, set("Ghosts", "1"), &["muted_topics", "user_topic"]);
+    assert_eq!(e[0]["muted_topics"], json!([["general", "Ghosts", e[1]["last_updated"]]]));
+    h.verify_action(HAMLET, NO_CAPS, set("plays", "3"), &["muted_topics", "user_topic"]);
+    h.verify_action(HAMLET, NO_CAPS, set("ghosts", "0"), &["muted_topics", "user_topic"]);
+    h.verify_action(HAMLET, NO_CAPS, set("plays", "3"), &[]);
+    let legacy: &'static [(&str, &str)] =
+        Box::leak(Box::new([("stream", "general"), ("topic", "duels"), ("op", "add")]));
+    h.verify_action(
+        HAMLET,
+        NO_CAPS,
+        act(HAMLET, p::mute_topic_legacy, &[], legacy),
+        &["muted_topics", "user_topic"],
+    );
+    let state = h.register(HAMLET, NO_CAPS);
+    assert_eq!(state["user_topics"].as_array().unwrap().len(), 2);
+    assert_eq!(state["muted_topics"].as_array().unwrap().len(), 1);
 }

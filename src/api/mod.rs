@@ -9,6 +9,7 @@ pub mod flags;
 pub mod json;
 pub mod messages;
 pub mod passwords;
+pub mod personal;
 pub mod presence;
 pub mod reading;
 pub mod realm;

@@ -6,7 +6,9 @@ use serde_json::{json, Value};
 
 use crate::events::{Audience, Event};
 use crate::state::access::can_see_email;
-use crate::state::settings::{language_name, setting_def, EmailChange, Legacy, SettingsChange};
+use crate::state::settings::{
+    language_name, setting_def, EmailChange, Legacy, SettingValue, SettingsChange,
+};
 use crate::state::{State, UserId};
 
 /// An event for the user's own queues only.
@@ -58,6 +60,15 @@ pub(super) fn update_settings(state: &State, change: &SettingsChange) -> Vec<Eve
                 }
             }
         });
+    }
+    // Turning draft synchronization off deletes the stored drafts (no event:
+    // clients keep their local copies).
+    if change
+        .settings
+        .iter()
+        .any(|(n, v)| n == "enable_drafts_synchronization" && *v == SettingValue::Bool(false))
+    {
+        state.settings.drafts.remove(&user.id);
     }
     for (name, value) in &change.settings {
         let legacy = setting_def(name).map_or(Legacy::None, |d| d.legacy);

@@ -159,6 +159,84 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::typing::set_typing,
     },
+    Route {
+        method: "GET",
+        pattern: "/users/me/alert_words",
+        access: Access::User,
+        handler: api::personal::get_alert_words,
+    },
+    Route {
+        method: "POST",
+        pattern: "/users/me/alert_words",
+        access: Access::User,
+        handler: api::personal::add_alert_words,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/users/me/alert_words",
+        access: Access::User,
+        handler: api::personal::remove_alert_words,
+    },
+    Route {
+        method: "GET",
+        pattern: "/drafts",
+        access: Access::User,
+        handler: api::personal::get_drafts,
+    },
+    Route {
+        method: "POST",
+        pattern: "/drafts",
+        access: Access::User,
+        handler: api::personal::create_drafts,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/drafts/{draft_id}",
+        access: Access::User,
+        handler: api::personal::edit_draft,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/drafts/{draft_id}",
+        access: Access::User,
+        handler: api::personal::delete_draft,
+    },
+    Route {
+        method: "POST",
+        pattern: "/users/me/status",
+        access: Access::User,
+        handler: api::personal::set_status,
+    },
+    Route {
+        method: "GET",
+        pattern: "/users/{user_id}/status",
+        access: Access::User,
+        handler: api::personal::get_status,
+    },
+    Route {
+        method: "POST",
+        pattern: "/users/me/muted_users/{muted_user_id}",
+        access: Access::User,
+        handler: api::personal::mute_user,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/users/me/muted_users/{muted_user_id}",
+        access: Access::User,
+        handler: api::personal::unmute_user,
+    },
+    Route {
+        method: "POST",
+        pattern: "/user_topics",
+        access: Access::User,
+        handler: api::personal::update_user_topic,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/users/me/subscriptions/muted_topics",
+        access: Access::User,
+        handler: api::personal::mute_topic_legacy,
+    },
 ];
 
 /// The outcome of matching a request path.

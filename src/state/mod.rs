@@ -11,6 +11,7 @@ pub mod channels;
 pub mod groups;
 pub mod ids;
 pub mod messages;
+pub mod personal;
 pub mod realm;
 pub mod settings;
 pub mod shard;

@@ -16,6 +16,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ids::UserId;
+use super::personal::{
+    contains_alert_word, Draft, Invite, LocalIdKind, MutedUsers, NavigationView, Playground,
+    PushToken, SavedSnippet, UserStatus, UserTopics,
+};
 use super::shard::Sharded;
 
 /// A stored setting value.
@@ -320,8 +324,32 @@ pub struct SettingsState {
     /// Argon2 password hashes (PHC strings), hashed before logging. No
     /// entry = no password login.
     pub passwords: Sharded<UserId, String>,
-    /// Pending email-address changes by confirmation key.
+    /// Pending email changes by confirmation key.
     pub email_changes: Sharded<String, EmailChange>,
+    /// Next free id of each kind this area allocates.
+    pub ids: Sharded<LocalIdKind, u64>,
+    /// Alert words per user, in the order added.
+    pub alert_words: Sharded<UserId, Vec<String>>,
+    /// Drafts per user, by id.
+    pub drafts: Sharded<UserId, BTreeMap<u64, Draft>>,
+    /// Status per user (absent = none).
+    pub statuses: Sharded<UserId, UserStatus>,
+    /// Muted users per user.
+    pub muted_users: Sharded<UserId, MutedUsers>,
+    /// Topic visibility policies per user.
+    pub user_topics: Sharded<UserId, UserTopics>,
+    /// Navigation views per user, in the order added.
+    pub navigation_views: Sharded<UserId, Vec<NavigationView>>,
+    /// Saved snippets per user, by id.
+    pub snippets: Sharded<UserId, BTreeMap<u64, SavedSnippet>>,
+    /// Push tokens per user.
+    pub push_tokens: Sharded<UserId, Vec<PushToken>>,
+    /// Code playgrounds by id (every realm).
+    pub playgrounds: Sharded<u64, Playground>,
+    /// Invitations by id (every realm).
+    pub invites: Sharded<u64, Invite>,
+    /// Derived (rebuilt from `invites`): invitation id by link key.
+    pub invite_by_key: Sharded<String, u64>,
 }
 
 /// `SettingsState` as sorted data, for snapshots.
@@ -333,30 +361,106 @@ pub struct SettingsImage {
     pub passwords: Vec<(UserId, String)>,
     /// Pending email changes by key.
     pub email_changes: Vec<(String, EmailChange)>,
+    /// Id counters.
+    pub ids: Vec<(LocalIdKind, u64)>,
+    /// Alert words.
+    pub alert_words: Vec<(UserId, Vec<String>)>,
+    /// Drafts.
+    pub drafts: Vec<(UserId, BTreeMap<u64, Draft>)>,
+    /// Statuses.
+    pub statuses: Vec<(UserId, UserStatus)>,
+    /// Muted users.
+    pub muted_users: Vec<(UserId, MutedUsers)>,
+    /// Topic policies.
+    pub user_topics: Vec<(UserId, UserTopics)>,
+    /// Navigation views.
+    pub navigation_views: Vec<(UserId, Vec<NavigationView>)>,
+    /// Saved snippets.
+    pub snippets: Vec<(UserId, BTreeMap<u64, SavedSnippet>)>,
+    /// Push tokens.
+    pub push_tokens: Vec<(UserId, Vec<PushToken>)>,
+    /// Playgrounds.
+    pub playgrounds: Vec<(u64, Playground)>,
+    /// Invitations.
+    pub invites: Vec<(u64, Invite)>,
 }
 
 impl SettingsState {
     /// A plain copy (under the commit writer lock, like `State::image`).
     pub fn image(&self) -> SettingsImage {
+        fn all<K: std::hash::Hash + Eq + Ord + Clone, V: Clone>(m: &Sharded<K, V>) -> Vec<(K, V)> {
+            m.collect_sorted(|_, _| true)
+        }
         SettingsImage {
-            user_settings: self.user_settings.collect_sorted(|_, _| true),
-            passwords: self.passwords.collect_sorted(|_, _| true),
-            email_changes: self.email_changes.collect_sorted(|_, _| true),
+            user_settings: all(&self.user_settings),
+            passwords: all(&self.passwords),
+            email_changes: all(&self.email_changes),
+            ids: all(&self.ids),
+            alert_words: all(&self.alert_words),
+            drafts: all(&self.drafts),
+            statuses: all(&self.statuses),
+            muted_users: all(&self.muted_users),
+            user_topics: all(&self.user_topics),
+            navigation_views: all(&self.navigation_views),
+            snippets: all(&self.snippets),
+            push_tokens: all(&self.push_tokens),
+            playgrounds: all(&self.playgrounds),
+            invites: all(&self.invites),
         }
     }
 
-    /// Rebuilds from a snapshot.
+    /// Rebuilds from a snapshot (and the derived key index).
     pub fn from_image(image: SettingsImage) -> Self {
-        SettingsState {
+        let state = SettingsState {
             user_settings: image.user_settings.into_iter().collect(),
             passwords: image.passwords.into_iter().collect(),
             email_changes: image.email_changes.into_iter().collect(),
+            ids: image.ids.into_iter().collect(),
+            alert_words: image.alert_words.into_iter().collect(),
+            drafts: image.drafts.into_iter().collect(),
+            statuses: image.statuses.into_iter().collect(),
+            muted_users: image.muted_users.into_iter().collect(),
+            user_topics: image.user_topics.into_iter().collect(),
+            navigation_views: image.navigation_views.into_iter().collect(),
+            snippets: image.snippets.into_iter().collect(),
+            push_tokens: image.push_tokens.into_iter().collect(),
+            playgrounds: image.playgrounds.into_iter().collect(),
+            invites: Sharded::new(),
+            invite_by_key: Sharded::new(),
+        };
+        for (id, invite) in image.invites {
+            state.invite_by_key.insert(invite.key.clone(), id);
+            state.invites.insert(id, invite);
         }
+        state
     }
 
     /// A user's settings (defaults for users with no entry).
     pub fn of(&self, user: UserId) -> UserSettings {
         self.user_settings.get(&user).unwrap_or_default()
+    }
+
+    /// The next free id of a kind (read under the writer lock).
+    pub fn peek_id(&self, kind: LocalIdKind) -> u64 {
+        self.ids.get(&kind).unwrap_or(1)
+    }
+
+    /// The `n` ids starting at `peek_id(kind)`.
+    pub fn peek_ids(&self, kind: LocalIdKind, n: usize) -> Vec<u64> {
+        let first = self.peek_id(kind);
+        (first..first + n as u64).collect()
+    }
+
+    /// Records that `id` is taken (apply only).
+    pub(crate) fn claim_id(&self, kind: LocalIdKind, id: u64) {
+        self.ids.upsert(kind, |next| *next = (*next).max(id + 1));
+    }
+
+    /// Whether `user` gets `has_alert_word` on a message with `content`.
+    pub fn has_alert_word(&self, user: UserId, content: &str) -> bool {
+        self.alert_words
+            .read(&user, |words| words.iter().any(|w| contains_alert_word(content, w)))
+            .unwrap_or(false)
     }
 }
 
