@@ -13,6 +13,8 @@ mod api_personal;
 /// GET /messages, topics, GET /users/me/subscriptions, GET /streams,
 /// POST /messages/flags.
 mod api_reading;
+/// Navigation views, saved snippets, code playgrounds, push tokens.
+mod api_resources;
 /// GET /server_settings, POST /dev_fetch_api_key, auth, routing, HTTP framing.
 mod api_server;
 /// PATCH /settings, typing, invitations and the small per-user resources.

@@ -440,3 +440,98 @@ fn topic_visibility() {
     assert_eq!(state["user_topics"].as_array().unwrap().len(), 2);
     assert_eq!(state["muted_topics"].as_array().unwrap().len(), 1);
 }
+
+use natter::api::resources as r;
+
+#[test]
+fn navigation_views() {
+    let h = Harness::new();
+    h.verify_action(
+        HAMLET,
+        NO_CAPS,
+        act(HAMLET, r::add_navigation_view, &[], &[("fragment", "inbox"), ("is_pinned", "false")]),
+        &["navigation_view"],
+    );
+    h.verify_action(
+        HAMLET,
+        NO_CAPS,
+        act(
+            HAMLET,
+            r::add_navigation_view,
+            &[],
+            &[("fragment", "narrow/channel/9-plays"), ("is_pinned", "true"), ("name", "Plays")],
+        ),
+        &["navigation_view"],
+    );
+    h.verify_action(
+        HAMLET,
+        NO_CAPS,
+        act(HAMLET, r::update_navigation_view, &["narrow/channel/9-plays"], &[("name", "Stage")]),
+        &["navigation_view"],
+    );
+    h.verify_action(
+        HAMLET,
+        NO_CAPS,
+        act(HAMLET, r::update_navigation_view, &["inbox"], &[("is_pinned", "true")]),
+        &["navigation_view"],
+    );
+    h.verify_action(
+        HAMLET,
+        NO_CAPS,
+        act(HAMLET, r::remove_navigation_view, &["inbox"], &[]),
+        &["navigation_view"],
+    );
+    assert_eq!(
+        h.register(HAMLET, NO_CAPS)["navigation_views"],
+        json!([{"fragment": "narrow/channel/9-plays", "is_pinned": true, "name": "Stage"}])
+    );
+}
+
+#[test]
+fn saved_snippets() {
+    let h = Harness::new();
+    h.verify_action(
+        HAMLET,
+        NO_CAPS,
+        act(HAMLET, r::create_saved_snippet, &[], &[("title", "Greeting"), ("content", "Hail!")]),
+        &["saved_snippets"],
+    );
+    let id = h.register(HAMLET, NO_CAPS)["saved_snippets"][0]["id"].to_string();
+    let path: &'static [&str] = Box::leak(Box::new([&*Box::leak(id.into_boxed_str())]));
+    h.verify_action(
+        HAMLET,
+        NO_CAPS,
+        act(HAMLET, r::edit_saved_snippet, path, &[("content", "All hail!")]),
+        &["saved_snippets"],
+    );
+    h.verify_action(
+        HAMLET,
+        NO_CAPS,
+        act(HAMLET, r::delete_saved_snippet, path, &[]),
+        &["saved_snippets"],
+    );
+}
+
+#[test]
+fn code_playgrounds() {
+    let h = Harness::new();
+    let add = &[
+        ("name", "Rust playground"),
+        ("pygments_language", "Rust"),
+        ("url_template", "https://play.rust-lang.org/?code={code}"),
+    ];
+    h.verify_action(
+        OTHELLO,
+        NO_CAPS,
+        act("iago@natter.test", r::add_playground, &[], add),
+        &["realm_playgrounds"],
+    );
+    let id = h.register(OTHELLO, NO_CAPS)["realm_playgrounds"][0]["id"].to_string();
+    let path: &'static [&str] = Box::leak(Box::new([&*Box::leak(id.into_boxed_str())]));
+    h.verify_action(
+        OTHELLO,
+        NO_CAPS,
+        act("iago@natter.test", r::remove_playground, path, &[]),
+        &["realm_playgrounds"],
+    );
+}

@@ -14,6 +14,7 @@ pub mod presence;
 pub mod reading;
 pub mod realm;
 pub mod register;
+pub mod resources;
 pub mod settings;
 pub mod typing;
 pub mod users;

@@ -237,6 +237,90 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::personal::mute_topic_legacy,
     },
+    Route {
+        method: "GET",
+        pattern: "/navigation_views",
+        access: Access::User,
+        handler: api::resources::get_navigation_views,
+    },
+    Route {
+        method: "POST",
+        pattern: "/navigation_views",
+        access: Access::User,
+        handler: api::resources::add_navigation_view,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/navigation_views/{fragment}",
+        access: Access::User,
+        handler: api::resources::update_navigation_view,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/navigation_views/{fragment}",
+        access: Access::User,
+        handler: api::resources::remove_navigation_view,
+    },
+    Route {
+        method: "GET",
+        pattern: "/saved_snippets",
+        access: Access::User,
+        handler: api::resources::get_saved_snippets,
+    },
+    Route {
+        method: "POST",
+        pattern: "/saved_snippets",
+        access: Access::User,
+        handler: api::resources::create_saved_snippet,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/saved_snippets/{saved_snippet_id}",
+        access: Access::User,
+        handler: api::resources::edit_saved_snippet,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/saved_snippets/{saved_snippet_id}",
+        access: Access::User,
+        handler: api::resources::delete_saved_snippet,
+    },
+    Route {
+        method: "POST",
+        pattern: "/realm/playgrounds",
+        access: Access::User,
+        handler: api::resources::add_playground,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/realm/playgrounds/{playground_id}",
+        access: Access::User,
+        handler: api::resources::remove_playground,
+    },
+    Route {
+        method: "POST",
+        pattern: "/users/me/apns_device_token",
+        access: Access::User,
+        handler: api::resources::add_apns_token,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/users/me/apns_device_token",
+        access: Access::User,
+        handler: api::resources::remove_apns_token,
+    },
+    Route {
+        method: "POST",
+        pattern: "/users/me/android_gcm_reg_id",
+        access: Access::User,
+        handler: api::resources::add_android_token,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/users/me/android_gcm_reg_id",
+        access: Access::User,
+        handler: api::resources::remove_android_token,
+    },
 ];
 
 /// The outcome of matching a request path.
