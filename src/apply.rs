@@ -6,6 +6,9 @@
 //! state (a missing channel, a reused id) cannot come from a validated
 //! commit, so it panics: replay refuses to limp on with diverged state.
 
+pub(crate) mod personal;
+mod settings;
+
 use std::sync::atomic::Ordering;
 
 use crate::events::{Audience, Event};
@@ -57,6 +60,11 @@ pub fn apply(state: &State, seq: u64, mutation: &Mutation) -> Vec<Event> {
         Mutation::Subscribe { channel, subscribers } => subscribe(state, *channel, subscribers),
         Mutation::SendMessage(new) => send_message(state, new),
         Mutation::UpdateFlags(change) => update_flags(state, change),
+        Mutation::UpdateSettings(change) => settings::update_settings(state, change),
+        Mutation::SetPassword { user, hash } => settings::set_password(state, *user, hash),
+        Mutation::StartEmailChange(change) => settings::start_email_change(state, change),
+        Mutation::ConfirmEmailChange { key } => settings::confirm_email_change(state, key),
+        Mutation::Personal(change) => personal::apply(state, change),
     };
     state.applied_seq.store(seq, Ordering::Release);
     events
@@ -116,6 +124,10 @@ fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
         }
         if new.mentioned.contains(&user) {
             flags = flags.with(Flags::MENTIONED);
+        }
+        // Alert words are state too, so this stays deterministic.
+        if user != message.sender && state.settings.has_alert_word(user, &message.content) {
+            flags = flags.with(Flags::HAS_ALERT_WORD);
         }
         state.set_flags(user, message.id, flags);
         recipients.push((user, flags));

@@ -8,6 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::state::personal::PersonalChange;
+use crate::state::settings::{EmailChange, SettingsChange};
 use crate::state::{
     Channel, ChannelId, Flags, Group, Message, MessageId, Realm, Subscription, User, UserId,
 };
@@ -46,6 +48,27 @@ pub enum Mutation {
     /// One user's personal flag changes on some messages
     /// (`POST /messages/flags`).
     UpdateFlags(FlagsChange),
+    /// A user changes personal settings (`PATCH /settings`), all at once.
+    UpdateSettings(SettingsChange),
+    /// A user's password is set; `hash` is an argon2 PHC string computed
+    /// before logging (the password itself is never logged).
+    SetPassword {
+        /// Whose password.
+        user: UserId,
+        /// Argon2id hash with its salt.
+        hash: String,
+    },
+    /// An email change is requested; the link carries `key`.
+    StartEmailChange(EmailChange),
+    /// The link of a pending email change was followed.
+    ConfirmEmailChange {
+        /// The pending change's key.
+        key: String,
+    },
+    /// A change to the settings area's small resources (alert words,
+    /// drafts, status, mutes, topics, views, snippets, push tokens,
+    /// playgrounds, invitations).
+    Personal(PersonalChange),
 }
 
 /// A change of one personal flag (read, starred, collapsed) for one user.

@@ -8,11 +8,17 @@ mod util;
 mod api_events;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
+/// Alert words, drafts, user status, muted users, topic visibility.
+mod api_personal;
 /// GET /messages, topics, GET /users/me/subscriptions, GET /streams,
 /// POST /messages/flags.
 mod api_reading;
+/// Navigation views, saved snippets, code playgrounds, push tokens.
+mod api_resources;
 /// GET /server_settings, POST /dev_fetch_api_key, auth, routing, HTTP framing.
 mod api_server;
+/// PATCH /settings, typing, invitations and the small per-user resources.
+mod api_settings;
 /// GET /users/me, GET /users, GET /users/{user_id}.
 mod api_users;
 /// The HTTP wire: multipart, chunked, header limits, time-outs, the
@@ -24,3 +30,5 @@ mod load;
 mod recovery;
 /// The register-vs-events harness (Zulip's verify_action), one case per event type.
 mod verify_action;
+/// Register-vs-events cases of the settings area (on the verify_action harness).
+mod verify_settings;

@@ -175,6 +175,9 @@ fn sort_by_name(list: &mut Value) {
 
 /// Folds one event into a fetched register state, as a client does.
 pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
+    if crate::verify_settings::handles(event) {
+        return crate::verify_settings::apply_event(state, event, me);
+    }
     match event["type"].as_str().unwrap() {
         "message" => {
             let m = &event["message"];

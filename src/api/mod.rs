@@ -8,10 +8,15 @@ pub mod events;
 pub mod flags;
 pub mod json;
 pub mod messages;
+pub mod passwords;
+pub mod personal;
 pub mod presence;
 pub mod reading;
 pub mod realm;
 pub mod register;
+pub mod resources;
+pub mod settings;
+pub mod typing;
 pub mod users;
 
 use std::sync::{Arc, OnceLock};

@@ -11,7 +11,9 @@ pub mod channels;
 pub mod groups;
 pub mod ids;
 pub mod messages;
+pub mod personal;
 pub mod realm;
+pub mod settings;
 pub mod shard;
 pub mod topics;
 pub mod users;
@@ -76,6 +78,8 @@ pub struct State {
     /// Derived (not snapshotted): each user's starred message ids, kept
     /// like `unread`.
     pub starred: Sharded<UserId, std::collections::BTreeSet<MessageId>>,
+    /// Personal settings and the other per-user resources of that area.
+    pub settings: settings::SettingsState,
 }
 
 /// `State` as plain sorted data: the snapshot format.
@@ -101,6 +105,8 @@ pub struct StateImage {
     pub direct_recipients: Vec<(Vec<UserId>, RecipientId)>,
     /// Every group.
     pub groups: Vec<Group>,
+    /// Personal settings and the other per-user resources of that area.
+    pub settings: settings::SettingsImage,
 }
 
 fn values<K: std::hash::Hash + Eq + Ord + Clone, V: Clone>(map: &Sharded<K, V>) -> Vec<V> {
@@ -132,6 +138,7 @@ impl State {
             user_messages: self.user_messages.collect_sorted(|_, _| true),
             direct_recipients: self.direct_recipients.collect_sorted(|_, _| true),
             groups: values(&self.groups),
+            settings: self.settings.image(),
         }
     }
 
@@ -155,6 +162,7 @@ impl State {
                 .collect(),
             user_messages: image.user_messages.into_iter().collect(),
             direct_recipients: image.direct_recipients.into_iter().collect(),
+            settings: settings::SettingsState::from_image(image.settings),
             ..State::default()
         };
         for realm in image.realms {
