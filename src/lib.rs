@@ -13,7 +13,8 @@
 //! - `api` — one file per Zulip API area; thin handlers.
 //! - `state` — in-memory realm data, sharded; the permission engine.
 //! - `mutation` — the list of durable changes.
-//! - `apply` — the deterministic state transition.
+//! - `apply` — the deterministic state transition (`apply_admin`: its
+//!   channel, subscription, user, group and profile-field arms).
 //! - `commit` — the write path: lock → log → apply → durable → publish.
 //! - `persist` — snapshots and recovery.
 //! - `events` — ephemeral event delivery.
@@ -26,6 +27,7 @@
 
 pub mod api;
 pub mod apply;
+pub mod apply_admin;
 pub mod commit;
 pub mod config;
 pub mod entropy;

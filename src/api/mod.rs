@@ -4,10 +4,13 @@
 
 pub mod auth;
 pub mod channels;
+pub mod group_setting;
 pub mod json;
 pub mod messages;
 pub mod reading;
 pub mod realm;
+pub mod streams;
+pub mod subscriptions;
 pub mod users;
 
 use std::sync::{Arc, OnceLock};

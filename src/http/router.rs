@@ -64,6 +64,62 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::messages::get_one,
     },
+    // --- channels, subscriptions, users, bots, groups (channels helper, #9) ---
+    Route {
+        method: "POST",
+        pattern: "/users/me/subscriptions",
+        access: Access::User,
+        handler: api::subscriptions::subscribe,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/users/me/subscriptions",
+        access: Access::User,
+        handler: api::subscriptions::unsubscribe,
+    },
+    Route {
+        method: "POST",
+        pattern: "/users/me/subscriptions/properties",
+        access: Access::User,
+        handler: api::subscriptions::update_properties,
+    },
+    Route {
+        method: "GET",
+        pattern: "/users/{user_id}/subscriptions/{stream_id}",
+        access: Access::User,
+        handler: api::subscriptions::status,
+    },
+    Route {
+        method: "GET",
+        pattern: "/streams/{stream_id}/members",
+        access: Access::User,
+        handler: api::subscriptions::members,
+    },
+    Route {
+        method: "GET",
+        pattern: "/streams/{stream_id}",
+        access: Access::User,
+        handler: api::streams::get_one,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/streams/{stream_id}",
+        access: Access::User,
+        handler: api::streams::update,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/streams/{stream_id}",
+        access: Access::User,
+        handler: api::streams::archive,
+    },
+    Route {
+        method: "GET",
+        pattern: "/get_stream_id",
+        access: Access::User,
+        handler: api::streams::get_id,
+    },
+    // --- end channels helper ---
 ];
 
 /// The outcome of matching a request path.

@@ -11,6 +11,7 @@ pub mod channels;
 pub mod groups;
 pub mod ids;
 pub mod messages;
+pub mod profile;
 pub mod realm;
 pub mod shard;
 pub mod topics;
@@ -67,6 +68,11 @@ pub struct State {
     pub by_topic: Sharded<topics::TopicKey, Vec<MessageId>>,
     /// Derived (not snapshotted): each channel's topics by lowercased name.
     pub channel_topics: Sharded<ChannelId, BTreeMap<String, topics::TopicEntry>>,
+    /// Custom profile fields by id.
+    pub profile_fields: Sharded<u64, profile::ProfileField>,
+    /// Each user's custom profile field values: field id → (value,
+    /// rendered value for Markdown fields).
+    pub profile_values: Sharded<UserId, profile::Values>,
 }
 
 /// `State` as plain sorted data: the snapshot format.
@@ -92,6 +98,10 @@ pub struct StateImage {
     pub direct_recipients: Vec<(Vec<UserId>, RecipientId)>,
     /// Every group.
     pub groups: Vec<Group>,
+    /// Every custom profile field.
+    pub profile_fields: Vec<profile::ProfileField>,
+    /// Custom profile field values per user.
+    pub profile_values: Vec<(UserId, profile::Values)>,
 }
 
 fn values<K: std::hash::Hash + Eq + Ord + Clone, V: Clone>(map: &Sharded<K, V>) -> Vec<V> {
@@ -123,6 +133,8 @@ impl State {
             user_messages: self.user_messages.collect_sorted(|_, _| true),
             direct_recipients: self.direct_recipients.collect_sorted(|_, _| true),
             groups: values(&self.groups),
+            profile_fields: values(&self.profile_fields),
+            profile_values: self.profile_values.collect_sorted(|_, _| true),
         }
     }
 
@@ -134,6 +146,8 @@ impl State {
             subscriptions: image.subscriptions.into_iter().collect(),
             user_messages: image.user_messages.into_iter().collect(),
             direct_recipients: image.direct_recipients.into_iter().collect(),
+            profile_fields: image.profile_fields.into_iter().map(|f| (f.id, f)).collect(),
+            profile_values: image.profile_values.into_iter().collect(),
             ..State::default()
         };
         for realm in image.realms {
