@@ -9,9 +9,11 @@
 use std::sync::atomic::Ordering;
 
 use crate::apply_admin as admin;
-use crate::events::Event;
-use crate::mutation::{Mutation, NewMessage};
-use crate::state::{Channel, ChannelId, Destination, Flags, IdKind, State, Subscription, UserId};
+use crate::events::{Audience, Event};
+use crate::mutation::{FlagsChange, Mutation, NewMessage};
+use crate::state::{
+    Channel, ChannelId, Destination, Flags, IdKind, MessageId, State, Subscription, UserId,
+};
 
 /// Applies mutation number `seq` and returns the events it causes.
 ///
@@ -62,6 +64,7 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         }
         Mutation::Subscribe { channel, subscribers } => subscribe(state, *channel, subscribers),
         Mutation::SendMessage(new) => send_message(state, new),
+        Mutation::UpdateFlags(change) => update_flags(state, change),
         Mutation::Unsubscribe { channel, users } => admin::unsubscribe(state, *channel, users),
         Mutation::UpdateChannel { channel, changes } => {
             admin::update_channel(state, *channel, changes)
@@ -143,4 +146,75 @@ fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
     }
     state.index_message(message.clone());
     vec![Event::Message { message: message.id, recipients }]
+}
+
+/// Sets or clears one flag of one user on some messages; emits Zulip's
+/// `update_message_flags` event (with the legacy `operation` key and, when
+/// messages become unread, the `message_details` clients need to rebuild
+/// their unread counts).
+fn update_flags(state: &State, change: &FlagsChange) -> Vec<Event> {
+    let FlagsChange { user, add, flag, messages, historical } = change;
+    assert!(state.users.contains(user), "apply: no user {user}");
+    state.user_messages.upsert(*user, |mine| {
+        for id in historical {
+            mine.entry(*id).or_insert(Flags::READ.with(Flags::HISTORICAL));
+        }
+        for id in messages {
+            if let Some(flags) = mine.get_mut(id) {
+                *flags = if *add { flags.with(*flag) } else { flags.without(*flag) };
+            }
+        }
+    });
+    let name = flag.names().first().copied().unwrap_or("read");
+    let op = if *add { "add" } else { "remove" };
+    let mut event = serde_json::json!({
+        "type": "update_message_flags",
+        "op": op,
+        "operation": op,
+        "flag": name,
+        "messages": messages.iter().map(|m| m.0).collect::<Vec<_>>(),
+        "all": false,
+    });
+    if !*add && *flag == Flags::READ {
+        event["message_details"] = unread_details(state, *user, messages);
+    }
+    vec![Event::Broadcast { audience: Audience::Users(vec![*user]), event }]
+}
+
+/// Zulip's `message_details` for messages marked unread: per message id,
+/// its kind, conversation and whether it mentions the user.
+fn unread_details(state: &State, user: UserId, messages: &[MessageId]) -> serde_json::Value {
+    let mut details = serde_json::Map::new();
+    let muted = |channel: &ChannelId| {
+        state
+            .subscriptions
+            .read(&user, |s| s.get(channel).is_some_and(|s| s.is_muted))
+            .unwrap_or(false)
+    };
+    for id in messages {
+        let Some(flags) = state.flags(user, *id) else { continue };
+        let Some(destination) = state.messages.read(id, |m| m.destination.clone()) else {
+            continue;
+        };
+        let mut entry = match destination {
+            Destination::Channel { channel, topic } => serde_json::json!({
+                "type": "stream",
+                "stream_id": channel.0,
+                "topic": topic,
+                "unmuted_stream_msg": !muted(&channel),
+            }),
+            Destination::Direct { participants } => serde_json::json!({
+                "type": "private",
+                "user_ids": participants.iter().filter(|u| **u != user).map(|u| u.0).collect::<Vec<_>>(),
+            }),
+        };
+        if flags.contains(Flags::MENTIONED)
+            || flags.contains(Flags::STREAM_WILDCARD_MENTIONED)
+            || flags.contains(Flags::TOPIC_WILDCARD_MENTIONED)
+        {
+            entry["mentioned"] = serde_json::Value::Bool(true);
+        }
+        details.insert(id.0.to_string(), entry);
+    }
+    serde_json::Value::Object(details)
 }

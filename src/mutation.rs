@@ -9,8 +9,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::state::{
-    Channel, ChannelId, Group, GroupId, GroupSetting, Message, Realm, Role, Subscription,
-    TopicsPolicy, User, UserId,
+    Channel, ChannelId, Flags, Group, GroupId, GroupSetting, Message, MessageId, Realm, Role,
+    Subscription, TopicsPolicy, User, UserId,
 };
 
 /// One durable change.
@@ -44,6 +44,9 @@ pub enum Mutation {
     },
     /// A message is sent.
     SendMessage(NewMessage),
+    /// One user's personal flag changes on some messages
+    /// (`POST /messages/flags`).
+    UpdateFlags(FlagsChange),
     /// Users leave a channel.
     Unsubscribe {
         /// The channel.
@@ -293,6 +296,24 @@ pub enum GroupChange {
     },
     /// Deactivated.
     Deactivate,
+}
+
+/// A change of one personal flag (read, starred, collapsed) for one user.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlagsChange {
+    /// Whose flags.
+    pub user: UserId,
+    /// Set (`true`) or clear the flag.
+    pub add: bool,
+    /// Exactly one editable flag.
+    pub flag: Flags,
+    /// Every message the request names (checked readable), in request
+    /// order: the event lists these.
+    pub messages: Vec<MessageId>,
+    /// Those of `messages` not delivered to the user (readable through
+    /// channel history): `apply` gives them a historical, read entry first,
+    /// as Zulip creates historical UserMessage rows.
+    pub historical: Vec<MessageId>,
 }
 
 /// A message being sent, with everything `apply` needs to deliver it.

@@ -4,8 +4,13 @@
 /// Harness: TestServer (start/kill/stop/restart) and a raw HTTP client.
 mod util;
 
+/// POST /register, GET/DELETE /events, POST /users/me/presence.
+mod api_events;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
+/// GET /messages, topics, GET /users/me/subscriptions, GET /streams,
+/// POST /messages/flags.
+mod api_reading;
 /// GET /server_settings, POST /dev_fetch_api_key, auth, routing, HTTP framing.
 mod api_server;
 /// GET /users/me, GET /users, GET /users/{user_id}.
@@ -14,3 +19,5 @@ mod api_users;
 mod load;
 /// Crash (SIGKILL) and clean restarts, snapshots, torn and corrupt logs.
 mod recovery;
+/// The register-vs-events harness (Zulip's verify_action), one case per event type.
+mod verify_action;

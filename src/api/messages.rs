@@ -65,6 +65,11 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
         None => default_read_by_sender(&call.client),
     };
     let content = normalize_content(&content)?;
+    // Local echo: the sender's queue gets `local_id` on the message event.
+    let local_echo = match (call.params.string("queue_id"), call.params.string("local_id")) {
+        (Some(queue_id), Some(local_id)) => Some((queue_id, local_id)),
+        _ => None,
+    };
 
     // Everything non-deterministic is decided before the writer lock.
     let rendered = markdown::render(&content);
@@ -94,6 +99,9 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
         };
         let mutation =
             Mutation::SendMessage(NewMessage { message, read_by_sender, mentioned: Vec::new() });
+        if let Some((queue_id, local_id)) = local_echo {
+            app.hub.realtime().queues.note_local_id(id, queue_id, local_id);
+        }
         Ok((mutation, id))
     })?;
     Ok(reply! { "id" => id.0 })

@@ -4,11 +4,15 @@
 
 pub mod auth;
 pub mod channels;
+pub mod events;
+pub mod flags;
 pub mod group_setting;
 pub mod json;
 pub mod messages;
+pub mod presence;
 pub mod reading;
 pub mod realm;
+pub mod register;
 pub mod streams;
 pub mod subscriptions;
 pub mod users;

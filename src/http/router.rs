@@ -64,6 +64,63 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::messages::get_one,
     },
+    // --- Real time (realtime branch): register, event queues, presence ---
+    Route {
+        method: "POST",
+        pattern: "/register",
+        access: Access::User,
+        handler: api::register::register,
+    },
+    Route {
+        method: "GET",
+        pattern: "/events",
+        access: Access::User,
+        handler: api::events::get_events,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/events",
+        access: Access::User,
+        handler: api::events::delete_queue,
+    },
+    Route {
+        method: "POST",
+        pattern: "/users/me/presence",
+        access: Access::User,
+        handler: api::presence::update_presence,
+    },
+    // --- end real time ---
+    // Reading: message windows and narrows, topics, channel lists, flags.
+    Route {
+        method: "GET",
+        pattern: "/messages",
+        access: Access::User,
+        handler: api::reading::get_messages,
+    },
+    Route {
+        method: "POST",
+        pattern: "/messages/flags",
+        access: Access::User,
+        handler: api::flags::update,
+    },
+    Route {
+        method: "GET",
+        pattern: "/users/me/{stream_id}/topics",
+        access: Access::User,
+        handler: api::reading::get_topics,
+    },
+    Route {
+        method: "GET",
+        pattern: "/users/me/subscriptions",
+        access: Access::User,
+        handler: api::channels::get_subscriptions,
+    },
+    Route {
+        method: "GET",
+        pattern: "/streams",
+        access: Access::User,
+        handler: api::channels::get_streams,
+    },
     // --- channels, subscriptions, users, bots, groups (channels helper, #9) ---
     Route {
         method: "POST",

@@ -1,0 +1,262 @@
+//! Turning one `Event` into Zulip JSON for each queue that should see it.
+//!
+//! Who receives what is decided here, from state at publish time: message
+//! events go to every queue of every recipient (the sender's included) and
+//! to `all_public_streams` queues for public channels, filtered by each
+//! queue's event types and narrow, rendered with its `apply_markdown`,
+//! `client_gravatar` and capabilities. JSON that many queues share is built
+//! once per distinct rendering and shared (`Arc`), so a fan-out to
+//! thousands of queues clones no message bodies.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use super::queue::{Outgoing, Queue};
+use super::{Audience, Event, Realtime};
+use crate::api::json::{
+    self as shapes, can_see_subscribers, MessageOptions, Subscribers, UserOptions,
+};
+use crate::api::register;
+use crate::state::access::role_in_system_group;
+use crate::state::access::{can_read_channel, can_see_channel, can_see_email, MessageView};
+use crate::state::{Destination, Flags, SystemGroup, UserId};
+
+/// Delivers one event (of mutation `seq`, or ephemeral if `None`) to the
+/// queues that should see it.
+pub fn deliver(rt: &Realtime, seq: Option<u64>, event: &Event) {
+    match event {
+        Event::Message { message, recipients } => message_event(rt, seq, *message, recipients),
+        Event::RealmUserAdd { realm, user } => {
+            let state = &rt.state;
+            let Some(person) = state.users.get(user) else { return };
+            let targets = rt.queues.of_realm(*realm);
+            rt.queues.deliver(seq, &targets, |q| {
+                if !q.options.wants("realm_user") {
+                    return None;
+                }
+                let viewer = state.users.get(&q.user)?;
+                let options = UserOptions {
+                    client_gravatar: q.options.client_gravatar,
+                    include_custom_profile_fields: true,
+                };
+                let body = json!({
+                    "type": "realm_user",
+                    "op": "add",
+                    "person": shapes::user(state, &viewer, &person, options),
+                });
+                Some(Outgoing::shared(Arc::new(object(body))))
+            });
+            // The new account joins its role's system groups.
+            let Some(realm_row) = state.realms.get(realm) else { return };
+            for kind in SystemGroup::ALL {
+                if !person.is_active || !role_in_system_group(person.role, kind) {
+                    continue;
+                }
+                let body = Arc::new(object(json!({
+                    "type": "user_group",
+                    "op": "add_members",
+                    "group_id": realm_row.system_groups.id(kind).0,
+                    "user_ids": [person.id.0],
+                })));
+                rt.queues.deliver(seq, &targets, |q| {
+                    q.options.wants("user_group").then(|| Outgoing::shared(Arc::clone(&body)))
+                });
+            }
+        }
+        Event::ChannelCreate { realm, channel } => {
+            let state = &rt.state;
+            let Some(channel) = state.channels.get(channel) else { return };
+            let targets = rt.queues.of_realm(*realm);
+            rt.queues.deliver(seq, &targets, |q| {
+                if !q.options.wants("stream") {
+                    return None;
+                }
+                let viewer = state.users.get(&q.user)?;
+                if !can_see_channel(&viewer, &channel) {
+                    return None;
+                }
+                // As created: its first subscribers arrive as the
+                // subscription events of the same change.
+                let mut created = channel.clone();
+                created.subscribers.clear();
+                let body = json!({
+                    "type": "stream",
+                    "op": "create",
+                    "streams": [shapes::stream(state, &viewer, &created, Subscribers::Omit)],
+                });
+                Some(Outgoing::shared(Arc::new(object(body))))
+            });
+        }
+        Event::SubscriptionAdd { channel, users } => subscription_add(rt, seq, *channel, users),
+        Event::Broadcast { audience, event } => {
+            let kind = event.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let targets = match audience {
+                Audience::Users(users) => rt.queues.of_users(users.iter().copied()),
+                Audience::Realm(realm) => rt.queues.of_realm(*realm),
+            };
+            let shared = Arc::new(object(event.clone()));
+            rt.queues.deliver(seq, &targets, |q| {
+                q.options.wants(&kind).then(|| Outgoing::shared(Arc::clone(&shared)))
+            });
+        }
+        Event::Presence { realm, user, presence, server_timestamp } => {
+            let Some(person) = rt.state.users.get(user) else { return };
+            let simplified = Arc::new(object(json!({
+                "type": "presence",
+                "presences": { user.0.to_string(): presence.modern() },
+            })));
+            let (status, timestamp) = presence.legacy_status();
+            let legacy = Arc::new(object(json!({
+                "type": "presence",
+                "user_id": user.0,
+                "email": person.email,
+                "server_timestamp": server_timestamp,
+                "presence": { "website": {
+                    "client": "website", "status": status, "timestamp": timestamp, "pushable": false,
+                }},
+            })));
+            let targets = rt.queues.of_realm(*realm);
+            rt.queues.deliver(seq, &targets, |q| {
+                if !q.options.wants("presence") {
+                    return None;
+                }
+                let body = if q.options.capabilities.simplified_presence_events {
+                    &simplified
+                } else {
+                    &legacy
+                };
+                Some(Outgoing::shared(Arc::clone(body)))
+            });
+        }
+    }
+}
+
+/// `subscription` `add` to the new subscribers' queues, `peer_add` to the
+/// queues of everyone else who may see the channel's subscribers.
+fn subscription_add(
+    rt: &Realtime,
+    seq: Option<u64>,
+    channel: crate::state::ChannelId,
+    users: &[UserId],
+) {
+    let state = &rt.state;
+    let Some(channel) = state.channels.get(&channel) else { return };
+    let targets = rt.queues.of_realm(channel.realm);
+    let peer_add = Arc::new(object(json!({
+        "type": "subscription",
+        "op": "peer_add",
+        "stream_ids": [channel.id.0],
+        "user_ids": users.iter().map(|u| u.0).collect::<Vec<_>>(),
+    })));
+    rt.queues.deliver(seq, &targets, |q| {
+        if !q.options.wants("subscription") {
+            return None;
+        }
+        let viewer = state.users.get(&q.user)?;
+        if users.contains(&q.user) {
+            let sub = state.subscriptions.read(&q.user, |m| m.get(&channel.id).cloned())??;
+            let include = register::subscriber_lists(q.options.include_subscribers);
+            let body = json!({
+                "type": "subscription",
+                "op": "add",
+                "subscriptions": [shapes::subscription(state, &viewer, &channel, &sub, include)],
+            });
+            return Some(Outgoing::shared(Arc::new(object(body))));
+        }
+        can_see_subscribers(&viewer, &channel).then(|| Outgoing::shared(Arc::clone(&peer_add)))
+    });
+}
+
+/// A message event for every queue that may see the message.
+fn message_event(
+    rt: &Realtime,
+    seq: Option<u64>,
+    id: crate::state::MessageId,
+    recipients: &[(UserId, Flags)],
+) {
+    let state = &rt.state;
+    let local = rt.queues.take_local_id(id);
+    let Some(message) = state.messages.get(&id) else { return };
+    let Some(realm) = state.realms.get(&message.realm) else { return };
+    let Some(sender) = state.users.get(&message.sender) else { return };
+    let flags: HashMap<UserId, Flags> = recipients.iter().copied().collect();
+    let mut targets = rt.queues.of_users(recipients.iter().map(|(u, _)| *u));
+    // Queues watching every public channel see its messages too.
+    if let Destination::Channel { channel, .. } = &message.destination {
+        if let Some(channel) = state.channels.get(channel) {
+            if !channel.invite_only {
+                targets.extend(rt.queues.of_realm(message.realm).into_iter().filter(|c| {
+                    let q = c.lock();
+                    q.options.all_public_streams && !flags.contains_key(&q.user)
+                }));
+            }
+        }
+    }
+    // One rendering per (apply_markdown, null avatar, empty topic as "").
+    let mut rendered: HashMap<(bool, bool, bool), Arc<Map<String, Value>>> = HashMap::new();
+    rt.queues.deliver(seq, &targets, |q: &Queue| {
+        if !q.options.wants("message") {
+            return None;
+        }
+        let user_flags = match flags.get(&q.user) {
+            Some(f) => *f,
+            None => {
+                // An all_public_streams queue: only channels it may read.
+                let viewer = state.users.get(&q.user)?;
+                let Destination::Channel { channel, .. } = &message.destination else {
+                    return None;
+                };
+                let channel = state.channels.get(channel)?;
+                if !can_read_channel(&viewer, &channel) {
+                    return None;
+                }
+                Flags::default()
+            }
+        };
+        if !q.options.narrow_filter.is_empty() {
+            let viewer = state.users.get(&q.user)?;
+            if !q.options.narrow_filter.matches(state, &viewer, &message, user_flags) {
+                return None;
+            }
+        }
+        let null_avatar = q.options.client_gravatar && {
+            let viewer = state.users.get(&q.user)?;
+            can_see_email(state, &viewer, &sender)
+        };
+        let key = (q.options.apply_markdown, null_avatar, q.options.capabilities.empty_topic_name);
+        let shared = rendered
+            .entry(key)
+            .or_insert_with(|| {
+                let options = MessageOptions {
+                    apply_markdown: key.0,
+                    client_gravatar: key.1,
+                    allow_empty_topic_name: key.2,
+                };
+                let view = MessageView { flags: Flags::default(), historical: false };
+                // Rendered as the sender sees it: with `client_gravatar`
+                // set, the avatar is null exactly when `null_avatar` holds.
+                let mut body =
+                    object(shapes::message(state, &realm, &sender, &message, view, options));
+                body.remove("flags");
+                Arc::new(object(json!({ "type": "message", "message": body })))
+            })
+            .clone();
+        let mut own = Map::new();
+        own.insert("flags".into(), json!(user_flags.names()));
+        if let Some((queue_id, local_id)) = &local {
+            if *queue_id == q.id && q.user == message.sender {
+                own.insert("local_id".into(), json!(local_id));
+            }
+        }
+        Some(Outgoing { shared, own })
+    });
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}

@@ -1,0 +1,578 @@
+//! The register-vs-events harness, in the style of Zulip's `verify_action`:
+//! register (fetching state) → do an action → apply the events the queue
+//! received to the fetched state, as a client would → register again →
+//! the two states must be equal.
+//!
+//! It runs in-process (`server::open_app` on a temp data dir with the dev
+//! seed) so that actions can be any handler call or any committed
+//! mutation, also those no endpoint makes yet (a new user, a channel).
+//!
+//! Adding a case: one `#[test]` calling `Harness::verify_action` with the
+//! register parameters, the action, and the event types expected. A new
+//! event type also needs its arm in `apply_event` — the client-side rule
+//! for folding it into the fetched state.
+
+use std::sync::Arc;
+
+use clap::Parser;
+use serde_json::{json, Value};
+
+use natter::api::{self, App, Call, Handler, Reply};
+use natter::config::Cli;
+use natter::error::ApiResult;
+use natter::http::request::Params;
+use natter::mutation::Mutation;
+use natter::seed;
+use natter::state::{Subscription, User};
+
+const HAMLET: &str = "hamlet@natter.test"; // member; general, Denmark, core team
+const OTHELLO: &str = "othello@natter.test"; // member; general, Denmark
+const CORDELIA: &str = "cordelia@natter.test"; // member; general only
+const IAGO: &str = "iago@natter.test"; // administrator; general, Denmark, core team
+
+/// A seeded dev realm, in-process.
+pub struct Harness {
+    pub app: Arc<App>,
+    _dir: tempfile::TempDir,
+}
+
+impl Harness {
+    pub fn new() -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let cli = Cli::parse_from([
+            "natter",
+            "--dev",
+            "--snapshot-every",
+            "0",
+            "--fsync",
+            "never",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ]);
+        let app = natter::server::open_app(cli.resolve().unwrap()).unwrap();
+        seed::seed_dev(&app).unwrap();
+        Harness { app, _dir: dir }
+    }
+
+    pub fn user(&self, email: &str) -> User {
+        let realm = self.app.state.realm_by_subdomain("").unwrap();
+        self.app.state.user_by_email(realm.id, email).unwrap()
+    }
+
+    /// Calls a handler as `email` with these parameters.
+    pub fn call(&self, email: &str, handler: Handler, params: &[(&str, &str)]) -> ApiResult<Reply> {
+        let realm = self.app.state.realm_by_subdomain("").unwrap();
+        let caller = Some(self.user(email));
+        let params = Params::from_pairs(params.iter().copied());
+        let mut call = Call { realm, caller, params, path: Vec::new(), client: "test".into() };
+        handler(&self.app, &mut call)
+    }
+
+    /// Commits a mutation built against current state.
+    pub fn commit(&self, build: impl FnOnce(&natter::state::State) -> Mutation) {
+        self.app.committer.commit(|s| Ok((build(s), ()))).unwrap();
+    }
+
+    /// Register as `email` with `params`; returns the reply.
+    pub fn register(&self, email: &str, params: &[(&str, &str)]) -> Value {
+        Value::Object(self.call(email, api::register::register, params).expect("register"))
+    }
+
+    /// The queue's events after `last`, without waiting.
+    pub fn events(&self, email: &str, queue: &str, last: i64) -> Vec<Value> {
+        let last = last.to_string();
+        let params =
+            [("queue_id", queue), ("last_event_id", last.as_str()), ("dont_block", "true")];
+        let reply = self.call(email, api::events::get_events, &params).expect("events");
+        reply["events"].as_array().unwrap().clone()
+    }
+
+    /// register → `action` → apply the events → equal to a fresh register.
+    /// Returns the events (heartbeats left out) for further checks.
+    #[track_caller]
+    pub fn verify_action(
+        &self,
+        email: &str,
+        params: &[(&str, &str)],
+        action: impl FnOnce(&Harness),
+        expected: &[&str],
+    ) -> Vec<Value> {
+        let mut state = self.register(email, params);
+        let queue = state["queue_id"].as_str().unwrap().to_owned();
+        action(self);
+        let events: Vec<Value> = self
+            .events(email, &queue, -1)
+            .into_iter()
+            .filter(|e| e["type"] != "heartbeat")
+            .collect();
+        let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(types, expected, "event types: {events:#?}");
+        let me = self.user(email).id.0;
+        for event in &events {
+            apply_event(&mut state, event, me);
+        }
+        let fresh = self.register(email, params);
+        assert_same_state(normalize(state), normalize(fresh));
+        events
+    }
+}
+
+/// Drops what legitimately differs between two registers.
+fn normalize(mut state: Value) -> Value {
+    let map = state.as_object_mut().unwrap();
+    for volatile in ["queue_id", "server_timestamp", "presence_last_update_id"] {
+        map.remove(volatile);
+    }
+    state
+}
+
+#[track_caller]
+fn assert_same_state(applied: Value, fresh: Value) {
+    if let Some((path, a, f)) = first_difference("", &applied, &fresh) {
+        panic!(
+            "state after applying events differs from a fresh register at {path}:\n\
+             applied: {a:#}\nfresh:   {f:#}"
+        );
+    }
+}
+
+/// The path and values of the first place two JSON values differ.
+fn first_difference(path: &str, a: &Value, f: &Value) -> Option<(String, Value, Value)> {
+    match (a, f) {
+        (Value::Object(x), Value::Object(y)) => {
+            for key in x.keys().chain(y.keys()) {
+                let (xa, ya) =
+                    (x.get(key).unwrap_or(&Value::Null), y.get(key).unwrap_or(&Value::Null));
+                if x.contains_key(key) != y.contains_key(key) {
+                    return Some((format!("{path}.{key}"), xa.clone(), ya.clone()));
+                }
+                if let Some(d) = first_difference(&format!("{path}.{key}"), xa, ya) {
+                    return Some(d);
+                }
+            }
+            None
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (xa, ya))| first_difference(&format!("{path}[{i}]"), xa, ya)),
+        _ if a == f => None,
+        _ => Some((path.to_owned(), a.clone(), f.clone())),
+    }
+}
+
+fn ids_of(v: &Value) -> Vec<u64> {
+    v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect()
+}
+
+fn sort_by_name(list: &mut Value) {
+    if let Some(items) = list.as_array_mut() {
+        items.sort_by_key(|s| s["name"].as_str().unwrap_or("").to_lowercase());
+    }
+}
+
+/// Folds one event into a fetched register state, as a client does.
+pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
+    match event["type"].as_str().unwrap() {
+        "message" => {
+            let m = &event["message"];
+            let id = m["id"].as_u64().unwrap();
+            if state.get("max_message_id").is_some() {
+                let max = state["max_message_id"].as_i64().unwrap().max(id as i64);
+                state["max_message_id"] = json!(max);
+            }
+            let flags: Vec<&str> =
+                event["flags"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+            if state.get("unread_msgs").is_some() && !flags.contains(&"read") {
+                add_unread(&mut state["unread_msgs"], m, &flags, me);
+            }
+            for list in ["subscriptions", "never_subscribed"] {
+                for s in state.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
+                    if s["stream_id"] == m["stream_id"] {
+                        if s["first_message_id"].is_null() {
+                            s["first_message_id"] = json!(id);
+                        }
+                        s["is_recently_active"] = json!(true);
+                    }
+                }
+            }
+            if m["type"] == "private" {
+                if let Some(recent) =
+                    state.get_mut("recent_private_conversations").and_then(Value::as_array_mut)
+                {
+                    let mut others: Vec<u64> = m["display_recipient"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|r| r["id"].as_u64().unwrap())
+                        .filter(|u| *u != me)
+                        .collect();
+                    others.sort();
+                    recent.retain(|c| ids_of(&c["user_ids"]) != others);
+                    recent.push(json!({"max_message_id": id, "user_ids": others}));
+                    recent.sort_by_key(|c| std::cmp::Reverse(c["max_message_id"].as_u64()));
+                }
+            }
+        }
+        "update_message_flags" => {
+            let ids = ids_of(&event["messages"]);
+            let add = event["op"] == "add";
+            match event["flag"].as_str().unwrap() {
+                "read" if add => {
+                    if let Some(unread) = state.get_mut("unread_msgs") {
+                        remove_unread(unread, &ids);
+                    }
+                }
+                "starred" => {
+                    if let Some(starred) = state.get_mut("starred_messages") {
+                        let mut list = ids_of(starred);
+                        list.retain(|i| !ids.contains(i));
+                        if add {
+                            list.extend(&ids);
+                        }
+                        list.sort();
+                        *starred = json!(list);
+                    }
+                }
+                other => panic!("harness cannot apply update_message_flags {other}"),
+            }
+        }
+        "presence" => {
+            let Some(presences) = state.get_mut("presences") else { return };
+            if let Some(modern) = event.get("presences") {
+                for (k, v) in modern.as_object().unwrap() {
+                    presences[k] = v.clone();
+                }
+            } else {
+                let p = &event["presence"]["website"];
+                let aggregated = json!({"client": p["client"], "status": p["status"], "timestamp": p["timestamp"]});
+                presences[event["email"].as_str().unwrap()] =
+                    json!({"website": p, "aggregated": aggregated});
+            }
+        }
+        "realm_user" => {
+            assert_eq!(event["op"], "add");
+            if let Some(users) = state.get_mut("realm_users").and_then(Value::as_array_mut) {
+                users.push(event["person"].clone());
+            }
+        }
+        "user_group" => {
+            assert_eq!(event["op"], "add_members");
+            let groups = state.get_mut("realm_user_groups").and_then(Value::as_array_mut);
+            for g in groups.into_iter().flatten() {
+                if g["id"] == event["group_id"] {
+                    let mut members = ids_of(&g["members"]);
+                    members.extend(ids_of(&event["user_ids"]));
+                    members.sort();
+                    g["members"] = json!(members);
+                }
+            }
+        }
+        "stream" => {
+            assert_eq!(event["op"], "create");
+            // With include_subscribers, every channel object has a list.
+            let lists = state["subscriptions"]
+                .as_array()
+                .is_some_and(|subs| subs.iter().any(|s| s.get("subscribers").is_some()));
+            if let Some(never) = state.get_mut("never_subscribed") {
+                for s in event["streams"].as_array().unwrap() {
+                    let mut s = s.clone();
+                    if lists {
+                        s["subscribers"] = json!([]);
+                    }
+                    never.as_array_mut().unwrap().push(s);
+                }
+                sort_by_name(never);
+            }
+        }
+        "subscription" => match event["op"].as_str().unwrap() {
+            "add" => {
+                let added = event["subscriptions"].as_array().unwrap();
+                if let Some(never) = state.get_mut("never_subscribed").and_then(Value::as_array_mut)
+                {
+                    never.retain(|s| added.iter().all(|a| a["stream_id"] != s["stream_id"]));
+                }
+                if let Some(subs) = state.get_mut("subscriptions") {
+                    subs.as_array_mut().unwrap().extend(added.iter().cloned());
+                    sort_by_name(subs);
+                }
+            }
+            "peer_add" => {
+                let streams = ids_of(&event["stream_ids"]);
+                let users = ids_of(&event["user_ids"]);
+                for list in ["subscriptions", "never_subscribed"] {
+                    for s in state.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten()
+                    {
+                        if !streams.contains(&s["stream_id"].as_u64().unwrap()) {
+                            continue;
+                        }
+                        let count = s["subscriber_count"].as_u64().unwrap();
+                        s["subscriber_count"] = json!(count + users.len() as u64);
+                        if let Some(subscribers) = s.get_mut("subscribers") {
+                            let mut ids = ids_of(subscribers);
+                            ids.extend(&users);
+                            ids.sort();
+                            *subscribers = json!(ids);
+                        }
+                    }
+                }
+            }
+            other => panic!("harness cannot apply subscription {other}"),
+        },
+        other => panic!("harness cannot apply `{other}` events: add an arm to apply_event"),
+    }
+}
+
+/// A new unread message in `unread_msgs` (the reading area's layout).
+fn add_unread(unread: &mut Value, m: &Value, flags: &[&str], me: u64) {
+    let id = m["id"].as_u64().unwrap();
+    if m["type"] == "stream" {
+        let list = unread["streams"].as_array_mut().unwrap();
+        let entry = list
+            .iter_mut()
+            .find(|s| s["stream_id"] == m["stream_id"] && s["topic"] == m["subject"]);
+        match entry {
+            Some(e) => e["unread_message_ids"].as_array_mut().unwrap().push(json!(id)),
+            None => list.push(json!({
+                "stream_id": m["stream_id"], "topic": m["subject"], "unread_message_ids": [id],
+            })),
+        }
+        list.sort_by_key(|s| (s["stream_id"].as_u64(), s["topic"].as_str().map(str::to_owned)));
+    } else {
+        let mut users: Vec<u64> = m["display_recipient"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_u64().unwrap())
+            .collect();
+        users.sort();
+        if users.len() <= 2 {
+            let other = users.iter().copied().find(|u| *u != me).unwrap_or(me);
+            let list = unread["pms"].as_array_mut().unwrap();
+            match list.iter_mut().find(|p| p["other_user_id"] == json!(other)) {
+                Some(e) => e["unread_message_ids"].as_array_mut().unwrap().push(json!(id)),
+                None => list.push(json!({
+                    "other_user_id": other, "sender_id": other, "unread_message_ids": [id],
+                })),
+            }
+            list.sort_by_key(|p| p["other_user_id"].as_u64());
+        } else {
+            let key: Vec<String> = users.iter().map(u64::to_string).collect();
+            let key = key.join(",");
+            let list = unread["huddles"].as_array_mut().unwrap();
+            match list.iter_mut().find(|h| h["user_ids_string"] == json!(key)) {
+                Some(e) => e["unread_message_ids"].as_array_mut().unwrap().push(json!(id)),
+                None => list.push(json!({"user_ids_string": key, "unread_message_ids": [id]})),
+            }
+        }
+    }
+    if flags.contains(&"mentioned") || flags.contains(&"wildcard_mentioned") {
+        unread["mentions"].as_array_mut().unwrap().push(json!(id));
+    }
+    unread["count"] = json!(unread["count"].as_u64().unwrap() + 1);
+}
+
+/// Messages marked read leave `unread_msgs`.
+fn remove_unread(unread: &mut Value, ids: &[u64]) {
+    let mut removed = 0;
+    for kind in ["pms", "streams", "huddles"] {
+        let list = unread[kind].as_array_mut().unwrap();
+        for entry in list.iter_mut() {
+            let before = ids_of(&entry["unread_message_ids"]);
+            let after: Vec<u64> = before.iter().copied().filter(|i| !ids.contains(i)).collect();
+            removed += before.len() - after.len();
+            entry["unread_message_ids"] = json!(after);
+        }
+        list.retain(|e| !e["unread_message_ids"].as_array().unwrap().is_empty());
+    }
+    unread["mentions"].as_array_mut().unwrap().retain(|m| !ids.contains(&m.as_u64().unwrap()));
+    unread["count"] = json!(unread["count"].as_u64().unwrap() - removed as u64);
+}
+
+fn send(h: &Harness, email: &str, params: &[(&str, &str)]) -> u64 {
+    h.call(email, api::messages::send, params).unwrap()["id"].as_u64().unwrap()
+}
+
+const ALL: &[(&str, &str)] = &[("include_subscribers", "true")];
+
+#[test]
+fn channel_message() {
+    let h = Harness::new();
+    let send_it = |h: &Harness| {
+        send(
+            h,
+            OTHELLO,
+            &[("type", "stream"), ("to", "Denmark"), ("topic", "t"), ("content", "hi")],
+        );
+    };
+    h.verify_action(HAMLET, ALL, send_it, &["message"]);
+    h.verify_action(HAMLET, &[("apply_markdown", "true")], send_it, &["message"]);
+    // The sender's own queue.
+    h.verify_action(OTHELLO, ALL, send_it, &["message"]);
+    // Not a recipient: nothing changes, no event.
+    h.verify_action(CORDELIA, ALL, send_it, &[]);
+}
+
+#[test]
+fn first_message_in_a_channel() {
+    let h = Harness::new();
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let (hamlet, othello) = (h.user(HAMLET).id, h.user(OTHELLO).id);
+    h.commit(|s| {
+        let new = seed::NewChannel {
+            name: "quiet",
+            description: "",
+            invite_only: false,
+            creator: Some(hamlet),
+            subscribers: &[hamlet, othello],
+        };
+        seed::channel(s, &realm, &new, 0).unwrap()
+    });
+    let send_it = |h: &Harness| {
+        send(h, HAMLET, &[("type", "stream"), ("to", "quiet"), ("topic", "t"), ("content", "1")]);
+    };
+    h.verify_action(OTHELLO, ALL, send_it, &["message"]);
+}
+
+#[test]
+fn direct_message() {
+    let h = Harness::new();
+    let hamlet_id = h.user(HAMLET).id.0.to_string();
+    let cordelia_id = h.user(CORDELIA).id.0.to_string();
+    let to_one = format!("[{hamlet_id}]");
+    let to_two = format!("[{hamlet_id}, {cordelia_id}]");
+    h.verify_action(
+        HAMLET,
+        ALL,
+        |h| {
+            send(h, OTHELLO, &[("type", "private"), ("to", &to_one), ("content", "psst")]);
+        },
+        &["message"],
+    );
+    h.verify_action(
+        HAMLET,
+        ALL,
+        |h| {
+            send(h, OTHELLO, &[("type", "private"), ("to", &to_two), ("content", "all")]);
+        },
+        &["message"],
+    );
+}
+
+#[test]
+fn message_flags() {
+    let h = Harness::new();
+    let id = send(
+        &h,
+        OTHELLO,
+        &[("type", "stream"), ("to", "Denmark"), ("topic", "t"), ("content", "read me")],
+    )
+    .to_string();
+    let ids = format!("[{id}]");
+    let flag = |op: &'static str, flag: &'static str| {
+        let ids = ids.clone();
+        move |h: &Harness| {
+            let params = [("op", op), ("flag", flag), ("messages", ids.as_str())];
+            h.call(HAMLET, api::flags::update, &params).unwrap();
+        }
+    };
+    h.verify_action(HAMLET, ALL, flag("add", "starred"), &["update_message_flags"]);
+    h.verify_action(HAMLET, ALL, flag("remove", "starred"), &["update_message_flags"]);
+    h.verify_action(HAMLET, ALL, flag("add", "read"), &["update_message_flags"]);
+}
+
+#[test]
+fn presence() {
+    let h = Harness::new();
+    let report = |status: &'static str| {
+        move |h: &Harness| {
+            h.call(OTHELLO, api::presence::update_presence, &[("status", status)]).unwrap();
+        }
+    };
+    h.verify_action(HAMLET, &[], report("active"), &["presence"]);
+    let slim = [
+        ("slim_presence", "true"),
+        ("client_capabilities", r#"{"simplified_presence_events": true}"#),
+    ];
+    let first_report = |h: &Harness| {
+        h.call(IAGO, api::presence::update_presence, &[("status", "idle")]).unwrap();
+    };
+    h.verify_action(HAMLET, &slim, first_report, &["presence"]);
+    // A refresh that changes no status sends nothing (only timestamps
+    // move, which clients refresh with their own periodic reports).
+    let queue = h.register(CORDELIA, &slim)["queue_id"].as_str().unwrap().to_owned();
+    report("active")(&h);
+    assert!(h.events(CORDELIA, &queue, -1).is_empty());
+}
+
+#[test]
+fn realm_user_add() {
+    let h = Harness::new();
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let new_user = |h: &Harness| {
+        h.commit(|s| {
+            let new = seed::NewUser {
+                email: "ophelia@natter.test",
+                full_name: "Ophelia",
+                role: natter::state::Role::Member,
+                bot: None,
+            };
+            seed::user(s, realm.id, &new, "k".repeat(32), 0).unwrap()
+        });
+    };
+    // role:members, role:fullmembers, role:everyone, role:internet.
+    let groups = ["user_group"; 4];
+    let mut expected = vec!["realm_user"];
+    expected.extend(groups);
+    h.verify_action(HAMLET, &[], new_user, &expected);
+}
+
+#[test]
+fn channel_create_and_subscribe() {
+    let h = Harness::new();
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let (othello, cordelia) = (h.user(OTHELLO).id, h.user(CORDELIA).id);
+    let create = |name: &'static str, private: bool| {
+        let realm = realm.clone();
+        move |h: &Harness| {
+            h.commit(|s| {
+                let new = seed::NewChannel {
+                    name,
+                    description: "new",
+                    invite_only: private,
+                    creator: Some(othello),
+                    subscribers: &[othello],
+                };
+                seed::channel(s, &realm, &new, 0).unwrap()
+            });
+        }
+    };
+    // A bystander learns of the channel and its first subscriber.
+    h.verify_action(HAMLET, ALL, create("new one", false), &["stream", "subscription"]);
+    // The creator is subscribed.
+    h.verify_action(OTHELLO, ALL, create("another", false), &["stream", "subscription"]);
+    // A private channel: an administrator sees it, a member does not.
+    h.verify_action(IAGO, ALL, create("hidden", true), &["stream", "subscription"]);
+    h.verify_action(HAMLET, ALL, create("hidden 2", true), &[]);
+    // Subscribing someone: `add` for them, `peer_add` for the others.
+    let channel = h.app.state.channel_by_name(realm.id, "new one").unwrap().id;
+    let subscribe = |h: &Harness| {
+        h.commit(|_| Mutation::Subscribe {
+            channel,
+            subscribers: vec![(cordelia, Subscription::new("#76ce90".into()))],
+        });
+    };
+    let events = h.verify_action(CORDELIA, ALL, subscribe, &["subscription"]);
+    assert_eq!(events[0]["op"], "add");
+    let cordelia2 = h.user("shiva@natter.test").id;
+    let subscribe = |h: &Harness| {
+        h.commit(|_| Mutation::Subscribe {
+            channel,
+            subscribers: vec![(cordelia2, Subscription::new("#76ce90".into()))],
+        });
+    };
+    let events = h.verify_action(HAMLET, &[], subscribe, &["subscription"]);
+    assert_eq!(events[0]["op"], "peer_add");
+}
