@@ -369,19 +369,7 @@ pub fn group_json(state: &State, group: &Group) -> Value {
         "date_created": group.date_created,
         "creator_id": group.creator.map(|u| u.0),
         "deactivated": group.deactivated,
-        "can_manage_group": group_manager_setting(group),
-        "can_mention_group": state
-            .realms
-            .read(&group.realm, |r| r.system_groups.id(crate::state::SystemGroup::Everyone).0)
-            .unwrap_or(0),
     })
-}
-
-/// Who may manage a group, as a group-setting value: its creator (natter
-/// has no per-group manage setting yet; administrators always may).
-fn group_manager_setting(group: &Group) -> Value {
-    json!({"direct_members": group.creator.map(|u| vec![u.0]).unwrap_or_default(),
-           "direct_subgroups": []})
 }
 
 /// `Mutation::CreateGroup`.
