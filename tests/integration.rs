@@ -19,6 +19,8 @@ mod api_server;
 mod api_users;
 /// The natter-load generator.
 mod load;
+/// Role × channel kind × action, against the real handlers; the table is data.
+mod permission_matrix;
 /// Crash (SIGKILL) and clean restarts, snapshots, torn and corrupt logs.
 mod recovery;
 /// The register-vs-events harness (Zulip's verify_action), one case per event type.
