@@ -21,6 +21,7 @@
 //! - `markdown` — message Markdown → HTML.
 //! - `narrow` — message filters (`narrow`), parsed and matched.
 //! - `entropy` — the clock and random tokens, used before logging.
+//! - `realm_create` — `natter realm create`: a realm and its first owner.
 //! - `seed` — mutation builders and the `--dev` seed.
 //! - `error` — Zulip-shaped API errors.
 #![forbid(unsafe_code)]
@@ -38,6 +39,7 @@ pub mod markdown;
 pub mod mutation;
 pub mod narrow;
 pub mod persist;
+pub mod realm_create;
 pub mod seed;
 pub mod server;
 pub mod state;

@@ -17,6 +17,8 @@ mod api_reading;
 mod api_server;
 /// GET /users/me, GET /users, GET /users/{user_id}.
 mod api_users;
+/// Administering users and bots, custom profile fields, `natter realm create`.
+mod api_users_admin;
 /// The natter-load generator.
 mod load;
 /// Role × channel kind × action, against the real handlers; the table is data.

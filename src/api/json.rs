@@ -47,7 +47,7 @@ pub fn user(state: &State, viewer: &User, user: &User, options: UserOptions) -> 
     out.insert("avatar_url".into(), avatar_url(user, options.client_gravatar && sees_email));
     out.insert("avatar_version".into(), json!(user.avatar_version));
     if options.include_custom_profile_fields && !user.is_bot() {
-        out.insert("profile_data".into(), json!({}));
+        out.insert("profile_data".into(), super::profile_fields::profile_data(state, user.id));
     }
     Value::Object(out)
 }

@@ -2,6 +2,7 @@
 //! check permissions → read state, or build a `Mutation` and commit it →
 //! shape the JSON reply. Nothing here knows about may_minihttp.
 
+pub mod accounts;
 pub mod auth;
 pub mod channels;
 pub mod events;
@@ -10,6 +11,7 @@ pub mod group_setting;
 pub mod json;
 pub mod messages;
 pub mod presence;
+pub mod profile_fields;
 pub mod reading;
 pub mod realm;
 pub mod register;

@@ -176,6 +176,96 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::streams::get_id,
     },
+    Route {
+        method: "PATCH",
+        pattern: "/users/{user_id}",
+        access: Access::User,
+        handler: api::accounts::update_user,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/users/{user_id}",
+        access: Access::User,
+        handler: api::accounts::deactivate,
+    },
+    Route {
+        method: "POST",
+        pattern: "/users/{user_id}/reactivate",
+        access: Access::User,
+        handler: api::accounts::reactivate,
+    },
+    Route {
+        method: "POST",
+        pattern: "/users",
+        access: Access::User,
+        handler: api::accounts::create_user,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/users/me",
+        access: Access::User,
+        handler: api::accounts::deactivate_me,
+    },
+    Route {
+        method: "POST",
+        pattern: "/users/me/api_key/regenerate",
+        access: Access::User,
+        handler: api::accounts::regenerate_my_key,
+    },
+    Route {
+        method: "POST",
+        pattern: "/bots",
+        access: Access::User,
+        handler: api::accounts::create_bot,
+    },
+    Route {
+        method: "GET",
+        pattern: "/bots",
+        access: Access::User,
+        handler: api::accounts::list_bots,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/bots/{bot_id}",
+        access: Access::User,
+        handler: api::accounts::update_bot,
+    },
+    Route {
+        method: "POST",
+        pattern: "/bots/{bot_id}/api_key/regenerate",
+        access: Access::User,
+        handler: api::accounts::regenerate_bot_key,
+    },
+    Route {
+        method: "GET",
+        pattern: "/realm/profile_fields",
+        access: Access::User,
+        handler: api::profile_fields::list,
+    },
+    Route {
+        method: "POST",
+        pattern: "/realm/profile_fields",
+        access: Access::User,
+        handler: api::profile_fields::create,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/realm/profile_fields",
+        access: Access::User,
+        handler: api::profile_fields::reorder,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/realm/profile_fields/{field_id}",
+        access: Access::User,
+        handler: api::profile_fields::update,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/realm/profile_fields/{field_id}",
+        access: Access::User,
+        handler: api::profile_fields::delete,
+    },
     // --- end channels helper ---
 ];
 
