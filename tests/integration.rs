@@ -8,6 +8,8 @@ mod util;
 mod api_channels;
 /// POST /register, GET/DELETE /events, POST /users/me/presence.
 mod api_events;
+/// User groups: create, edit, members, subgroups, deactivate.
+mod api_groups;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
 /// GET /messages, topics, GET /users/me/subscriptions, GET /streams,

@@ -8,6 +8,7 @@ pub mod channels;
 pub mod events;
 pub mod flags;
 pub mod group_setting;
+pub mod groups;
 pub mod json;
 pub mod messages;
 pub mod presence;

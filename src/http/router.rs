@@ -266,6 +266,54 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::profile_fields::delete,
     },
+    Route {
+        method: "GET",
+        pattern: "/user_groups",
+        access: Access::User,
+        handler: api::groups::list,
+    },
+    Route {
+        method: "POST",
+        pattern: "/user_groups/create",
+        access: Access::User,
+        handler: api::groups::create,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/user_groups/{user_group_id}",
+        access: Access::User,
+        handler: api::groups::update,
+    },
+    Route {
+        method: "POST",
+        pattern: "/user_groups/{user_group_id}/members",
+        access: Access::User,
+        handler: api::groups::update_members,
+    },
+    Route {
+        method: "GET",
+        pattern: "/user_groups/{user_group_id}/members",
+        access: Access::User,
+        handler: api::groups::get_members,
+    },
+    Route {
+        method: "POST",
+        pattern: "/user_groups/{user_group_id}/subgroups",
+        access: Access::User,
+        handler: api::groups::update_subgroups,
+    },
+    Route {
+        method: "GET",
+        pattern: "/user_groups/{user_group_id}/subgroups",
+        access: Access::User,
+        handler: api::groups::get_subgroups,
+    },
+    Route {
+        method: "POST",
+        pattern: "/user_groups/{user_group_id}/deactivate",
+        access: Access::User,
+        handler: api::groups::deactivate,
+    },
     // --- end channels helper ---
 ];
 
