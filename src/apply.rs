@@ -60,6 +60,9 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
             let mut events =
                 vec![Event::ChannelCreate { realm: channel.realm, channel: channel.id }];
             events.extend(subscribe(state, channel.id, subscribers));
+            if channel.is_default {
+                events.push(crate::apply_admin::default_streams_event(state, channel.realm));
+            }
             events
         }
         Mutation::Subscribe { channel, subscribers } => subscribe(state, *channel, subscribers),

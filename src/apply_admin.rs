@@ -30,13 +30,6 @@ pub fn channel_audience(state: &State, channel: &Channel) -> Vec<UserId> {
         .collect()
 }
 
-fn merge(mut a: Vec<UserId>, b: Vec<UserId>) -> Vec<UserId> {
-    a.extend(b);
-    a.sort();
-    a.dedup();
-    a
-}
-
 /// `Mutation::Unsubscribe`.
 pub fn unsubscribe(state: &State, channel: ChannelId, users: &[UserId]) -> Vec<Event> {
     let before = state.channels.get(&channel).unwrap_or_else(|| panic!("apply: no channel"));
@@ -112,12 +105,19 @@ pub fn default_streams(state: &State, realm: RealmId) -> Value {
                    "is_web_public": c.is_web_public, "is_archived": c.is_archived,
                    "history_public_to_subscribers": c.history_public_to_subscribers,
                    "date_created": c.date_created, "creator_id": c.creator.map(|u| u.0),
-                   "first_message_id": c.first_message_id.map(|m| m.0),
                    "message_retention_days": c.message_retention_days,
                    "topics_policy": c.topics_policy.as_str(), "folder_id": c.folder_id})
         })
         .collect();
     Value::Array(list)
+}
+
+/// The realm's `default_streams` event (the whole list, as Zulip sends it).
+pub fn default_streams_event(state: &State, realm: RealmId) -> Event {
+    broadcast(
+        Audience::Realm(realm),
+        json!({"type": "default_streams", "default_streams": default_streams(state, realm)}),
+    )
 }
 
 /// `Mutation::UpdateChannel`.
@@ -165,10 +165,22 @@ pub fn update_channel(state: &State, id: ChannelId, changes: &[ChannelChange]) -
                 c.clone()
             })
             .expect("channel exists");
-        let audience = Audience::Users(merge(
-            channel_audience(state, &before),
-            channel_audience(state, &after),
-        ));
+        let (seen_before, seen_after) =
+            (channel_audience(state, &before), channel_audience(state, &after));
+        // Users who can no longer see the channel hear that it is gone (as
+        // Zulip does); natter does not yet send `create` to those who newly
+        // can (they see it on their next register).
+        let lost: Vec<UserId> =
+            seen_before.iter().copied().filter(|u| !seen_after.contains(u)).collect();
+        if !lost.is_empty() {
+            events.push(broadcast(
+                Audience::Users(lost),
+                json!({"type": "stream", "op": "delete",
+                       "streams": [{"stream_id": id.0, "name": after.name}],
+                       "stream_ids": [id.0]}),
+            ));
+        }
+        let audience = Audience::Users(seen_after);
         let event = match change {
             // Zulip reports the old name under `name`.
             ChannelChange::Name(name) => stream_update(&before, "name", json!(name)),
@@ -187,11 +199,7 @@ pub fn update_channel(state: &State, id: ChannelId, changes: &[ChannelChange]) -
                 e
             }
             ChannelChange::Default(_) => {
-                events.push(broadcast(
-                    Audience::Realm(after.realm),
-                    json!({"type": "default_streams",
-                           "default_streams": default_streams(state, after.realm)}),
-                ));
+                events.push(default_streams_event(state, after.realm));
                 continue;
             }
             ChannelChange::Retention(days) => {
@@ -295,6 +303,10 @@ pub fn update_users(state: &State, changes: &[(UserId, UserChange)]) -> Vec<Even
             UserChange::ProfileValue { .. } => {}
         });
         let realm = Audience::Realm(before.realm);
+        if matches!(change, UserChange::Role(_) | UserChange::Active(_)) {
+            let after = state.users.get(id).expect("user exists");
+            events.extend(system_group_moves(state, &before, &after));
+        }
         let person = |fields: Value| {
             let mut person = json!({"user_id": id.0});
             if let (Value::Object(p), Value::Object(f)) = (&mut person, fields) {
@@ -344,6 +356,32 @@ pub fn update_users(state: &State, changes: &[(UserId, UserChange)]) -> Vec<Even
                 events.push(broadcast(realm, person(json!({"custom_profile_field": field_json}))));
             }
         }
+    }
+    events
+}
+
+/// `user_group` member events for the system groups a role or activation
+/// change moves a user out of and into (their membership follows roles,
+/// for active users).
+fn system_group_moves(
+    state: &State,
+    before: &crate::state::User,
+    after: &crate::state::User,
+) -> Vec<Event> {
+    let Some(realm) = state.realms.get(&before.realm) else { return Vec::new() };
+    let mut events = Vec::new();
+    for kind in crate::state::SystemGroup::ALL {
+        let was = before.is_active && crate::state::access::role_in_system_group(before.role, kind);
+        let is = after.is_active && crate::state::access::role_in_system_group(after.role, kind);
+        if was == is {
+            continue;
+        }
+        let op = if is { "add_members" } else { "remove_members" };
+        events.push(broadcast(
+            Audience::Realm(before.realm),
+            json!({"type": "user_group", "op": op, "group_id": realm.system_groups.id(kind).0,
+                   "user_ids": [before.id.0]}),
+        ));
     }
     events
 }

@@ -32,7 +32,8 @@ use crate::state::{Realm, State, User, UserId};
 pub type RegisterState = fn(&App, &User, &dyn Fn(&str) -> bool, &mut Reply);
 
 /// Sections of other areas, run after this file's own.
-pub const PLUGINS: &[RegisterState] = &[];
+pub const PLUGINS: &[RegisterState] =
+    &[super::profile_fields::register_state, super::streams::register_state];
 
 /// Longest channel name in characters (`max_stream_name_length`).
 pub const MAX_STREAM_NAME_LENGTH: usize = 60;

@@ -17,6 +17,16 @@ use crate::reply;
 use crate::state::access::{self, can_see_channel};
 use crate::state::{Channel, GroupSetting, Role, State, TopicsPolicy, User};
 
+/// Register's `default_streams` section: `realm_default_streams`.
+pub fn register_state(app: &App, user: &User, wants: &dyn Fn(&str) -> bool, out: &mut Reply) {
+    if wants("default_streams") {
+        out.insert(
+            "realm_default_streams".into(),
+            crate::apply_admin::default_streams(&app.state, user.realm),
+        );
+    }
+}
+
 /// `GET /streams/{stream_id}`: one channel the caller may know about.
 pub fn get_one(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let channel = visible_channel(app, call, 0)?;
