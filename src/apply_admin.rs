@@ -322,8 +322,10 @@ pub fn update_users(state: &State, changes: &[(UserId, UserChange)]) -> Vec<Even
                 events.push(broadcast(realm, person(json!({"role": role.code()}))));
             }
             UserChange::Email(email) => {
-                events.push(broadcast(realm, person(json!({"new_email": email}))));
                 let after = state.users.get(id).expect("user exists");
+                // The API email: a placeholder where the realm hides addresses.
+                let shown = state.api_email(&after);
+                events.push(broadcast(realm, person(json!({"new_email": shown}))));
                 let seers: Vec<UserId> = state
                     .realm_users(before.realm)
                     .into_iter()

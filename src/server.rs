@@ -128,6 +128,8 @@ pub fn start(config: Config) -> Result<Server, String> {
     let service = Service { app: Arc::clone(&app) };
     let (addr, listener) = bind(requested, service)?;
     let _ = app.bound.set(addr.to_string());
+    let _ =
+        app.state.email_domain.set(crate::state::emails::email_domain_of_host(app.external_host()));
     Ok(Server { addr, app, credentials, _listener: listener })
 }
 

@@ -375,7 +375,7 @@ fn bot_json(state: &State, bot: &User) -> Value {
         "bot_type": bot.bot_type.map(|t| t.code()),
         "is_active": bot.is_active,
         "owner_id": bot.bot_owner.map(|o| o.0),
-        "owner": owner.map(|o| o.email),
+        "owner": owner.map(|o| state.api_email(&o)),
         "default_sending_stream": Value::Null,
         "default_events_register_stream": Value::Null,
         "default_all_public_streams": false,

@@ -352,7 +352,7 @@ fn realm_user_section(ctx: &Ctx, out: &mut Reply) {
         "realm_non_active_users": inactive,
         "cross_realm_bots": [],
         "user_id": me.id.0,
-        "email": me.email,
+        "email": ctx.state.api_email(me),
         "delivery_email": me.delivery_email,
         "full_name": me.full_name,
         "avatar_source": "G",

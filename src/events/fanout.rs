@@ -111,7 +111,7 @@ pub fn deliver(rt: &Realtime, seq: Option<u64>, event: &Event) {
             let legacy = Arc::new(object(json!({
                 "type": "presence",
                 "user_id": user.0,
-                "email": person.email,
+                "email": rt.state.api_email(&person),
                 "server_timestamp": server_timestamp,
                 "presence": { "website": {
                     "client": "website", "status": status, "timestamp": timestamp, "pushable": false,

@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod channels;
+pub mod emails;
 pub mod groups;
 pub mod ids;
 pub mod messages;
@@ -73,6 +74,9 @@ pub struct State {
     /// Each user's custom profile field values: field id → (value,
     /// rendered value for Markdown fields).
     pub profile_values: Sharded<UserId, profile::Values>,
+    /// Configuration (not snapshotted): the email domain of placeholder
+    /// addresses (`emails`), set once at start-up from the server's host.
+    pub email_domain: std::sync::OnceLock<String>,
 }
 
 /// `State` as plain sorted data: the snapshot format.
@@ -201,10 +205,13 @@ impl State {
         self.realms.get(&id)
     }
 
-    /// A user of `realm` by API email (case-insensitive).
+    /// A user of `realm` by API email (case-insensitive), also by placeholder.
     pub fn user_by_email(&self, realm: RealmId, email: &str) -> Option<User> {
-        let id = self.user_by_email.get(&(realm, email.to_lowercase()))?;
-        self.users.get(&id)
+        match self.user_by_email.get(&(realm, email.to_lowercase())) {
+            Some(id) => self.users.get(&id),
+            // Where real addresses are hidden, the placeholder names the user.
+            None => self.user_by_placeholder(realm, email),
+        }
     }
 
     /// A user of `realm` by real email (case-insensitive).
