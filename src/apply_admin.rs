@@ -343,6 +343,7 @@ pub fn update_users(state: &State, changes: &[(UserId, UserChange)]) -> Vec<Even
             // A new key is news to nobody's queue.
             UserChange::ApiKey(_) => {}
             UserChange::BotOwner(owner) => {
+                events.push(broadcast(realm.clone(), person(json!({"bot_owner_id": owner.0}))));
                 events.push(broadcast(
                     realm,
                     json!({"type": "realm_bot", "op": "update",

@@ -311,6 +311,12 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let id = visible_channel(app, call, 0)?.id;
     let patch = parse_patch(app, call)?;
     let me = call.caller().clone();
+    // Checked once before the writer lock, so a request that changes
+    // nothing (or is refused) logs nothing; checked again under it.
+    let channel = app.state.channels.get(&id).ok_or_else(|| ApiError::no_channel_id(id.0))?;
+    if changes(&app.state, &me, &channel, &patch)?.is_empty() {
+        return Ok(Reply::new());
+    }
     app.committer.commit(|s| {
         let channel = s.channels.get(&id).ok_or_else(|| ApiError::no_channel_id(id.0))?;
         let changes = changes(s, &me, &channel, &patch)?;
