@@ -339,6 +339,9 @@ pub fn update_users(state: &State, changes: &[(UserId, UserChange)]) -> Vec<Even
             }
             UserChange::Active(on) => {
                 events.push(broadcast(realm, person(json!({"is_active": on}))));
+                if !on {
+                    events.push(Event::QueuesEnd { user: *id });
+                }
             }
             // A new key is news to nobody's queue.
             UserChange::ApiKey(_) => {}

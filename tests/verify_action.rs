@@ -980,3 +980,19 @@ fn group_and_profile_field_events() {
     };
     h.verify_action(CORDELIA, &[], value, &["realm_user"]);
 }
+
+#[test]
+fn deactivation_ends_the_users_queues() {
+    let h = Harness::new();
+    let queue = h.register(OTHELLO, &[])["queue_id"].as_str().unwrap().to_owned();
+    let bystander = h.register(HAMLET, &[])["queue_id"].as_str().unwrap().to_owned();
+    let othello = h.user(OTHELLO).id.0.to_string();
+    call_path(&h, "desdemona@natter.test", api::accounts::deactivate, &[&othello], &[]);
+    // Polled as the deactivated user (authentication aside): the queue is gone.
+    let params = [("queue_id", queue.as_str()), ("last_event_id", "-1"), ("dont_block", "true")];
+    let err = h.call(OTHELLO, api::events::get_events, &params).unwrap_err();
+    assert_eq!(err.code, "BAD_EVENT_QUEUE_ID");
+    // Others keep theirs, and hear of the deactivation.
+    let events = h.events(HAMLET, &bystander, -1);
+    assert!(events.iter().any(|e| e["type"] == "realm_user" && e["person"]["is_active"] == false));
+}

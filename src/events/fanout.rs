@@ -130,6 +130,7 @@ pub fn deliver(rt: &Realtime, seq: Option<u64>, event: &Event) {
                 Some(Outgoing::shared(Arc::clone(body)))
             });
         }
+        Event::QueuesEnd { user } => rt.queues.end_user(*user),
     }
 }
 

@@ -86,6 +86,13 @@ pub enum Event {
         /// When the server recorded it (UNIX seconds).
         server_timestamp: i64,
     },
+    /// A user was deactivated: their event queues end at once (a parked
+    /// long-poll wakes and, like later polls, finds no queue), so nothing
+    /// more reaches a deactivated account.
+    QueuesEnd {
+        /// The deactivated user.
+        user: UserId,
+    },
 }
 
 /// A sender half handed out by `Hub::subscribe`. may's channel, so a
