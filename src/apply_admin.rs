@@ -167,9 +167,8 @@ pub fn update_channel(state: &State, id: ChannelId, changes: &[ChannelChange]) -
             .expect("channel exists");
         let (seen_before, seen_after) =
             (channel_audience(state, &before), channel_audience(state, &after));
-        // Users who can no longer see the channel hear that it is gone (as
-        // Zulip does); natter does not yet send `create` to those who newly
-        // can (they see it on their next register).
+        // Users who can no longer see the channel hear that it is gone,
+        // those who newly can get it as created (as Zulip does).
         let lost: Vec<UserId> =
             seen_before.iter().copied().filter(|u| !seen_after.contains(u)).collect();
         if !lost.is_empty() {
@@ -180,7 +179,14 @@ pub fn update_channel(state: &State, id: ChannelId, changes: &[ChannelChange]) -
                        "stream_ids": [id.0]}),
             ));
         }
-        let audience = Audience::Users(seen_after);
+        let gained: Vec<UserId> =
+            seen_after.iter().copied().filter(|u| !seen_before.contains(u)).collect();
+        let audience =
+            Audience::Users(seen_after.iter().copied().filter(|u| !gained.contains(u)).collect());
+        if !gained.is_empty() {
+            // They get the channel as it is now, so no update besides.
+            events.push(Event::ChannelVisible { channel: id, users: gained });
+        }
         let event = match change {
             // Zulip reports the old name under `name`.
             ChannelChange::Name(name) => stream_update(&before, "name", json!(name)),

@@ -339,7 +339,7 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
             if let Some(never) = state.get_mut("never_subscribed") {
                 for s in event["streams"].as_array().unwrap() {
                     let mut s = s.clone();
-                    if lists {
+                    if lists && s.get("subscribers").is_none() {
                         s["subscribers"] = json!([]);
                     }
                     never.as_array_mut().unwrap().push(s);
@@ -874,6 +874,10 @@ fn channel_updates() {
     let events =
         h.verify_action(CORDELIA, ALL, patch(d.clone(), private), &["stream", "default_streams"]);
     assert_eq!(events[0]["op"], "delete");
+    // And back: those who can see it again get it as created.
+    let public = vec![("is_private", "false".to_owned())];
+    let events = h.verify_action(CORDELIA, ALL, patch(d.clone(), public), &["stream"]);
+    assert_eq!(events[0]["op"], "create");
     let archive = |h: &Harness| call_path(h, IAGO, api::streams::archive, &[&denmark], &[]);
     let events = h.verify_action(HAMLET, ALL, archive, &["stream"]);
     assert_eq!(

@@ -93,6 +93,15 @@ pub enum Event {
         /// The deactivated user.
         user: UserId,
     },
+    /// A channel became visible to these users (made public or
+    /// web-public): a `stream` `create` for them, rendered per viewer
+    /// (subscriber lists as their queue asked).
+    ChannelVisible {
+        /// The channel.
+        channel: ChannelId,
+        /// Who can see it now and could not before.
+        users: Vec<UserId>,
+    },
 }
 
 /// A sender half handed out by `Hub::subscribe`. may's channel, so a
