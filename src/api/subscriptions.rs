@@ -470,11 +470,16 @@ pub fn unsubscribe(app: &App, call: &mut Call) -> ApiResult<Reply> {
         let mut removed = Vec::new();
         let mut not_removed = Vec::new();
         let mut mutations = Vec::new();
+        let mut seen = BTreeSet::new();
         for name in &names {
             let channel = s
                 .channel_by_name(realm.id, name)
                 .filter(|c| can_see_channel(&me, c) || c.subscribers.contains(&me.id))
                 .ok_or_else(|| ApiError::no_channel_named(name))?;
+            // A channel named twice is handled once.
+            if !seen.insert(channel.id) {
+                continue;
+            }
             if targets.iter().any(|t| t.id != me.id)
                 && !access::may_unsubscribe_others(s, &me, &channel)
             {
