@@ -11,6 +11,7 @@ mod settings;
 
 use std::sync::atomic::Ordering;
 
+use crate::apply_admin as admin;
 use crate::events::{Audience, Event};
 use crate::mutation::{FlagsChange, Mutation, NewMessage};
 use crate::state::{
@@ -25,7 +26,14 @@ use crate::state::{
 pub fn apply(state: &State, seq: u64, mutation: &Mutation) -> Vec<Event> {
     let applied = state.applied_seq();
     assert_eq!(seq, applied + 1, "apply: mutation seq {seq} does not follow applied seq {applied}");
-    let events = match mutation {
+    let events = apply_one(state, mutation);
+    state.applied_seq.store(seq, Ordering::Release);
+    events
+}
+
+/// One mutation's effect (a `Batch` applies its parts in order).
+fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
+    match mutation {
         Mutation::CreateRealm { realm, groups } => {
             assert!(state.realms.get(&realm.id).is_none(), "apply: realm {} exists", realm.id);
             state.ids.claim(IdKind::Realm, realm.id.0);
@@ -55,6 +63,9 @@ pub fn apply(state: &State, seq: u64, mutation: &Mutation) -> Vec<Event> {
             let mut events =
                 vec![Event::ChannelCreate { realm: channel.realm, channel: channel.id }];
             events.extend(subscribe(state, channel.id, subscribers));
+            if channel.is_default {
+                events.push(crate::apply_admin::default_streams_event(state, channel.realm));
+            }
             events
         }
         Mutation::Subscribe { channel, subscribers } => subscribe(state, *channel, subscribers),
@@ -65,9 +76,25 @@ pub fn apply(state: &State, seq: u64, mutation: &Mutation) -> Vec<Event> {
         Mutation::StartEmailChange(change) => settings::start_email_change(state, change),
         Mutation::ConfirmEmailChange { key } => settings::confirm_email_change(state, key),
         Mutation::Personal(change) => personal::apply(state, change),
-    };
-    state.applied_seq.store(seq, Ordering::Release);
-    events
+        Mutation::Unsubscribe { channel, users } => admin::unsubscribe(state, *channel, users),
+        Mutation::UpdateChannel { channel, changes } => {
+            admin::update_channel(state, *channel, changes)
+        }
+        Mutation::UpdateSubscriptions { user, changes } => {
+            admin::update_subscriptions(state, *user, changes)
+        }
+        Mutation::UpdateUsers { changes } => admin::update_users(state, changes),
+        Mutation::CreateGroup(group) => admin::create_group(state, group),
+        Mutation::UpdateGroup { group, change } => admin::update_group(state, *group, change),
+        Mutation::PutProfileField(field) => admin::put_profile_field(state, field),
+        Mutation::DeleteProfileField { realm, field } => {
+            admin::delete_profile_field(state, *realm, *field)
+        }
+        Mutation::ReorderProfileFields { realm, order } => {
+            admin::reorder_profile_fields(state, *realm, order)
+        }
+        Mutation::Batch(parts) => parts.iter().flat_map(|m| apply_one(state, m)).collect(),
+    }
 }
 
 fn subscribe(

@@ -15,7 +15,7 @@ pub struct Cli {
     pub listen: String,
 
     /// Directory holding the write-ahead log and snapshots.
-    #[arg(long, default_value = "natter-data")]
+    #[arg(long, default_value = "natter-data", global = true)]
     pub data_dir: PathBuf,
 
     /// Development mode: enables POST /api/v1/dev_fetch_api_key and, on the
@@ -94,6 +94,42 @@ pub struct Cli {
     /// Most event queues one user may hold at once.
     #[arg(long, default_value_t = 64)]
     pub max_queues_per_user: usize,
+
+    /// An administrative command instead of serving (e.g. `realm create`).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Administrative commands run on the data dir, instead of serving it.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Organizations.
+    Realm {
+        /// What to do.
+        #[command(subcommand)]
+        action: RealmCommand,
+    },
+}
+
+/// `natter realm …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum RealmCommand {
+    /// Create an organization and its first owner, and print the owner's
+    /// API key (HTTP Basic password for `<email>:<key>`).
+    Create {
+        /// Subdomain the realm is served on (`""`: the bare host).
+        #[arg(long, default_value = "")]
+        subdomain: String,
+        /// Organization name.
+        #[arg(long)]
+        name: String,
+        /// The owner's email address.
+        #[arg(long)]
+        owner_email: String,
+        /// The owner's full name.
+        #[arg(long)]
+        owner_name: String,
+    },
 }
 
 /// Validated configuration.

@@ -13,19 +13,22 @@
 //! - `api` — one file per Zulip API area; thin handlers.
 //! - `state` — in-memory realm data, sharded; the permission engine.
 //! - `mutation` — the list of durable changes.
-//! - `apply` — the deterministic state transition.
+//! - `apply` — the deterministic state transition (`apply_admin`: its
+//!   channel, subscription, user, group and profile-field arms).
 //! - `commit` — the write path: lock → log → apply → durable → publish.
 //! - `persist` — snapshots and recovery.
 //! - `events` — ephemeral event delivery.
 //! - `markdown` — message Markdown → HTML.
 //! - `narrow` — message filters (`narrow`), parsed and matched.
 //! - `entropy` — the clock and random tokens, used before logging.
+//! - `realm_create` — `natter realm create`: a realm and its first owner.
 //! - `seed` — mutation builders and the `--dev` seed.
 //! - `error` — Zulip-shaped API errors.
 #![forbid(unsafe_code)]
 
 pub mod api;
 pub mod apply;
+pub mod apply_admin;
 pub mod commit;
 pub mod config;
 pub mod entropy;
@@ -36,6 +39,7 @@ pub mod markdown;
 pub mod mutation;
 pub mod narrow;
 pub mod persist;
+pub mod realm_create;
 pub mod seed;
 pub mod server;
 pub mod state;

@@ -5,17 +5,22 @@ use clap::Parser;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use natter::config::Cli;
+use natter::config::{Cli, Command, Config, RealmCommand};
 use natter::server;
 
 fn main() {
-    let config = match Cli::parse().resolve() {
+    let mut cli = Cli::parse();
+    let command = cli.command.take();
+    let config = match cli.resolve() {
         Ok(config) => config,
         Err(e) => {
             eprintln!("natter: {e}");
             std::process::exit(2);
         }
     };
+    if let Some(Command::Realm { action }) = command {
+        std::process::exit(realm_command(config, action));
+    }
     let mut signals = Signals::new([SIGINT, SIGTERM]).expect("install signal handlers");
     let server = match server::start(config) {
         Ok(server) => server,
@@ -43,4 +48,31 @@ fn main() {
     server::shutdown(&server.app);
     eprintln!("natter: clean shutdown complete");
     std::process::exit(0);
+}
+
+/// `natter realm create …`: prints the owner's credentials.
+fn realm_command(config: Config, action: RealmCommand) -> i32 {
+    let RealmCommand::Create { subdomain, name, owner_email, owner_name } = action;
+    let app = match server::open_app(config) {
+        Ok(app) => app,
+        Err(e) => {
+            eprintln!("natter: error: {e}");
+            return 1;
+        }
+    };
+    let result = natter::realm_create::create(&app, &subdomain, &name, &owner_email, &owner_name);
+    app.committer.shutdown();
+    match result {
+        Ok(owner) => {
+            let realm = if subdomain.is_empty() { "(bare host)" } else { subdomain.as_str() };
+            println!("Created realm {realm:?} ({name}) with owner {}", owner.email);
+            println!("email:   {}", owner.email);
+            println!("api_key: {}", owner.api_key);
+            0
+        }
+        Err(e) => {
+            eprintln!("natter: realm create: {e}");
+            1
+        }
+    }
 }

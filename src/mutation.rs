@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::state::personal::PersonalChange;
 use crate::state::settings::{EmailChange, SettingsChange};
 use crate::state::{
-    Channel, ChannelId, Flags, Group, Message, MessageId, Realm, Subscription, User, UserId,
+    Channel, ChannelId, Flags, Group, GroupId, GroupSetting, Message, MessageId, Realm, Role,
+    Subscription, TopicsPolicy, User, UserId,
 };
 
 /// One durable change.
@@ -69,6 +70,255 @@ pub enum Mutation {
     /// drafts, status, mutes, topics, views, snippets, push tokens,
     /// playgrounds, invitations).
     Personal(PersonalChange),
+    /// Users leave a channel.
+    Unsubscribe {
+        /// The channel.
+        channel: ChannelId,
+        /// Users subscribed now who leave.
+        users: Vec<UserId>,
+    },
+    /// Channel properties change (one `stream` update event each).
+    UpdateChannel {
+        /// The channel.
+        channel: ChannelId,
+        /// The changes, applied in order.
+        changes: Vec<ChannelChange>,
+    },
+    /// One user's subscription settings change.
+    UpdateSubscriptions {
+        /// Whose subscriptions.
+        user: UserId,
+        /// (channel, change) pairs, applied in order.
+        changes: Vec<(ChannelId, SubscriptionChange)>,
+    },
+    /// Account properties change.
+    UpdateUsers {
+        /// (user, change) pairs, applied in order.
+        changes: Vec<(UserId, UserChange)>,
+    },
+    /// A new user group.
+    CreateGroup(Group),
+    /// A user group changes.
+    UpdateGroup {
+        /// The group (never a system group).
+        group: GroupId,
+        /// The change.
+        change: GroupChange,
+    },
+    /// A custom profile field is created or replaced.
+    PutProfileField(crate::state::profile::ProfileField),
+    /// A custom profile field is deleted, with every user's value for it.
+    DeleteProfileField {
+        /// The realm.
+        realm: crate::state::RealmId,
+        /// The field.
+        field: u64,
+    },
+    /// The order of a realm's custom profile fields.
+    ReorderProfileFields {
+        /// The realm.
+        realm: crate::state::RealmId,
+        /// Every field id, in the new order.
+        order: Vec<u64>,
+    },
+    /// Several changes logged and applied as one: all or nothing (e.g.
+    /// creating channels, subscribing users and announcing them).
+    Batch(Vec<Mutation>),
+}
+
+/// One change to a channel's properties.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ChannelChange {
+    /// A new name.
+    Name(String),
+    /// A new description with its rendering.
+    Description {
+        /// Markdown.
+        source: String,
+        /// HTML.
+        rendered: String,
+    },
+    /// Privacy settings, changed together (Zulip sends them in one event).
+    Access {
+        /// Private channel.
+        invite_only: bool,
+        /// New subscribers see earlier messages.
+        history_public_to_subscribers: bool,
+        /// Readable by spectators.
+        is_web_public: bool,
+    },
+    /// Default channel for new users.
+    Default(bool),
+    /// `None` inherits the realm setting; `Some(-1)` keeps forever.
+    Retention(Option<i32>),
+    /// Archived or unarchived.
+    Archived(bool),
+    /// Channel folder.
+    Folder(Option<u64>),
+    /// Empty-topic policy.
+    TopicsPolicy(TopicsPolicy),
+    /// A group-setting permission.
+    Permission(ChannelPermission, GroupSetting),
+}
+
+/// The group-setting permissions of a channel, by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ChannelPermission {
+    /// `can_send_message_group`.
+    SendMessage,
+    /// `can_add_subscribers_group`.
+    AddSubscribers,
+    /// `can_remove_subscribers_group`.
+    RemoveSubscribers,
+    /// `can_administer_channel_group`.
+    AdministerChannel,
+    /// `can_delete_any_message_group`.
+    DeleteAnyMessage,
+    /// `can_delete_own_message_group`.
+    DeleteOwnMessage,
+    /// `can_move_messages_out_of_channel_group`.
+    MoveMessagesOutOfChannel,
+}
+
+impl ChannelPermission {
+    /// Every permission, in Zulip's parameter order.
+    pub const ALL: [ChannelPermission; 7] = [
+        ChannelPermission::AddSubscribers,
+        ChannelPermission::RemoveSubscribers,
+        ChannelPermission::AdministerChannel,
+        ChannelPermission::DeleteAnyMessage,
+        ChannelPermission::DeleteOwnMessage,
+        ChannelPermission::MoveMessagesOutOfChannel,
+        ChannelPermission::SendMessage,
+    ];
+
+    /// Zulip's parameter and property name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChannelPermission::SendMessage => "can_send_message_group",
+            ChannelPermission::AddSubscribers => "can_add_subscribers_group",
+            ChannelPermission::RemoveSubscribers => "can_remove_subscribers_group",
+            ChannelPermission::AdministerChannel => "can_administer_channel_group",
+            ChannelPermission::DeleteAnyMessage => "can_delete_any_message_group",
+            ChannelPermission::DeleteOwnMessage => "can_delete_own_message_group",
+            ChannelPermission::MoveMessagesOutOfChannel => "can_move_messages_out_of_channel_group",
+        }
+    }
+
+    /// The setting's slot in a channel's permissions.
+    pub fn slot(self, p: &mut crate::state::ChannelPermissions) -> &mut GroupSetting {
+        match self {
+            ChannelPermission::SendMessage => &mut p.can_send_message,
+            ChannelPermission::AddSubscribers => &mut p.can_add_subscribers,
+            ChannelPermission::RemoveSubscribers => &mut p.can_remove_subscribers,
+            ChannelPermission::AdministerChannel => &mut p.can_administer_channel,
+            ChannelPermission::DeleteAnyMessage => &mut p.can_delete_any_message,
+            ChannelPermission::DeleteOwnMessage => &mut p.can_delete_own_message,
+            ChannelPermission::MoveMessagesOutOfChannel => &mut p.can_move_messages_out_of_channel,
+        }
+    }
+}
+
+/// One change to one subscription's settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum SubscriptionChange {
+    /// `#rrggbb`.
+    Color(String),
+    /// Muted (also reported as the inverse `in_home_view`).
+    Muted(bool),
+    /// Pinned.
+    PinToTop(bool),
+    /// A notification setting; `None` inherits.
+    Notification(NotificationSetting, Option<bool>),
+}
+
+/// The per-subscription notification settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NotificationSetting {
+    /// `desktop_notifications`.
+    Desktop,
+    /// `email_notifications`.
+    Email,
+    /// `push_notifications`.
+    Push,
+    /// `audible_notifications`.
+    Audible,
+    /// `wildcard_mentions_notify`.
+    WildcardMentions,
+}
+
+impl NotificationSetting {
+    /// Every setting with its Zulip property name.
+    pub const ALL: [(NotificationSetting, &'static str); 5] = [
+        (NotificationSetting::Desktop, "desktop_notifications"),
+        (NotificationSetting::Email, "email_notifications"),
+        (NotificationSetting::Push, "push_notifications"),
+        (NotificationSetting::Audible, "audible_notifications"),
+        (NotificationSetting::WildcardMentions, "wildcard_mentions_notify"),
+    ];
+
+    /// The setting's slot in a subscription.
+    pub fn slot(self, s: &mut Subscription) -> &mut Option<bool> {
+        match self {
+            NotificationSetting::Desktop => &mut s.desktop_notifications,
+            NotificationSetting::Email => &mut s.email_notifications,
+            NotificationSetting::Push => &mut s.push_notifications,
+            NotificationSetting::Audible => &mut s.audible_notifications,
+            NotificationSetting::WildcardMentions => &mut s.wildcard_mentions_notify,
+        }
+    }
+}
+
+/// One change to an account.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum UserChange {
+    /// Display name.
+    FullName(String),
+    /// Organization role.
+    Role(Role),
+    /// A new address (API and real email).
+    Email(String),
+    /// Deactivated (`false`) or reactivated (`true`).
+    Active(bool),
+    /// A new API key (the old one stops working).
+    ApiKey(String),
+    /// A bot's new owner.
+    BotOwner(UserId),
+    /// A custom profile field's value; `None` clears it.
+    ProfileValue {
+        /// Field id.
+        field: u64,
+        /// New value (the field's JSON-ish text form) and its rendering.
+        value: Option<(String, Option<String>)>,
+    },
+}
+
+/// One change to a user group.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum GroupChange {
+    /// New name and/or description.
+    Info {
+        /// New name.
+        name: Option<String>,
+        /// New description.
+        description: Option<String>,
+    },
+    /// Direct members added and removed.
+    Members {
+        /// Added.
+        add: Vec<UserId>,
+        /// Removed.
+        remove: Vec<UserId>,
+    },
+    /// Direct subgroups added and removed.
+    Subgroups {
+        /// Added.
+        add: Vec<GroupId>,
+        /// Removed.
+        remove: Vec<GroupId>,
+    },
+    /// Deactivated.
+    Deactivate,
 }
 
 /// A change of one personal flag (read, starred, collapsed) for one user.

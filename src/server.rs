@@ -126,6 +126,8 @@ pub fn start(config: Config) -> Result<Server, String> {
     let listener = bind(requested)?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let _ = app.bound.set(addr.to_string());
+    let _ =
+        app.state.email_domain.set(crate::state::emails::email_domain_of_host(app.external_host()));
     let service = Arc::new(Service { app: Arc::clone(&app) });
     let handle = conn::serve(listener, service, app.config.wire.clone())
         .map_err(|e| format!("cannot start the HTTP listener: {e}"))?;

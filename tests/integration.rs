@@ -4,8 +4,12 @@
 /// Harness: TestServer (start/kill/stop/restart) and a raw HTTP client.
 mod util;
 
+/// Channels and subscriptions: create, join, leave, properties, PATCH/DELETE streams.
+mod api_channels;
 /// POST /register, GET/DELETE /events, POST /users/me/presence.
 mod api_events;
+/// User groups: create, edit, members, subgroups, deactivate.
+mod api_groups;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
 /// Alert words, drafts, user status, muted users, topic visibility.
@@ -21,11 +25,15 @@ mod api_server;
 mod api_settings;
 /// GET /users/me, GET /users, GET /users/{user_id}.
 mod api_users;
+/// Administering users and bots, custom profile fields, `natter realm create`.
+mod api_users_admin;
 /// The HTTP wire: multipart, chunked, header limits, time-outs, the
 /// connection cap, large replies, HTTP/1.0.
 mod api_wire;
 /// The natter-load generator.
 mod load;
+/// Role × channel kind × action, against the real handlers; the table is data.
+mod permission_matrix;
 /// Crash (SIGKILL) and clean restarts, snapshots, torn and corrupt logs.
 mod recovery;
 /// The register-vs-events harness (Zulip's verify_action), one case per event type.

@@ -255,10 +255,18 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
                     json!({"website": p, "aggregated": aggregated});
             }
         }
+        "realm_user" if event["op"] == "update" => apply_person_update(state, &event["person"]),
         "realm_user" => {
             assert_eq!(event["op"], "add");
             if let Some(users) = state.get_mut("realm_users").and_then(Value::as_array_mut) {
                 users.push(event["person"].clone());
+            }
+        }
+        "user_group" if event["op"] != "add_members" => apply_group_event(state, event),
+        "custom_profile_fields" => state["custom_profile_fields"] = event["fields"].clone(),
+        "default_streams" => {
+            if state.get("realm_default_streams").is_some() {
+                state["realm_default_streams"] = event["default_streams"].clone();
             }
         }
         "user_group" => {
@@ -273,6 +281,58 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
                 }
             }
         }
+        "stream" if event["op"] == "update" => {
+            let id = &event["stream_id"];
+            for list in ["subscriptions", "never_subscribed"] {
+                for s in state.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
+                    if s["stream_id"] != *id {
+                        continue;
+                    }
+                    s[event["property"].as_str().unwrap()] = event["value"].clone();
+                    for extra in
+                        ["rendered_description", "history_public_to_subscribers", "is_web_public"]
+                    {
+                        if let Some(v) = event.get(extra) {
+                            s[extra] = v.clone();
+                        }
+                    }
+                }
+                if let Some(l) = state.get_mut(list) {
+                    sort_by_name(l);
+                }
+            }
+            let defaults = state.get_mut("realm_default_streams").and_then(Value::as_array_mut);
+            for s in defaults.into_iter().flatten().filter(|s| s["stream_id"] == *id) {
+                s[event["property"].as_str().unwrap()] = event["value"].clone();
+                for extra in
+                    ["rendered_description", "history_public_to_subscribers", "is_web_public"]
+                {
+                    if let Some(v) = event.get(extra) {
+                        s[extra] = v.clone();
+                    }
+                }
+                // Only the fields default-channel objects carry.
+                for key in [
+                    "can_add_subscribers_group",
+                    "can_remove_subscribers_group",
+                    "can_administer_channel_group",
+                    "can_send_message_group",
+                    "can_delete_any_message_group",
+                    "can_delete_own_message_group",
+                    "can_move_messages_out_of_channel_group",
+                ] {
+                    s.as_object_mut().unwrap().remove(key);
+                }
+            }
+        }
+        "stream" if event["op"] == "delete" => {
+            let gone = ids_of(&event["stream_ids"]);
+            for list in ["subscriptions", "never_subscribed", "unsubscribed"] {
+                if let Some(l) = state.get_mut(list).and_then(Value::as_array_mut) {
+                    l.retain(|s| !gone.contains(&s["stream_id"].as_u64().unwrap()));
+                }
+            }
+        }
         "stream" => {
             assert_eq!(event["op"], "create");
             // With include_subscribers, every channel object has a list.
@@ -282,7 +342,7 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
             if let Some(never) = state.get_mut("never_subscribed") {
                 for s in event["streams"].as_array().unwrap() {
                     let mut s = s.clone();
-                    if lists {
+                    if lists && s.get("subscribers").is_none() {
                         s["subscribers"] = json!([]);
                     }
                     never.as_array_mut().unwrap().push(s);
@@ -322,9 +382,138 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
                     }
                 }
             }
+            "update" => {
+                for sub in state["subscriptions"].as_array_mut().unwrap() {
+                    if sub["stream_id"] == event["stream_id"] {
+                        sub[event["property"].as_str().unwrap()] = event["value"].clone();
+                    }
+                }
+            }
+            "peer_remove" => {
+                let streams = ids_of(&event["stream_ids"]);
+                let users = ids_of(&event["user_ids"]);
+                for list in ["subscriptions", "never_subscribed"] {
+                    for s in state.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten()
+                    {
+                        if !streams.contains(&s["stream_id"].as_u64().unwrap()) {
+                            continue;
+                        }
+                        let count = s["subscriber_count"].as_u64().unwrap();
+                        s["subscriber_count"] = json!(count - users.len() as u64);
+                        if let Some(subscribers) = s.get_mut("subscribers") {
+                            let mut ids = ids_of(subscribers);
+                            ids.retain(|u| !users.contains(u));
+                            *subscribers = json!(ids);
+                        }
+                    }
+                }
+            }
             other => panic!("harness cannot apply subscription {other}"),
         },
         other => panic!("harness cannot apply `{other}` events: add an arm to apply_event"),
+    }
+}
+
+/// A `realm_user` `update`: one changed field of one person.
+fn apply_person_update(state: &mut Value, person: &Value) {
+    let id = person["user_id"].clone();
+    let Some(active) = state.get("realm_users") else { return };
+    let mut all: Vec<(bool, Value)> = active
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| (true, u.clone()))
+        .chain(
+            state["realm_non_active_users"].as_array().unwrap().iter().map(|u| (false, u.clone())),
+        )
+        .collect();
+    for (is_active, u) in all.iter_mut() {
+        if u["user_id"] != id {
+            continue;
+        }
+        for (key, value) in person.as_object().unwrap() {
+            match key.as_str() {
+                "user_id" => {}
+                "role" => {
+                    let role = value.as_u64().unwrap();
+                    u["role"] = value.clone();
+                    u["is_owner"] = json!(role == 100);
+                    u["is_admin"] = json!(role <= 200);
+                    u["is_guest"] = json!(role == 600);
+                }
+                "is_active" => {
+                    *is_active = value.as_bool().unwrap();
+                    u["is_active"] = value.clone();
+                }
+                "new_email" => u["email"] = value.clone(),
+                "custom_profile_field" => {
+                    let field = value["id"].to_string();
+                    let data = u["profile_data"].as_object_mut().unwrap();
+                    if value["value"] == "" {
+                        data.remove(&field);
+                    } else {
+                        let mut v = json!({"value": value["value"]});
+                        if let Some(r) = value.get("rendered_value") {
+                            v["rendered_value"] = r.clone();
+                        }
+                        data.insert(field, v);
+                    }
+                }
+                other => u[other] = value.clone(),
+            }
+        }
+    }
+    all.sort_by_key(|(_, u)| u["user_id"].as_u64());
+    let pick = |want: bool| -> Value {
+        Value::Array(all.iter().filter(|(a, _)| *a == want).map(|(_, u)| u.clone()).collect())
+    };
+    state["realm_users"] = pick(true);
+    state["realm_non_active_users"] = pick(false);
+}
+
+/// `user_group` events other than `add_members`.
+fn apply_group_event(state: &mut Value, event: &Value) {
+    let Some(groups) = state.get_mut("realm_user_groups").and_then(Value::as_array_mut) else {
+        return;
+    };
+    match event["op"].as_str().unwrap() {
+        "add" => {
+            groups.push(event["group"].clone());
+            groups.sort_by_key(|g| g["id"].as_u64());
+            return;
+        }
+        "update" if event["data"]["deactivated"] == true => {
+            // Without `include_deactivated_groups` a deactivated group leaves.
+            groups.retain(|g| g["id"] != event["group_id"]);
+            return;
+        }
+        _ => {}
+    }
+    for g in groups.iter_mut().filter(|g| g["id"] == event["group_id"]) {
+        match event["op"].as_str().unwrap() {
+            "update" => {
+                for (k, v) in event["data"].as_object().unwrap() {
+                    g[k] = v.clone();
+                }
+            }
+            "remove_members" => {
+                let gone = ids_of(&event["user_ids"]);
+                let members: Vec<u64> =
+                    ids_of(&g["members"]).into_iter().filter(|u| !gone.contains(u)).collect();
+                g["members"] = json!(members);
+            }
+            op @ ("add_subgroups" | "remove_subgroups") => {
+                let change = ids_of(&event["direct_subgroup_ids"]);
+                let mut subs = ids_of(&g["direct_subgroup_ids"]);
+                subs.retain(|s| !change.contains(s));
+                if op == "add_subgroups" {
+                    subs.extend(change);
+                }
+                subs.sort();
+                g["direct_subgroup_ids"] = json!(subs);
+            }
+            other => panic!("harness cannot apply user_group {other}"),
+        }
     }
 }
 
@@ -553,9 +742,12 @@ fn channel_create_and_subscribe() {
         }
     };
     // A bystander learns of the channel and its first subscriber.
-    h.verify_action(HAMLET, ALL, create("new one", false), &["stream", "subscription"]);
+    // (A public channel is a default channel in the seed's builder, so
+    // default-channel lists hear of it too.)
+    let public = ["stream", "subscription", "default_streams"];
+    h.verify_action(HAMLET, ALL, create("new one", false), &public);
     // The creator is subscribed.
-    h.verify_action(OTHELLO, ALL, create("another", false), &["stream", "subscription"]);
+    h.verify_action(OTHELLO, ALL, create("another", false), &public);
     // A private channel: an administrator sees it, a member does not.
     h.verify_action(IAGO, ALL, create("hidden", true), &["stream", "subscription"]);
     h.verify_action(HAMLET, ALL, create("hidden 2", true), &[]);
@@ -578,4 +770,236 @@ fn channel_create_and_subscribe() {
     };
     let events = h.verify_action(HAMLET, &[], subscribe, &["subscription"]);
     assert_eq!(events[0]["op"], "peer_add");
+}
+
+/// Calls a handler with path arguments.
+fn call_path(h: &Harness, email: &str, handler: Handler, path: &[&str], params: &[(&str, &str)]) {
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let mut call = Call {
+        realm,
+        caller: Some(h.user(email)),
+        params: Params::from_pairs(params.iter().copied()),
+        path: path.iter().map(|p| p.to_string()).collect(),
+        client: "test".into(),
+    };
+    handler(&h.app, &mut call).unwrap();
+}
+
+#[test]
+fn subscription_property_updates() {
+    let h = Harness::new();
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let denmark = h.app.state.channel_by_name(realm.id, "Denmark").unwrap().id.0;
+    let set = |property: &'static str, value: Value| {
+        move |h: &Harness| {
+            let data = json!([{"stream_id": denmark, "property": property, "value": value}]);
+            let data = data.to_string();
+            h.call(HAMLET, api::subscriptions::update_properties, &[("subscription_data", &data)])
+                .unwrap();
+        }
+    };
+    // Muting is two events: the property and its legacy inverse.
+    let events = h.verify_action(HAMLET, ALL, set("is_muted", json!(true)), &["subscription"; 2]);
+    assert_eq!(
+        (events[0]["property"].as_str(), events[1]["property"].as_str()),
+        (Some("is_muted"), Some("in_home_view"))
+    );
+    assert_eq!(events[1]["value"], false);
+    h.verify_action(HAMLET, ALL, set("in_home_view", json!(true)), &["subscription"; 2]);
+    h.verify_action(HAMLET, ALL, set("color", json!("#123abc")), &["subscription"]);
+    h.verify_action(HAMLET, ALL, set("pin_to_top", json!(true)), &["subscription"]);
+    h.verify_action(HAMLET, ALL, set("push_notifications", json!(false)), &["subscription"]);
+    h.verify_action(HAMLET, ALL, set("push_notifications", Value::Null), &["subscription"]);
+}
+
+#[test]
+fn unsubscribe_events() {
+    let h = Harness::new();
+    // Others see `peer_remove`.
+    let leave = |h: &Harness| {
+        h.call(OTHELLO, api::subscriptions::unsubscribe, &[("subscriptions", r#"["Denmark"]"#)])
+            .unwrap();
+    };
+    let events = h.verify_action(HAMLET, ALL, leave, &["subscription"]);
+    assert_eq!(events[0]["op"], "peer_remove");
+    // The one who leaves gets `remove` (clients move the channel to
+    // `unsubscribed`; natter's register lists it under `never_subscribed`).
+    let queue = h.register(CORDELIA, &[])["queue_id"].as_str().unwrap().to_owned();
+    h.call(CORDELIA, api::subscriptions::unsubscribe, &[("subscriptions", r#"["general"]"#)])
+        .unwrap();
+    let events = h.events(CORDELIA, &queue, -1);
+    assert_eq!(events[0]["op"], "remove");
+    assert_eq!(events[0]["subscriptions"][0]["name"], "general");
+}
+
+#[test]
+fn channel_updates() {
+    let h = Harness::new();
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let denmark = h.app.state.channel_by_name(realm.id, "Denmark").unwrap().id.0.to_string();
+    let core = h.app.state.channel_by_name(realm.id, "core team").unwrap().id.0.to_string();
+    let patch = |id: String, params: Vec<(&'static str, String)>| {
+        move |h: &Harness| {
+            let p: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            call_path(h, IAGO, api::streams::update, &[&id], &p);
+        }
+    };
+    let d = denmark.clone();
+    h.verify_action(
+        HAMLET,
+        ALL,
+        patch(d.clone(), vec![("description", "A *new* one".into())]),
+        &["stream"],
+    );
+    h.verify_action(
+        CORDELIA,
+        ALL,
+        patch(d.clone(), vec![("new_name", "Danmark".into())]),
+        &["stream"],
+    );
+    let group = json!({"new": {"direct_members": [h.user(OTHELLO).id.0], "direct_subgroups": []}})
+        .to_string();
+    h.verify_action(
+        HAMLET,
+        ALL,
+        patch(d.clone(), vec![("can_add_subscribers_group", group)]),
+        &["stream"],
+    );
+    h.verify_action(
+        IAGO,
+        ALL,
+        patch(core, vec![("topics_policy", "disable_empty_topic".into())]),
+        &["stream"],
+    );
+    // Turning a channel private: subscribers see the change, others see it go.
+    let private =
+        vec![("is_private", "true".to_owned()), ("is_default_stream", "false".to_owned())];
+    let events =
+        h.verify_action(CORDELIA, ALL, patch(d.clone(), private), &["stream", "default_streams"]);
+    assert_eq!(events[0]["op"], "delete");
+    // And back: those who can see it again get it as created.
+    let public = vec![("is_private", "false".to_owned())];
+    let events = h.verify_action(CORDELIA, ALL, patch(d.clone(), public), &["stream"]);
+    assert_eq!(events[0]["op"], "create");
+    let archive = |h: &Harness| call_path(h, IAGO, api::streams::archive, &[&denmark], &[]);
+    let events = h.verify_action(HAMLET, ALL, archive, &["stream"]);
+    assert_eq!(
+        (events[0]["property"].as_str(), events[0]["value"].as_bool()),
+        (Some("is_archived"), Some(true))
+    );
+}
+
+#[test]
+fn user_updates() {
+    let h = Harness::new();
+    let othello = h.user(OTHELLO).id.0.to_string();
+    let admin = |params: Vec<(&'static str, String)>, handler: Handler| {
+        let othello = othello.clone();
+        move |h: &Harness| {
+            let p: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            call_path(h, "desdemona@natter.test", handler, &[&othello], &p);
+        }
+    };
+    h.verify_action(
+        HAMLET,
+        &[],
+        admin(vec![("full_name", "The Moor".into())], api::accounts::update_user),
+        &["realm_user"],
+    );
+    // A role change also moves the user between system groups.
+    let role = admin(vec![("role", "300".into())], api::accounts::update_user);
+    let events = h.verify_action(HAMLET, &[], role, &["user_group", "realm_user"]);
+    assert_eq!(events[1]["person"]["role"], 300);
+    // Deactivation takes them out of every system group they were in.
+    let deactivate = admin(vec![], api::accounts::deactivate);
+    let mut expected = vec!["user_group"; 5];
+    expected.push("realm_user");
+    h.verify_action(HAMLET, &[], deactivate, &expected);
+    h.verify_action(HAMLET, &[], admin(vec![], api::accounts::reactivate), &expected);
+}
+
+#[test]
+fn group_and_profile_field_events() {
+    let h = Harness::new();
+    let (hamlet, othello) = (h.user(HAMLET).id.0, h.user(OTHELLO).id.0);
+    let create = move |h: &Harness| {
+        let members = json!([hamlet]).to_string();
+        h.call(HAMLET, api::groups::create, &[("name", "crew"), ("members", &members)]).unwrap();
+    };
+    h.verify_action(CORDELIA, &[], create, &["user_group"]);
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let gid = h.app.state.groups.collect_sorted(|_, g| g.realm == realm.id && g.name == "crew")[0]
+        .0
+         .0
+        .to_string();
+    let on = |handler: Handler, params: Vec<(&'static str, String)>| {
+        let gid = gid.clone();
+        move |h: &Harness| {
+            let p: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            call_path(h, HAMLET, handler, &[&gid], &p);
+        }
+    };
+    h.verify_action(
+        CORDELIA,
+        &[],
+        on(api::groups::update, vec![("name", "cast".into())]),
+        &["user_group"],
+    );
+    h.verify_action(
+        CORDELIA,
+        &[],
+        on(
+            api::groups::update_members,
+            vec![("add", format!("[{othello}]")), ("delete", format!("[{hamlet}]"))],
+        ),
+        &["user_group"; 2],
+    );
+    let members_group = realm.system_groups.id(natter::state::SystemGroup::Moderators).0;
+    h.verify_action(
+        CORDELIA,
+        &[],
+        on(api::groups::update_subgroups, vec![("add", format!("[{members_group}]"))]),
+        &["user_group"],
+    );
+    h.verify_action(
+        CORDELIA,
+        &[],
+        on(api::groups::update_subgroups, vec![("delete", format!("[{members_group}]"))]),
+        &["user_group"],
+    );
+    h.verify_action(CORDELIA, &[], on(api::groups::deactivate, vec![]), &["user_group"]);
+
+    let field = |h: &Harness| {
+        h.call(IAGO, api::profile_fields::create, &[("name", "Team"), ("field_type", "1")])
+            .unwrap();
+    };
+    h.verify_action(CORDELIA, &[], field, &["custom_profile_fields"]);
+    let fid = h.app.state.profile_fields.collect_sorted(|_, _| true)[0].0;
+    let value = move |h: &Harness| {
+        let data = json!([{"id": fid, "value": "Players"}]).to_string();
+        call_path(
+            h,
+            IAGO,
+            api::accounts::update_user,
+            &[&othello.to_string()],
+            &[("profile_data", &data)],
+        );
+    };
+    h.verify_action(CORDELIA, &[], value, &["realm_user"]);
+}
+
+#[test]
+fn deactivation_ends_the_users_queues() {
+    let h = Harness::new();
+    let queue = h.register(OTHELLO, &[])["queue_id"].as_str().unwrap().to_owned();
+    let bystander = h.register(HAMLET, &[])["queue_id"].as_str().unwrap().to_owned();
+    let othello = h.user(OTHELLO).id.0.to_string();
+    call_path(&h, "desdemona@natter.test", api::accounts::deactivate, &[&othello], &[]);
+    // Polled as the deactivated user (authentication aside): the queue is gone.
+    let params = [("queue_id", queue.as_str()), ("last_event_id", "-1"), ("dont_block", "true")];
+    let err = h.call(OTHELLO, api::events::get_events, &params).unwrap_err();
+    assert_eq!(err.code, "BAD_EVENT_QUEUE_ID");
+    // Others keep theirs, and hear of the deactivation.
+    let events = h.events(HAMLET, &bystander, -1);
+    assert!(events.iter().any(|e| e["type"] == "realm_user" && e["person"]["is_active"] == false));
 }

@@ -21,5 +21,7 @@ pub fn dev_fetch_api_key(app: &App, call: &mut Call) -> ApiResult<Reply> {
     if !user.is_active {
         return Err(ApiError::user_deactivated());
     }
-    Ok(reply! { "api_key" => user.api_key, "email" => user.email, "user_id" => user.id.0 })
+    Ok(
+        reply! { "api_key" => user.api_key, "email" => app.state.api_email(&user), "user_id" => user.id.0 },
+    )
 }

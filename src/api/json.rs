@@ -30,7 +30,7 @@ pub fn user(state: &State, viewer: &User, user: &User, options: UserOptions) -> 
         "delivery_email".into(),
         if sees_email { json!(user.delivery_email) } else { Value::Null },
     );
-    out.insert("email".into(), json!(user.email));
+    out.insert("email".into(), json!(state.api_email(user)));
     out.insert("full_name".into(), json!(user.full_name));
     out.insert("date_joined".into(), json!(iso8601(user.date_joined)));
     out.insert("is_active".into(), json!(user.is_active));
@@ -47,7 +47,7 @@ pub fn user(state: &State, viewer: &User, user: &User, options: UserOptions) -> 
     out.insert("avatar_url".into(), avatar_url(user, options.client_gravatar && sees_email));
     out.insert("avatar_version".into(), json!(user.avatar_version));
     if options.include_custom_profile_fields && !user.is_bot() {
-        out.insert("profile_data".into(), json!({}));
+        out.insert("profile_data".into(), super::profile_fields::profile_data(state, user.id));
     }
     Value::Object(out)
 }
@@ -90,7 +90,7 @@ pub fn message(
     let mut out = Map::new();
     out.insert("id".into(), json!(message.id.0));
     out.insert("sender_id".into(), json!(sender.id.0));
-    out.insert("sender_email".into(), json!(sender.email));
+    out.insert("sender_email".into(), json!(state.api_email(&sender)));
     out.insert("sender_full_name".into(), json!(sender.full_name));
     out.insert("sender_realm_str".into(), json!(realm.string_id));
     out.insert(
@@ -146,7 +146,7 @@ fn display_recipient(state: &State, participants: &[UserId]) -> Vec<Value> {
         .iter()
         .filter_map(|id| state.users.get(id))
         .map(|u| {
-            json!({"id": u.id.0, "email": u.email, "full_name": u.full_name, "is_mirror_dummy": false})
+            json!({"id": u.id.0, "email": state.api_email(&u), "full_name": u.full_name, "is_mirror_dummy": false})
         })
         .collect()
 }
@@ -169,7 +169,7 @@ fn reactions(state: &State, message: &Message) -> Value {
                 "user_id": r.user.0,
                 "user": {
                     "id": r.user.0,
-                    "email": user.as_ref().map(|u| u.email.clone()),
+                    "email": user.as_ref().map(|u| state.api_email(u)),
                     "full_name": user.as_ref().map(|u| u.full_name.clone()),
                     "is_mirror_dummy": false,
                 },

@@ -2,20 +2,26 @@
 //! check permissions → read state, or build a `Mutation` and commit it →
 //! shape the JSON reply. Nothing here knows about may_minihttp.
 
+pub mod accounts;
 pub mod auth;
 pub mod channels;
 pub mod events;
 pub mod flags;
+pub mod group_setting;
+pub mod groups;
 pub mod json;
 pub mod messages;
 pub mod passwords;
 pub mod personal;
 pub mod presence;
+pub mod profile_fields;
 pub mod reading;
 pub mod realm;
 pub mod register;
 pub mod resources;
 pub mod settings;
+pub mod streams;
+pub mod subscriptions;
 pub mod typing;
 pub mod users;
 

@@ -32,8 +32,12 @@ use crate::state::{Realm, State, User, UserId};
 pub type RegisterState = fn(&App, &User, &dyn Fn(&str) -> bool, &mut Reply);
 
 /// Sections of other areas, run after this file's own.
-pub const PLUGINS: &[RegisterState] =
-    &[super::settings::register_state, super::personal::register_state];
+pub const PLUGINS: &[RegisterState] = &[
+    super::settings::register_state,
+    super::personal::register_state,
+    super::profile_fields::register_state,
+    super::streams::register_state,
+];
 
 /// Longest channel name in characters (`max_stream_name_length`).
 pub const MAX_STREAM_NAME_LENGTH: usize = 60;
@@ -352,7 +356,7 @@ fn realm_user_section(ctx: &Ctx, out: &mut Reply) {
         "realm_non_active_users": inactive,
         "cross_realm_bots": [],
         "user_id": me.id.0,
-        "email": me.email,
+        "email": ctx.state.api_email(me),
         "delivery_email": me.delivery_email,
         "full_name": me.full_name,
         "avatar_source": "G",

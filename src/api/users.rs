@@ -42,10 +42,14 @@ pub fn list(app: &App, call: &mut Call) -> ApiResult<Reply> {
     Ok(reply! { "members" => members })
 }
 
-/// `GET /users/{user_id}`: one account of the caller's realm.
+/// `GET /users/{user_id}` (and `GET /users/{email}`): one account of the
+/// caller's realm.
 pub fn get_one(app: &App, call: &mut Call) -> ApiResult<Reply> {
-    let id = UserId(call.path_id(0, "user_id")?);
     let options = user_options(call)?;
+    if call.path.first().is_some_and(|p| p.parse::<u64>().is_err()) {
+        return super::accounts::user_by_path_email(app, call, options);
+    }
+    let id = UserId(call.path_id(0, "user_id")?);
     let me = call.caller();
     let user = app
         .state

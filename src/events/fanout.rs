@@ -111,7 +111,7 @@ pub fn deliver(rt: &Realtime, seq: Option<u64>, event: &Event) {
             let legacy = Arc::new(object(json!({
                 "type": "presence",
                 "user_id": user.0,
-                "email": person.email,
+                "email": rt.state.api_email(&person),
                 "server_timestamp": server_timestamp,
                 "presence": { "website": {
                     "client": "website", "status": status, "timestamp": timestamp, "pushable": false,
@@ -128,6 +128,25 @@ pub fn deliver(rt: &Realtime, seq: Option<u64>, event: &Event) {
                     &legacy
                 };
                 Some(Outgoing::shared(Arc::clone(body)))
+            });
+        }
+        Event::QueuesEnd { user } => rt.queues.end_user(*user),
+        Event::ChannelVisible { channel, users } => {
+            let state = &rt.state;
+            let Some(channel) = state.channels.get(channel) else { return };
+            let targets = rt.queues.of_users(users.iter().copied());
+            rt.queues.deliver(seq, &targets, |q| {
+                if !q.options.wants("stream") {
+                    return None;
+                }
+                let viewer = state.users.get(&q.user)?;
+                let include = register::subscriber_lists(q.options.include_subscribers);
+                let body = json!({
+                    "type": "stream",
+                    "op": "create",
+                    "streams": [shapes::stream(state, &viewer, &channel, include)],
+                });
+                Some(Outgoing::shared(Arc::new(object(body))))
             });
         }
     }

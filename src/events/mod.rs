@@ -86,6 +86,22 @@ pub enum Event {
         /// When the server recorded it (UNIX seconds).
         server_timestamp: i64,
     },
+    /// A user was deactivated: their event queues end at once (a parked
+    /// long-poll wakes and, like later polls, finds no queue), so nothing
+    /// more reaches a deactivated account.
+    QueuesEnd {
+        /// The deactivated user.
+        user: UserId,
+    },
+    /// A channel became visible to these users (made public or
+    /// web-public): a `stream` `create` for them, rendered per viewer
+    /// (subscriber lists as their queue asked).
+    ChannelVisible {
+        /// The channel.
+        channel: ChannelId,
+        /// Who can see it now and could not before.
+        users: Vec<UserId>,
+    },
 }
 
 /// A sender half handed out by `Hub::subscribe`. may's channel, so a

@@ -433,6 +433,20 @@ impl Queues {
         }
     }
 
+    /// Ends every queue of `user` (a deactivated account): parked polls
+    /// wake, and every later poll gets `BAD_EVENT_QUEUE_ID`.
+    pub fn end_user(&self, user: UserId) {
+        let mut registry = self.registry.write();
+        let ids: Vec<String> = registry
+            .by_user
+            .get(&user)
+            .map(|list| list.iter().map(|c| c.lock().id.clone()).collect())
+            .unwrap_or_default();
+        for id in ids {
+            registry.remove(&id);
+        }
+    }
+
     /// Queues of these users (every queue of each), live ones only.
     pub fn of_users(&self, users: impl IntoIterator<Item = UserId>) -> Vec<Arc<QueueCell>> {
         let registry = self.registry.read();

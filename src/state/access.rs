@@ -95,7 +95,8 @@ pub fn can_see_channel(user: &User, channel: &Channel) -> bool {
         // Zulip's administrators see every private channel's metadata.
         user.role.is_admin()
     } else {
-        user.role != Role::Guest
+        // Guests see the channels they are in, and web-public ones.
+        user.role != Role::Guest || channel.is_web_public
     }
 }
 
@@ -104,7 +105,142 @@ pub fn can_read_channel(user: &User, channel: &Channel) -> bool {
     if user.realm != channel.realm {
         return false;
     }
-    channel.subscribers.contains(&user.id) || (!channel.invite_only && user.role != Role::Guest)
+    channel.subscribers.contains(&user.id)
+        || (!channel.invite_only && (user.role != Role::Guest || channel.is_web_public))
+}
+
+/// Whether `user` administers `channel`: an organization administrator, or
+/// in its `can_administer_channel_group`. Administering a private channel's
+/// permissions or content settings also needs content access
+/// (`may_change_permissions`).
+pub fn administers_channel(state: &State, user: &User, channel: &Channel) -> bool {
+    user.realm == channel.realm
+        && user.is_active
+        && (user.role.is_admin()
+            || has_permission(state, user, &channel.permissions.can_administer_channel))
+}
+
+/// Whether `user` may rename the channel or change its description, folder,
+/// retention or archived state: metadata access plus administering it.
+pub fn may_change_metadata(state: &State, user: &User, channel: &Channel) -> bool {
+    can_see_channel(user, channel) && administers_channel(state, user, channel)
+}
+
+/// Whether `user` may change the channel's privacy and content permissions:
+/// administering it plus content access (an organization administrator
+/// must be subscribed to a private channel).
+pub fn may_change_permissions(state: &State, user: &User, channel: &Channel) -> bool {
+    can_read_channel(user, channel)
+        && user.role != Role::Guest
+        && administers_channel(state, user, channel)
+}
+
+/// Why `user` may not subscribe themselves to `channel`, or `None`.
+pub fn subscribe_self_refusal(
+    state: &State,
+    user: &User,
+    channel: &Channel,
+) -> Option<&'static str> {
+    if channel.is_archived {
+        return Some("archived");
+    }
+    if channel.subscribers.contains(&user.id) {
+        return None;
+    }
+    if user.role == Role::Guest {
+        return Some("guests cannot subscribe themselves");
+    }
+    if has_permission(state, user, &channel.permissions.can_add_subscribers) {
+        return None;
+    }
+    if channel.invite_only {
+        return Some("private channel");
+    }
+    None
+}
+
+/// Why `user` may not subscribe other users to `channel`, or `None`.
+///
+/// Members of the channel's `can_add_subscribers_group` may, without
+/// being subscribed. Otherwise: for a public channel, any member (Zulip's
+/// organization default) or channel administrator; for a private channel,
+/// subscribers who are members or channel administrators.
+pub fn subscribe_others_refusal(
+    state: &State,
+    user: &User,
+    channel: &Channel,
+) -> Option<&'static str> {
+    if channel.is_archived {
+        return Some("archived");
+    }
+    if user.role == Role::Guest {
+        return Some("guests cannot subscribe others");
+    }
+    if has_permission(state, user, &channel.permissions.can_add_subscribers) {
+        return None;
+    }
+    if channel.invite_only && !channel.subscribers.contains(&user.id) {
+        return Some("private channel");
+    }
+    None
+}
+
+/// Whether `user` may unsubscribe other users from `channel`:
+/// organization administrators and members of `can_remove_subscribers_group`
+/// or of `can_administer_channel_group`, with metadata access.
+pub fn may_unsubscribe_others(state: &State, user: &User, channel: &Channel) -> bool {
+    can_see_channel(user, channel)
+        && user.role != Role::Guest
+        && (administers_channel(state, user, channel)
+            || has_permission(state, user, &channel.permissions.can_remove_subscribers))
+}
+
+/// Whether `user` may archive (or unarchive) `channel`.
+pub fn may_archive(state: &State, user: &User, channel: &Channel) -> bool {
+    may_change_metadata(state, user, channel)
+}
+
+/// Whether `user` may delete a message `sender` sent to `channel`: with
+/// content access, an organization administrator or a member of the
+/// channel's `can_delete_any_message_group`; for their own messages, a
+/// member of `can_delete_own_message_group`. (The delete-message endpoint
+/// asks this; time limits are its own concern.)
+pub fn may_delete_message(
+    state: &State,
+    user: &User,
+    channel: &Channel,
+    sender: crate::state::UserId,
+) -> bool {
+    if !can_read_channel(user, channel) {
+        return false;
+    }
+    if user.role.is_admin()
+        || has_permission(state, user, &channel.permissions.can_delete_any_message)
+    {
+        return true;
+    }
+    sender == user.id && has_permission(state, user, &channel.permissions.can_delete_own_message)
+}
+
+/// Whether `user` may create a channel: public and private channels need a
+/// member (not a guest); web-public channels need the organization to
+/// allow spectators, which natter does not offer yet.
+pub fn create_channel_refusal(
+    user: &User,
+    invite_only: bool,
+    is_web_public: bool,
+) -> Option<&'static str> {
+    if is_web_public {
+        return Some("Web-public channels are not enabled.");
+    }
+    if user.role == Role::Guest {
+        return Some(if invite_only {
+            "Insufficient permission to create private channels"
+        } else {
+            "Insufficient permission to create channels"
+        });
+    }
+    None
 }
 
 /// Why `user` may not post to a channel they can see, or `None` if they may.

@@ -8,10 +8,12 @@
 
 pub mod access;
 pub mod channels;
+pub mod emails;
 pub mod groups;
 pub mod ids;
 pub mod messages;
 pub mod personal;
+pub mod profile;
 pub mod realm;
 pub mod settings;
 pub mod shard;
@@ -80,6 +82,14 @@ pub struct State {
     pub starred: Sharded<UserId, std::collections::BTreeSet<MessageId>>,
     /// Personal settings and the other per-user resources of that area.
     pub settings: settings::SettingsState,
+    /// Custom profile fields by id.
+    pub profile_fields: Sharded<u64, profile::ProfileField>,
+    /// Each user's custom profile field values: field id → (value,
+    /// rendered value for Markdown fields).
+    pub profile_values: Sharded<UserId, profile::Values>,
+    /// Configuration (not snapshotted): the email domain of placeholder
+    /// addresses (`emails`), set once at start-up from the server's host.
+    pub email_domain: std::sync::OnceLock<String>,
 }
 
 /// `State` as plain sorted data: the snapshot format.
@@ -107,6 +117,10 @@ pub struct StateImage {
     pub groups: Vec<Group>,
     /// Personal settings and the other per-user resources of that area.
     pub settings: settings::SettingsImage,
+    /// Every custom profile field.
+    pub profile_fields: Vec<profile::ProfileField>,
+    /// Custom profile field values per user.
+    pub profile_values: Vec<(UserId, profile::Values)>,
 }
 
 fn values<K: std::hash::Hash + Eq + Ord + Clone, V: Clone>(map: &Sharded<K, V>) -> Vec<V> {
@@ -139,6 +153,8 @@ impl State {
             direct_recipients: self.direct_recipients.collect_sorted(|_, _| true),
             groups: values(&self.groups),
             settings: self.settings.image(),
+            profile_fields: values(&self.profile_fields),
+            profile_values: self.profile_values.collect_sorted(|_, _| true),
         }
     }
 
@@ -163,6 +179,8 @@ impl State {
             user_messages: image.user_messages.into_iter().collect(),
             direct_recipients: image.direct_recipients.into_iter().collect(),
             settings: settings::SettingsState::from_image(image.settings),
+            profile_fields: image.profile_fields.into_iter().map(|f| (f.id, f)).collect(),
+            profile_values: image.profile_values.into_iter().collect(),
             ..State::default()
         };
         for realm in image.realms {
@@ -216,10 +234,13 @@ impl State {
         self.realms.get(&id)
     }
 
-    /// A user of `realm` by API email (case-insensitive).
+    /// A user of `realm` by API email (case-insensitive), also by placeholder.
     pub fn user_by_email(&self, realm: RealmId, email: &str) -> Option<User> {
-        let id = self.user_by_email.get(&(realm, email.to_lowercase()))?;
-        self.users.get(&id)
+        match self.user_by_email.get(&(realm, email.to_lowercase())) {
+            Some(id) => self.users.get(&id),
+            // Where real addresses are hidden, the placeholder names the user.
+            None => self.user_by_placeholder(realm, email),
+        }
     }
 
     /// A user of `realm` by real email (case-insensitive).

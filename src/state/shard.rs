@@ -54,6 +54,11 @@ impl<K: Hash + Eq + Ord + Clone, V: Clone> Sharded<K, V> {
         self.shard(&key).write().insert(key, value);
     }
 
+    /// Removes `key`, returning its value.
+    pub fn remove(&self, key: &K) -> Option<V> {
+        self.shard(key).write().remove(key)
+    }
+
     /// Runs `f` on the value of `key` under a write lock; `None` if absent.
     pub fn update<R>(&self, key: &K, f: impl FnOnce(&mut V) -> R) -> Option<R> {
         self.shard(key).write().get_mut(key).map(f)
@@ -66,11 +71,6 @@ impl<K: Hash + Eq + Ord + Clone, V: Clone> Sharded<K, V> {
     {
         let mut shard = self.shard(&key).write();
         f(shard.entry(key).or_default())
-    }
-
-    /// Removes `key`, returning its value.
-    pub fn remove(&self, key: &K) -> Option<V> {
-        self.shard(key).write().remove(key)
     }
 
     /// Number of entries (sums the shards; not an atomic cut).

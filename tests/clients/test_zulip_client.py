@@ -316,3 +316,37 @@ def test_send_to_missing_channel(connect):
     response = client.send_message({"type": "stream", "to": name, "topic": "t", "content": "into the void"})
     err(response, "STREAM_DOES_NOT_EXIST", "send_message to a missing channel")
     assert response.get("stream") == name, f"error should name the channel in `stream`: {response!r}"
+
+
+def test_channels_and_subscriptions_through_the_bindings(connect):
+    hamlet = connect(HAMLET, role="member")
+    ids = user_ids(hamlet)
+    created = ok(
+        hamlet.add_subscriptions(
+            [{"name": "client channel", "description": "made by zulip 0.9.1"}],
+            principals=[ids[OTHELLO]],
+        ),
+        "add_subscriptions creating a channel",
+    )
+    assert created["subscribed"] == {str(ids[OTHELLO]): ["client channel"]}
+    mine = ok(hamlet.add_subscriptions([{"name": "client channel"}]), "add_subscriptions self")
+    assert mine["subscribed"] == {str(ids[HAMLET]): ["client channel"]}
+    stream_id = ok(hamlet.get_stream_id("client channel"), "get_stream_id")["stream_id"]
+    subscribers = ok(hamlet.get_subscribers(stream="client channel"), "get_subscribers")["subscribers"]
+    assert sorted(subscribers) == sorted([ids[HAMLET], ids[OTHELLO]])
+    status = ok(hamlet.get_subscription_status(ids[OTHELLO], stream_id), "get_subscription_status")
+    assert status["is_subscribed"] is True
+
+    ok(
+        hamlet.update_subscription_settings(
+            [
+                {"stream_id": stream_id, "property": "pin_to_top", "value": True},
+                {"stream_id": stream_id, "property": "color", "value": "#aabbcc"},
+                {"stream_id": stream_id, "property": "is_muted", "value": True},
+            ]
+        ),
+        "update_subscription_settings",
+    )
+    ok(hamlet.update_stream({"stream_id": stream_id, "description": "new words"}), "update_stream")
+    removed = ok(hamlet.remove_subscriptions(["client channel"]), "remove_subscriptions")
+    assert removed["removed"] == ["client channel"]

@@ -1,0 +1,471 @@
+//! Administering accounts and bots: `GET /users/{email}` (through
+//! `users::get_one`), `PATCH /users/{user_id_or_email}`,
+//! `DELETE /users/{user_id}`, `POST /users/{user_id}/reactivate`,
+//! `POST /users`, `DELETE /users/me`, `POST /users/me/api_key/regenerate`,
+//! `POST /bots`, `GET /bots`, `PATCH /bots/{bot_id}`,
+//! `POST /bots/{bot_id}/api_key/regenerate`.
+//!
+//! The role rules (only owners grant or take the owner role, the last
+//! owner stays one, a guest is not made an administrator in one step) are
+//! checked under the writer lock, so two racing demotions cannot both pass.
+
+use serde_json::{json, Value};
+
+use super::json::{self, UserOptions};
+use super::profile_fields;
+use super::{App, Call, Reply};
+use crate::entropy;
+use crate::error::{ApiError, ApiResult};
+use crate::mutation::{Mutation, UserChange};
+use crate::reply;
+use crate::seed::{self, NewUser};
+use crate::state::{BotType, RealmId, Role, State, User, UserId};
+
+/// Longest full name (Zulip's `MAX_NAME_LENGTH`).
+pub const MAX_NAME_LENGTH: usize = 100;
+/// Characters Zulip refuses in names (they break mention syntax).
+const NAME_FORBIDDEN: [char; 6] = ['*', '`', '\\', '>', '"', '@'];
+
+/// A checked full name: trimmed, 2–100 characters, no mention syntax.
+pub fn check_full_name(name: &str) -> ApiResult<String> {
+    let name = name.trim();
+    if name.chars().count() > MAX_NAME_LENGTH {
+        return Err(ApiError::bad_request("Name too long!"));
+    }
+    if name.chars().count() < 2 {
+        return Err(ApiError::bad_request("Name too short!"));
+    }
+    if name.chars().any(|c| c.is_control() || NAME_FORBIDDEN.contains(&c)) {
+        return Err(ApiError::bad_request("Invalid characters in name!"));
+    }
+    Ok(name.to_owned())
+}
+
+/// A plausible email address: one `@`, a non-empty local part, a dotted
+/// or `localhost`-like domain, no spaces or control characters.
+pub fn check_email(email: &str) -> ApiResult<String> {
+    let email = email.trim();
+    let valid = match email.split_once('@') {
+        Some((local, domain)) => {
+            !local.is_empty()
+                && !domain.is_empty()
+                && !domain.contains('@')
+                && !domain.starts_with('.')
+                && !domain.ends_with('.')
+                && email.len() <= 254
+                && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+        }
+        None => false,
+    };
+    if !valid {
+        return Err(ApiError::bad_request(format!("Invalid email '{email}'")));
+    }
+    Ok(email.to_owned())
+}
+
+/// Zulip's role integer.
+pub fn parse_role(code: i64) -> ApiResult<Role> {
+    [Role::Owner, Role::Administrator, Role::Moderator, Role::Member, Role::Guest]
+        .into_iter()
+        .find(|r| i64::from(r.code()) == code)
+        .ok_or_else(|| ApiError::bad_request("Invalid role"))
+}
+
+fn active_owners(state: &State, realm: RealmId) -> usize {
+    state
+        .realm_users(realm)
+        .iter()
+        .filter(|u| u.is_active && !u.is_bot() && u.role == Role::Owner)
+        .count()
+}
+
+/// Why `caller` may not give `target` the role `new`, or `Ok`.
+fn check_role_change(state: &State, caller: &User, target: &User, new: Role) -> ApiResult<()> {
+    if new == target.role {
+        return Ok(());
+    }
+    if (new == Role::Owner || target.role == Role::Owner) && caller.role != Role::Owner {
+        return Err(ApiError::bad_request("Must be an organization owner"));
+    }
+    if target.role == Role::Owner && active_owners(state, target.realm) <= 1 {
+        return Err(ApiError::bad_request(
+            "The owner permission cannot be removed from the only organization owner.",
+        ));
+    }
+    if target.role == Role::Guest && new.is_admin() {
+        return Err(ApiError::bad_request(
+            "A guest cannot be made an administrator directly; make them a member first.",
+        ));
+    }
+    Ok(())
+}
+
+/// A user of the caller's realm by the path segment: an id, else an email
+/// (the real one if the caller may see it, or the API email).
+fn target_by_path(app: &App, call: &Call) -> ApiResult<User> {
+    let segment = call.path.first().map(String::as_str).unwrap_or("");
+    let me = call.caller();
+    let user = match segment.parse::<u64>() {
+        Ok(id) => app.state.user_in_realm(me.realm, UserId(id)),
+        Err(_) => find_by_email(&app.state, me, segment),
+    };
+    user.ok_or_else(|| ApiError::bad_request("No such user"))
+}
+
+/// A user by email as `viewer` may address them: the API email always,
+/// the real address only when `viewer` may see it.
+pub fn find_by_email(state: &State, viewer: &User, email: &str) -> Option<User> {
+    state.user_by_email(viewer.realm, email).or_else(|| {
+        state
+            .user_by_delivery_email(viewer.realm, email)
+            .filter(|u| crate::state::access::can_see_email(state, viewer, u))
+    })
+}
+
+fn require_admin(me: &User) -> ApiResult<()> {
+    if me.role.is_admin() {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request("Must be an organization administrator"))
+    }
+}
+
+/// `PATCH /users/{user_id}` and `PATCH /users/{email}`: an administrator
+/// changes `full_name`, `role`, `profile_data` or (owners) `new_email`.
+pub fn update_user(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let target = target_by_path(app, call)?;
+    let me = call.caller().clone();
+    require_admin(&me)?;
+    let mut changes = Vec::new();
+    if let Some(name) = call.params.string("full_name") {
+        changes.push(UserChange::FullName(check_full_name(&name)?));
+    }
+    let role = match call.params.int("role")? {
+        Some(code) => Some(parse_role(code)?),
+        None => None,
+    };
+    if let Some(email) = call.params.string("new_email") {
+        // natter has no per-user grant of Zulip's `can_change_user_emails`:
+        // organization owners hold it.
+        if me.role != Role::Owner {
+            return Err(ApiError::bad_request("Must be an organization owner"));
+        }
+        changes.push(UserChange::Email(check_email(&email)?));
+    }
+    if let Some(data) = call.params.json("profile_data")? {
+        if target.is_bot() {
+            return Err(ApiError::bad_request("Bots have no custom profile fields"));
+        }
+        changes.extend(profile_fields::parse_profile_data(&app.state, &target, &data)?);
+    }
+    app.committer.commit(|s| {
+        let target =
+            s.users.get(&target.id).ok_or_else(|| ApiError::bad_request("No such user"))?;
+        let mut changes = changes;
+        if let Some(role) = role {
+            check_role_change(s, &me, &target, role)?;
+            if role != target.role {
+                changes.push(UserChange::Role(role));
+            }
+        }
+        for c in &changes {
+            if let UserChange::Email(email) = c {
+                if s.user_by_delivery_email(target.realm, email).is_some_and(|u| u.id != target.id)
+                    || s.user_by_email(target.realm, email).is_some_and(|u| u.id != target.id)
+                {
+                    return Err(ApiError::bad_request(format!("Email '{email}' already in use")));
+                }
+            }
+        }
+        let changes = changes.into_iter().map(|c| (target.id, c)).collect();
+        Ok((Mutation::UpdateUsers { changes }, ()))
+    })?;
+    Ok(Reply::new())
+}
+
+/// Deactivation of `target` by `me` (checked under the writer lock): the
+/// account and the bots it owns.
+fn deactivation(s: &State, me: &User, target: UserId) -> ApiResult<Mutation> {
+    let target =
+        s.user_in_realm(me.realm, target).ok_or_else(|| ApiError::bad_request("No such user"))?;
+    if !target.is_active {
+        return Err(ApiError::bad_request("User is already deactivated"));
+    }
+    if target.role == Role::Owner && !target.is_bot() {
+        if me.role != Role::Owner {
+            return Err(ApiError::bad_request("Must be an organization owner"));
+        }
+        if active_owners(s, target.realm) <= 1 {
+            return Err(ApiError::bad_request("Cannot deactivate the only organization owner"));
+        }
+    }
+    let mut changes = vec![(target.id, UserChange::Active(false))];
+    if !target.is_bot() {
+        for bot in s.realm_users(target.realm) {
+            if bot.is_bot() && bot.is_active && bot.bot_owner == Some(target.id) {
+                changes.push((bot.id, UserChange::Active(false)));
+            }
+        }
+    }
+    Ok(Mutation::UpdateUsers { changes })
+}
+
+/// `DELETE /users/{user_id}`: an administrator deactivates an account. Its
+/// API key stops working at once (`USER_DEACTIVATED`); its bots go too.
+pub fn deactivate(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let id = UserId(call.path_id(0, "user_id")?);
+    let me = call.caller().clone();
+    require_admin(&me)?;
+    app.committer.commit(|s| Ok((deactivation(s, &me, id)?, ())))?;
+    Ok(Reply::new())
+}
+
+/// `DELETE /users/me`: the caller deactivates their own account (never
+/// the last owner).
+pub fn deactivate_me(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let me = call.caller().clone();
+    app.committer.commit(|s| Ok((deactivation(s, &me, me.id)?, ())))?;
+    Ok(Reply::new())
+}
+
+/// `POST /users/{user_id}/reactivate`.
+pub fn reactivate(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let id = UserId(call.path_id(0, "user_id")?);
+    let me = call.caller().clone();
+    require_admin(&me)?;
+    app.committer.commit(|s| {
+        let target =
+            s.user_in_realm(me.realm, id).ok_or_else(|| ApiError::bad_request("No such user"))?;
+        if target.is_active {
+            return Err(ApiError::bad_request("User is already active"));
+        }
+        if target.role == Role::Owner && me.role != Role::Owner {
+            return Err(ApiError::bad_request("Must be an organization owner"));
+        }
+        Ok((Mutation::UpdateUsers { changes: vec![(id, UserChange::Active(true))] }, ()))
+    })?;
+    Ok(Reply::new())
+}
+
+/// `POST /users`: an administrator creates an account (`email`,
+/// `full_name`). natter has no password login yet, so `password` is not
+/// read (and is reported in `ignored_parameters_unsupported`).
+pub fn create_user(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let me = call.caller().clone();
+    require_admin(&me)?;
+    let email = check_email(&call.params.required_string("email")?)?;
+    let full_name = check_full_name(&call.params.required_string("full_name")?)?;
+    let key = entropy::api_key();
+    let now = entropy::now();
+    let id = app.committer.commit(|s| {
+        if s.user_by_email(me.realm, &email).is_some() {
+            return Err(ApiError::bad_request(format!("Email '{email}' already in use")));
+        }
+        let new = NewUser { email: &email, full_name: &full_name, role: Role::Member, bot: None };
+        let m = seed::user(s, me.realm, &new, key, now)?;
+        let Mutation::CreateUser(u) = &m else { unreachable!("seed::user creates a user") };
+        let id = u.id;
+        Ok((m, id))
+    })?;
+    Ok(reply! { "user_id" => id.0 })
+}
+
+/// `POST /users/me/api_key/regenerate`: a new key for the caller; the old
+/// one stops working at once.
+pub fn regenerate_my_key(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let me = call.caller().clone();
+    let key = entropy::api_key();
+    let change = vec![(me.id, UserChange::ApiKey(key.clone()))];
+    app.committer.commit(|_| Ok((Mutation::UpdateUsers { changes: change }, ())))?;
+    Ok(reply! { "api_key" => key })
+}
+
+/// The host part of bot emails: the realm's subdomain on the external host
+/// (without a port).
+fn bot_domain(app: &App, call: &Call) -> String {
+    let host = app.external_host();
+    let host = host.rsplit_once(':').map_or(host, |(h, port)| {
+        if port.bytes().all(|b| b.is_ascii_digit()) {
+            h
+        } else {
+            host
+        }
+    });
+    if call.realm.string_id.is_empty() {
+        host.to_owned()
+    } else {
+        format!("{}.{host}", call.realm.string_id)
+    }
+}
+
+/// `POST /bots`: create a bot owned by the caller (generic or incoming
+/// webhook; outgoing-webhook and embedded bots need services natter does
+/// not run yet).
+pub fn create_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let me = call.caller().clone();
+    if me.role == Role::Guest || me.is_bot() {
+        return Err(ApiError::bad_request("Insufficient permission"));
+    }
+    let full_name = check_full_name(&call.params.required_string("full_name")?)?;
+    let short = call.params.required_string("short_name")?;
+    let short = short.trim().to_lowercase();
+    if short.is_empty()
+        || !short.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+    {
+        return Err(ApiError::bad_request("Invalid bot short name"));
+    }
+    let bot_type = match call.params.int("bot_type")?.unwrap_or(1) {
+        1 => BotType::Generic,
+        2 => BotType::IncomingWebhook,
+        3 | 4 => {
+            return Err(ApiError::bad_request(
+                "Outgoing webhook and embedded bots are not supported yet",
+            ))
+        }
+        _ => return Err(ApiError::bad_request("Invalid bot type")),
+    };
+    let email = check_email(&format!("{short}-bot@{}", bot_domain(app, call)))?;
+    let key = entropy::api_key();
+    let now = entropy::now();
+    let user = app.committer.commit(|s| {
+        if s.user_by_email(me.realm, &email).is_some()
+            || s.user_by_delivery_email(me.realm, &email).is_some()
+        {
+            return Err(ApiError::bad_request("Username already in use"));
+        }
+        let name_taken = s
+            .realm_users(me.realm)
+            .iter()
+            .any(|u| u.is_bot() && u.is_active && u.full_name.eq_ignore_ascii_case(&full_name));
+        if name_taken {
+            return Err(ApiError::bad_request("Name is already in use!"));
+        }
+        let new = NewUser {
+            email: &email,
+            full_name: &full_name,
+            role: Role::Member,
+            bot: Some((bot_type, me.id)),
+        };
+        let m = seed::user(s, me.realm, &new, key, now)?;
+        let Mutation::CreateUser(u) = &m else { unreachable!("seed::user creates a user") };
+        let u = u.clone();
+        Ok((m, u))
+    })?;
+    Ok(reply! {
+        "user_id" => user.id.0,
+        "api_key" => user.api_key,
+        "email" => user.email,
+        "avatar_url" => json::avatar_url(&user, false),
+        "default_sending_stream" => Value::Null,
+        "default_events_register_stream" => Value::Null,
+        "default_all_public_streams" => false,
+    })
+}
+
+/// A bot as `GET /bots` lists it.
+fn bot_json(state: &State, bot: &User) -> Value {
+    let owner = bot.bot_owner.and_then(|o| state.users.get(&o));
+    json!({
+        "user_id": bot.id.0,
+        "username": bot.email,
+        "email": bot.email,
+        "full_name": bot.full_name,
+        "api_key": bot.api_key,
+        "avatar_url": json::avatar_url(bot, false),
+        "bot_type": bot.bot_type.map(|t| t.code()),
+        "is_active": bot.is_active,
+        "owner_id": bot.bot_owner.map(|o| o.0),
+        "owner": owner.map(|o| state.api_email(&o)),
+        "default_sending_stream": Value::Null,
+        "default_events_register_stream": Value::Null,
+        "default_all_public_streams": false,
+        "services": [],
+    })
+}
+
+/// `GET /bots`: the caller's bots (every bot of the realm for
+/// administrators), with their API keys.
+pub fn list_bots(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let me = call.caller();
+    let bots: Vec<Value> = app
+        .state
+        .realm_users(me.realm)
+        .iter()
+        .filter(|u| u.is_bot() && (me.role.is_admin() || u.bot_owner == Some(me.id)))
+        .map(|b| bot_json(&app.state, b))
+        .collect();
+    Ok(reply! { "bots" => bots })
+}
+
+/// A bot the caller may manage: its owner or an administrator.
+fn managed_bot(app: &App, call: &Call) -> ApiResult<User> {
+    let id = UserId(call.path_id(0, "bot_id")?);
+    let me = call.caller();
+    let bot = app
+        .state
+        .user_in_realm(me.realm, id)
+        .filter(User::is_bot)
+        .ok_or_else(|| ApiError::bad_request("No such bot"))?;
+    if !(me.role.is_admin() || bot.bot_owner == Some(me.id)) {
+        return Err(ApiError::bad_request("Insufficient permission"));
+    }
+    Ok(bot)
+}
+
+/// `PATCH /bots/{bot_id}`: `full_name`, `bot_owner_id` (an active human
+/// of the realm), `role` (administrators; the usual role rules).
+pub fn update_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let bot = managed_bot(app, call)?;
+    let me = call.caller().clone();
+    let mut changes = Vec::new();
+    if let Some(name) = call.params.string("full_name") {
+        changes.push(UserChange::FullName(check_full_name(&name)?));
+    }
+    if let Some(owner) = call.params.int("bot_owner_id")? {
+        let owner = u64::try_from(owner)
+            .ok()
+            .and_then(|o| app.state.user_in_realm(me.realm, UserId(o)))
+            .filter(|o| o.is_active && !o.is_bot())
+            .ok_or_else(|| ApiError::bad_request("Failed to change owner, no such user"))?;
+        changes.push(UserChange::BotOwner(owner.id));
+    }
+    let role = match call.params.int("role")? {
+        Some(code) => Some(parse_role(code)?),
+        None => None,
+    };
+    if role.is_some() {
+        require_admin(&me)?;
+    }
+    app.committer.commit(|s| {
+        let bot = s.users.get(&bot.id).ok_or_else(|| ApiError::bad_request("No such bot"))?;
+        let mut changes = changes;
+        if let Some(role) = role {
+            check_role_change(s, &me, &bot, role)?;
+            if role != bot.role {
+                changes.push(UserChange::Role(role));
+            }
+        }
+        Ok((
+            Mutation::UpdateUsers { changes: changes.into_iter().map(|c| (bot.id, c)).collect() },
+            (),
+        ))
+    })?;
+    Ok(Reply::new())
+}
+
+/// `POST /bots/{bot_id}/api_key/regenerate`: a new key for a bot the
+/// caller manages; the old one stops working at once.
+pub fn regenerate_bot_key(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let bot = managed_bot(app, call)?;
+    let key = entropy::api_key();
+    let change = vec![(bot.id, UserChange::ApiKey(key.clone()))];
+    app.committer.commit(|_| Ok((Mutation::UpdateUsers { changes: change }, ())))?;
+    Ok(reply! { "api_key" => key })
+}
+
+/// `GET /users/{email}`: `users::get_one` resolves a non-numeric path
+/// segment here.
+pub fn user_by_path_email(app: &App, call: &Call, options: UserOptions) -> ApiResult<Reply> {
+    let user = target_by_path(app, call)?;
+    Ok(reply! { "user" => json::user(&app.state, call.caller(), &user, options) })
+}
