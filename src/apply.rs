@@ -114,6 +114,12 @@ fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
         if new.mentioned.contains(&user) {
             flags = flags.with(Flags::MENTIONED);
         }
+        if new.channel_wildcard {
+            flags = flags.with(Flags::STREAM_WILDCARD_MENTIONED);
+        }
+        if new.topic_wildcard.contains(&user) {
+            flags = flags.with(Flags::TOPIC_WILDCARD_MENTIONED);
+        }
         state.user_messages.upsert(user, |m| m.insert(message.id, flags));
         recipients.push((user, flags));
     }

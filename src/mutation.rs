@@ -52,4 +52,8 @@ pub struct NewMessage {
     pub read_by_sender: bool,
     /// Users mentioned personally (or through a group) in the content.
     pub mentioned: Vec<UserId>,
+    /// A channel wildcard (`@**all**`…) mentions every recipient.
+    pub channel_wildcard: bool,
+    /// Recipients a topic wildcard (`@**topic**`) mentions.
+    pub topic_wildcard: Vec<UserId>,
 }

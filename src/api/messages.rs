@@ -1,10 +1,20 @@
-//! Messages: `POST /messages` (send) and `GET /messages/{message_id}`.
+//! Messages: `POST /messages` (send), `GET /messages/{message_id}` and
+//! `DELETE /messages/{message_id}`.
+//!
+//! Sending checks, in order: the request's shape; the channel (visible to
+//! the sender, else "does not exist"), its send permission (archived,
+//! private, guests only where subscribed, `can_send_message_group`) and its
+//! topic policy — or the direct recipients (active, same realm) and the
+//! realm's `direct_message_permission_group`; then wildcard-mention
+//! permission (`mentions.rs`). Mention flags per recipient are worked out
+//! under the writer lock and carried in the mutation.
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
 
 use super::json::{self, MessageOptions};
+use super::mentions::{self, Visible};
 use super::{App, Call, Reply};
 use crate::entropy;
 use crate::error::{ApiError, ApiResult};
@@ -65,25 +75,33 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
         None => default_read_by_sender(&call.client),
     };
     let content = normalize_content(&content)?;
+    let sender = call.caller().clone();
 
-    // Everything non-deterministic is decided before the writer lock.
-    let rendered = markdown::render(&content);
+    // Everything non-deterministic is decided before the writer lock;
+    // mentions resolve to what the sender may see.
+    let rendered = markdown::render_message(&content, &Visible::new(&app.state, &sender));
     let timestamp = entropy::now();
     let is_me_message = markdown::is_me_message(&content);
-    let sender = call.caller().clone();
     let client = if call.client.is_empty() { "API".to_owned() } else { call.client.clone() };
 
     let id = app.committer.commit(|state| {
-        let (destination, recipient) = resolve_target(state, &sender, &target)?;
+        let resolved = resolve_target(state, &sender, &target)?;
+        let notify = mentions::notify(
+            state,
+            &sender,
+            &resolved.destination,
+            &resolved.recipients,
+            &rendered.mentions,
+        )?;
         let id = MessageId(state.ids.peek(IdKind::Message));
         let message = Message {
             id,
             realm: sender.realm,
             sender: sender.id,
-            recipient,
-            destination,
+            recipient: resolved.recipient,
+            destination: resolved.destination,
             content,
-            rendered_content: rendered,
+            rendered_content: rendered.html,
             timestamp,
             client,
             is_me_message,
@@ -92,20 +110,31 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
             last_edit_timestamp: None,
             last_moved_timestamp: None,
         };
-        let mutation =
-            Mutation::SendMessage(NewMessage { message, read_by_sender, mentioned: Vec::new() });
+        let mutation = Mutation::SendMessage(NewMessage {
+            message,
+            read_by_sender,
+            mentioned: notify.mentioned,
+            channel_wildcard: notify.channel_wildcard,
+            topic_wildcard: notify.topic_wildcard,
+        });
         Ok((mutation, id))
     })?;
     Ok(reply! { "id" => id.0 })
 }
 
-/// Checks the target against current state (under the writer lock):
-/// the channel and its send permission, or the direct recipients.
-fn resolve_target(
-    state: &State,
-    sender: &User,
-    target: &Target,
-) -> ApiResult<(Destination, RecipientId)> {
+/// Where a message goes, checked against state.
+struct Resolved {
+    destination: Destination,
+    recipient: RecipientId,
+    /// Who it is delivered to (channel subscribers and the sender, or the
+    /// direct participants).
+    recipients: Vec<UserId>,
+}
+
+/// Checks the target against current state (under the writer lock): the
+/// channel, its send permission and topic policy; or the direct
+/// recipients and the realm's direct-message permission.
+fn resolve_target(state: &State, sender: &User, target: &Target) -> ApiResult<Resolved> {
     match target {
         Target::Channel { channel, topic } => {
             let channel = find_channel(state, sender, channel)?;
@@ -115,12 +144,21 @@ fn resolve_target(
                     channel.name
                 )));
             }
-            check_topic_policy(&channel, topic)?;
+            let realm_policy = state
+                .realms
+                .read(&sender.realm, |r| r.settings.topics_policy)
+                .unwrap_or(TopicsPolicy::AllowEmptyTopic);
+            check_topic_policy(&channel, realm_policy, topic)?;
+            let mut recipients: Vec<UserId> = channel.subscribers.iter().copied().collect();
+            if !channel.subscribers.contains(&sender.id) {
+                recipients.push(sender.id);
+            }
             let destination = Destination::Channel { channel: channel.id, topic: topic.clone() };
-            Ok((destination, channel.recipient))
+            Ok(Resolved { destination, recipient: channel.recipient, recipients })
         }
         Target::Direct(refs) => {
             let mut participants = BTreeSet::from([sender.id]);
+            let mut others = Vec::new();
             for r in refs {
                 let user = match r {
                     UserRef::Id(id) => state
@@ -137,14 +175,26 @@ fn resolve_target(
                         user.email
                     )));
                 }
-                participants.insert(user.id);
+                if participants.insert(user.id) {
+                    others.push(user);
+                }
+            }
+            others.retain(|u| u.id != sender.id);
+            if !access::may_send_direct(state, sender, &others) {
+                return Err(ApiError::bad_request(
+                    "You do not have permission to send direct messages to this recipient.",
+                ));
             }
             let participants: Vec<UserId> = participants.into_iter().collect();
             let recipient = state
                 .direct_recipients
                 .get(&participants)
                 .unwrap_or_else(|| RecipientId(state.ids.peek(IdKind::Recipient)));
-            Ok((Destination::Direct { participants }, recipient))
+            Ok(Resolved {
+                recipients: participants.clone(),
+                destination: Destination::Direct { participants },
+                recipient,
+            })
         }
     }
 }
@@ -164,8 +214,14 @@ fn find_channel(state: &State, sender: &User, r: &ChannelRef) -> ApiResult<Chann
     }
 }
 
-fn check_topic_policy(channel: &Channel, topic: &str) -> ApiResult<()> {
-    match (channel.topics_policy, topic.is_empty()) {
+/// The channel's `topics_policy` decides on the empty topic; `inherit`
+/// follows the organization's policy.
+fn check_topic_policy(channel: &Channel, realm_policy: TopicsPolicy, topic: &str) -> ApiResult<()> {
+    let policy = match channel.topics_policy {
+        TopicsPolicy::Inherit => realm_policy,
+        policy => policy,
+    };
+    match (policy, topic.is_empty()) {
         (TopicsPolicy::DisableEmptyTopic, true) => Err(ApiError::bad_request(
             "Sending messages to the general chat is not allowed in this channel.",
         )),
@@ -337,8 +393,13 @@ mod tests {
 
     #[test]
     fn topics_policy_decides_on_the_empty_topic() {
-        let allowed = |policy, topic: &str| check_topic_policy(&channel(policy), topic).is_ok();
+        let inherit = TopicsPolicy::AllowEmptyTopic;
+        let allowed =
+            |policy, topic: &str| check_topic_policy(&channel(policy), inherit, topic).is_ok();
         assert!(allowed(TopicsPolicy::Inherit, "") && allowed(TopicsPolicy::Inherit, "t"));
+        let strict = TopicsPolicy::DisableEmptyTopic;
+        assert!(check_topic_policy(&channel(TopicsPolicy::Inherit), strict, "").is_err());
+        assert!(check_topic_policy(&channel(TopicsPolicy::Inherit), strict, "t").is_ok());
         assert!(allowed(TopicsPolicy::AllowEmptyTopic, ""));
         assert!(!allowed(TopicsPolicy::DisableEmptyTopic, ""));
         assert!(allowed(TopicsPolicy::DisableEmptyTopic, "t"));

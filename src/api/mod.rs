@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod json;
+pub mod mentions;
 pub mod messages;
 pub mod realm;
 pub mod users;

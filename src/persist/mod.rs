@@ -23,7 +23,7 @@ use crate::mutation::Mutation;
 use crate::state::State;
 
 /// Version of the on-disk encoding of `Mutation` and `StateImage`.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Why the data dir could not be opened.
 #[derive(Debug)]
@@ -238,6 +238,8 @@ mod tests {
                 message,
                 read_by_sender: i % 2 == 0,
                 mentioned: vec![users[0]],
+                channel_wildcard: false,
+                topic_wildcard: Vec::new(),
             }));
         }
         log
@@ -408,6 +410,8 @@ mod tests {
                         message,
                         read_by_sender: rng.below(2) == 0,
                         mentioned: Vec::new(),
+                        channel_wildcard: false,
+                        topic_wildcard: Vec::new(),
                     })
                 }
             };
@@ -472,5 +476,5 @@ mod tests {
 
     const USER_FIXTURE: &str = "010101086140782e74657374086140782e74657374086140782e7465737403010000203030303030303030303030303030303030303030303030303030303030303030fc02e2a7ca0001";
     const MESSAGE_FIXTURE: &str =
-        "04010101010001027430026d30093c703e6d303c2f703efcc8e2a7ca04746573740000000000010101";
+        "04010101010001027430026d30093c703e6d303c2f703efcc8e2a7ca047465737400000000000101010000";
 }

@@ -124,6 +124,19 @@ pub fn send_refusal(state: &State, user: &User, channel: &Channel) -> Option<&'s
     None
 }
 
+/// Whether `sender` may send a direct message to `others` (the recipients
+/// other than the sender): always to oneself or to a bot; otherwise some
+/// participant must be in the realm's `direct_message_permission_group`.
+pub fn may_send_direct(state: &State, sender: &User, others: &[User]) -> bool {
+    if others.is_empty() || others.iter().any(User::is_bot) {
+        return true;
+    }
+    let Some(realm) = state.realms.get(&sender.realm) else { return false };
+    let setting =
+        realm.group_setting(&realm.settings.direct_message_permission_group, SystemGroup::Everyone);
+    std::iter::once(sender).chain(others).any(|u| has_permission(state, u, &setting))
+}
+
 /// The flags `user` sees on `message`, or `None` if they may not read it.
 ///
 /// A message delivered to the user carries their stored flags. A message in
