@@ -8,9 +8,14 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::events::Event;
+use serde_json::json;
+
+use crate::events::{Audience, Event};
 use crate::mutation::{Mutation, NewMessage};
-use crate::state::{Channel, ChannelId, Destination, Flags, IdKind, State, Subscription, UserId};
+use crate::state::messages::Reaction;
+use crate::state::{
+    Channel, ChannelId, Destination, Flags, IdKind, MessageId, State, Subscription, UserId,
+};
 
 /// Applies mutation number `seq` and returns the events it causes.
 ///
@@ -54,6 +59,9 @@ pub fn apply(state: &State, seq: u64, mutation: &Mutation) -> Vec<Event> {
         }
         Mutation::Subscribe { channel, subscribers } => subscribe(state, *channel, subscribers),
         Mutation::SendMessage(new) => send_message(state, new),
+        Mutation::AddReaction { message, reaction } => react(state, *message, reaction, true),
+        Mutation::RemoveReaction { message, reaction } => react(state, *message, reaction, false),
+        Mutation::DeleteMessages { messages } => delete_messages(state, messages),
     };
     state.applied_seq.store(seq, Ordering::Release);
     events
@@ -125,4 +133,82 @@ fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
     }
     state.index_message(message.clone());
     vec![Event::Message { message: message.id, recipients }]
+}
+
+/// Adds or removes one reaction; the `reaction` event goes to everyone who
+/// can see the message.
+fn react(state: &State, id: MessageId, reaction: &Reaction, add: bool) -> Vec<Event> {
+    let same = |r: &Reaction| {
+        r.user == reaction.user
+            && r.reaction_type == reaction.reaction_type
+            && r.emoji_code == reaction.emoji_code
+    };
+    let message = state
+        .messages
+        .update(&id, |m| {
+            let existing = m.reactions.iter().position(same);
+            match (add, existing) {
+                (true, None) => m.reactions.push(reaction.clone()),
+                (false, Some(i)) => {
+                    m.reactions.remove(i);
+                }
+                _ => panic!("apply: reaction on message {id} is not in the expected state"),
+            }
+            m.clone()
+        })
+        .unwrap_or_else(|| panic!("apply: no message {id}"));
+    let user = state.users.get(&reaction.user).unwrap_or_else(|| panic!("apply: no user"));
+    let event = json!({
+        "type": "reaction",
+        "op": if add { "add" } else { "remove" },
+        "message_id": id.0,
+        "emoji_name": reaction.emoji_name,
+        "emoji_code": reaction.emoji_code,
+        "reaction_type": reaction.reaction_type.as_str(),
+        "user_id": user.id.0,
+        "user": { "user_id": user.id.0, "email": user.email, "full_name": user.full_name },
+    });
+    vec![Event::Broadcast { audience: Audience::Users(state.message_audience(&message)), event }]
+}
+
+/// Deletes messages with their per-user rows; one `delete_message` event
+/// per message. The event carries both Zulip shapes — `message_id` and
+/// `message_ids` — and queues keep the one their client asked for
+/// (`bulk_message_deletion`).
+fn delete_messages(state: &State, ids: &[MessageId]) -> Vec<Event> {
+    let mut events = Vec::with_capacity(ids.len());
+    for id in ids {
+        let message = state.messages.get(id).unwrap_or_else(|| panic!("apply: no message {id}"));
+        let audience = state.message_audience(&message);
+        for user in state.message_holders(&message) {
+            state.user_messages.update(&user, |m| m.remove(id));
+        }
+        state.messages.remove(id);
+        let first = state.by_recipient.update(&message.recipient, |ids| {
+            if let Ok(i) = ids.binary_search(id) {
+                ids.remove(i);
+            }
+            ids.first().copied()
+        });
+        let mut event = json!({
+            "type": "delete_message",
+            "message_id": id.0,
+            "message_ids": [id.0],
+        });
+        match &message.destination {
+            Destination::Channel { channel, topic } => {
+                state.channels.update(channel, |c| {
+                    if c.first_message_id == Some(*id) {
+                        c.first_message_id = first.flatten();
+                    }
+                });
+                event["message_type"] = json!("stream");
+                event["stream_id"] = json!(channel.0);
+                event["topic"] = json!(topic);
+            }
+            Destination::Direct { .. } => event["message_type"] = json!("private"),
+        }
+        events.push(Event::Broadcast { audience: Audience::Users(audience), event });
+    }
+    events
 }

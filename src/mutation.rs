@@ -8,7 +8,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::state::{Channel, ChannelId, Group, Message, Realm, Subscription, User, UserId};
+use crate::state::messages::Reaction;
+use crate::state::{
+    Channel, ChannelId, Group, Message, MessageId, Realm, Subscription, User, UserId,
+};
 
 /// One durable change.
 // Mutations are built one at a time and moved once into the log and
@@ -41,6 +44,25 @@ pub enum Mutation {
     },
     /// A message is sent.
     SendMessage(NewMessage),
+    /// A user reacts to a message (not already reacted with that emoji).
+    AddReaction {
+        /// The message.
+        message: MessageId,
+        /// The reaction, with its user.
+        reaction: Reaction,
+    },
+    /// A user takes back a reaction (matched by user, type and code).
+    RemoveReaction {
+        /// The message.
+        message: MessageId,
+        /// The reaction, with its user.
+        reaction: Reaction,
+    },
+    /// Messages are deleted, with their flags and reactions.
+    DeleteMessages {
+        /// The messages (existing, one realm).
+        messages: Vec<MessageId>,
+    },
 }
 
 /// A message being sent, with everything `apply` needs to deliver it.

@@ -4,8 +4,11 @@
 /// Harness: TestServer (start/kill/stop/restart) and a raw HTTP client.
 mod util;
 
+/// Messages area (issue #8): reactions and deletion.
+mod api_message_delete;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
+mod api_reactions;
 /// GET /server_settings, POST /dev_fetch_api_key, auth, routing, HTTP framing.
 mod api_server;
 /// GET /users/me, GET /users, GET /users/{user_id}.

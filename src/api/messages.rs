@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::json::{self, MessageOptions};
 use super::mentions::{self, Visible};
+use super::reactions;
 use super::{App, Call, Reply};
 use crate::entropy;
 use crate::error::{ApiError, ApiResult};
@@ -349,6 +350,22 @@ pub fn get_one(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let view = access::message_view(&app.state, me, &message).ok_or_else(invalid)?;
     let body = json::message(&app.state, &call.realm, me, &message, view, options);
     Ok(reply! { "message" => body, "raw_content" => message.content })
+}
+
+/// `DELETE /messages/{message_id}`: delete a message (see
+/// `access::delete_refusal` for who may).
+pub fn delete(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let id = MessageId(call.path_id(0, "message_id")?);
+    let user = call.caller().clone();
+    let now = entropy::now();
+    app.committer.commit(|state| {
+        let message = reactions::visible_message(state, &user, id)?;
+        if let Some(why) = access::delete_refusal(state, &user, &message, now) {
+            return Err(ApiError::bad_request(why));
+        }
+        Ok((Mutation::DeleteMessages { messages: vec![id] }, ()))
+    })?;
+    Ok(reply! {})
 }
 
 #[cfg(test)]

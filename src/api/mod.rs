@@ -6,6 +6,7 @@ pub mod auth;
 pub mod json;
 pub mod mentions;
 pub mod messages;
+pub mod reactions;
 pub mod realm;
 pub mod users;
 

@@ -64,6 +64,25 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::messages::get_one,
     },
+    // Messages area (issue #8): delete, reactions.
+    Route {
+        method: "DELETE",
+        pattern: "/messages/{message_id}",
+        access: Access::User,
+        handler: api::messages::delete,
+    },
+    Route {
+        method: "POST",
+        pattern: "/messages/{message_id}/reactions",
+        access: Access::User,
+        handler: api::reactions::add,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/messages/{message_id}/reactions",
+        access: Access::User,
+        handler: api::reactions::remove,
+    },
 ];
 
 /// The outcome of matching a request path.

@@ -7,6 +7,7 @@
 //! replaying the same log always yields a byte-identical snapshot.
 
 pub mod access;
+pub mod audience;
 pub mod channels;
 pub mod groups;
 pub mod ids;
