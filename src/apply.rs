@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use serde_json::json;
 
 use crate::events::{Audience, Event};
-use crate::mutation::{Mutation, NewMessage};
+use crate::mutation::{FlagsChange, Mutation, NewMessage};
 use crate::state::messages::Reaction;
 use crate::state::{
     Channel, ChannelId, Destination, Flags, IdKind, MessageId, State, Subscription, UserId,
@@ -62,6 +62,7 @@ pub fn apply(state: &State, seq: u64, mutation: &Mutation) -> Vec<Event> {
         Mutation::AddReaction { message, reaction } => react(state, *message, reaction, true),
         Mutation::RemoveReaction { message, reaction } => react(state, *message, reaction, false),
         Mutation::DeleteMessages { messages } => delete_messages(state, messages),
+        Mutation::UpdateFlags(change) => update_flags(state, change),
     };
     state.applied_seq.store(seq, Ordering::Release);
     events
@@ -183,13 +184,7 @@ fn delete_messages(state: &State, ids: &[MessageId]) -> Vec<Event> {
         for user in state.message_holders(&message) {
             state.user_messages.update(&user, |m| m.remove(id));
         }
-        state.messages.remove(id);
-        let first = state.by_recipient.update(&message.recipient, |ids| {
-            if let Ok(i) = ids.binary_search(id) {
-                ids.remove(i);
-            }
-            ids.first().copied()
-        });
+        let first = state.unindex_message(&message);
         let mut event = json!({
             "type": "delete_message",
             "message_id": id.0,
@@ -199,7 +194,7 @@ fn delete_messages(state: &State, ids: &[MessageId]) -> Vec<Event> {
             Destination::Channel { channel, topic } => {
                 state.channels.update(channel, |c| {
                     if c.first_message_id == Some(*id) {
-                        c.first_message_id = first.flatten();
+                        c.first_message_id = first;
                     }
                 });
                 event["message_type"] = json!("stream");
@@ -211,4 +206,75 @@ fn delete_messages(state: &State, ids: &[MessageId]) -> Vec<Event> {
         events.push(Event::Broadcast { audience: Audience::Users(audience), event });
     }
     events
+}
+
+/// Sets or clears one flag of one user on some messages; emits Zulip's
+/// `update_message_flags` event (with the legacy `operation` key and, when
+/// messages become unread, the `message_details` clients need to rebuild
+/// their unread counts).
+fn update_flags(state: &State, change: &FlagsChange) -> Vec<Event> {
+    let FlagsChange { user, add, flag, messages, historical } = change;
+    assert!(state.users.contains(user), "apply: no user {user}");
+    state.user_messages.upsert(*user, |mine| {
+        for id in historical {
+            mine.entry(*id).or_insert(Flags::READ.with(Flags::HISTORICAL));
+        }
+        for id in messages {
+            if let Some(flags) = mine.get_mut(id) {
+                *flags = if *add { flags.with(*flag) } else { flags.without(*flag) };
+            }
+        }
+    });
+    let name = flag.names().first().copied().unwrap_or("read");
+    let op = if *add { "add" } else { "remove" };
+    let mut event = serde_json::json!({
+        "type": "update_message_flags",
+        "op": op,
+        "operation": op,
+        "flag": name,
+        "messages": messages.iter().map(|m| m.0).collect::<Vec<_>>(),
+        "all": false,
+    });
+    if !*add && *flag == Flags::READ {
+        event["message_details"] = unread_details(state, *user, messages);
+    }
+    vec![Event::Broadcast { audience: Audience::Users(vec![*user]), event }]
+}
+
+/// Zulip's `message_details` for messages marked unread: per message id,
+/// its kind, conversation and whether it mentions the user.
+fn unread_details(state: &State, user: UserId, messages: &[MessageId]) -> serde_json::Value {
+    let mut details = serde_json::Map::new();
+    let muted = |channel: &ChannelId| {
+        state
+            .subscriptions
+            .read(&user, |s| s.get(channel).is_some_and(|s| s.is_muted))
+            .unwrap_or(false)
+    };
+    for id in messages {
+        let Some(flags) = state.flags(user, *id) else { continue };
+        let Some(destination) = state.messages.read(id, |m| m.destination.clone()) else {
+            continue;
+        };
+        let mut entry = match destination {
+            Destination::Channel { channel, topic } => serde_json::json!({
+                "type": "stream",
+                "stream_id": channel.0,
+                "topic": topic,
+                "unmuted_stream_msg": !muted(&channel),
+            }),
+            Destination::Direct { participants } => serde_json::json!({
+                "type": "private",
+                "user_ids": participants.iter().filter(|u| **u != user).map(|u| u.0).collect::<Vec<_>>(),
+            }),
+        };
+        if flags.contains(Flags::MENTIONED)
+            || flags.contains(Flags::STREAM_WILDCARD_MENTIONED)
+            || flags.contains(Flags::TOPIC_WILDCARD_MENTIONED)
+        {
+            entry["mentioned"] = serde_json::Value::Bool(true);
+        }
+        details.insert(id.0.to_string(), entry);
+    }
+    serde_json::Value::Object(details)
 }

@@ -18,6 +18,7 @@
 //! - `persist` — snapshots and recovery.
 //! - `events` — ephemeral event delivery.
 //! - `markdown` — message Markdown → HTML.
+//! - `narrow` — message filters (`narrow`), parsed and matched.
 //! - `entropy` — the clock and random tokens, used before logging.
 //! - `seed` — mutation builders and the `--dev` seed.
 //! - `error` — Zulip-shaped API errors.
@@ -33,7 +34,10 @@ pub mod events;
 pub mod http;
 pub mod markdown;
 pub mod mutation;
+pub mod narrow;
 pub mod persist;
 pub mod seed;
 pub mod server;
 pub mod state;
+#[cfg(test)]
+pub(crate) mod testkit;

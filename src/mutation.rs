@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::state::messages::Reaction;
 use crate::state::{
-    Channel, ChannelId, Group, Message, MessageId, Realm, Subscription, User, UserId,
+    Channel, ChannelId, Flags, Group, Message, MessageId, Realm, Subscription, User, UserId,
 };
 
 /// One durable change.
@@ -63,6 +63,27 @@ pub enum Mutation {
         /// The messages (existing, one realm).
         messages: Vec<MessageId>,
     },
+    /// One user's personal flag changes on some messages
+    /// (`POST /messages/flags`).
+    UpdateFlags(FlagsChange),
+}
+
+/// A change of one personal flag (read, starred, collapsed) for one user.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlagsChange {
+    /// Whose flags.
+    pub user: UserId,
+    /// Set (`true`) or clear the flag.
+    pub add: bool,
+    /// Exactly one editable flag.
+    pub flag: Flags,
+    /// Every message the request names (checked readable), in request
+    /// order: the event lists these.
+    pub messages: Vec<MessageId>,
+    /// Those of `messages` not delivered to the user (readable through
+    /// channel history): `apply` gives them a historical, read entry first,
+    /// as Zulip creates historical UserMessage rows.
+    pub historical: Vec<MessageId>,
 }
 
 /// A message being sent, with everything `apply` needs to deliver it.

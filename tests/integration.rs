@@ -9,6 +9,9 @@ mod api_message_delete;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
 mod api_reactions;
+/// GET /messages, topics, GET /users/me/subscriptions, GET /streams,
+/// POST /messages/flags.
+mod api_reading;
 /// GET /server_settings, POST /dev_fetch_api_key, auth, routing, HTTP framing.
 mod api_server;
 /// GET /users/me, GET /users, GET /users/{user_id}.

@@ -3,10 +3,13 @@
 //! shape the JSON reply. Nothing here knows about may_minihttp.
 
 pub mod auth;
+pub mod channels;
+pub mod flags;
 pub mod json;
 pub mod mentions;
 pub mod messages;
 pub mod reactions;
+pub mod reading;
 pub mod realm;
 pub mod users;
 

@@ -83,6 +83,37 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::reactions::remove,
     },
+    // Reading: message windows and narrows, topics, channel lists, flags.
+    Route {
+        method: "GET",
+        pattern: "/messages",
+        access: Access::User,
+        handler: api::reading::get_messages,
+    },
+    Route {
+        method: "POST",
+        pattern: "/messages/flags",
+        access: Access::User,
+        handler: api::flags::update,
+    },
+    Route {
+        method: "GET",
+        pattern: "/users/me/{stream_id}/topics",
+        access: Access::User,
+        handler: api::reading::get_topics,
+    },
+    Route {
+        method: "GET",
+        pattern: "/users/me/subscriptions",
+        access: Access::User,
+        handler: api::channels::get_subscriptions,
+    },
+    Route {
+        method: "GET",
+        pattern: "/streams",
+        access: Access::User,
+        handler: api::channels::get_streams,
+    },
 ];
 
 /// The outcome of matching a request path.

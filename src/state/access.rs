@@ -193,17 +193,20 @@ pub fn message_view(state: &State, user: &User, message: &Message) -> Option<Mes
         return None;
     }
     if let Some(flags) = state.flags(user.id, message.id) {
-        return Some(MessageView { flags, historical: false });
+        let historical = flags.contains(Flags::HISTORICAL);
+        return Some(MessageView { flags: flags.without(Flags::HISTORICAL), historical });
     }
     let Destination::Channel { channel, .. } = &message.destination else { return None };
-    let channel = state.channels.get(channel)?;
-    if !can_read_channel(user, &channel) {
-        return None;
-    }
-    if channel.invite_only && !channel.history_public_to_subscribers {
-        return None;
-    }
-    Some(MessageView { flags: Flags::READ, historical: true })
+    let readable = state.channels.read(channel, |c| can_read_history(user, c))?;
+    readable.then_some(MessageView { flags: Flags::READ, historical: true })
+}
+
+/// Whether `user` may read channel messages that were not delivered to
+/// them (sent before they subscribed, or while they were not subscribed):
+/// never for protected history (`history_public_to_subscribers` false).
+pub fn can_read_history(user: &User, channel: &Channel) -> bool {
+    (!channel.invite_only || channel.history_public_to_subscribers)
+        && can_read_channel(user, channel)
 }
 
 /// How a readable message appears to one user.

@@ -133,6 +133,10 @@ impl Flags {
     pub const TOPIC_WILDCARD_MENTIONED: Flags = Flags(1 << 5);
     /// Contains one of the user's alert words.
     pub const HAS_ALERT_WORD: Flags = Flags(1 << 6);
+    /// Not delivered when sent: the user's entry was created later, when
+    /// they flagged a message they could read through channel history.
+    /// Not in `names` (`MessageView` reports it as `historical`).
+    pub const HISTORICAL: Flags = Flags(1 << 7);
 
     const NAMES: [(Flags, &'static str); 7] = [
         (Flags::READ, "read"),
@@ -152,6 +156,11 @@ impl Flags {
     /// The union.
     pub fn with(self, other: Flags) -> Flags {
         Flags(self.0 | other.0)
+    }
+
+    /// These flags minus those of `other`.
+    pub fn without(self, other: Flags) -> Flags {
+        Flags(self.0 & !other.0)
     }
 
     /// Zulip's flag names, including the deprecated `wildcard_mentioned`.

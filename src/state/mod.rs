@@ -14,6 +14,7 @@ pub mod ids;
 pub mod messages;
 pub mod realm;
 pub mod shard;
+pub mod topics;
 pub mod users;
 
 use std::collections::BTreeMap;
@@ -62,6 +63,11 @@ pub struct State {
     pub direct_recipients: Sharded<Vec<UserId>, RecipientId>,
     /// User groups, system groups included.
     pub groups: Sharded<GroupId, Group>,
+    /// Derived (not snapshotted): message ids per (channel, lowercased
+    /// topic), ascending.
+    pub by_topic: Sharded<topics::TopicKey, Vec<MessageId>>,
+    /// Derived (not snapshotted): each channel's topics by lowercased name.
+    pub channel_topics: Sharded<ChannelId, BTreeMap<String, topics::TopicEntry>>,
 }
 
 /// `State` as plain sorted data: the snapshot format.
@@ -169,10 +175,24 @@ impl State {
         self.channels.insert(channel.id, channel);
     }
 
-    /// Inserts a message and appends it to its recipient's index.
+    /// Inserts a message and adds it to the recipient and topic indexes.
     pub(crate) fn index_message(&self, message: Message) {
-        self.by_recipient.upsert(message.recipient, |ids| ids.push(message.id));
+        self.by_recipient.upsert(message.recipient, |ids| topics::insert_sorted(ids, message.id));
+        self.index_topic(&message);
         self.messages.insert(message.id, message);
+    }
+
+    /// Removes a message and its entries in the recipient and topic indexes;
+    /// returns the recipient's oldest remaining message, if any.
+    pub(crate) fn unindex_message(&self, message: &Message) -> Option<MessageId> {
+        self.unindex_topic(message);
+        self.messages.remove(&message.id);
+        self.by_recipient
+            .update(&message.recipient, |ids| {
+                topics::remove_sorted(ids, message.id);
+                ids.first().copied()
+            })
+            .flatten()
     }
 
     /// The realm served at `subdomain`, if any.

@@ -1,0 +1,725 @@
+//! Reading messages: `GET /messages` (anchors, narrows, windows) and
+//! `GET /users/me/{stream_id}/topics`, plus the message-related register
+//! sections (`max_message_id`, `unread_msgs`, `starred_messages`).
+//!
+//! What a caller may see is decided by the permission engine
+//! (`state::access`): messages delivered to them, and channel history
+//! they may read. Which messages to look at comes from the indexes — a
+//! topic, a channel or conversation (`by_recipient`), or the caller's own
+//! delivered messages — walked outward from the anchor in batches, so a
+//! narrow that an index answers never scans unrelated messages and the
+//! shard locks are held only while ids are copied out.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{json, Value};
+
+use super::json::{self, MessageOptions};
+use super::{App, Call, Reply};
+use crate::error::{ApiError, ApiResult};
+use crate::http::request::Params;
+use crate::narrow::Narrow;
+use crate::reply;
+use crate::state::access::{can_read_history, can_see_channel, MessageView};
+use crate::state::{
+    ChannelId, Destination, Flags, IdKind, Message, MessageId, Realm, RecipientId, State, User,
+    UserId,
+};
+
+/// Zulip's `LARGER_THAN_MAX_MESSAGE_ID`: the anchor meaning "newest", and
+/// the `anchor` reply when nothing is unread (zulip-term compares with it).
+pub const LARGER_THAN_MAX_MESSAGE_ID: u64 = 10_000_000_000_000_000;
+/// Most messages one `GET /messages` may ask for (`num_before + num_after`).
+pub const MAX_MESSAGES_PER_FETCH: u64 = 5_000;
+/// Most unread messages `unread_msgs` lists (newest kept), as in Zulip.
+pub const MAX_UNREAD_MESSAGES: usize = 50_000;
+/// Largest batch of ids copied out of an index at once.
+const MAX_BATCH: usize = 4_096;
+
+/// Where the candidates of a fetch come from, ascending by id.
+#[derive(Clone, Debug)]
+enum Source {
+    /// One message (`id:` narrow).
+    Single(MessageId),
+    /// One topic of a channel whose history the caller may read.
+    Topic(ChannelId, String),
+    /// A channel whose history the caller may read, or a conversation.
+    Recipient(RecipientId),
+    /// The caller's delivered messages.
+    User(UserId),
+    /// Nothing can match.
+    Nothing,
+}
+
+impl Source {
+    /// Up to `n` ids below `before`, newest first.
+    fn before(&self, state: &State, before: MessageId, n: usize) -> Vec<MessageId> {
+        match self {
+            Source::Single(id) => (*id < before).then_some(*id).into_iter().collect(),
+            Source::Topic(channel, topic) => {
+                state.topic_ids_before(&(*channel, topic.clone()), before, n)
+            }
+            Source::Recipient(r) => state.recipient_ids_before(*r, before, n),
+            Source::User(u) => state.user_ids_before(*u, before, n),
+            Source::Nothing => Vec::new(),
+        }
+    }
+
+    /// Up to `n` ids from `from` up, oldest first.
+    fn from(&self, state: &State, from: MessageId, n: usize) -> Vec<MessageId> {
+        match self {
+            Source::Single(id) => (*id >= from).then_some(*id).into_iter().collect(),
+            Source::Topic(channel, topic) => {
+                state.topic_ids_from(&(*channel, topic.clone()), from, n)
+            }
+            Source::Recipient(r) => state.recipient_ids_from(*r, from, n),
+            Source::User(u) => state.user_ids_from(*u, from, n),
+            Source::Nothing => Vec::new(),
+        }
+    }
+}
+
+/// The best index for a narrow, for `viewer`.
+fn source(state: &State, viewer: &User, narrow: &Narrow) -> Source {
+    if let Some(id) = narrow.id() {
+        return Source::Single(id);
+    }
+    if let Some(channel) = narrow.channel() {
+        // Channel history the viewer may read comes from the channel's
+        // index; otherwise only what was delivered to them counts.
+        let readable = state.channels.read(&channel, |c| can_read_history(viewer, c));
+        return match (readable, narrow.topic()) {
+            (Some(true), Some(topic)) => Source::Topic(channel, topic.to_owned()),
+            (Some(true), None) => state
+                .channels
+                .read(&channel, |c| Source::Recipient(c.recipient))
+                .unwrap_or(Source::Nothing),
+            (Some(false), _) => Source::User(viewer.id),
+            (None, _) => Source::Nothing,
+        };
+    }
+    if let Some(participants) = narrow.conversation() {
+        return match state.direct_recipients.get(&participants.to_vec()) {
+            Some(recipient) => Source::Recipient(recipient),
+            None => Source::Nothing,
+        };
+    }
+    Source::User(viewer.id)
+}
+
+/// Decides visibility for one viewer, caching per-channel answers.
+struct Viewer<'a> {
+    state: &'a State,
+    user: &'a User,
+    history: HashMap<ChannelId, bool>,
+}
+
+impl<'a> Viewer<'a> {
+    fn new(state: &'a State, user: &'a User) -> Self {
+        Viewer { state, user, history: HashMap::new() }
+    }
+
+    /// `access::message_view`, with the channel lookup cached.
+    fn view(&mut self, message: &Message) -> Option<MessageView> {
+        if message.realm != self.user.realm {
+            return None;
+        }
+        if let Some(flags) = self.state.flags(self.user.id, message.id) {
+            let historical = flags.contains(Flags::HISTORICAL);
+            return Some(MessageView { flags: flags.without(Flags::HISTORICAL), historical });
+        }
+        let Destination::Channel { channel, .. } = &message.destination else { return None };
+        let (state, user) = (self.state, self.user);
+        let readable = *self.history.entry(*channel).or_insert_with(|| {
+            state.channels.read(channel, |c| can_read_history(user, c)).unwrap_or(false)
+        });
+        readable.then_some(MessageView { flags: Flags::READ, historical: true })
+    }
+}
+
+/// Which way a scan walks from its start.
+#[derive(Clone, Copy)]
+enum Direction {
+    /// Ids below the start, newest first.
+    Older,
+    /// Ids from the start up, oldest first.
+    Newer,
+}
+
+/// Up to `want` visible messages matching `narrow`, walking `source` from
+/// `start` in `direction`. Batches grow geometrically; between batches a
+/// coroutine yields, so a sparse search never monopolizes a worker.
+fn scan(
+    viewer: &mut Viewer<'_>,
+    narrow: &Narrow,
+    source: &Source,
+    start: MessageId,
+    direction: Direction,
+    want: usize,
+) -> Vec<(Message, MessageView)> {
+    let mut found = Vec::new();
+    if want == 0 {
+        return found;
+    }
+    let mut cursor = start;
+    let mut batch = (want + 1).clamp(64, MAX_BATCH);
+    loop {
+        let ids = match direction {
+            Direction::Older => source.before(viewer.state, cursor, batch),
+            Direction::Newer => source.from(viewer.state, cursor, batch),
+        };
+        for id in &ids {
+            let Some(message) = viewer.state.messages.get(id) else { continue };
+            let Some(view) = viewer.view(&message) else { continue };
+            if narrow.matches(viewer.state, viewer.user, &message, view.flags) {
+                found.push((message, view));
+                if found.len() == want {
+                    return found;
+                }
+            }
+        }
+        if ids.len() < batch {
+            return found;
+        }
+        let last = *ids.last().expect("a full batch is not empty");
+        cursor = match direction {
+            Direction::Older => last,
+            Direction::Newer => MessageId(last.0 + 1),
+        };
+        batch = (batch * 2).min(MAX_BATCH);
+        if may::coroutine::is_coroutine() {
+            may::coroutine::yield_now();
+        }
+    }
+}
+
+/// The first unread message in the narrow, skipping muted channels unless
+/// the narrow names a channel (Zulip's rule), or `None`.
+fn first_unread(state: &State, viewer: &mut Viewer<'_>, narrow: &Narrow) -> Option<MessageId> {
+    let user = viewer.user.id;
+    let muted: Vec<ChannelId> = if narrow.channel().is_some() {
+        Vec::new()
+    } else {
+        state
+            .subscriptions
+            .read(&user, |subs| subs.iter().filter(|(_, s)| s.is_muted).map(|(c, _)| *c).collect())
+            .unwrap_or_default()
+    };
+    let mut cursor = MessageId(0);
+    loop {
+        // Copy out a batch of unread ids under the lock, then look at them.
+        let (unread, next) = state
+            .user_messages
+            .read(&user, |m| {
+                let mut unread = Vec::new();
+                let mut next = None;
+                for (n, (id, flags)) in m.range(cursor..).enumerate() {
+                    if n == MAX_BATCH {
+                        next = Some(*id);
+                        break;
+                    }
+                    if !flags.contains(Flags::READ) {
+                        unread.push(*id);
+                    }
+                }
+                (unread, next)
+            })
+            .unwrap_or_default();
+        for id in unread {
+            let Some(message) = state.messages.get(&id) else { continue };
+            if let Destination::Channel { channel, .. } = &message.destination {
+                if muted.contains(channel) {
+                    continue;
+                }
+            }
+            let Some(view) = viewer.view(&message) else { continue };
+            if narrow.matches(state, viewer.user, &message, view.flags) {
+                return Some(id);
+            }
+        }
+        cursor = next?;
+        if may::coroutine::is_coroutine() {
+            may::coroutine::yield_now();
+        }
+    }
+}
+
+/// A parsed `anchor`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Anchor {
+    FirstUnread,
+    Id(u64),
+}
+
+fn parse_anchor(params: &mut Params) -> ApiResult<Anchor> {
+    let use_first_unread = params.bool_or("use_first_unread_anchor", false)?;
+    let raw = params.raw("anchor").map(|s| s.trim().trim_matches('"').to_owned());
+    if use_first_unread {
+        return Ok(Anchor::FirstUnread);
+    }
+    let raw = raw.ok_or_else(|| ApiError::missing("anchor"))?;
+    match raw.as_str() {
+        "newest" => Ok(Anchor::Id(LARGER_THAN_MAX_MESSAGE_ID)),
+        "oldest" => Ok(Anchor::Id(0)),
+        "first_unread" => Ok(Anchor::FirstUnread),
+        _ => match raw.parse::<i64>() {
+            Ok(n) if n < 0 => Ok(Anchor::Id(0)),
+            Ok(n) => Ok(Anchor::Id((n as u64).min(LARGER_THAN_MAX_MESSAGE_ID))),
+            Err(_) => Err(ApiError::bad_request("Invalid anchor").with("var_name", "anchor")),
+        },
+    }
+}
+
+fn count(params: &mut Params, name: &str) -> ApiResult<u64> {
+    match params.int(name)? {
+        None => Ok(0),
+        Some(n) if n < 0 => Err(ApiError::invalid(name, "must not be negative")),
+        Some(n) => Ok(n as u64),
+    }
+}
+
+/// `GET /messages`: a window of messages around an anchor, in a narrow.
+pub fn get_messages(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let me = call.caller().clone();
+    get_messages_for(&app.state, &call.realm, &me, &mut call.params)
+}
+
+/// `GET /messages` against a `State` (the handler, minus HTTP; benches
+/// call it directly).
+pub fn get_messages_for(
+    state: &State,
+    realm: &Realm,
+    me: &User,
+    params: &mut Params,
+) -> ApiResult<Reply> {
+    let anchor = parse_anchor(params)?;
+    let num_before = count(params, "num_before")?;
+    let num_after = count(params, "num_after")?;
+    if num_before + num_after > MAX_MESSAGES_PER_FETCH {
+        return Err(ApiError::bad_request(format!(
+            "Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
+        ))
+        .with("var_name", "num_before"));
+    }
+    let include_anchor = params.bool_or("include_anchor", true)?;
+    let options = MessageOptions {
+        apply_markdown: params.bool_or("apply_markdown", true)?,
+        allow_empty_topic_name: params.bool_or("allow_empty_topic_name", false)?,
+        client_gravatar: params.bool_or("client_gravatar", true)?,
+    };
+    let narrow = match params.json("narrow")? {
+        Some(value) => Narrow::parse(state, me, &value)?,
+        None => Narrow::default(),
+    };
+
+    let mut viewer = Viewer::new(state, me);
+    let anchor = match anchor {
+        Anchor::Id(id) => id,
+        Anchor::FirstUnread => {
+            first_unread(state, &mut viewer, &narrow).map_or(LARGER_THAN_MAX_MESSAGE_ID, |m| m.0)
+        }
+    };
+    let newest_id = state.ids.peek(IdKind::Message).saturating_sub(1);
+    let anchored_to_left = anchor == 0;
+    let anchored_to_right = anchor > newest_id;
+
+    let source = source(state, me, &narrow);
+    // One more than asked for in each direction tells whether the window
+    // reaches the oldest / newest matching message.
+    let mut before = if anchored_to_left {
+        Vec::new()
+    } else {
+        scan(
+            &mut viewer,
+            &narrow,
+            &source,
+            MessageId(anchor),
+            Direction::Older,
+            num_before as usize + 1,
+        )
+    };
+    let mut after = if anchored_to_right {
+        Vec::new()
+    } else {
+        scan(
+            &mut viewer,
+            &narrow,
+            &source,
+            MessageId(anchor.saturating_add(1)),
+            Direction::Newer,
+            num_after as usize + 1,
+        )
+    };
+    let found_oldest = anchored_to_left || before.len() <= num_before as usize;
+    let found_newest = anchored_to_right || after.len() <= num_after as usize;
+    before.truncate(num_before as usize);
+    after.truncate(num_after as usize);
+    let at_anchor = if include_anchor && !anchored_to_left && !anchored_to_right {
+        scan(
+            &mut viewer,
+            &narrow,
+            &Source::Single(MessageId(anchor)),
+            MessageId(anchor),
+            Direction::Newer,
+            1,
+        )
+        .into_iter()
+        .find(|(m, _)| m.id.0 == anchor)
+    } else {
+        None
+    };
+    let found_anchor = at_anchor.is_some();
+
+    let messages: Vec<Value> = before
+        .into_iter()
+        .rev()
+        .chain(at_anchor)
+        .chain(after)
+        .map(|(message, view)| json::message(state, realm, me, &message, view, options))
+        .collect();
+    Ok(reply! {
+        "messages" => messages,
+        "anchor" => anchor,
+        "found_anchor" => found_anchor,
+        "found_oldest" => found_oldest,
+        "found_newest" => found_newest,
+        "history_limited" => false,
+    })
+}
+
+/// `GET /users/me/{stream_id}/topics`: the channel's topics the caller may
+/// see, newest first, each with its newest message id.
+pub fn get_topics(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let id = call.path_id(0, "stream_id")?;
+    let allow_empty = call.params.bool_or("allow_empty_topic_name", false)?;
+    let me = call.caller();
+    let state = &app.state;
+    let channel = state
+        .channel_in_realm(me.realm, ChannelId(id))
+        .filter(|c| can_see_channel(me, c))
+        .ok_or_else(|| ApiError::no_channel_id(id))?;
+    let empty_name = &call.realm.settings.empty_topic_display_name;
+    let shown = |name: &str| -> String {
+        if name.is_empty() && !allow_empty {
+            empty_name.clone()
+        } else {
+            name.to_owned()
+        }
+    };
+    let topics: Vec<Value> = if can_read_history(me, &channel) {
+        state
+            .channel_topic_list(channel.id)
+            .into_iter()
+            .map(|t| json!({"name": shown(&t.name), "max_id": t.max_id.0}))
+            .collect()
+    } else {
+        // Protected history, or a channel whose metadata only is visible:
+        // only topics of messages delivered to the caller.
+        let mut newest: BTreeMap<String, (MessageId, String)> = BTreeMap::new();
+        let ids: Vec<MessageId> =
+            state.user_messages.read(&me.id, |m| m.keys().copied().collect()).unwrap_or_default();
+        for id in ids {
+            let Some(Destination::Channel { channel: c, topic }) =
+                state.messages.read(&id, |m| m.destination.clone())
+            else {
+                continue;
+            };
+            if c == channel.id {
+                newest.insert(topic.to_lowercase(), (id, topic));
+            }
+        }
+        let mut list: Vec<(MessageId, String)> = newest.into_values().collect();
+        list.sort_by_key(|t| std::cmp::Reverse(t.0));
+        list.into_iter().map(|(id, name)| json!({"name": shown(&name), "max_id": id.0})).collect()
+    };
+    Ok(reply! { "topics" => topics })
+}
+
+/// The ids of `user`'s starred messages, ascending.
+pub fn starred_messages(state: &State, user: UserId) -> Vec<u64> {
+    state
+        .user_messages
+        .read(&user, |m| {
+            m.iter().filter(|(_, f)| f.contains(Flags::STARRED)).map(|(id, _)| id.0).collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The newest message delivered to `user`, or -1 (Zulip's value) if none.
+pub fn max_message_id(state: &State, user: UserId) -> i64 {
+    state
+        .user_messages
+        .read(&user, |m| m.keys().next_back().map(|id| id.0 as i64))
+        .flatten()
+        .unwrap_or(-1)
+}
+
+/// Register's `unread_msgs` for `user`: unread direct messages by
+/// conversation (`pms` with `other_user_id` and the deprecated
+/// `sender_id`, `huddles`), unread channel messages by topic (`streams`,
+/// only channels the user is still subscribed to), `mentions`, and
+/// `count`, which — like the unread counts clients show — leaves out muted
+/// channels; wildcard mentions in muted channels are not mentions. At most
+/// `MAX_UNREAD_MESSAGES` (the newest); `old_unreads_missing` says so.
+pub fn unread_msgs(state: &State, user: &User, allow_empty_topic_name: bool) -> Value {
+    let mut unread: Vec<(MessageId, Flags)> = state
+        .user_messages
+        .read(&user.id, |m| {
+            m.iter().filter(|(_, f)| !f.contains(Flags::READ)).map(|(id, f)| (*id, *f)).collect()
+        })
+        .unwrap_or_default();
+    let old_unreads_missing = unread.len() > MAX_UNREAD_MESSAGES;
+    if old_unreads_missing {
+        unread.drain(..unread.len() - MAX_UNREAD_MESSAGES);
+    }
+    let subscriptions = state.subscriptions.get(&user.id).unwrap_or_default();
+    let empty_name = state
+        .realms
+        .read(&user.realm, |r| r.settings.empty_topic_display_name.clone())
+        .unwrap_or_default();
+
+    let mut pms: BTreeMap<UserId, Vec<u64>> = BTreeMap::new();
+    let mut huddles: BTreeMap<Vec<UserId>, Vec<u64>> = BTreeMap::new();
+    let mut streams: BTreeMap<(ChannelId, String), Vec<u64>> = BTreeMap::new();
+    let mut mentions = Vec::new();
+    let mut count = 0usize;
+    for (id, flags) in unread {
+        let Some(destination) = state.messages.read(&id, |m| m.destination.clone()) else {
+            continue;
+        };
+        let muted = match &destination {
+            Destination::Direct { participants } => {
+                if participants.len() <= 2 {
+                    let other =
+                        participants.iter().copied().find(|u| *u != user.id).unwrap_or(user.id);
+                    pms.entry(other).or_default().push(id.0);
+                } else {
+                    huddles.entry(participants.clone()).or_default().push(id.0);
+                }
+                count += 1;
+                false
+            }
+            Destination::Channel { channel, topic } => {
+                let Some(sub) = subscriptions.get(channel) else { continue };
+                let topic = if topic.is_empty() && !allow_empty_topic_name {
+                    empty_name.clone()
+                } else {
+                    topic.clone()
+                };
+                streams.entry((*channel, topic)).or_default().push(id.0);
+                if !sub.is_muted {
+                    count += 1;
+                }
+                sub.is_muted
+            }
+        };
+        let wildcard = flags.contains(Flags::STREAM_WILDCARD_MENTIONED)
+            || flags.contains(Flags::TOPIC_WILDCARD_MENTIONED);
+        if flags.contains(Flags::MENTIONED) || (wildcard && !muted) {
+            mentions.push(id.0);
+        }
+    }
+    let pms: Vec<Value> = pms
+        .into_iter()
+        .map(|(other, ids)| {
+            json!({"other_user_id": other.0, "sender_id": other.0, "unread_message_ids": ids})
+        })
+        .collect();
+    let huddles: Vec<Value> = huddles
+        .into_iter()
+        .map(|(users, ids)| {
+            let key: Vec<String> = users.iter().map(|u| u.0.to_string()).collect();
+            json!({"user_ids_string": key.join(","), "unread_message_ids": ids})
+        })
+        .collect();
+    let streams: Vec<Value> = streams
+        .into_iter()
+        .map(|((channel, topic), ids)| {
+            json!({"stream_id": channel.0, "topic": topic, "unread_message_ids": ids})
+        })
+        .collect();
+    json!({
+        "pms": pms,
+        "streams": streams,
+        "huddles": huddles,
+        "mentions": mentions,
+        "count": count,
+        "old_unreads_missing": old_unreads_missing,
+    })
+}
+
+/// Register sections owned by this module: `max_message_id` (fetch type
+/// `message`), `unread_msgs` (`message` and `update_message_flags`), and
+/// `starred_messages`.
+pub fn register_state(app: &App, user: &User, wants: &dyn Fn(&str) -> bool, out: &mut Reply) {
+    register_state_with(&app.state, user, false, wants, out);
+}
+
+/// `register_state` with the `empty_topic_name` client capability.
+pub fn register_state_with(
+    state: &State,
+    user: &User,
+    allow_empty_topic_name: bool,
+    wants: &dyn Fn(&str) -> bool,
+    out: &mut Reply,
+) {
+    if wants("message") {
+        out.insert("max_message_id".into(), json!(max_message_id(state, user.id)));
+    }
+    if wants("message") && wants("update_message_flags") {
+        out.insert("unread_msgs".into(), unread_msgs(state, user, allow_empty_topic_name));
+    }
+    if wants("starred_messages") {
+        out.insert("starred_messages".into(), json!(starred_messages(state, user.id)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::state::Role;
+    use crate::testkit::World;
+
+    struct Fixture {
+        w: World,
+        me: User,
+        other: User,
+        third: User,
+        ids: Vec<MessageId>,
+    }
+
+    /// `me`, `other`, `third` in `general`; `secret` is private without
+    /// `me`; `lear` is another realm with its own `general`.
+    fn fixture() -> Fixture {
+        let mut w = World::new();
+        let me = w.user("", "me@t.test", Role::Member);
+        let other = w.user("", "other@t.test", Role::Member);
+        let third = w.user("", "third@t.test", Role::Member);
+        let stranger = w.user("lear", "king@lear.test", Role::Owner);
+        let general = w.channel("", "general", false, &[&me, &other, &third]).id;
+        let secret = w.channel("", "secret", true, &[&other, &third]).id;
+        let lear = w.channel("lear", "general", false, &[&stranger]).id;
+        let ids = vec![
+            w.post(&other, general, "lunch", "soup at noon"),
+            w.post(&third, general, "Lunch", "with **bread**"),
+            w.post_mentioning(&other, general, "dinner", "@me come", &[&me]),
+            w.post(&other, secret, "plans", "secret soup"),
+            w.dm(&other, &[&me], "hi me"),
+            w.dm(&other, &[&me, &third], "hi all"),
+            w.post(&stranger, lear, "court", "soup in lear"),
+            w.post(&me, general, "✔ done", "see https://example.com"),
+        ];
+        Fixture { w, me, other, third, ids }
+    }
+
+    fn fetch(f: &Fixture, pairs: &[(&str, &str)]) -> ApiResult<Reply> {
+        let realm = f.w.state.realms.get(&f.me.realm).unwrap();
+        get_messages_for(&f.w.state, &realm, &f.me, &mut Params::from_pairs(pairs.iter().copied()))
+    }
+
+    fn ids(reply: &Reply) -> Vec<u64> {
+        reply["messages"].as_array().unwrap().iter().map(|m| m["id"].as_u64().unwrap()).collect()
+    }
+
+    fn want(f: &Fixture, idx: &[usize]) -> Vec<u64> {
+        idx.iter().map(|i| f.ids[*i].0).collect()
+    }
+
+    #[test]
+    fn the_empty_narrow_is_what_was_delivered() {
+        let f = fixture();
+        let r =
+            fetch(&f, &[("anchor", "newest"), ("num_before", "100"), ("narrow", "[]")]).unwrap();
+        assert_eq!(ids(&r), want(&f, &[0, 1, 2, 4, 5, 7]));
+        assert_eq!(r["found_newest"], true);
+        assert_eq!(r["found_oldest"], true);
+        assert_eq!(r["found_anchor"], false);
+        assert_eq!(r["anchor"], LARGER_THAN_MAX_MESSAGE_ID);
+    }
+
+    #[test]
+    fn topic_narrows_ignore_case_and_use_the_index() {
+        let f = fixture();
+        let narrow = r#"[["stream","general"],["topic","LUNCH"]]"#;
+        let r =
+            fetch(&f, &[("anchor", "newest"), ("num_before", "10"), ("narrow", narrow)]).unwrap();
+        assert_eq!(ids(&r), want(&f, &[0, 1]));
+        let r = fetch(&f, &[("anchor", "oldest"), ("num_after", "1"), ("narrow", narrow)]).unwrap();
+        assert_eq!(ids(&r), want(&f, &[0]));
+        assert_eq!(
+            (r["found_oldest"].clone(), r["found_newest"].clone()),
+            (json!(true), json!(false))
+        );
+    }
+
+    #[test]
+    fn first_unread_anchor() {
+        let f = fixture();
+        let r = fetch(
+            &f,
+            &[
+                ("anchor", "0"),
+                ("use_first_unread_anchor", "true"),
+                ("num_before", "30"),
+                ("num_after", "10"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(r["anchor"], f.ids[0].0);
+        assert_eq!(r["found_anchor"], true);
+        assert_eq!(ids(&r), want(&f, &[0, 1, 2, 4, 5, 7]));
+        let r = fetch(
+            &f,
+            &[("anchor", "first_unread"), ("narrow", r#"[["is","dm"]]"#), ("num_after", "5")],
+        )
+        .unwrap();
+        assert_eq!(r["anchor"], f.ids[4].0);
+        assert_eq!(ids(&r), want(&f, &[4, 5]));
+        let r = fetch(&f, &[("anchor", "first_unread"), ("narrow", r#"[["sender","me@t.test"]]"#)])
+            .unwrap();
+        assert_eq!(r["anchor"], LARGER_THAN_MAX_MESSAGE_ID);
+    }
+
+    #[test]
+    fn unread_sections() {
+        let f = fixture();
+        let u = unread_msgs(&f.w.state, &f.me, false);
+        let general = f.w.state.channel_by_name(f.me.realm, "general").unwrap().id.0;
+        assert_eq!(u["count"], 5);
+        assert_eq!(
+            u["pms"],
+            json!([{"other_user_id": f.other.id.0, "sender_id": f.other.id.0, "unread_message_ids": [f.ids[4].0]}])
+        );
+        let mut trio = [f.me.id.0, f.other.id.0, f.third.id.0];
+        trio.sort();
+        let key = trio.map(|i| i.to_string()).join(",");
+        assert_eq!(
+            u["huddles"],
+            json!([{"user_ids_string": key, "unread_message_ids": [f.ids[5].0]}])
+        );
+        assert_eq!(u["mentions"], json!([f.ids[2].0]));
+        let topics: Vec<(u64, String)> = u["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["stream_id"].as_u64().unwrap(), s["topic"].as_str().unwrap().to_owned()))
+            .collect();
+        assert_eq!(
+            topics,
+            [(general, "Lunch".into()), (general, "dinner".into()), (general, "lunch".into())]
+        );
+        assert_eq!(max_message_id(&f.w.state, f.me.id), f.ids[7].0 as i64);
+        assert_eq!(max_message_id(&f.w.state, UserId(9999)), -1);
+        assert!(starred_messages(&f.w.state, f.me.id).is_empty());
+        // Muting the channel leaves its messages listed but not counted.
+        f.w.state
+            .subscriptions
+            .upsert(f.me.id, |s| s.get_mut(&ChannelId(general)).unwrap().is_muted = true);
+        let u = unread_msgs(&f.w.state, &f.me, false);
+        assert_eq!(u["count"], 2);
+        assert_eq!(u["streams"].as_array().unwrap().len(), 3);
+        assert_eq!(u["mentions"], json!([f.ids[2].0]), "a personal mention stays a mention");
+    }
+}
