@@ -137,6 +137,8 @@ impl Renderer<'_> {
         let mut pending = String::new();
         let mut in_link = 0usize;
         let mut fence: Option<(String, String)> = None;
+        // Image URLs, previewed after the block like Zulip's inline images.
+        let mut images: Vec<String> = Vec::new();
         for event in Parser::new_ext(text, options) {
             if let Some((info, body)) = &mut fence {
                 match event {
@@ -155,6 +157,7 @@ impl Renderer<'_> {
                 Event::Text(t) | Event::Html(t) | Event::InlineHtml(t) => pending.push_str(&t),
                 other => {
                     self.flush(&mut pending, in_link > 0, &mut events);
+                    let is_image = matches!(other, Event::Start(Tag::Image { .. }));
                     match other {
                         Event::Start(Tag::CodeBlock(kind)) => {
                             let info = match kind {
@@ -169,7 +172,11 @@ impl Renderer<'_> {
                         Event::Start(Tag::Link { link_type, dest_url, title, id })
                         | Event::Start(Tag::Image { link_type, dest_url, title, id }) => {
                             in_link += 1;
-                            let dest_url = CowStr::from(safe_url(&self.restore(&dest_url)));
+                            let safe = safe_url(&self.restore(&dest_url));
+                            if is_image && !safe.is_empty() && !safe.starts_with("mailto:") {
+                                images.push(safe.clone());
+                            }
+                            let dest_url = CowStr::from(safe);
                             let title = CowStr::from(self.restore(&title));
                             events.push(Event::Start(Tag::Link { link_type, dest_url, title, id }));
                         }
@@ -190,6 +197,12 @@ impl Renderer<'_> {
         self.flush(&mut pending, in_link > 0, &mut events);
         let mut out = String::with_capacity(text.len() + text.len() / 2 + 16);
         html::push_html(&mut out, events.into_iter());
+        for url in images {
+            let url = escape_html(&url);
+            out.push_str(&format!(
+                "<div class=\"message_inline_image\"><a href=\"{url}\"><img src=\"{url}\"></a></div>"
+            ));
+        }
         out
     }
 

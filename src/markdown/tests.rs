@@ -55,7 +55,12 @@ const TABLE: &[(&str, &str)] = &[
     ("[x](JaVa\tScript:alert(1))", "<p>[x](JaVa\tScript:alert(1))</p>"),
     ("[x](data:text/html,hi)", "<p><a href=\"\">x</a></p>"),
     ("[x](https://example.com)", "<p><a href=\"https://example.com\">x</a></p>"),
-    ("![cat](https://e.com/c.png)", "<p><a href=\"https://e.com/c.png\">cat</a></p>"),
+    (
+        "![cat](https://e.com/c.png)",
+        "<p><a href=\"https://e.com/c.png\">cat</a></p>\n<div class=\"message_inline_image\">\
+         <a href=\"https://e.com/c.png\"><img src=\"https://e.com/c.png\"></a></div>",
+    ),
+    ("![x](javascript:alert(1))", "<p><a href=\"\">x</a></p>"),
     ("<javascript:alert(1)>", "<p><a href=\"\">javascript:alert(1)</a></p>"),
     // Bare URLs are linked, without trailing punctuation.
     (
