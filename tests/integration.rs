@@ -9,6 +9,9 @@ mod api_message_delete;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
 mod api_reactions;
+/// Read state in bulk (issue #8): flags for a narrow, mark all / channel /
+/// topic as read.
+mod api_read_state;
 /// GET /messages, topics, GET /users/me/subscriptions, GET /streams,
 /// POST /messages/flags.
 mod api_reading;

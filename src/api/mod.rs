@@ -9,6 +9,7 @@ pub mod json;
 pub mod mentions;
 pub mod messages;
 pub mod reactions;
+pub mod read_state;
 pub mod reading;
 pub mod realm;
 pub mod users;

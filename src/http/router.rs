@@ -114,6 +114,31 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::channels::get_streams,
     },
+    // Read state in bulk and scheduled messages (issue #8, scheduled helper).
+    Route {
+        method: "POST",
+        pattern: "/messages/flags/narrow",
+        access: Access::User,
+        handler: api::read_state::flags_narrow,
+    },
+    Route {
+        method: "POST",
+        pattern: "/mark_all_as_read",
+        access: Access::User,
+        handler: api::read_state::mark_all_as_read,
+    },
+    Route {
+        method: "POST",
+        pattern: "/mark_stream_as_read",
+        access: Access::User,
+        handler: api::read_state::mark_stream_as_read,
+    },
+    Route {
+        method: "POST",
+        pattern: "/mark_topic_as_read",
+        access: Access::User,
+        handler: api::read_state::mark_topic_as_read,
+    },
 ];
 
 /// The outcome of matching a request path.
