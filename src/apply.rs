@@ -13,6 +13,7 @@ use serde_json::json;
 use crate::events::{Audience, Event};
 use crate::mutation::{FlagsChange, Mutation, NewMessage};
 use crate::state::messages::Reaction;
+use crate::state::scheduled::ScheduledId;
 use crate::state::{
     Channel, ChannelId, Destination, Flags, IdKind, MessageId, State, Subscription, UserId,
 };
@@ -63,9 +64,51 @@ pub fn apply(state: &State, seq: u64, mutation: &Mutation) -> Vec<Event> {
         Mutation::RemoveReaction { message, reaction } => react(state, *message, reaction, false),
         Mutation::DeleteMessages { messages } => delete_messages(state, messages),
         Mutation::UpdateFlags(change) => update_flags(state, change),
+        Mutation::ScheduleMessage(s) => {
+            assert!(!state.scheduled.by_id.contains(&s.id), "apply: scheduled {} exists", s.id);
+            state.scheduled.claim(s.id);
+            state.scheduled.by_id.insert(s.id, s.clone());
+            let event = json!({"type": "scheduled_messages", "op": "add", "scheduled_messages": [s.to_api()]});
+            vec![Event::Broadcast { audience: Audience::Users(vec![s.sender]), event }]
+        }
+        Mutation::EditScheduled(s) => {
+            state
+                .scheduled
+                .by_id
+                .update(&s.id, |old| *old = s.clone())
+                .unwrap_or_else(|| panic!("apply: no scheduled {}", s.id));
+            let event = json!({"type": "scheduled_messages", "op": "update", "scheduled_message": s.to_api()});
+            vec![Event::Broadcast { audience: Audience::Users(vec![s.sender]), event }]
+        }
+        Mutation::DeleteScheduled { id } => vec![unschedule(state, *id)],
+        Mutation::DeliverScheduled { id, message } => {
+            let removed = unschedule(state, *id);
+            let mut events = send_message(state, message);
+            events.push(removed);
+            events
+        }
+        Mutation::FailScheduled { id, reason } => {
+            let s = state
+                .scheduled
+                .by_id
+                .update(id, |s| {
+                    s.failure = Some(reason.clone());
+                    s.clone()
+                })
+                .unwrap_or_else(|| panic!("apply: no scheduled {id}"));
+            let event = json!({"type": "scheduled_messages", "op": "update", "scheduled_message": s.to_api()});
+            vec![Event::Broadcast { audience: Audience::Users(vec![s.sender]), event }]
+        }
     };
     state.applied_seq.store(seq, Ordering::Release);
     events
+}
+
+/// Removes a scheduled message; the `remove` event goes to its owner.
+fn unschedule(state: &State, id: ScheduledId) -> Event {
+    let s = state.scheduled.by_id.remove(&id).unwrap_or_else(|| panic!("apply: no scheduled {id}"));
+    let event = json!({"type": "scheduled_messages", "op": "remove", "scheduled_message_id": id.0});
+    Event::Broadcast { audience: Audience::Users(vec![s.sender]), event }
 }
 
 fn subscribe(

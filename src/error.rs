@@ -116,6 +116,12 @@ impl ApiError {
         Self::new(400, "REACTION_DOES_NOT_EXIST", "Reaction doesn't exist.")
     }
 
+    /// 404 `NOT_FOUND` for an object the caller has none of (Zulip's
+    /// `ResourceNotFoundError`).
+    pub fn not_found(msg: impl Into<String>) -> Self {
+        Self::new(404, "NOT_FOUND", msg)
+    }
+
     /// 404 `NOT_FOUND` for an unknown endpoint.
     pub fn no_such_endpoint() -> Self {
         Self::new(404, "NOT_FOUND", "Not Found")

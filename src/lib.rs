@@ -36,6 +36,7 @@ pub mod markdown;
 pub mod mutation;
 pub mod narrow;
 pub mod persist;
+pub mod scheduler;
 pub mod seed;
 pub mod server;
 pub mod state;

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::state::messages::Reaction;
+use crate::state::scheduled::{ScheduledId, ScheduledMessage};
 use crate::state::{
     Channel, ChannelId, Flags, Group, Message, MessageId, Realm, Subscription, User, UserId,
 };
@@ -66,6 +67,33 @@ pub enum Mutation {
     /// One user's personal flag changes on some messages
     /// (`POST /messages/flags`).
     UpdateFlags(FlagsChange),
+    /// A user schedules a message (`POST /scheduled_messages`).
+    ScheduleMessage(ScheduledMessage),
+    /// The owner edits a pending or failed scheduled message (`PATCH
+    /// /scheduled_messages/{id}`): the whole new record, failure cleared.
+    EditScheduled(ScheduledMessage),
+    /// The owner deletes a scheduled message.
+    DeleteScheduled {
+        /// The scheduled message (existing).
+        id: ScheduledId,
+    },
+    /// The scheduler delivers a due scheduled message: it leaves the
+    /// scheduled list and `message` (with a new message id) is sent, in one
+    /// record, so a crash can neither lose nor double the delivery.
+    DeliverScheduled {
+        /// The scheduled message (pending).
+        id: ScheduledId,
+        /// The message, built by the ordinary send path at delivery time.
+        message: NewMessage,
+    },
+    /// The send rules refused a due scheduled message at delivery: it is
+    /// marked failed with the reason.
+    FailScheduled {
+        /// The scheduled message (pending).
+        id: ScheduledId,
+        /// Why, as the send path's error said.
+        reason: String,
+    },
 }
 
 /// A change of one personal flag (read, starred, collapsed) for one user.

@@ -34,19 +34,19 @@ pub const MAX_MESSAGE_LENGTH: usize = 10_000;
 pub const MAX_TOPIC_LENGTH: usize = 60;
 
 /// The parsed `to` of a channel message.
-enum ChannelRef {
+pub(crate) enum ChannelRef {
     Name(String),
     Id(u64),
 }
 
 /// The parsed `to` of a direct message.
-enum UserRef {
+pub(crate) enum UserRef {
     Id(u64),
     Email(String),
 }
 
 /// What the caller asked to send to, before it is checked against state.
-enum Target {
+pub(crate) enum Target {
     Channel { channel: ChannelRef, topic: String },
     Direct(Vec<UserRef>),
 }
@@ -77,50 +77,91 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
     };
     let content = normalize_content(&content)?;
     let sender = call.caller().clone();
-
-    // Everything non-deterministic is decided before the writer lock;
-    // mentions resolve to what the sender may see.
-    let rendered = markdown::render_message(&content, &Visible::new(&app.state, &sender));
-    let timestamp = entropy::now();
-    let is_me_message = markdown::is_me_message(&content);
     let client = if call.client.is_empty() { "API".to_owned() } else { call.client.clone() };
-
+    let draft = Draft::new(&app.state, &sender, target, content, read_by_sender, client);
     let id = app.committer.commit(|state| {
-        let resolved = resolve_target(state, &sender, &target)?;
+        let new = draft.build(state, &sender)?;
+        let id = new.message.id;
+        Ok((Mutation::SendMessage(new), id))
+    })?;
+    Ok(reply! { "id" => id.0 })
+}
+
+/// A message about to be sent: everything non-deterministic (time,
+/// rendering) decided before the writer lock. Mentions resolve to what the
+/// sender may see.
+pub(crate) struct Draft {
+    target: Target,
+    content: String,
+    rendered: markdown::Rendered,
+    timestamp: i64,
+    is_me_message: bool,
+    client: String,
+    read_by_sender: bool,
+}
+
+impl Draft {
+    /// Renders `content` (already normalized) for `sender`, stamped now.
+    pub(crate) fn new(
+        state: &State,
+        sender: &User,
+        target: Target,
+        content: String,
+        read_by_sender: bool,
+        client: String,
+    ) -> Draft {
+        let rendered = markdown::render_message(&content, &Visible::new(state, sender));
+        Draft {
+            target,
+            is_me_message: markdown::is_me_message(&content),
+            content,
+            rendered,
+            timestamp: entropy::now(),
+            client,
+            read_by_sender,
+        }
+    }
+
+    /// The rendered HTML.
+    pub(crate) fn html(&self) -> &str {
+        &self.rendered.html
+    }
+
+    /// Checks every send rule against current state (call it under the
+    /// writer lock) and builds the message with the next free id.
+    pub(crate) fn build(&self, state: &State, sender: &User) -> ApiResult<NewMessage> {
+        let resolved = resolve_target(state, sender, &self.target)?;
         let notify = mentions::notify(
             state,
-            &sender,
+            sender,
             &resolved.destination,
             &resolved.recipients,
-            &rendered.mentions,
+            &self.rendered.mentions,
         )?;
-        let id = MessageId(state.ids.peek(IdKind::Message));
         let message = Message {
-            id,
+            id: MessageId(state.ids.peek(IdKind::Message)),
             realm: sender.realm,
             sender: sender.id,
             recipient: resolved.recipient,
             destination: resolved.destination,
-            content,
-            rendered_content: rendered.html,
-            timestamp,
-            client,
-            is_me_message,
+            content: self.content.clone(),
+            rendered_content: self.rendered.html.clone(),
+            timestamp: self.timestamp,
+            client: self.client.clone(),
+            is_me_message: self.is_me_message,
             reactions: Vec::new(),
             edit_history: Vec::new(),
             last_edit_timestamp: None,
             last_moved_timestamp: None,
         };
-        let mutation = Mutation::SendMessage(NewMessage {
+        Ok(NewMessage {
             message,
-            read_by_sender,
+            read_by_sender: self.read_by_sender,
             mentioned: notify.mentioned,
             channel_wildcard: notify.channel_wildcard,
             topic_wildcard: notify.topic_wildcard,
-        });
-        Ok((mutation, id))
-    })?;
-    Ok(reply! { "id" => id.0 })
+        })
+    }
 }
 
 /// Where a message goes, checked against state.
@@ -281,7 +322,7 @@ fn parse_user_refs(to: &Value) -> ApiResult<Vec<UserRef>> {
 
 /// Trims trailing whitespace, refuses empty or NUL-bearing content, and
 /// truncates past `MAX_MESSAGE_LENGTH` characters the way Zulip does.
-fn normalize_content(content: &str) -> ApiResult<String> {
+pub(crate) fn normalize_content(content: &str) -> ApiResult<String> {
     let content = content.trim_end();
     if content.trim().is_empty() {
         return Err(ApiError::bad_request("Message must not be empty"));
@@ -301,7 +342,7 @@ fn normalize_content(content: &str) -> ApiResult<String> {
 /// Trims the topic, maps `(no topic)` and the realm's empty-topic display
 /// name to the empty topic, refuses control characters, and truncates past
 /// `MAX_TOPIC_LENGTH` characters with an ellipsis.
-fn normalize_topic(topic: &str, call: &Call) -> ApiResult<String> {
+pub(crate) fn normalize_topic(topic: &str, call: &Call) -> ApiResult<String> {
     let topic = topic.trim();
     if topic == "(no topic)" || topic == call.realm.settings.empty_topic_display_name {
         return Ok(String::new());
@@ -319,7 +360,7 @@ fn normalize_topic(topic: &str, call: &Call) -> ApiResult<String> {
 /// Zulip's heuristic when `read_by_sender` is omitted: messages from
 /// interactive clients start read for their sender; messages an
 /// integration sends with the user's key do not.
-fn default_read_by_sender(client: &str) -> bool {
+pub(crate) fn default_read_by_sender(client: &str) -> bool {
     let client = client.to_ascii_lowercase();
     matches!(
         client.as_str(),

@@ -12,6 +12,7 @@ pub mod reactions;
 pub mod read_state;
 pub mod reading;
 pub mod realm;
+pub mod scheduled;
 pub mod users;
 
 use std::sync::{Arc, OnceLock};

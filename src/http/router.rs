@@ -139,6 +139,30 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::read_state::mark_topic_as_read,
     },
+    Route {
+        method: "POST",
+        pattern: "/scheduled_messages",
+        access: Access::User,
+        handler: api::scheduled::create,
+    },
+    Route {
+        method: "GET",
+        pattern: "/scheduled_messages",
+        access: Access::User,
+        handler: api::scheduled::list,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/scheduled_messages/{scheduled_message_id}",
+        access: Access::User,
+        handler: api::scheduled::edit,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/scheduled_messages/{scheduled_message_id}",
+        access: Access::User,
+        handler: api::scheduled::delete,
+    },
 ];
 
 /// The outcome of matching a request path.

@@ -13,6 +13,7 @@ pub mod groups;
 pub mod ids;
 pub mod messages;
 pub mod realm;
+pub mod scheduled;
 pub mod shard;
 pub mod topics;
 pub mod users;
@@ -68,6 +69,8 @@ pub struct State {
     pub by_topic: Sharded<topics::TopicKey, Vec<MessageId>>,
     /// Derived (not snapshotted): each channel's topics by lowercased name.
     pub channel_topics: Sharded<ChannelId, BTreeMap<String, topics::TopicEntry>>,
+    /// Scheduled messages not yet delivered.
+    pub scheduled: scheduled::Scheduled,
 }
 
 /// `State` as plain sorted data: the snapshot format.
@@ -93,6 +96,8 @@ pub struct StateImage {
     pub direct_recipients: Vec<(Vec<UserId>, RecipientId)>,
     /// Every group.
     pub groups: Vec<Group>,
+    /// Scheduled messages not yet delivered.
+    pub scheduled: scheduled::ScheduledImage,
 }
 
 fn values<K: std::hash::Hash + Eq + Ord + Clone, V: Clone>(map: &Sharded<K, V>) -> Vec<V> {
@@ -124,6 +129,7 @@ impl State {
             user_messages: self.user_messages.collect_sorted(|_, _| true),
             direct_recipients: self.direct_recipients.collect_sorted(|_, _| true),
             groups: values(&self.groups),
+            scheduled: self.scheduled.image(),
         }
     }
 
@@ -135,6 +141,7 @@ impl State {
             subscriptions: image.subscriptions.into_iter().collect(),
             user_messages: image.user_messages.into_iter().collect(),
             direct_recipients: image.direct_recipients.into_iter().collect(),
+            scheduled: scheduled::Scheduled::from_image(image.scheduled),
             ..State::default()
         };
         for realm in image.realms {
