@@ -15,6 +15,9 @@ mod api_read_state;
 /// GET /messages, topics, GET /users/me/subscriptions, GET /streams,
 /// POST /messages/flags.
 mod api_reading;
+/// Scheduled messages (issue #8): create/list/edit/delete, delivery at
+/// the time, exactly once across SIGKILL restarts.
+mod api_scheduled;
 /// GET /server_settings, POST /dev_fetch_api_key, auth, routing, HTTP framing.
 mod api_server;
 /// GET /users/me, GET /users, GET /users/{user_id}.
