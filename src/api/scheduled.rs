@@ -327,3 +327,160 @@ pub fn deliver(app: &App, id: ScheduledId, now: i64) -> Delivery {
     });
     outcome.unwrap_or(Delivery::Gone)
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use serde_json::json;
+
+    use super::*;
+    use crate::config::Cli;
+    use crate::events::{Audience, Event};
+    use crate::http::request::Params;
+    use crate::seed::{self, NewUser};
+    use crate::state::{Role, Subscription};
+
+    struct Fixture {
+        app: std::sync::Arc<App>,
+        _dir: tempfile::TempDir,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_str().unwrap().to_owned();
+        let config = Cli::parse_from(["natter", "--dev", "--data-dir", &path]).resolve().unwrap();
+        let app = crate::server::open_app(config).unwrap();
+        seed::seed_dev(&app).unwrap();
+        Fixture { app, _dir: dir }
+    }
+
+    fn user(app: &App, email: &str) -> User {
+        let realm = app.state.realm_by_subdomain("").unwrap();
+        app.state.user_by_email(realm.id, email).unwrap()
+    }
+
+    fn call(app: &App, who: &User, path: Vec<String>, params: &[(&str, &str)]) -> Call {
+        Call {
+            realm: app.state.realms.get(&who.realm).unwrap(),
+            caller: Some(who.clone()),
+            params: Params::from_pairs(params.iter().copied()),
+            path,
+            client: "test".into(),
+        }
+    }
+
+    /// Every broadcast event received so far, as (audience, JSON).
+    fn broadcasts(rx: &may::sync::mpsc::Receiver<std::sync::Arc<Event>>) -> Vec<(Audience, Value)> {
+        std::iter::from_fn(|| rx.try_recv().ok())
+            .filter_map(|e| match &*e {
+                Event::Broadcast { audience, event } => Some((audience.clone(), event.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_delivery_the_rules_refuse_is_marked_failed_and_can_be_retried() {
+        let f = fixture();
+        let app = &*f.app;
+        let hamlet = user(app, "hamlet@natter.test");
+        let denmark = app.state.channel_by_name(hamlet.realm, "Denmark").unwrap();
+        let events = app.hub.subscribe();
+        let at = entropy::now() + 100;
+        let (to, at_s) = (denmark.id.0.to_string(), at.to_string());
+        let params = [
+            ("type", "stream"),
+            ("to", to.as_str()),
+            ("topic", "all hands"),
+            ("content", "@**all** meeting"),
+            ("scheduled_delivery_timestamp", at_s.as_str()),
+        ];
+        let reply = create(app, &mut call(app, &hamlet, vec![], &params)).unwrap();
+        let id = ScheduledId(reply["scheduled_message_id"].as_u64().unwrap());
+        assert_eq!(deliver(app, id, at - 1), Delivery::Gone, "not due yet");
+
+        // The channel grows past the wildcard threshold before delivery.
+        let realm = app.state.realm_by_subdomain("").unwrap();
+        for i in 0..16 {
+            let email = format!("extra{i}@natter.test");
+            let new = NewUser { email: &email, full_name: "Extra", role: Role::Member, bot: None };
+            app.committer
+                .commit(|s| Ok((seed::user(s, realm.id, &new, entropy::api_key(), 0)?, ())))
+                .unwrap();
+            let extra = user(app, &email);
+            let sub = Subscription::new("#76ce90".into());
+            app.committer
+                .commit(|_| {
+                    let m = Mutation::Subscribe {
+                        channel: denmark.id,
+                        subscribers: vec![(extra.id, sub)],
+                    };
+                    Ok((m, ()))
+                })
+                .unwrap();
+        }
+        let why = "You do not have permission to use channel wildcard mentions in this channel.";
+        assert_eq!(deliver(app, id, at), Delivery::Failed(why.into()));
+        let listed = listing(&app.state, hamlet.id);
+        assert_eq!(listed[0]["failed"], true);
+        assert_eq!(listed[0]["failure_message"], why);
+        assert_eq!(deliver(app, id, at + 10), Delivery::Gone, "failed ones wait for an edit");
+        assert!(app.state.scheduled.due(at + 10).0.is_empty());
+
+        // Editing clears the failure; then it goes.
+        let path = vec![id.0.to_string()];
+        edit(app, &mut call(app, &hamlet, path, &[("content", "meeting")])).unwrap();
+        assert_eq!(listing(&app.state, hamlet.id)[0]["failed"], false);
+        let Delivery::Sent(message) = deliver(app, id, at) else { panic!("not sent") };
+        let sent = app.state.messages.get(&message).unwrap();
+        assert_eq!((sent.sender, sent.content.as_str()), (hamlet.id, "meeting"));
+        assert!(app.state.scheduled.by_id.get(&id).is_none());
+        assert_eq!(deliver(app, id, at), Delivery::Gone, "never twice");
+
+        // The owner alone heard each step.
+        let mine: Vec<Value> = broadcasts(&events)
+            .into_iter()
+            .filter(|(_, e)| e["type"] == "scheduled_messages")
+            .map(|(audience, e)| {
+                assert_eq!(audience, Audience::Users(vec![hamlet.id]));
+                e
+            })
+            .collect();
+        let ops: Vec<&str> = mine.iter().map(|e| e["op"].as_str().unwrap()).collect();
+        assert_eq!(ops, ["add", "update", "update", "remove"]);
+        assert_eq!(mine[0]["scheduled_messages"][0]["content"], "@**all** meeting");
+        assert_eq!(mine[1]["scheduled_message"]["failed"], true);
+        assert_eq!(mine[2]["scheduled_message"]["failed"], false);
+        assert_eq!(
+            mine[3],
+            json!({"type": "scheduled_messages", "op": "remove", "scheduled_message_id": id.0})
+        );
+    }
+
+    #[test]
+    fn register_section_lists_the_users_own() {
+        let f = fixture();
+        let app = &*f.app;
+        let hamlet = user(app, "hamlet@natter.test");
+        let othello = user(app, "othello@natter.test");
+        let at = (entropy::now() + 100).to_string();
+        let to = format!("[{}]", othello.id.0);
+        let params = [
+            ("type", "direct"),
+            ("to", to.as_str()),
+            ("content", "hi"),
+            ("scheduled_delivery_timestamp", at.as_str()),
+        ];
+        create(app, &mut call(app, &hamlet, vec![], &params)).unwrap();
+        let mut out = Reply::new();
+        register_state(app, &hamlet, &|t| t == "scheduled_messages", &mut out);
+        assert_eq!(out["scheduled_messages"].as_array().unwrap().len(), 1);
+        assert_eq!(out["scheduled_messages"][0]["to"], json!([othello.id.0]));
+        let mut out = Reply::new();
+        register_state(app, &othello, &|t| t == "scheduled_messages", &mut out);
+        assert_eq!(out["scheduled_messages"], json!([]));
+        let mut out = Reply::new();
+        register_state(app, &hamlet, &|_| false, &mut out);
+        assert!(out.is_empty());
+    }
+}
