@@ -185,8 +185,25 @@ impl Committer {
             }
         }
         self.durable.wait(seq);
-        self.hub.publish(events);
+        self.hub.publish_committed(seq, events);
         Ok(reply)
+    }
+
+    /// Runs `read` on a consistent cut of the state: under the writer lock,
+    /// so no mutation is half-applied and `applied_seq` (passed to `read`)
+    /// names exactly what the cut contains. Returns once that seq is
+    /// durable, so nothing read can still be lost. `POST /register` uses it
+    /// to create a queue and fetch the state with no event missed or
+    /// applied twice. `read` must not block or commit.
+    pub fn read_consistent<T>(&self, read: impl FnOnce(&State, u64) -> T) -> T {
+        let shared = &*self.shared;
+        let (seq, out) = {
+            let _writer = shared.writer.lock().expect("writer lock poisoned");
+            let seq = shared.state.applied_seq();
+            (seq, read(&shared.state, seq))
+        };
+        self.durable.wait(seq);
+        out
     }
 
     /// Clean shutdown: stops the snapshot thread, then takes a final

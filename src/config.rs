@@ -52,6 +52,24 @@ pub struct Cli {
     /// Largest accepted request body, in bytes.
     #[arg(long, default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
+
+    /// Seconds after its last poll before an event queue is garbage-collected.
+    #[arg(long, default_value_t = 600)]
+    pub event_queue_timeout_secs: u64,
+
+    /// Seconds a long-poll waits before answering with a heartbeat event
+    /// (clients time out at 90 s; Zulip uses about 45 s).
+    #[arg(long, default_value_t = 45)]
+    pub heartbeat_secs: u64,
+
+    /// Most events one queue holds unacknowledged; past it the queue is
+    /// dropped and its client must register again.
+    #[arg(long, default_value_t = 10_000)]
+    pub max_queue_events: usize,
+
+    /// Most event queues one user may hold at once.
+    #[arg(long, default_value_t = 64)]
+    pub max_queues_per_user: usize,
 }
 
 /// Validated configuration.
@@ -75,6 +93,32 @@ pub struct Config {
     pub external_host: Option<String>,
     /// Request body limit.
     pub max_body_bytes: usize,
+    /// Event queue limits and timings.
+    pub queues: QueueConfig,
+}
+
+/// Event queue limits and timings.
+#[derive(Clone, Debug)]
+pub struct QueueConfig {
+    /// Idle time (since the last poll) before a queue is collected.
+    pub timeout: Duration,
+    /// How long a long-poll waits before a heartbeat.
+    pub heartbeat: Duration,
+    /// Most unacknowledged events per queue.
+    pub max_events: usize,
+    /// Most queues per user.
+    pub max_per_user: usize,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            timeout: Duration::from_secs(600),
+            heartbeat: Duration::from_secs(45),
+            max_events: 10_000,
+            max_per_user: 64,
+        }
+    }
 }
 
 /// When writes become durable.
@@ -123,7 +167,20 @@ impl Cli {
         if workers == 0 {
             return Err("--workers must be at least 1".into());
         }
+        if self.event_queue_timeout_secs == 0 || self.heartbeat_secs == 0 {
+            return Err("--event-queue-timeout-secs and --heartbeat-secs must be at least 1".into());
+        }
+        if self.max_queue_events == 0 || self.max_queues_per_user == 0 {
+            return Err("--max-queue-events and --max-queues-per-user must be at least 1".into());
+        }
+        let queues = QueueConfig {
+            timeout: Duration::from_secs(self.event_queue_timeout_secs),
+            heartbeat: Duration::from_secs(self.heartbeat_secs),
+            max_events: self.max_queue_events,
+            max_per_user: self.max_queues_per_user,
+        };
         Ok(Config {
+            queues,
             external_host: self.host,
             listen: self.listen,
             data_dir: self.data_dir,

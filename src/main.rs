@@ -40,7 +40,7 @@ fn main() {
     if let Some(signal) = signals.forever().next() {
         eprintln!("natter: signal {signal}: shutting down");
     }
-    server.app.committer.shutdown();
+    server::shutdown(&server.app);
     eprintln!("natter: clean shutdown complete");
     std::process::exit(0);
 }

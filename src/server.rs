@@ -9,7 +9,7 @@ use may_minihttp::HttpServer;
 use crate::api::App;
 use crate::commit::{Committer, Durable, SnapshotPolicy};
 use crate::config::Config;
-use crate::events::Hub;
+use crate::events::{Hub, Realtime};
 use crate::http::Service;
 use crate::persist;
 use crate::seed::{self, Credential};
@@ -57,6 +57,14 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
     );
     let state = Arc::new(state);
     let hub = Arc::new(Hub::new());
+    let realtime = Arc::new(Realtime::new(Arc::clone(&state), config.queues.clone()));
+    match realtime.queues.load(&config.data_dir) {
+        Ok(0) => {}
+        Ok(n) => eprintln!("natter: restored {n} event queues saved at the last clean shutdown"),
+        Err(e) => eprintln!("natter: warning: could not restore saved event queues: {e}"),
+    }
+    hub.attach(Arc::clone(&realtime));
+    spawn_queue_collector(&realtime);
     let policy = SnapshotPolicy {
         dir: persist::snapshot_dir(&config.data_dir),
         every: config.snapshot_every,
@@ -71,6 +79,33 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
         bound: OnceLock::new(),
         _data_dir_lock: report.lock,
     }))
+}
+
+/// Collects idle event queues in the background (a plain OS thread that
+/// sleeps; polls also check expiry, so this only frees memory).
+fn spawn_queue_collector(realtime: &Arc<Realtime>) {
+    let weak = Arc::downgrade(realtime);
+    let period = (realtime.queues.config().timeout / 4).min(std::time::Duration::from_secs(30));
+    std::thread::Builder::new()
+        .name("natter-queue-gc".into())
+        .spawn(move || loop {
+            std::thread::sleep(period);
+            match weak.upgrade() {
+                Some(realtime) => realtime.queues.collect_expired(),
+                None => return,
+            }
+        })
+        .expect("spawn queue collector");
+}
+
+/// Clean shutdown: the final snapshot (after which nothing commits), then
+/// the live event queues, so clients resume them after the restart.
+pub fn shutdown(app: &App) {
+    app.committer.shutdown();
+    match app.hub.realtime().queues.save(&app.config.data_dir) {
+        Ok(n) => eprintln!("natter: saved {n} event queues"),
+        Err(e) => eprintln!("natter: warning: could not save event queues: {e}"),
+    }
 }
 
 /// Opens the data dir, seeds it in dev mode, and starts serving.

@@ -369,3 +369,56 @@ fn mark_topic_as_read_one_topic_only() {
         .post("/mark_topic_as_read", &[("stream_id", &lear), ("topic_name", "court")])
         .err(400, "STREAM_DOES_NOT_EXIST");
 }
+
+/// Every event on `queue` so far (no waiting).
+fn queued(c: &Client, queue: &str) -> Vec<Value> {
+    let r =
+        c.get("/events", &[("queue_id", queue), ("last_event_id", "-1"), ("dont_block", "true")]);
+    r.ok()["events"].as_array().unwrap().clone()
+}
+
+#[test]
+fn each_emits_update_message_flags_to_the_caller_only() {
+    let server = TestServer::start();
+    let othello = server.client(OTHELLO);
+    let hamlet = server.client(HAMLET);
+    let denmark = channel_id(&hamlet, "Denmark").to_string();
+    let a = post(&othello, "Denmark", "t", "one");
+    let b = post(&othello, "Denmark", "u", "two");
+    let c = post(&othello, "general", "t", "three");
+    let queue = hamlet.post("/register", &[]).ok()["queue_id"].as_str().unwrap().to_owned();
+    let other = othello.post("/register", &[]).ok()["queue_id"].as_str().unwrap().to_owned();
+    let narrow = r#"[["channel","Denmark"],["topic","t"]]"#;
+    narrow_flags(
+        &hamlet,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "5"),
+            ("narrow", narrow),
+            ("op", "add"),
+            ("flag", "starred"),
+        ],
+    );
+    hamlet.post("/mark_topic_as_read", &[("stream_id", &denmark), ("topic_name", "t")]).ok();
+    hamlet.post("/mark_stream_as_read", &[("stream_id", &denmark)]).ok();
+    hamlet.post("/mark_all_as_read", &[]).ok();
+    let flag_events: Vec<(String, Vec<u64>)> = queued(&hamlet, &queue)
+        .into_iter()
+        .filter(|e| e["type"] == "update_message_flags")
+        .map(|e| {
+            assert_eq!(e["op"], "add");
+            let ids =
+                e["messages"].as_array().unwrap().iter().map(|m| m.as_u64().unwrap()).collect();
+            (e["flag"].as_str().unwrap().to_owned(), ids)
+        })
+        .collect();
+    assert_eq!(flag_events.len(), 4);
+    assert_eq!(flag_events[0], ("starred".to_owned(), vec![a]));
+    assert_eq!(flag_events[1], ("read".to_owned(), vec![a]));
+    assert_eq!(flag_events[2], ("read".to_owned(), vec![b]));
+    // Everything else still unread: c, and the seed's welcome message.
+    let (flag, rest) = &flag_events[3];
+    assert_eq!(flag, "read");
+    assert!(rest.contains(&c) && !rest.contains(&a) && !rest.contains(&b), "{rest:?}");
+    assert!(queued(&othello, &other).iter().all(|e| e["type"] != "update_message_flags"));
+}

@@ -416,3 +416,53 @@ fn a_kill_right_after_delivery_does_not_deliver_again() {
     assert_eq!(left[0]["scheduled_message_id"], pending);
     assert_eq!(left[0]["content"], "still to come");
 }
+
+/// Every event on `queue` so far (no waiting).
+fn queued(c: &Client, queue: &str) -> Vec<Value> {
+    let r =
+        c.get("/events", &[("queue_id", queue), ("last_event_id", "-1"), ("dont_block", "true")]);
+    r.ok()["events"].as_array().unwrap().clone()
+}
+
+#[test]
+fn register_and_events_follow_the_schedule_to_delivery() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let othello = server.client(OTHELLO);
+    let denmark = channel_id(&hamlet, "Denmark");
+    let early = schedule(&hamlet, denmark, "early", "already pending", now() + 3600);
+    let r = hamlet.post("/register", &[("fetch_event_types", r#"["scheduled_messages"]"#)]).ok();
+    let listed = r["scheduled_messages"].as_array().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["scheduled_message_id"], early);
+    let queue = r["queue_id"].as_str().unwrap().to_owned();
+    let r = othello.post("/register", &[]).ok();
+    assert_eq!(r["scheduled_messages"], serde_json::json!([]), "only one's own");
+    let othello_queue = r["queue_id"].as_str().unwrap().to_owned();
+
+    let id = schedule(&hamlet, denmark, "evented", "soon", now() + 2);
+    let events = queued(&hamlet, &queue);
+    let add = events.iter().find(|e| e["type"] == "scheduled_messages").expect("an add event");
+    assert_eq!(add["op"], "add");
+    assert_eq!(add["scheduled_messages"][0]["scheduled_message_id"], id);
+    assert_eq!(add["scheduled_messages"][0]["content"], "soon");
+
+    // Delivery: the message event, then the removal, to the owner.
+    let events = wait_for("the removal event", Duration::from_secs(20), || {
+        let events = queued(&hamlet, &queue);
+        events
+            .iter()
+            .any(|e| e["type"] == "scheduled_messages" && e["op"] == "remove")
+            .then_some(events)
+    });
+    let remove = events.iter().find(|e| e["op"] == "remove").unwrap();
+    assert_eq!(remove["scheduled_message_id"], id);
+    let message = events.iter().find(|e| e["type"] == "message").expect("a message event");
+    assert_eq!(message["message"]["content"], "soon", "raw: apply_markdown defaults to false");
+    // Othello, a subscriber, gets the message and nothing about scheduling.
+    let theirs = wait_for("othello's message event", Duration::from_secs(20), || {
+        let events = queued(&othello, &othello_queue);
+        events.iter().any(|e| e["type"] == "message").then_some(events)
+    });
+    assert!(theirs.iter().all(|e| e["type"] != "scheduled_messages"));
+}

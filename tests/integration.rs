@@ -4,6 +4,8 @@
 /// Harness: TestServer (start/kill/stop/restart) and a raw HTTP client.
 mod util;
 
+/// POST /register, GET/DELETE /events, POST /users/me/presence.
+mod api_events;
 /// Messages area (issue #8): reactions and deletion.
 mod api_message_delete;
 /// POST /messages, GET /messages/{message_id}.

@@ -76,12 +76,20 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
         None => default_read_by_sender(&call.client),
     };
     let content = normalize_content(&content)?;
+    // Local echo: the sender's queue gets `local_id` on the message event.
+    let local_echo = match (call.params.string("queue_id"), call.params.string("local_id")) {
+        (Some(queue_id), Some(local_id)) => Some((queue_id, local_id)),
+        _ => None,
+    };
     let sender = call.caller().clone();
     let client = if call.client.is_empty() { "API".to_owned() } else { call.client.clone() };
     let draft = Draft::new(&app.state, &sender, target, content, read_by_sender, client);
     let id = app.committer.commit(|state| {
         let new = draft.build(state, &sender)?;
         let id = new.message.id;
+        if let Some((queue_id, local_id)) = local_echo {
+            app.hub.realtime().queues.note_local_id(id, queue_id, local_id);
+        }
         Ok((Mutation::SendMessage(new), id))
     })?;
     Ok(reply! { "id" => id.0 })

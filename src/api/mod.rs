@@ -4,14 +4,17 @@
 
 pub mod auth;
 pub mod channels;
+pub mod events;
 pub mod flags;
 pub mod json;
 pub mod mentions;
 pub mod messages;
+pub mod presence;
 pub mod reactions;
 pub mod read_state;
 pub mod reading;
 pub mod realm;
+pub mod register;
 pub mod scheduled;
 pub mod users;
 

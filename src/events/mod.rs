@@ -1,14 +1,26 @@
 //! Ephemeral client delivery: the events `apply` yields, and the hub that
-//! hands them to listeners once their mutation is durable.
+//! hands them to listeners and event queues once their mutation is durable.
 //!
-//! Events are never logged; they are rebuilt from mutations. Per-client
-//! event queues (register / long-poll) are built on `Hub::subscribe`.
+//! Events are never logged; they are rebuilt from mutations. `queue` holds
+//! the per-client event queues (register / long-poll), `fanout` turns each
+//! `Event` into Zulip JSON per queue, `presence` is the ephemeral presence
+//! store.
+//!
+//! Adding an event for a new change: give `apply` an `Event` to return
+//! (a `Broadcast` when every recipient sees the same JSON, else a new
+//! variant at the end of the enum plus its arm in `fanout::deliver`), and
+//! a case in `tests/verify_action.rs`.
 
-use std::sync::Arc;
+pub mod fanout;
+pub mod presence;
+pub mod queue;
+
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
-use crate::state::{ChannelId, Flags, MessageId, RealmId, UserId};
+use crate::config::QueueConfig;
+use crate::state::{ChannelId, Flags, MessageId, RealmId, State, UserId};
 
 /// Who receives an event whose JSON is the same for every recipient.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,17 +73,54 @@ pub enum Event {
         /// Zulip's event object, minus `id`.
         event: serde_json::Value,
     },
+    /// A user's presence changed (ephemeral: published directly, never
+    /// logged). Rendered per queue: id-keyed for clients with
+    /// `simplified_presence_events`, legacy per-client otherwise.
+    Presence {
+        /// The user's realm.
+        realm: RealmId,
+        /// Whose presence.
+        user: UserId,
+        /// The presence after the change.
+        presence: presence::UserPresence,
+        /// When the server recorded it (UNIX seconds).
+        server_timestamp: i64,
+    },
 }
 
 /// A sender half handed out by `Hub::subscribe`. may's channel, so a
 /// coroutine waiting on the receiver parks without blocking its thread.
 type Listener = may::sync::mpsc::Sender<Arc<Event>>;
 
-/// Fans published events out to listeners.
+/// Fans published events out to listeners and event queues.
 #[derive(Default)]
 pub struct Hub {
     /// Held only to push into channels (non-blocking), never across a wait.
     listeners: Mutex<Vec<Listener>>,
+    /// The event queues and presence, attached once at start-up (they
+    /// render events from state, which exists only after recovery).
+    realtime: OnceLock<Arc<Realtime>>,
+}
+
+/// The ephemeral real-time side of the server: event queues and presence.
+pub struct Realtime {
+    /// Realm data, read to render events per queue.
+    pub state: Arc<State>,
+    /// Every live event queue.
+    pub queues: queue::Queues,
+    /// Who is online.
+    pub presence: presence::Presences,
+}
+
+impl Realtime {
+    /// Queues and presence over `state`.
+    pub fn new(state: Arc<State>, config: QueueConfig) -> Self {
+        Realtime {
+            state,
+            queues: queue::Queues::new(config),
+            presence: presence::Presences::default(),
+        }
+    }
 }
 
 impl Hub {
@@ -87,11 +136,39 @@ impl Hub {
         rx
     }
 
-    /// Delivers events (of durable mutations only) to every live listener;
-    /// listeners whose receiver is gone are dropped.
+    /// Attaches the event queues (once, at start-up).
+    pub fn attach(&self, realtime: Arc<Realtime>) {
+        assert!(self.realtime.set(realtime).is_ok(), "Hub::attach called twice");
+    }
+
+    /// The event queues and presence.
+    ///
+    /// # Panics
+    /// If `attach` was never called (only bare unit-test hubs lack them).
+    pub fn realtime(&self) -> &Arc<Realtime> {
+        self.realtime.get().expect("event queues not attached to the hub")
+    }
+
+    /// Delivers ephemeral events (typing, presence: never logged) to every
+    /// live listener and queue.
     pub fn publish(&self, events: Vec<Event>) {
+        self.publish_at(None, events);
+    }
+
+    /// Delivers the events of durable mutation `seq`; queues registered
+    /// with that mutation already in their fetched state skip them.
+    pub fn publish_committed(&self, seq: u64, events: Vec<Event>) {
+        self.publish_at(Some(seq), events);
+    }
+
+    fn publish_at(&self, seq: Option<u64>, events: Vec<Event>) {
         if events.is_empty() {
             return;
+        }
+        if let Some(realtime) = self.realtime.get() {
+            for event in &events {
+                fanout::deliver(realtime, seq, event);
+            }
         }
         let mut listeners = self.listeners.lock();
         for event in events {

@@ -163,6 +163,32 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::scheduled::delete,
     },
+    // --- Real time (realtime branch): register, event queues, presence ---
+    Route {
+        method: "POST",
+        pattern: "/register",
+        access: Access::User,
+        handler: api::register::register,
+    },
+    Route {
+        method: "GET",
+        pattern: "/events",
+        access: Access::User,
+        handler: api::events::get_events,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/events",
+        access: Access::User,
+        handler: api::events::delete_queue,
+    },
+    Route {
+        method: "POST",
+        pattern: "/users/me/presence",
+        access: Access::User,
+        handler: api::presence::update_presence,
+    },
+    // --- end real time ---
 ];
 
 /// The outcome of matching a request path.

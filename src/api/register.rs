@@ -1,0 +1,471 @@
+//! `POST /register`: create an event queue and return the current state of
+//! the data the client asked for.
+//!
+//! The reply is built from sections, each present only when its name is in
+//! `fetch_event_types` (which defaults to `event_types`; when both are
+//! absent, every section is fetched). Sections of this file read
+//! `RegisterOptions` (`SECTIONS`); other areas plug in with the shared
+//! signature `RegisterState` (`PLUGINS`, run after, so they may replace an
+//! empty default here).
+//!
+//! Race-free: the queue is created and the state read in one consistent
+//! cut (`Committer::read_consistent`): the queue skips the events of every
+//! mutation the cut already contains and receives every later one, so no
+//! event is missed or applied twice.
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Value};
+
+use super::json::{self as shapes, UserOptions};
+use super::realm::{realm_url, FEATURE_LEVEL, VERSION};
+use super::{App, Call, Reply};
+use crate::error::{ApiError, ApiResult};
+use crate::events::queue::{Capabilities, QueueError, QueueOptions};
+use crate::state::access::role_in_system_group;
+use crate::state::{Realm, State, User, UserId};
+
+/// A section another area contributes: inserts its fields into `out` when
+/// `wants("<fetch type>")`.
+pub type RegisterState = fn(&App, &User, &dyn Fn(&str) -> bool, &mut Reply);
+
+/// Sections of other areas, run after this file's own.
+pub const PLUGINS: &[RegisterState] = &[super::scheduled::register_state];
+
+/// Longest channel name in characters (`max_stream_name_length`).
+pub const MAX_STREAM_NAME_LENGTH: usize = 60;
+/// Longest channel description in characters.
+pub const MAX_STREAM_DESCRIPTION_LENGTH: usize = 1024;
+
+/// `include_subscribers`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IncludeSubscribers {
+    /// No subscriber lists.
+    No,
+    /// Full lists.
+    Yes,
+    /// Full lists for small channels, `partial_subscribers` for big ones.
+    Partial,
+}
+
+/// The decoded parameters of one register call.
+#[derive(Clone, Debug)]
+pub struct RegisterOptions {
+    /// What the queue delivers and how.
+    pub queue: QueueOptions,
+    /// Sections to fetch; `None` = all.
+    pub fetch: Option<BTreeSet<String>>,
+    /// `include_subscribers`.
+    pub include_subscribers: IncludeSubscribers,
+    /// Presence keyed by user id, modern form.
+    pub slim_presence: bool,
+    /// Only presences of users seen within this many days.
+    pub presence_history_limit_days: Option<i64>,
+}
+
+impl RegisterOptions {
+    /// Whether a section is fetched.
+    pub fn wants(&self, name: &str) -> bool {
+        self.fetch.as_ref().is_none_or(|f| f.contains(name))
+    }
+}
+
+/// What a section sees.
+pub struct Ctx<'a> {
+    /// The application.
+    pub app: &'a App,
+    /// The consistent cut being read.
+    pub state: &'a State,
+    /// The caller's realm.
+    pub realm: &'a Realm,
+    /// The caller.
+    pub user: &'a User,
+    /// The register parameters.
+    pub options: &'a RegisterOptions,
+}
+
+type Section = fn(&Ctx, &mut Reply);
+
+/// This file's sections: (fetch type, builder).
+const SECTIONS: &[(&str, Section)] = &[
+    ("realm", realm_section),
+    ("realm_user", realm_user_section),
+    ("message", message_section),
+    ("starred_messages", starred_section),
+    ("presence", presence_section),
+    ("recent_private_conversations", recent_private_conversations_section),
+    ("realm_user_groups", user_groups_section),
+    // Resources natter has no storage for yet: truly empty until their
+    // endpoints exist (their areas replace these through PLUGINS).
+    ("realm_emoji", |_, out| insert(out, "realm_emoji", json!({}))),
+    ("custom_profile_fields", |_, out| {
+        insert(out, "custom_profile_fields", json!([]));
+        insert(out, "custom_profile_field_types", json!({}));
+    }),
+    ("alert_words", |_, out| insert(out, "alert_words", json!([]))),
+    ("drafts", |_, out| insert(out, "drafts", json!([]))),
+    ("navigation_views", |_, out| insert(out, "navigation_views", json!([]))),
+    ("saved_snippets", |_, out| insert(out, "saved_snippets", json!([]))),
+    ("realm_playgrounds", |_, out| insert(out, "realm_playgrounds", json!([]))),
+    ("muted_topics", |_, out| insert(out, "muted_topics", json!([]))),
+    ("user_topic", |_, out| insert(out, "user_topics", json!([]))),
+    ("muted_users", |_, out| insert(out, "muted_users", json!([]))),
+    ("realm_linkifiers", |_, out| insert(out, "realm_linkifiers", json!([]))),
+    ("realm_filters", |_, out| insert(out, "realm_filters", json!([]))),
+];
+
+fn insert(out: &mut Reply, key: &str, value: Value) {
+    out.insert(key.to_owned(), value);
+}
+
+/// `POST /register`.
+pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let options = parse_options(call)?;
+    let user = call.caller().clone();
+    let realm = call.realm.clone();
+    app.committer.read_consistent(|state, seq| {
+        let queues = &app.hub.realtime().queues;
+        let queue_id = queues.create(user.id, user.realm, options.queue.clone(), seq).map_err(
+            |e| match e {
+                QueueError::TooManyQueues(n) => ApiError::bad_request(format!(
+                    "Too many event queues for this user (at most {n}); delete unused ones \
+                     with DELETE /events"
+                )),
+                QueueError::BadQueue => ApiError::internal(),
+            },
+        )?;
+        let mut out = Reply::new();
+        out.insert("queue_id".into(), json!(queue_id));
+        out.insert("last_event_id".into(), json!(-1));
+        out.insert("zulip_feature_level".into(), json!(FEATURE_LEVEL));
+        out.insert("zulip_version".into(), json!(VERSION));
+        out.insert("zulip_merge_base".into(), json!(VERSION));
+        let ctx = Ctx { app, state, realm: &realm, user: &user, options: &options };
+        for (name, section) in SECTIONS {
+            if options.wants(name) {
+                section(&ctx, &mut out);
+            }
+        }
+        let wants = |name: &str| options.wants(name);
+        for plugin in PLUGINS {
+            plugin(app, &user, &wants, &mut out);
+        }
+        Ok(out)
+    })
+}
+
+/// Decodes and checks every register parameter (before anything exists).
+fn parse_options(call: &mut Call) -> ApiResult<RegisterOptions> {
+    let p = &mut call.params;
+    let apply_markdown = p.bool_or("apply_markdown", false)?;
+    let client_gravatar = p.bool_or("client_gravatar", true)?;
+    let slim_presence = p.bool_or("slim_presence", false)?;
+    let all_public_streams = p.bool_or("all_public_streams", false)?;
+    let include_subscribers = match p.json_or_string("include_subscribers")? {
+        None | Some(Value::Bool(false)) => IncludeSubscribers::No,
+        Some(Value::Bool(true)) => IncludeSubscribers::Yes,
+        Some(Value::String(s)) => match s.as_str() {
+            "false" | "False" => IncludeSubscribers::No,
+            "true" | "True" => IncludeSubscribers::Yes,
+            "partial" => IncludeSubscribers::Partial,
+            _ => return Err(invalid_subscribers()),
+        },
+        Some(_) => return Err(invalid_subscribers()),
+    };
+    let presence_history_limit_days = match p.int("presence_history_limit_days")? {
+        Some(d) if d < 0 => {
+            return Err(ApiError::invalid("presence_history_limit_days", "must not be negative"))
+        }
+        other => other,
+    };
+    let event_types = string_set(p.json("event_types")?, "event_types")?;
+    let fetch = match p.raw("fetch_event_types") {
+        Some(_) => string_set(p.json("fetch_event_types")?, "fetch_event_types")?,
+        None => event_types.clone(),
+    };
+    let mut capabilities = Capabilities::default();
+    if let Some(value) = p.json("client_capabilities")? {
+        let Value::Object(map) = value else {
+            return Err(ApiError::invalid("client_capabilities", "not a dict"));
+        };
+        for (name, value) in map {
+            let Value::Bool(on) = value else {
+                return Err(ApiError::invalid(
+                    "client_capabilities",
+                    &format!("{name} is not a boolean"),
+                ));
+            };
+            // Unknown capabilities (from newer clients) are ignored.
+            capabilities.set(&name, on);
+        }
+    }
+    let narrow = parse_narrow(p.json("narrow")?)?;
+    Ok(RegisterOptions {
+        queue: QueueOptions {
+            event_types,
+            narrow,
+            all_public_streams,
+            apply_markdown,
+            client_gravatar,
+            capabilities,
+        },
+        fetch,
+        include_subscribers,
+        slim_presence,
+        presence_history_limit_days,
+    })
+}
+
+fn invalid_subscribers() -> ApiError {
+    ApiError::invalid("include_subscribers", "must be true, false or \"partial\"")
+}
+
+/// A JSON list of strings (or null) as a set.
+fn string_set(value: Option<Value>, name: &str) -> ApiResult<Option<BTreeSet<String>>> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s),
+                _ => Err(ApiError::invalid(name, "not a list of strings")),
+            })
+            .collect::<ApiResult<BTreeSet<String>>>()
+            .map(Some),
+        Some(_) => Err(ApiError::invalid(name, "not a list of strings")),
+    }
+}
+
+/// The register `narrow`: only `[]` until narrows can be matched.
+fn parse_narrow(value: Option<Value>) -> ApiResult<Value> {
+    match value {
+        None | Some(Value::Null) => Ok(json!([])),
+        Some(Value::Array(items)) if items.is_empty() => Ok(json!([])),
+        Some(Value::Array(_)) => {
+            Err(ApiError::invalid("narrow", "narrowed queues are not supported yet"))
+        }
+        Some(_) => Err(ApiError::invalid("narrow", "not a list")),
+    }
+}
+
+/// `realm`: organization settings and server limits.
+fn realm_section(ctx: &Ctx, out: &mut Reply) {
+    let realm = ctx.realm;
+    let s = &realm.settings;
+    let url = realm_url(ctx.app, realm);
+    let fields = json!({
+        "realm_name": realm.name,
+        "realm_description": realm.description,
+        "realm_url": url,
+        "realm_uri": url,
+        "realm_date_created": realm.date_created,
+        "realm_icon_url": format!("https://secure.gravatar.com/avatar/{}?d=identicon", realm.id),
+        "realm_icon_source": "G",
+        "realm_logo_url": "",
+        "realm_logo_source": "D",
+        "realm_night_logo_url": "",
+        "realm_night_logo_source": "D",
+        "realm_allow_message_editing": s.allow_message_editing,
+        // An integer, never null: zulip-term compares it with `> 0`.
+        "realm_message_content_edit_limit_seconds": s.message_content_edit_limit_seconds,
+        "realm_allow_edit_history": s.allow_edit_history,
+        "realm_message_retention_days": s.message_retention_days.unwrap_or(-1),
+        "realm_empty_topic_display_name": s.empty_topic_display_name,
+        "realm_email_address_visibility": match s.email_address_visibility {
+            crate::state::EmailVisibility::Everyone => 1,
+            crate::state::EmailVisibility::Members => 2,
+            crate::state::EmailVisibility::Admins => 3,
+            crate::state::EmailVisibility::Nobody => 4,
+            crate::state::EmailVisibility::Moderators => 5,
+        },
+    });
+    let more = json!({
+        "realm_is_zephyr_mirror_realm": false,
+        "realm_web_public_access_enabled": false,
+        "realm_enable_spectator_access": false,
+        "realm_presence_disabled": false,
+        "realm_mandatory_topics": false,
+        "realm_inline_image_preview": true,
+        "realm_inline_url_embed_preview": false,
+        "realm_push_notifications_enabled": false,
+        "realm_default_language": "en",
+        "realm_default_code_block_language": "",
+        "realm_waiting_period_threshold": 0,
+        "realm_digest_emails_enabled": false,
+        "realm_send_welcome_emails": false,
+        "realm_invite_required": true,
+        "realm_emails_restricted_to_domains": false,
+        "realm_name_changes_disabled": false,
+        "realm_email_changes_disabled": false,
+        "realm_avatar_changes_disabled": false,
+        "realm_video_chat_provider": 0,
+        "realm_available_video_chat_providers": {},
+        "realm_org_type": 0,
+        "realm_plan_type": 1,
+        "realm_upload_quota_mib": null,
+        "realm_authentication_methods": {},
+        "realm_bot_domain": ctx.app.external_host(),
+        "realm_new_stream_announcements_stream_id": -1,
+        "realm_signup_announcements_stream_id": -1,
+        "realm_zulip_update_announcements_stream_id": -1,
+    });
+    let limits = json!({
+        "max_message_length": super::messages::MAX_MESSAGE_LENGTH,
+        "max_topic_length": super::messages::MAX_TOPIC_LENGTH,
+        "max_stream_name_length": MAX_STREAM_NAME_LENGTH,
+        "max_stream_description_length": MAX_STREAM_DESCRIPTION_LENGTH,
+        "max_file_upload_size_mib": 25,
+        "max_avatar_file_size_mib": 5,
+        "max_icon_file_size_mib": 5,
+        "max_logo_file_size_mib": 5,
+        "server_typing_started_wait_period_milliseconds": 10_000,
+        "server_typing_stopped_wait_period_milliseconds": 5_000,
+        "server_typing_started_expiry_period_milliseconds": 15_000,
+        "server_presence_ping_interval_seconds": 60,
+        "server_presence_offline_threshold_seconds":
+            crate::events::presence::OFFLINE_THRESHOLD_SECS,
+        "server_needs_upgrade": false,
+        "event_queue_longpoll_timeout_seconds": 90,
+    });
+    for part in [fields, more, limits] {
+        if let Value::Object(map) = part {
+            out.extend(map);
+        }
+    }
+}
+
+/// `realm_user`: every account of the realm, and the caller's own fields.
+fn realm_user_section(ctx: &Ctx, out: &mut Reply) {
+    let options = UserOptions {
+        client_gravatar: ctx.options.queue.client_gravatar,
+        include_custom_profile_fields: true,
+    };
+    let (mut active, mut inactive) = (Vec::new(), Vec::new());
+    for u in ctx.state.realm_users(ctx.realm.id) {
+        let body = shapes::user(ctx.state, ctx.user, &u, options);
+        if u.is_active {
+            active.push(body);
+        } else {
+            inactive.push(body);
+        }
+    }
+    let me = ctx.user;
+    let fields = json!({
+        "realm_users": active,
+        "realm_non_active_users": inactive,
+        "cross_realm_bots": [],
+        "user_id": me.id.0,
+        "email": me.email,
+        "delivery_email": me.delivery_email,
+        "full_name": me.full_name,
+        "avatar_source": "G",
+        "avatar_url": shapes::avatar_url(me, false),
+        "avatar_url_medium": shapes::avatar_url(me, false),
+        "is_admin": me.role.is_admin(),
+        "is_owner": me.role == crate::state::Role::Owner,
+        "is_moderator": me.role <= crate::state::Role::Moderator,
+        "is_guest": me.role == crate::state::Role::Guest,
+        "is_billing_admin": false,
+        "user_role": me.role.code(),
+    });
+    if let Value::Object(map) = fields {
+        out.extend(map);
+    }
+}
+
+/// `message`: the newest message id delivered to the caller (-1 if none).
+fn message_section(ctx: &Ctx, out: &mut Reply) {
+    let max = ctx
+        .state
+        .user_messages
+        .read(&ctx.user.id, |m| m.keys().next_back().map(|id| id.0 as i64))
+        .flatten()
+        .unwrap_or(-1);
+    insert(out, "max_message_id", json!(max));
+}
+
+/// `starred_messages`: ids of the caller's starred messages, ascending.
+fn starred_section(ctx: &Ctx, out: &mut Reply) {
+    let starred: Vec<u64> = ctx
+        .state
+        .user_messages
+        .read(&ctx.user.id, |m| {
+            m.iter()
+                .filter(|(_, f)| f.contains(crate::state::Flags::STARRED))
+                .map(|(id, _)| id.0)
+                .collect()
+        })
+        .unwrap_or_default();
+    insert(out, "starred_messages", json!(starred));
+}
+
+/// `presence`: the realm's presences, legacy (email-keyed) or slim.
+fn presence_section(ctx: &Ctx, out: &mut Reply) {
+    let now = crate::entropy::now();
+    let days = ctx.options.presence_history_limit_days.unwrap_or(14);
+    let since = now.saturating_sub(days.saturating_mul(86_400));
+    let presence = &ctx.app.hub.realtime().presence;
+    let users = ctx.state.realm_users(ctx.realm.id);
+    insert(out, "presences", presence.render(&users, since, 0, ctx.options.slim_presence));
+    insert(out, "presence_last_update_id", json!(presence.last_update_id()));
+    insert(out, "server_timestamp", json!(now));
+}
+
+/// `recent_private_conversations`: the caller's direct conversations,
+/// newest first, with the other participants.
+fn recent_private_conversations_section(ctx: &Ctx, out: &mut Reply) {
+    let me = ctx.user.id;
+    let state = ctx.state;
+    let mut conversations: Vec<(u64, Vec<u64>)> = state
+        .direct_recipients
+        .collect_sorted(|participants, _| participants.contains(&me))
+        .into_iter()
+        .filter_map(|(participants, recipient)| {
+            let max = state.by_recipient.read(&recipient, |ids| ids.last().copied()).flatten()?;
+            let others: Vec<u64> = participants.iter().filter(|u| **u != me).map(|u| u.0).collect();
+            Some((max.0, others))
+        })
+        .collect();
+    conversations.sort_by_key(|c| std::cmp::Reverse(c.0));
+    conversations.truncate(1000);
+    let list: Vec<Value> = conversations
+        .into_iter()
+        .map(|(max, users)| json!({ "max_message_id": max, "user_ids": users }))
+        .collect();
+    insert(out, "recent_private_conversations", json!(list));
+}
+
+/// `realm_user_groups`: every group of the realm, system groups included,
+/// with members (system groups' members follow from roles).
+fn user_groups_section(ctx: &Ctx, out: &mut Reply) {
+    let state = ctx.state;
+    let users = state.realm_users(ctx.realm.id);
+    let with_deactivated = ctx.options.queue.capabilities.include_deactivated_groups;
+    let groups: Vec<Value> = state
+        .groups
+        .collect_sorted(|_, g| g.realm == ctx.realm.id && (with_deactivated || !g.deactivated))
+        .into_iter()
+        .map(|(_, g)| {
+            let members: Vec<u64> = match g.system {
+                Some(kind) => users
+                    .iter()
+                    .filter(|u| u.is_active && role_in_system_group(u.role, kind))
+                    .map(|u| u.id.0)
+                    .collect(),
+                None => g.direct_members.iter().map(|u: &UserId| u.0).collect(),
+            };
+            json!({
+                "id": g.id.0,
+                "name": g.name,
+                "description": g.description,
+                "members": members,
+                "direct_subgroup_ids": g.direct_subgroups.iter().map(|s| s.0).collect::<Vec<_>>(),
+                "is_system_group": g.system.is_some(),
+                "date_created": g.date_created,
+                "creator_id": g.creator.map(|c| c.0),
+                "deactivated": g.deactivated,
+            })
+        })
+        .collect();
+    insert(out, "realm_user_groups", json!(groups));
+}

@@ -1,0 +1,178 @@
+//! Turning one `Event` into Zulip JSON for each queue that should see it.
+//!
+//! Who receives what is decided here, from state at publish time: message
+//! events go to every queue of every recipient (the sender's included) and
+//! to `all_public_streams` queues for public channels, filtered by each
+//! queue's event types and narrow, rendered with its `apply_markdown`,
+//! `client_gravatar` and capabilities. JSON that many queues share is built
+//! once per distinct rendering and shared (`Arc`), so a fan-out to
+//! thousands of queues clones no message bodies.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use super::queue::{Outgoing, Queue};
+use super::{Audience, Event, Realtime};
+use crate::api::json::{self as shapes, MessageOptions, UserOptions};
+use crate::state::access::{can_read_channel, can_see_email, MessageView};
+use crate::state::{Destination, Flags, UserId};
+
+/// Delivers one event (of mutation `seq`, or ephemeral if `None`) to the
+/// queues that should see it.
+pub fn deliver(rt: &Realtime, seq: Option<u64>, event: &Event) {
+    match event {
+        Event::Message { message, recipients } => message_event(rt, seq, *message, recipients),
+        Event::RealmUserAdd { realm, user } => {
+            let state = &rt.state;
+            let Some(person) = state.users.get(user) else { return };
+            let targets = rt.queues.of_realm(*realm);
+            rt.queues.deliver(seq, &targets, |q| {
+                if !q.options.wants("realm_user") {
+                    return None;
+                }
+                let viewer = state.users.get(&q.user)?;
+                let options = UserOptions {
+                    client_gravatar: q.options.client_gravatar,
+                    include_custom_profile_fields: true,
+                };
+                let body = json!({
+                    "type": "realm_user",
+                    "op": "add",
+                    "person": shapes::user(state, &viewer, &person, options),
+                });
+                Some(Outgoing::shared(Arc::new(object(body))))
+            });
+        }
+        // Channel and subscription events need the channel and
+        // subscription shapes (reading branch); delivered once merged.
+        Event::ChannelCreate { .. } | Event::SubscriptionAdd { .. } => {}
+        Event::Broadcast { audience, event } => {
+            let kind = event.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let targets = match audience {
+                Audience::Users(users) => rt.queues.of_users(users.iter().copied()),
+                Audience::Realm(realm) => rt.queues.of_realm(*realm),
+            };
+            let shared = Arc::new(object(event.clone()));
+            rt.queues.deliver(seq, &targets, |q| {
+                q.options.wants(&kind).then(|| Outgoing::shared(Arc::clone(&shared)))
+            });
+        }
+        Event::Presence { realm, user, presence, server_timestamp } => {
+            let Some(person) = rt.state.users.get(user) else { return };
+            let simplified = Arc::new(object(json!({
+                "type": "presence",
+                "presences": { user.0.to_string(): presence.modern() },
+            })));
+            let (status, timestamp) = presence.legacy_status();
+            let legacy = Arc::new(object(json!({
+                "type": "presence",
+                "user_id": user.0,
+                "email": person.email,
+                "server_timestamp": server_timestamp,
+                "presence": { "website": {
+                    "client": "website", "status": status, "timestamp": timestamp, "pushable": false,
+                }},
+            })));
+            let targets = rt.queues.of_realm(*realm);
+            rt.queues.deliver(seq, &targets, |q| {
+                if !q.options.wants("presence") {
+                    return None;
+                }
+                let body = if q.options.capabilities.simplified_presence_events {
+                    &simplified
+                } else {
+                    &legacy
+                };
+                Some(Outgoing::shared(Arc::clone(body)))
+            });
+        }
+    }
+}
+
+/// A message event for every queue that may see the message.
+fn message_event(
+    rt: &Realtime,
+    seq: Option<u64>,
+    id: crate::state::MessageId,
+    recipients: &[(UserId, Flags)],
+) {
+    let state = &rt.state;
+    let local = rt.queues.take_local_id(id);
+    let Some(message) = state.messages.get(&id) else { return };
+    let Some(realm) = state.realms.get(&message.realm) else { return };
+    let Some(sender) = state.users.get(&message.sender) else { return };
+    let flags: HashMap<UserId, Flags> = recipients.iter().copied().collect();
+    let mut targets = rt.queues.of_users(recipients.iter().map(|(u, _)| *u));
+    // Queues watching every public channel see its messages too.
+    if let Destination::Channel { channel, .. } = &message.destination {
+        if let Some(channel) = state.channels.get(channel) {
+            if !channel.invite_only {
+                targets.extend(rt.queues.of_realm(message.realm).into_iter().filter(|c| {
+                    let q = c.lock();
+                    q.options.all_public_streams && !flags.contains_key(&q.user)
+                }));
+            }
+        }
+    }
+    // One rendering per (apply_markdown, null avatar, empty topic as "").
+    let mut rendered: HashMap<(bool, bool, bool), Arc<Map<String, Value>>> = HashMap::new();
+    rt.queues.deliver(seq, &targets, |q: &Queue| {
+        if !q.options.wants("message") {
+            return None;
+        }
+        let user_flags = match flags.get(&q.user) {
+            Some(f) => *f,
+            None => {
+                // An all_public_streams queue: only channels it may read.
+                let viewer = state.users.get(&q.user)?;
+                let Destination::Channel { channel, .. } = &message.destination else {
+                    return None;
+                };
+                let channel = state.channels.get(channel)?;
+                if !can_read_channel(&viewer, &channel) {
+                    return None;
+                }
+                Flags::default()
+            }
+        };
+        let null_avatar = q.options.client_gravatar && {
+            let viewer = state.users.get(&q.user)?;
+            can_see_email(state, &viewer, &sender)
+        };
+        let key = (q.options.apply_markdown, null_avatar, q.options.capabilities.empty_topic_name);
+        let shared = rendered
+            .entry(key)
+            .or_insert_with(|| {
+                let options = MessageOptions {
+                    apply_markdown: key.0,
+                    client_gravatar: key.1,
+                    allow_empty_topic_name: key.2,
+                };
+                let view = MessageView { flags: Flags::default(), historical: false };
+                // Rendered as the sender sees it: with `client_gravatar`
+                // set, the avatar is null exactly when `null_avatar` holds.
+                let mut body =
+                    object(shapes::message(state, &realm, &sender, &message, view, options));
+                body.remove("flags");
+                Arc::new(object(json!({ "type": "message", "message": body })))
+            })
+            .clone();
+        let mut own = Map::new();
+        own.insert("flags".into(), json!(user_flags.names()));
+        if let Some((queue_id, local_id)) = &local {
+            if *queue_id == q.id && q.user == message.sender {
+                own.insert("local_id".into(), json!(local_id));
+            }
+        }
+        Some(Outgoing { shared, own })
+    });
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}

@@ -1,0 +1,716 @@
+//! Per-client event queues: what `POST /register` creates and `GET /events`
+//! long-polls.
+//!
+//! A queue belongs to one user and holds the Zulip JSON of the events its
+//! client has not acknowledged yet, each with the queue's own increasing
+//! `id`. A poll names the last id the client has seen; everything up to it
+//! is dropped for good, the rest is returned. An empty queue parks the
+//! polling coroutine on a may `Semphore` (never an OS thread per poller)
+//! until an event is pushed or the heartbeat interval passes, when a
+//! `heartbeat` event (with an id) is queued and returned.
+//!
+//! Queues are ephemeral: never logged as mutations. A queue not polled for
+//! `QueueConfig::timeout` is collected; a queue that overflows
+//! `max_events` is dropped (its client re-registers). At clean shutdown the
+//! live queues are written to `<data dir>/event-queues.json` and read back
+//! (then deleted) at start-up, so a client polling its old `queue_id` with
+//! its `last_event_id` gets exactly the events it had not acknowledged.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::config::QueueConfig;
+use crate::state::{MessageId, RealmId, UserId};
+
+/// The `client_capabilities` natter honours, as sent to `POST /register`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// Notification settings may be null (inherit) in subscriptions.
+    pub notification_settings_null: bool,
+    /// One `delete_message` event with `message_ids` for bulk deletions.
+    pub bulk_message_deletion: bool,
+    /// `avatar_url` may be omitted from users.
+    pub user_avatar_url_field_optional: bool,
+    /// Typing events for channel topics.
+    pub stream_typing_notifications: bool,
+    /// The `user_settings` object (no legacy settings events/fields).
+    pub user_settings_object: bool,
+    /// Linkifiers with `url_template`.
+    pub linkifier_url_template: bool,
+    /// `realm_users` may be incomplete.
+    pub user_list_incomplete: bool,
+    /// Deactivated groups are included.
+    pub include_deactivated_groups: bool,
+    /// Archived channels are included.
+    pub archived_channels: bool,
+    /// The empty topic is sent as `""` (else as the realm's display name).
+    pub empty_topic_name: bool,
+    /// Presence events in the `presences` (id-keyed) form.
+    pub simplified_presence_events: bool,
+}
+
+impl Capabilities {
+    /// Every capability name, for validation.
+    pub const NAMES: [&'static str; 11] = [
+        "notification_settings_null",
+        "bulk_message_deletion",
+        "user_avatar_url_field_optional",
+        "stream_typing_notifications",
+        "user_settings_object",
+        "linkifier_url_template",
+        "user_list_incomplete",
+        "include_deactivated_groups",
+        "archived_channels",
+        "empty_topic_name",
+        "simplified_presence_events",
+    ];
+
+    /// Sets a capability by name; false if the name is unknown.
+    pub fn set(&mut self, name: &str, value: bool) -> bool {
+        let slot = match name {
+            "notification_settings_null" => &mut self.notification_settings_null,
+            "bulk_message_deletion" => &mut self.bulk_message_deletion,
+            "user_avatar_url_field_optional" => &mut self.user_avatar_url_field_optional,
+            "stream_typing_notifications" => &mut self.stream_typing_notifications,
+            "user_settings_object" => &mut self.user_settings_object,
+            "linkifier_url_template" => &mut self.linkifier_url_template,
+            "user_list_incomplete" => &mut self.user_list_incomplete,
+            "include_deactivated_groups" => &mut self.include_deactivated_groups,
+            "archived_channels" => &mut self.archived_channels,
+            "empty_topic_name" => &mut self.empty_topic_name,
+            "simplified_presence_events" => &mut self.simplified_presence_events,
+            _ => return false,
+        };
+        *slot = value;
+        true
+    }
+}
+
+/// What a queue's client asked for at register time; decides which events
+/// reach it and how they are rendered.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueOptions {
+    /// Event types to deliver; `None` = every type.
+    pub event_types: Option<BTreeSet<String>>,
+    /// Message events only for messages matching this narrow (JSON as
+    /// sent, normalized; `[]` = all).
+    pub narrow: Value,
+    /// Message events for every public channel, subscribed or not.
+    pub all_public_streams: bool,
+    /// HTML content (true) or Markdown source (false).
+    pub apply_markdown: bool,
+    /// Null `avatar_url` where the client can compute a gravatar.
+    pub client_gravatar: bool,
+    /// The client's capabilities.
+    pub capabilities: Capabilities,
+}
+
+impl QueueOptions {
+    /// Whether events of this type go to the queue (heartbeats always do).
+    pub fn wants(&self, event_type: &str) -> bool {
+        self.event_types.as_ref().is_none_or(|t| t.contains(event_type))
+    }
+}
+
+/// The shortest park of a long-poll (see `Queues::poll`).
+const MIN_PARK: Duration = Duration::from_millis(10);
+
+/// One queued event: JSON shared by every queue that got the same event,
+/// plus this queue's own fields (flags, local_id…). Rendered at poll time
+/// with `id` added, so a fan-out to many queues clones no JSON.
+#[derive(Clone, Debug)]
+pub struct Queued {
+    id: i64,
+    shared: Arc<Map<String, Value>>,
+    own: Map<String, Value>,
+}
+
+impl Queued {
+    fn render(&self) -> Value {
+        let mut out = (*self.shared).clone();
+        for (k, v) in &self.own {
+            out.insert(k.clone(), v.clone());
+        }
+        out.insert("id".into(), Value::from(self.id));
+        Value::Object(out)
+    }
+}
+
+/// An event body ready to be queued.
+pub struct Outgoing {
+    /// The JSON common to every recipient.
+    pub shared: Arc<Map<String, Value>>,
+    /// Per-queue fields, merged over `shared`.
+    pub own: Map<String, Value>,
+}
+
+impl Outgoing {
+    /// An event with no per-queue fields.
+    pub fn shared(shared: Arc<Map<String, Value>>) -> Self {
+        Outgoing { shared, own: Map::new() }
+    }
+}
+
+/// One client's queue.
+#[derive(Debug)]
+pub struct Queue {
+    /// The handle clients send back.
+    pub id: String,
+    /// Owner; nobody else may poll or delete it.
+    pub user: UserId,
+    /// The owner's realm.
+    pub realm: RealmId,
+    /// What the client registered for.
+    pub options: QueueOptions,
+    /// Unacknowledged events, ascending ids.
+    events: VecDeque<Queued>,
+    /// The id of the newest event ever queued (-1 before the first).
+    last_id: i64,
+    /// Events of mutations with seq <= this are already in the state the
+    /// client fetched at register time, so they are skipped.
+    floor_seq: u64,
+    /// Last poll start or end; collection counts from here.
+    last_active: Instant,
+    /// The parked poller's wake-up, if one is parked.
+    waiter: Option<Arc<may::sync::Semphore>>,
+    /// Set when the queue is deleted, expired or overflowed.
+    dead: bool,
+}
+
+impl Queue {
+    /// Whether events of mutation `seq` are new to this queue's client.
+    fn accepts_seq(&self, seq: Option<u64>) -> bool {
+        seq.is_none_or(|s| s > self.floor_seq)
+    }
+
+    fn ack(&mut self, last_event_id: i64) {
+        while self.events.front().is_some_and(|e| e.id <= last_event_id) {
+            self.events.pop_front();
+        }
+    }
+
+    fn push(&mut self, shared: Arc<Map<String, Value>>, own: Map<String, Value>) {
+        self.last_id += 1;
+        self.events.push_back(Queued { id: self.last_id, shared, own });
+        if let Some(waiter) = self.waiter.take() {
+            waiter.post();
+        }
+    }
+
+    fn render_all(&self) -> Vec<Value> {
+        self.events.iter().map(Queued::render).collect()
+    }
+
+    fn expired(&self, now: Instant, timeout: Duration) -> bool {
+        self.dead || (self.waiter.is_none() && now.duration_since(self.last_active) > timeout)
+    }
+}
+
+/// A queue behind its own short lock (held only for in-memory work).
+pub type QueueCell = Mutex<Queue>;
+
+/// Why a queue operation failed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum QueueError {
+    /// Unknown, expired, overflowed, deleted or another user's queue.
+    BadQueue,
+    /// The user already holds the maximum number of queues.
+    TooManyQueues(usize),
+}
+
+#[derive(Default)]
+struct Registry {
+    by_id: HashMap<String, Arc<QueueCell>>,
+    by_user: HashMap<UserId, Vec<Arc<QueueCell>>>,
+}
+
+impl Registry {
+    fn insert(&mut self, id: String, user: UserId, cell: Arc<QueueCell>) {
+        self.by_user.entry(user).or_default().push(Arc::clone(&cell));
+        self.by_id.insert(id, cell);
+    }
+
+    fn remove(&mut self, id: &str) {
+        let Some(cell) = self.by_id.remove(id) else { return };
+        let user = {
+            let mut q = cell.lock();
+            q.dead = true;
+            if let Some(w) = q.waiter.take() {
+                w.post();
+            }
+            q.user
+        };
+        if let Some(list) = self.by_user.get_mut(&user) {
+            list.retain(|c| !Arc::ptr_eq(c, &cell));
+            if list.is_empty() {
+                self.by_user.remove(&user);
+            }
+        }
+    }
+}
+
+/// Every live queue of the server.
+pub struct Queues {
+    config: QueueConfig,
+    /// Read-locked by fan-out and polls, write-locked only to add or remove
+    /// a queue; never held across a wait.
+    registry: RwLock<Registry>,
+    /// `local_id`s of messages being sent, by message id, until the
+    /// message event reaches the sender's queue.
+    local_ids: Mutex<HashMap<MessageId, (String, String)>>,
+}
+
+/// The form of a queue in the clean-shutdown file.
+#[derive(Serialize, Deserialize)]
+struct SavedQueue {
+    id: String,
+    user: UserId,
+    realm: RealmId,
+    options: QueueOptions,
+    last_id: i64,
+    events: Vec<Value>,
+}
+
+/// The clean-shutdown file's name inside the data dir.
+pub const SAVED_QUEUES_FILE: &str = "event-queues.json";
+
+impl Queues {
+    /// No queues yet.
+    pub fn new(config: QueueConfig) -> Self {
+        Queues {
+            config,
+            registry: RwLock::new(Registry::default()),
+            local_ids: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The limits and timings in force.
+    pub fn config(&self) -> &QueueConfig {
+        &self.config
+    }
+
+    /// Creates a queue for `user`; events of mutations up to `floor_seq`
+    /// are skipped (they are in the state the client is about to fetch).
+    pub fn create(
+        &self,
+        user: UserId,
+        realm: RealmId,
+        options: QueueOptions,
+        floor_seq: u64,
+    ) -> Result<String, QueueError> {
+        self.collect_expired();
+        let mut registry = self.registry.write();
+        let held = registry.by_user.get(&user).map_or(0, Vec::len);
+        if held >= self.config.max_per_user {
+            return Err(QueueError::TooManyQueues(self.config.max_per_user));
+        }
+        let id = new_queue_id();
+        let queue = Queue {
+            id: id.clone(),
+            user,
+            realm,
+            options,
+            events: VecDeque::new(),
+            last_id: -1,
+            floor_seq,
+            last_active: Instant::now(),
+            waiter: None,
+            dead: false,
+        };
+        registry.insert(id.clone(), user, Arc::new(Mutex::new(queue)));
+        Ok(id)
+    }
+
+    /// The live queue `id` if `user` owns it.
+    fn owned(&self, id: &str, user: UserId) -> Result<Arc<QueueCell>, QueueError> {
+        let cell = self.registry.read().by_id.get(id).cloned().ok_or(QueueError::BadQueue)?;
+        let expired = {
+            let q = cell.lock();
+            if q.user != user {
+                return Err(QueueError::BadQueue);
+            }
+            q.expired(Instant::now(), self.config.timeout)
+        };
+        if expired {
+            self.registry.write().remove(id);
+            return Err(QueueError::BadQueue);
+        }
+        Ok(cell)
+    }
+
+    /// Deletes `user`'s queue `id` (`DELETE /events`).
+    pub fn delete(&self, id: &str, user: UserId) -> Result<(), QueueError> {
+        self.owned(id, user)?;
+        self.registry.write().remove(id);
+        Ok(())
+    }
+
+    /// `GET /events`: drops events up to `last_event_id`, then returns the
+    /// rest; if there are none (and `dont_block` is false) parks until one
+    /// arrives or the heartbeat interval passes.
+    pub fn poll(
+        &self,
+        id: &str,
+        user: UserId,
+        last_event_id: Option<i64>,
+        dont_block: bool,
+    ) -> Result<Vec<Value>, QueueError> {
+        let cell = self.owned(id, user)?;
+        let deadline = Instant::now() + self.config.heartbeat;
+        let mut mine: Option<Arc<may::sync::Semphore>> = None;
+        loop {
+            let waiter = {
+                let mut q = cell.lock();
+                if q.dead {
+                    return Err(QueueError::BadQueue);
+                }
+                let now = Instant::now();
+                q.last_active = now;
+                if let Some(last) = last_event_id {
+                    q.ack(last);
+                }
+                // Another poll of the same queue replaced this one.
+                let ours = |w: &Option<Arc<may::sync::Semphore>>| match (&mine, w) {
+                    (Some(m), Some(w)) => Arc::ptr_eq(m, w),
+                    _ => false,
+                };
+                let superseded = mine.is_some() && q.waiter.is_some() && !ours(&q.waiter);
+                if superseded {
+                    return Ok(q.render_all());
+                }
+                if !q.events.is_empty() || dont_block {
+                    if ours(&q.waiter) {
+                        q.waiter = None;
+                    }
+                    return Ok(q.render_all());
+                }
+                // may's timer can wake a parked coroutine slightly early, and
+                // a sub-millisecond park never wakes: count the last few
+                // milliseconds as due.
+                if now + MIN_PARK >= deadline {
+                    if ours(&q.waiter) {
+                        q.waiter = None;
+                    }
+                    let heartbeat = Arc::new(heartbeat_body());
+                    q.push(heartbeat, Map::new());
+                    return Ok(q.render_all());
+                }
+                let waiter = Arc::new(may::sync::Semphore::new(0));
+                if let Some(old) = q.waiter.replace(Arc::clone(&waiter)) {
+                    if !mine.as_ref().is_some_and(|m| Arc::ptr_eq(m, &old)) {
+                        old.post();
+                    }
+                }
+                mine = Some(Arc::clone(&waiter));
+                (waiter, deadline - now)
+            };
+            waiter.0.wait_timeout(waiter.1);
+        }
+    }
+
+    /// Queues of these users (every queue of each), live ones only.
+    pub fn of_users(&self, users: impl IntoIterator<Item = UserId>) -> Vec<Arc<QueueCell>> {
+        let registry = self.registry.read();
+        let mut out = Vec::new();
+        for user in users {
+            if let Some(list) = registry.by_user.get(&user) {
+                out.extend(list.iter().cloned());
+            }
+        }
+        out
+    }
+
+    /// Every live queue of a realm.
+    pub fn of_realm(&self, realm: RealmId) -> Vec<Arc<QueueCell>> {
+        let registry = self.registry.read();
+        registry.by_id.values().filter(|c| c.lock().realm == realm).cloned().collect()
+    }
+
+    /// Pushes a rendered event into each queue for which `render` returns
+    /// one. `render` sees the queue (owner, options) under its lock and
+    /// must not block. Queues that overflow are dropped.
+    pub fn deliver(
+        &self,
+        seq: Option<u64>,
+        targets: &[Arc<QueueCell>],
+        mut render: impl FnMut(&Queue) -> Option<Outgoing>,
+    ) {
+        let mut overflowed = Vec::new();
+        for cell in targets {
+            let mut q = cell.lock();
+            if q.dead || !q.accepts_seq(seq) {
+                continue;
+            }
+            let Some(out) = render(&q) else { continue };
+            if q.events.len() >= self.config.max_events {
+                eprintln!(
+                    "natter: event queue {} of user {} overflowed ({} unacknowledged events); \
+                     dropped, its client must register again",
+                    q.id, q.user, self.config.max_events
+                );
+                q.dead = true;
+                overflowed.push(q.id.clone());
+                continue;
+            }
+            q.push(out.shared, out.own);
+        }
+        if !overflowed.is_empty() {
+            let mut registry = self.registry.write();
+            for id in overflowed {
+                registry.remove(&id);
+            }
+        }
+    }
+
+    /// Remembers that the message being committed as `message` carried
+    /// `local_id` for queue `queue_id` (the sender's own queue).
+    pub fn note_local_id(&self, message: MessageId, queue_id: String, local_id: String) {
+        self.local_ids.lock().insert(message, (queue_id, local_id));
+    }
+
+    /// Takes the `(queue_id, local_id)` noted for a message, if any.
+    pub fn take_local_id(&self, message: MessageId) -> Option<(String, String)> {
+        self.local_ids.lock().remove(&message)
+    }
+
+    /// Number of live queues.
+    pub fn len(&self) -> usize {
+        self.registry.read().by_id.len()
+    }
+
+    /// Whether there are no live queues.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Drops every queue idle for longer than the timeout.
+    pub fn collect_expired(&self) {
+        let now = Instant::now();
+        let expired: Vec<String> = self
+            .registry
+            .read()
+            .by_id
+            .iter()
+            .filter(|(_, c)| c.lock().expired(now, self.config.timeout))
+            .map(|(id, _)| id.clone())
+            .collect();
+        if !expired.is_empty() {
+            let mut registry = self.registry.write();
+            for id in expired {
+                registry.remove(&id);
+            }
+        }
+    }
+
+    /// Writes every live queue to `dir/event-queues.json` (tmp, fsync,
+    /// rename). Called at clean shutdown, after the last commit.
+    pub fn save(&self, dir: &Path) -> std::io::Result<usize> {
+        self.collect_expired();
+        let saved: Vec<SavedQueue> = {
+            let registry = self.registry.read();
+            let mut list: Vec<SavedQueue> = registry
+                .by_id
+                .values()
+                .map(|cell| {
+                    let q = cell.lock();
+                    SavedQueue {
+                        id: q.id.clone(),
+                        user: q.user,
+                        realm: q.realm,
+                        options: q.options.clone(),
+                        last_id: q.last_id,
+                        events: q.render_all(),
+                    }
+                })
+                .collect();
+            list.sort_by(|a, b| a.id.cmp(&b.id));
+            list
+        };
+        let bytes = serde_json::to_vec(&saved).map_err(std::io::Error::other)?;
+        let tmp = dir.join(format!("{SAVED_QUEUES_FILE}.tmp"));
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(&bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, dir.join(SAVED_QUEUES_FILE))?;
+        std::fs::File::open(dir)?.sync_all()?;
+        Ok(saved.len())
+    }
+
+    /// Loads the queues a clean shutdown saved, then deletes the file so a
+    /// later crash can never resurrect them with events missing. Their
+    /// expiry clock restarts now. Returns how many were loaded.
+    pub fn load(&self, dir: &Path) -> std::io::Result<usize> {
+        let path = dir.join(SAVED_QUEUES_FILE);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(e),
+        };
+        let saved: Vec<SavedQueue> = serde_json::from_slice(&bytes)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        let count = saved.len();
+        let mut registry = self.registry.write();
+        for s in saved {
+            let events = s
+                .events
+                .into_iter()
+                .filter_map(|v| match v {
+                    Value::Object(mut map) => {
+                        let id = map.remove("id")?.as_i64()?;
+                        Some(Queued { id, shared: Arc::new(map), own: Map::new() })
+                    }
+                    _ => None,
+                })
+                .collect();
+            let queue = Queue {
+                id: s.id.clone(),
+                user: s.user,
+                realm: s.realm,
+                options: s.options,
+                events,
+                last_id: s.last_id,
+                floor_seq: 0,
+                last_active: Instant::now(),
+                waiter: None,
+                dead: false,
+            };
+            registry.insert(s.id, s.user, Arc::new(Mutex::new(queue)));
+        }
+        drop(registry);
+        std::fs::remove_file(&path)?;
+        Ok(count)
+    }
+}
+
+fn heartbeat_body() -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("type".into(), Value::from("heartbeat"));
+    m
+}
+
+/// A fresh, unguessable queue id: `<unix seconds>:<random>`, like Zulip's
+/// `<server start>:<counter>` shape but not enumerable.
+fn new_queue_id() -> String {
+    format!("{}:{}", crate::entropy::now(), crate::entropy::api_key())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queues() -> Queues {
+        Queues::new(QueueConfig {
+            timeout: Duration::from_millis(200),
+            heartbeat: Duration::from_millis(100),
+            max_events: 3,
+            max_per_user: 2,
+        })
+    }
+
+    fn body(kind: &str) -> Outgoing {
+        let mut m = Map::new();
+        m.insert("type".into(), Value::from(kind));
+        Outgoing::shared(Arc::new(m))
+    }
+
+    #[test]
+    fn events_are_acknowledged_by_id_and_skipped_below_the_floor() {
+        let qs = queues();
+        let id = qs.create(UserId(1), RealmId(1), QueueOptions::default(), 5).unwrap();
+        let targets = qs.of_users([UserId(1)]);
+        qs.deliver(Some(5), &targets, |_| Some(body("old")));
+        qs.deliver(Some(6), &targets, |_| Some(body("a")));
+        qs.deliver(None, &targets, |_| Some(body("b")));
+        let got = qs.poll(&id, UserId(1), None, true).unwrap();
+        assert_eq!(got.iter().map(|e| e["id"].as_i64().unwrap()).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(got[0]["type"], "a");
+        let got = qs.poll(&id, UserId(1), Some(0), true).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0]["type"], "b");
+        assert_eq!(qs.poll(&id, UserId(2), Some(0), true), Err(QueueError::BadQueue));
+    }
+
+    #[test]
+    fn limits_expiry_and_overflow() {
+        let qs = queues();
+        let a = qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0).unwrap();
+        qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0).unwrap();
+        assert_eq!(
+            qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0),
+            Err(QueueError::TooManyQueues(2))
+        );
+        let targets = qs.of_users([UserId(1)]);
+        for _ in 0..4 {
+            qs.deliver(None, &targets, |_| Some(body("x")));
+        }
+        assert_eq!(qs.poll(&a, UserId(1), None, true), Err(QueueError::BadQueue));
+        let b = qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0).unwrap();
+        std::thread::sleep(Duration::from_millis(250));
+        assert_eq!(qs.poll(&b, UserId(1), None, true), Err(QueueError::BadQueue));
+    }
+
+    #[test]
+    fn an_empty_poll_times_out_with_a_heartbeat() {
+        let qs = queues();
+        let id = qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0).unwrap();
+        let got = qs.poll(&id, UserId(1), None, false).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0]["type"], "heartbeat");
+        assert_eq!(got[0]["id"], 0);
+    }
+
+    #[test]
+    fn saved_queues_load_with_their_unacknowledged_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let qs = queues();
+        let id = qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0).unwrap();
+        let targets = qs.of_users([UserId(1)]);
+        qs.deliver(None, &targets, |_| Some(body("a")));
+        qs.deliver(None, &targets, |_| Some(body("b")));
+        qs.poll(&id, UserId(1), Some(0), true).unwrap();
+        assert_eq!(qs.save(dir.path()).unwrap(), 1);
+        let again = queues();
+        assert_eq!(again.load(dir.path()).unwrap(), 1);
+        assert!(!dir.path().join(SAVED_QUEUES_FILE).exists(), "loaded once, then deleted");
+        let got = again.poll(&id, UserId(1), Some(0), true).unwrap();
+        assert_eq!(got, vec![serde_json::json!({"type": "b", "id": 1})]);
+        let targets = again.of_users([UserId(1)]);
+        again.deliver(Some(1), &targets, |_| Some(body("c")));
+        let got = again.poll(&id, UserId(1), Some(1), true).unwrap();
+        assert_eq!(got, vec![serde_json::json!({"type": "c", "id": 2})]);
+    }
+
+    #[test]
+    fn a_parked_coroutine_wakes_on_push_and_on_heartbeat() {
+        let qs = Arc::new(queues());
+        let id = qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0).unwrap();
+        let (poller, queue) = (Arc::clone(&qs), id.clone());
+        let heartbeat =
+            may::go!(move || poller.poll(&queue, UserId(1), None, false).unwrap()).join().unwrap();
+        assert_eq!(heartbeat[0]["type"], "heartbeat");
+        // A heartbeat far away: only the push can end this poll.
+        let qs = Arc::new(Queues::new(QueueConfig {
+            heartbeat: Duration::from_secs(600),
+            ..QueueConfig::default()
+        }));
+        let id = qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0).unwrap();
+        let (poller, queue) = (Arc::clone(&qs), id.clone());
+        let parked = may::go!(move || poller.poll(&queue, UserId(1), None, false).unwrap());
+        // Deliver only once the coroutine is parked on the queue.
+        let cell = qs.registry.read().by_id.get(&id).cloned().unwrap();
+        while cell.lock().waiter.is_none() {
+            std::thread::yield_now();
+        }
+        qs.deliver(None, &qs.of_users([UserId(1)]), |_| Some(body("woken")));
+        let got = parked.join().unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0]["type"], "woken");
+    }
+}

@@ -1,0 +1,368 @@
+//! POST /register, GET /events, DELETE /events, POST /users/me/presence:
+//! queues, long-polls, delivery rules, limits, restart survival.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::util::{Client, TestServer};
+
+const HAMLET: &str = "hamlet@natter.test"; // member; general, Denmark, core team
+const OTHELLO: &str = "othello@natter.test"; // member; general, Denmark
+const CORDELIA: &str = "cordelia@natter.test"; // member; general only
+const POLONIUS: &str = "polonius@natter.test"; // guest; general only
+
+/// Registers and returns (queue_id, full reply).
+pub fn register(c: &Client, params: &[(&str, &str)]) -> (String, Value) {
+    let r = c.post("/register", params).ok();
+    (r["queue_id"].as_str().expect("queue_id").to_owned(), r)
+}
+
+/// Every queued event after `last`, without waiting.
+pub fn events(c: &Client, queue: &str, last: i64) -> Vec<Value> {
+    let r = c
+        .get(
+            "/events",
+            &[("queue_id", queue), ("last_event_id", &last.to_string()), ("dont_block", "true")],
+        )
+        .ok();
+    r["events"].as_array().expect("events").clone()
+}
+
+fn send(c: &Client, to: &str, topic: &str, content: &str) -> u64 {
+    c.post("/messages", &[("type", "stream"), ("to", to), ("topic", topic), ("content", content)])
+        .ok()["id"]
+        .as_u64()
+        .unwrap()
+}
+
+fn messages_only(events: &[Value]) -> Vec<&Value> {
+    events.iter().filter(|e| e["type"] == "message").collect()
+}
+
+#[test]
+fn register_returns_the_always_present_fields_and_only_fetched_sections() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let (queue, r) = register(&hamlet, &[("fetch_event_types", r#"["message"]"#)]);
+    assert!(!queue.is_empty());
+    assert_eq!(r["last_event_id"], -1);
+    assert!(r["zulip_feature_level"].as_u64().unwrap() >= 185);
+    assert!(r["zulip_version"].is_string() && r["zulip_merge_base"].is_string());
+    assert!(r["max_message_id"].as_i64().unwrap() >= 1, "the seed's welcome message");
+    for absent in ["realm_users", "realm_name", "presences", "starred_messages", "drafts"] {
+        assert!(r.get(absent).is_none(), "{absent} was not fetched: {r}");
+    }
+    // fetch_event_types defaults to event_types; unknown names are ignored.
+    let (_, r) = register(&hamlet, &[("event_types", r#"["presence","zulip_version"]"#)]);
+    assert!(r["presences"].is_object());
+    assert!(r.get("realm_users").is_none() && r.get("max_message_id").is_none());
+    // Neither: everything.
+    let (_, r) = register(&hamlet, &[]);
+    for present in [
+        "realm_users",
+        "realm_name",
+        "presences",
+        "starred_messages",
+        "max_message_id",
+        "realm_user_groups",
+        "recent_private_conversations",
+        "muted_topics",
+        "max_stream_name_length",
+        "server_typing_started_wait_period_milliseconds",
+    ] {
+        assert!(r.get(present).is_some(), "{present} missing");
+    }
+    assert_eq!(r["realm_message_content_edit_limit_seconds"], 0, "an integer, never null");
+    assert_eq!(r["user_id"], hamlet.get("/users/me", &[]).ok()["user_id"]);
+    assert_eq!(r["email"], HAMLET);
+    let groups = r["realm_user_groups"].as_array().unwrap();
+    let members = groups.iter().find(|g| g["name"] == "role:members").unwrap();
+    assert!(members["members"].as_array().unwrap().contains(&r["user_id"]));
+    assert!(r["realm_users"].as_array().unwrap().iter().any(|u| u["email"] == OTHELLO));
+}
+
+#[test]
+fn every_register_parameter_refuses_bad_values() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    for (name, value) in [
+        ("apply_markdown", "maybe"),
+        ("client_gravatar", "2"),
+        ("slim_presence", "x"),
+        ("all_public_streams", "[]"),
+        ("include_subscribers", "sometimes"),
+        ("include_subscribers", "3"),
+        ("presence_history_limit_days", "-1"),
+        ("presence_history_limit_days", "week"),
+        ("event_types", r#"["message", 3]"#),
+        ("event_types", r#"{"a": 1}"#),
+        ("fetch_event_types", "message"),
+        ("client_capabilities", "[1]"),
+        ("client_capabilities", r#"{"empty_topic_name": "yes"}"#),
+        ("narrow", r#"{"stream": "x"}"#),
+    ] {
+        let e = hamlet.post("/register", &[(name, value)]);
+        let body = e.err(400, if value == "message" { "INVALID_JSON" } else { "BAD_REQUEST" });
+        assert_eq!(body["var_name"], name, "{name}={value}");
+    }
+    assert_eq!(server.anonymous().post("/register", &[]).status, 401);
+    // Accepted forms.
+    for value in ["true", "false", "partial", "\"partial\""] {
+        hamlet.post("/register", &[("include_subscribers", value)]).ok();
+    }
+    let r =
+        hamlet.post("/register", &[("client_capabilities", r#"{"future_capability": true}"#)]).ok();
+    assert!(r["queue_id"].is_string(), "unknown capabilities are ignored");
+}
+
+#[test]
+fn message_events_reach_every_recipient_queue_with_flags_and_rendering() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let othello = server.client(OTHELLO);
+    let cordelia = server.client(CORDELIA);
+    let (h_raw, _) = register(&hamlet, &[("event_types", r#"["message"]"#)]);
+    let (h_html, _) =
+        register(&hamlet, &[("event_types", r#"["message"]"#), ("apply_markdown", "true")]);
+    let (o, _) = register(&othello, &[("event_types", r#"["message"]"#)]);
+    let (c, _) = register(&cordelia, &[("event_types", r#"["message"]"#)]);
+    let (c_public, _) =
+        register(&cordelia, &[("event_types", r#"["message"]"#), ("all_public_streams", "true")]);
+    let id = send(&hamlet, "Denmark", "castle", "to **be**");
+    let private = send(&hamlet, "core team", "plots", "secret");
+
+    let raw = events(&hamlet, &h_raw, -1);
+    assert_eq!(raw.len(), 2, "the sender's own queue gets both: {raw:?}");
+    assert_eq!(raw[0]["id"], 0);
+    assert_eq!(raw[0]["message"]["id"], id);
+    assert_eq!(raw[0]["message"]["content"], "to **be**", "register's default is Markdown");
+    assert_eq!(raw[0]["message"]["content_type"], "text/x-markdown");
+    assert!(raw[0]["flags"].is_array() && raw[0]["message"].get("flags").is_none());
+    let html = events(&hamlet, &h_html, -1);
+    assert_eq!(html[0]["message"]["content"], "<p>to <strong>be</strong></p>");
+    assert_eq!(html[0]["message"]["display_recipient"], "Denmark");
+    assert_eq!(html[0]["message"]["subject"], "castle");
+
+    let got = events(&othello, &o, -1);
+    assert_eq!(got.len(), 1, "not the private channel: {got:?}");
+    assert_eq!(got[0]["message"]["id"], id);
+    assert_eq!(got[0]["flags"], json!([]), "unread for a recipient");
+    assert!(events(&cordelia, &c, -1).is_empty(), "Cordelia is not in Denmark");
+    let public = events(&cordelia, &c_public, -1);
+    assert_eq!(public.len(), 1, "all_public_streams: Denmark, never core team: {public:?}");
+    assert_eq!(public[0]["message"]["id"], id);
+    assert!(private > id);
+}
+
+#[test]
+fn event_types_filter_what_a_queue_receives() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let (q, _) = register(&hamlet, &[("event_types", r#"["presence"]"#)]);
+    send(&hamlet, "general", "t", "hello");
+    assert!(messages_only(&events(&hamlet, &q, -1)).is_empty());
+}
+
+#[test]
+fn local_id_is_echoed_to_the_sending_queue_only() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let (q1, _) = register(&hamlet, &[("event_types", r#"["message"]"#)]);
+    let (q2, _) = register(&hamlet, &[("event_types", r#"["message"]"#)]);
+    hamlet
+        .post(
+            "/messages",
+            &[
+                ("type", "stream"),
+                ("to", "general"),
+                ("topic", "t"),
+                ("content", "echo"),
+                ("queue_id", &q1),
+                ("local_id", "17.01"),
+            ],
+        )
+        .ok();
+    assert_eq!(events(&hamlet, &q1, -1)[0]["local_id"], "17.01");
+    assert!(events(&hamlet, &q2, -1)[0].get("local_id").is_none());
+}
+
+#[test]
+fn a_parked_long_poll_wakes_on_a_new_event() {
+    let server = TestServer::start_with(&["--heartbeat-secs", "60"]);
+    let hamlet = server.client(HAMLET);
+    let othello = server.client(OTHELLO);
+    let (q, _) = register(&othello, &[("event_types", r#"["message"]"#)]);
+    let poll = {
+        let othello = othello.clone();
+        let q = q.clone();
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            let r = othello.get("/events", &[("queue_id", &q), ("last_event_id", "-1")]).ok();
+            (r, start.elapsed())
+        })
+    };
+    let id = send(&hamlet, "general", "wake", "up");
+    let (r, waited) = poll.join().unwrap();
+    assert!(waited < Duration::from_secs(60), "answered by the event, not a heartbeat");
+    let events = r["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["message"]["id"], id);
+    assert_eq!(r["queue_id"], q);
+}
+
+#[test]
+fn an_idle_long_poll_gets_a_heartbeat_with_an_id() {
+    let server = TestServer::start_with(&["--heartbeat-secs", "1"]);
+    let hamlet = server.client(HAMLET);
+    let (q, _) = register(&hamlet, &[("event_types", r#"["message"]"#)]);
+    let r = hamlet.get("/events", &[("queue_id", &q), ("last_event_id", "-1")]).ok();
+    assert_eq!(r["events"], json!([{"type": "heartbeat", "id": 0}]));
+    // Acknowledged, it is gone; the next heartbeat has the next id.
+    let r = hamlet.get("/events", &[("queue_id", &q), ("last_event_id", "0")]).ok();
+    assert_eq!(r["events"], json!([{"type": "heartbeat", "id": 1}]));
+}
+
+#[track_caller]
+fn assert_bad_queue(c: &Client, method: &str, queue: &str) {
+    let body = c.request(method, "/events", &[("queue_id", queue)]).err(400, "BAD_EVENT_QUEUE_ID");
+    assert_eq!(body["msg"], format!("Bad event queue id: {queue}"));
+    assert_eq!(body["queue_id"], queue);
+}
+
+#[test]
+fn unknown_foreign_and_deleted_queues_are_refused() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let othello = server.client(OTHELLO);
+    let (q, _) = register(&hamlet, &[]);
+    assert_bad_queue(&hamlet, "GET", "1700000000:nope");
+    assert_bad_queue(&othello, "GET", &q);
+    assert_bad_queue(&othello, "DELETE", &q);
+    hamlet.get("/events", &[("queue_id", &q), ("dont_block", "true")]).ok();
+    hamlet.request("DELETE", "/events", &[("queue_id", &q)]).ok();
+    assert_bad_queue(&hamlet, "GET", &q);
+    assert_bad_queue(&hamlet, "DELETE", &q);
+    hamlet.get("/events", &[]).err(400, "REQUEST_VARIABLE_MISSING");
+    hamlet.get("/events", &[("queue_id", &q), ("last_event_id", "x")]).err(400, "BAD_REQUEST");
+    hamlet.get("/events", &[("queue_id", &q), ("dont_block", "x")]).err(400, "BAD_REQUEST");
+    hamlet.request("DELETE", "/events", &[]).err(400, "REQUEST_VARIABLE_MISSING");
+}
+
+#[test]
+fn queues_expire_after_the_configured_idle_time() {
+    let server = TestServer::start_with(&["--event-queue-timeout-secs", "1"]);
+    let hamlet = server.client(HAMLET);
+    let (q, _) = register(&hamlet, &[]);
+    hamlet.get("/events", &[("queue_id", &q), ("dont_block", "true")]).ok();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_bad_queue(&hamlet, "GET", &q);
+}
+
+#[test]
+fn queue_count_and_length_are_bounded() {
+    let server = TestServer::start_with(&["--max-queues-per-user", "2", "--max-queue-events", "2"]);
+    let hamlet = server.client(HAMLET);
+    let (a, _) = register(&hamlet, &[("event_types", r#"["message"]"#)]);
+    let (b, _) = register(&hamlet, &[("event_types", r#"["message"]"#)]);
+    let e = hamlet.post("/register", &[]).err(400, "BAD_REQUEST");
+    assert!(e["msg"].as_str().unwrap().contains("Too many event queues"), "{e}");
+    hamlet.request("DELETE", "/events", &[("queue_id", &b)]).ok();
+    register(&hamlet, &[]);
+    for i in 0..3 {
+        send(&hamlet, "general", "flood", &format!("m{i}"));
+    }
+    assert_bad_queue(&hamlet, "GET", &a);
+}
+
+#[test]
+fn queues_survive_a_clean_restart_with_exactly_the_unacknowledged_events() {
+    let mut server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let (q, _) = register(&hamlet, &[("event_types", r#"["message"]"#)]);
+    let first = send(&hamlet, "general", "t", "one");
+    let second = send(&hamlet, "general", "t", "two");
+    let got = events(&hamlet, &q, -1);
+    assert_eq!(got.len(), 2);
+    server.stop();
+    server.restart();
+    let hamlet = server.client(HAMLET);
+    let got = events(&hamlet, &q, 0);
+    assert_eq!(got.len(), 1, "only the unacknowledged event: {got:?}");
+    assert_eq!((got[0]["id"].as_i64(), got[0]["message"]["id"].as_u64()), (Some(1), Some(second)));
+    assert!(first < second);
+    let third = send(&hamlet, "general", "t", "three");
+    let got = events(&hamlet, &q, 1);
+    assert_eq!(got.len(), 1);
+    assert_eq!((got[0]["id"].as_i64(), got[0]["message"]["id"].as_u64()), (Some(2), Some(third)));
+    // A crash is not a clean restart: the saved file was consumed at start.
+    server.kill();
+    server.restart();
+    assert_bad_queue(&server.client(HAMLET), "GET", &q);
+}
+
+#[test]
+fn presence_reports_answer_with_presences_and_notify_others() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let othello = server.client(OTHELLO);
+    let (legacy, _) = register(&othello, &[("event_types", r#"["presence"]"#)]);
+    let (modern, _) = register(
+        &othello,
+        &[
+            ("event_types", r#"["presence"]"#),
+            ("client_capabilities", r#"{"simplified_presence_events": true}"#),
+        ],
+    );
+    let r =
+        hamlet.post("/users/me/presence", &[("status", "active"), ("new_user_input", "true")]).ok();
+    let mine = &r["presences"][HAMLET];
+    assert_eq!(mine["aggregated"]["status"], "active");
+    assert!(r["server_timestamp"].is_number());
+    let hamlet_id = r["presences"].as_object().map(|_| ()).and(Some(()));
+    assert!(hamlet_id.is_some());
+    let got = events(&othello, &legacy, -1);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0]["email"], HAMLET);
+    assert_eq!(got[0]["presence"]["website"]["status"], "active");
+    let got = events(&othello, &modern, -1);
+    let (uid, entry) = got[0]["presences"].as_object().unwrap().iter().next().unwrap();
+    assert!(uid.parse::<u64>().is_ok());
+    assert!(entry["active_timestamp"].is_number() && entry["idle_timestamp"].is_number());
+    // Slim and last_update_id forms; ping_only answers without presences.
+    let r =
+        hamlet.post("/users/me/presence", &[("status", "idle"), ("slim_presence", "true")]).ok();
+    assert!(r["presences"].as_object().unwrap().keys().all(|k| k.parse::<u64>().is_ok()));
+    let r = hamlet.post("/users/me/presence", &[("status", "idle"), ("last_update_id", "-1")]).ok();
+    assert!(r["presence_last_update_id"].as_u64().unwrap() >= 3);
+    let r = hamlet.post("/users/me/presence", &[("status", "active"), ("ping_only", "true")]).ok();
+    assert!(r.get("presences").is_none());
+    // Register shows it, in both shapes.
+    let (_, r) = register(&othello, &[("fetch_event_types", r#"["presence"]"#)]);
+    assert!(r["presences"][HAMLET]["aggregated"].is_object());
+    let (_, r) =
+        register(&othello, &[("fetch_event_types", r#"["presence"]"#), ("slim_presence", "true")]);
+    assert!(r["presences"].as_object().unwrap().keys().all(|k| k.parse::<u64>().is_ok()));
+    // Refusals.
+    hamlet.post("/users/me/presence", &[]).err(400, "REQUEST_VARIABLE_MISSING");
+    for (name, value) in [
+        ("status", "away"),
+        ("ping_only", "x"),
+        ("new_user_input", "x"),
+        ("last_update_id", "-5"),
+        ("history_limit_days", "-1"),
+    ] {
+        let mut params = vec![("status", "active"), (name, value)];
+        if name == "status" {
+            params.remove(0);
+        }
+        let e = hamlet.post("/users/me/presence", &params).err(400, "BAD_REQUEST");
+        assert_eq!(e["var_name"], name);
+    }
+    // A guest sees presences too; another realm's user does not.
+    let (_, r) = register(&server.client(POLONIUS), &[("fetch_event_types", r#"["presence"]"#)]);
+    assert!(r["presences"].get(HAMLET).is_some());
+    let lear = server.client("king@lear.test").with_host(&format!("lear.{}", server.addr));
+    let (_, r) = register(&lear, &[("fetch_event_types", r#"["presence"]"#)]);
+    assert!(r["presences"].get(HAMLET).is_none());
+}
