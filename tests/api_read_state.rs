@@ -422,3 +422,42 @@ fn each_emits_update_message_flags_to_the_caller_only() {
     assert!(rest.contains(&c) && !rest.contains(&a) && !rest.contains(&b), "{rest:?}");
     assert!(queued(&othello, &other).iter().all(|e| e["type"] != "update_message_flags"));
 }
+
+#[test]
+fn flags_narrow_on_public_history_the_caller_never_received() {
+    let server = TestServer::start();
+    let othello = server.client(OTHELLO);
+    let cordelia = server.client("cordelia@natter.test"); // member; general only
+    let id = post(&othello, "Denmark", "history", "public history");
+    let denmark = channel_id(&othello, "Denmark");
+    let narrow = r#"[["channel","Denmark"],["topic","history"]]"#;
+    // Starring a message one never received gives it a historical entry.
+    let r = narrow_flags(
+        &cordelia,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "5"),
+            ("narrow", narrow),
+            ("op", "add"),
+            ("flag", "starred"),
+        ],
+    );
+    assert_eq!((r["processed_count"].as_u64(), r["updated_count"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(r["ignored_because_not_subscribed_channels"], serde_json::json!([]));
+    let f = flags(&cordelia, id);
+    assert!(f.contains(&"starred".to_owned()) && f.contains(&"read".to_owned()));
+    // Unread lives only in subscribed channels: marking unread is skipped.
+    let r = narrow_flags(
+        &cordelia,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "5"),
+            ("narrow", narrow),
+            ("op", "remove"),
+            ("flag", "read"),
+        ],
+    );
+    assert_eq!((r["processed_count"].as_u64(), r["updated_count"].as_u64()), (Some(1), Some(0)));
+    assert_eq!(r["ignored_because_not_subscribed_channels"], serde_json::json!([denmark]));
+    assert!(is_read(&cordelia, id));
+}

@@ -32,22 +32,27 @@ pub fn flags_narrow(app: &App, call: &mut Call) -> ApiResult<Reply> {
         Some(value) => Narrow::parse(&app.state, &me, &value)?,
         None => Narrow::default(),
     };
-    let (ids, updated, found_oldest, found_newest) = app.committer.commit(|state| {
+    // The window is taken under the writer lock, so what is processed is
+    // exactly what the caller could see at that point in the log.
+    let (ids, plan, found_oldest, found_newest) = app.committer.commit(|state| {
         let Window { before, at_anchor, after, found_oldest, found_newest, .. } =
             reading::window(state, &me, &narrow, bounds);
         let ids: Vec<MessageId> =
             before.iter().rev().chain(&at_anchor).chain(&after).map(|(m, _)| m.id).collect();
         let plan = flags::plan(state, &me, add, flag, &ids, Unreadable::Skip)?;
-        let out = (plan.messages, plan.updated, found_oldest, found_newest);
-        Ok((Mutation::UpdateFlags(plan.change), out))
+        let mutation = Mutation::UpdateFlags(plan.change.clone());
+        Ok((mutation, (ids, plan, found_oldest, found_newest)))
     })?;
+    let mut ignored = plan.ignored;
+    ignored.sort_unstable();
     Ok(reply! {
         "processed_count" => ids.len(),
-        "updated_count" => updated,
+        "updated_count" => plan.updated,
         "first_processed_id" => ids.first().map(|m| m.0),
         "last_processed_id" => ids.last().map(|m| m.0),
         "found_oldest" => found_oldest,
         "found_newest" => found_newest,
+        "ignored_because_not_subscribed_channels" => ignored,
     })
 }
 
@@ -166,4 +171,36 @@ fn unread_batch(
         }
     }
     (picked, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::Role;
+    use crate::testkit::World;
+
+    #[test]
+    fn unread_batches_cover_everything_once_and_skip_what_is_not_picked() {
+        let mut w = World::new();
+        let me = w.user("", "me@t.test", Role::Member);
+        let you = w.user("", "you@t.test", Role::Member);
+        let general = w.channel("", "general", false, &[&me, &you]).id;
+        let other = w.channel("", "other", false, &[&me, &you]).id;
+        let n = MAX_FLAG_MESSAGES + 5;
+        let ids: Vec<MessageId> =
+            (0..n).map(|i| w.post(&you, general, "t", &i.to_string())).collect();
+        let elsewhere = w.post(&you, other, "t", "not picked");
+        let in_general = |state: &State, id: MessageId| {
+            state.messages.read(&id, |m| {
+                matches!(&m.destination, Destination::Channel { channel, .. } if *channel == general)
+            }) == Some(true)
+        };
+        let (first, next) = unread_batch(&w.state, &me, MessageId(0), &in_general);
+        assert_eq!(first, ids[..MAX_FLAG_MESSAGES]);
+        let next = next.expect("a second batch");
+        let (second, last) = unread_batch(&w.state, &me, next, &in_general);
+        assert_eq!(second, ids[MAX_FLAG_MESSAGES..]);
+        assert_eq!(last, None);
+        assert!(!second.contains(&elsewhere));
+    }
 }
