@@ -81,6 +81,8 @@ fn build() -> (State, Realm, User) {
             message,
             read_by_sender: true,
             mentioned: vec![],
+            channel_wildcard: false,
+            topic_wildcard: vec![],
         }));
     }
     (state, realm, reader)

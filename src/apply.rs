@@ -11,9 +11,13 @@ mod settings;
 
 use std::sync::atomic::Ordering;
 
+use serde_json::json;
+
 use crate::apply_admin as admin;
 use crate::events::{Audience, Event};
 use crate::mutation::{FlagsChange, Mutation, NewMessage};
+use crate::state::messages::Reaction;
+use crate::state::scheduled::ScheduledId;
 use crate::state::{
     Channel, ChannelId, Destination, Flags, IdKind, MessageId, State, Subscription, UserId,
 };
@@ -70,6 +74,9 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         }
         Mutation::Subscribe { channel, subscribers } => subscribe(state, *channel, subscribers),
         Mutation::SendMessage(new) => send_message(state, new),
+        Mutation::AddReaction { message, reaction } => react(state, *message, reaction, true),
+        Mutation::RemoveReaction { message, reaction } => react(state, *message, reaction, false),
+        Mutation::DeleteMessages { messages } => delete_messages(state, messages),
         Mutation::UpdateFlags(change) => update_flags(state, change),
         Mutation::UpdateSettings(change) => settings::update_settings(state, change),
         Mutation::SetPassword { user, hash } => settings::set_password(state, *user, hash),
@@ -94,7 +101,49 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
             admin::reorder_profile_fields(state, *realm, order)
         }
         Mutation::Batch(parts) => parts.iter().flat_map(|m| apply_one(state, m)).collect(),
+        Mutation::ScheduleMessage(s) => {
+            assert!(!state.scheduled.by_id.contains(&s.id), "apply: scheduled {} exists", s.id);
+            state.scheduled.claim(s.id);
+            state.scheduled.by_id.insert(s.id, s.clone());
+            let event = json!({"type": "scheduled_messages", "op": "add", "scheduled_messages": [s.to_api()]});
+            vec![Event::Broadcast { audience: Audience::Users(vec![s.sender]), event }]
+        }
+        Mutation::EditScheduled(s) => {
+            state
+                .scheduled
+                .by_id
+                .update(&s.id, |old| *old = s.clone())
+                .unwrap_or_else(|| panic!("apply: no scheduled {}", s.id));
+            let event = json!({"type": "scheduled_messages", "op": "update", "scheduled_message": s.to_api()});
+            vec![Event::Broadcast { audience: Audience::Users(vec![s.sender]), event }]
+        }
+        Mutation::DeleteScheduled { id } => vec![unschedule(state, *id)],
+        Mutation::DeliverScheduled { id, message } => {
+            let removed = unschedule(state, *id);
+            let mut events = send_message(state, message);
+            events.push(removed);
+            events
+        }
+        Mutation::FailScheduled { id, reason } => {
+            let s = state
+                .scheduled
+                .by_id
+                .update(id, |s| {
+                    s.failure = Some(reason.clone());
+                    s.clone()
+                })
+                .unwrap_or_else(|| panic!("apply: no scheduled {id}"));
+            let event = json!({"type": "scheduled_messages", "op": "update", "scheduled_message": s.to_api()});
+            vec![Event::Broadcast { audience: Audience::Users(vec![s.sender]), event }]
+        }
     }
+}
+
+/// Removes a scheduled message; the `remove` event goes to its owner.
+fn unschedule(state: &State, id: ScheduledId) -> Event {
+    let s = state.scheduled.by_id.remove(&id).unwrap_or_else(|| panic!("apply: no scheduled {id}"));
+    let event = json!({"type": "scheduled_messages", "op": "remove", "scheduled_message_id": id.0});
+    Event::Broadcast { audience: Audience::Users(vec![s.sender]), event }
 }
 
 fn subscribe(
@@ -152,6 +201,12 @@ fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
         if new.mentioned.contains(&user) {
             flags = flags.with(Flags::MENTIONED);
         }
+        if new.channel_wildcard {
+            flags = flags.with(Flags::STREAM_WILDCARD_MENTIONED);
+        }
+        if new.topic_wildcard.contains(&user) {
+            flags = flags.with(Flags::TOPIC_WILDCARD_MENTIONED);
+        }
         // Alert words are state too, so this stays deterministic.
         if user != message.sender && state.settings.has_alert_word(user, &message.content) {
             flags = flags.with(Flags::HAS_ALERT_WORD);
@@ -161,6 +216,79 @@ fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
     }
     state.index_message(message.clone());
     vec![Event::Message { message: message.id, recipients }]
+}
+
+/// Adds or removes one reaction; the `reaction` event goes to everyone who
+/// can see the message.
+fn react(state: &State, id: MessageId, reaction: &Reaction, add: bool) -> Vec<Event> {
+    let same = |r: &Reaction| {
+        r.user == reaction.user
+            && r.reaction_type == reaction.reaction_type
+            && r.emoji_code == reaction.emoji_code
+    };
+    let message = state
+        .messages
+        .update(&id, |m| {
+            let existing = m.reactions.iter().position(same);
+            match (add, existing) {
+                (true, None) => m.reactions.push(reaction.clone()),
+                (false, Some(i)) => {
+                    m.reactions.remove(i);
+                }
+                _ => panic!("apply: reaction on message {id} is not in the expected state"),
+            }
+            m.clone()
+        })
+        .unwrap_or_else(|| panic!("apply: no message {id}"));
+    let user = state.users.get(&reaction.user).unwrap_or_else(|| panic!("apply: no user"));
+    let event = json!({
+        "type": "reaction",
+        "op": if add { "add" } else { "remove" },
+        "message_id": id.0,
+        "emoji_name": reaction.emoji_name,
+        "emoji_code": reaction.emoji_code,
+        "reaction_type": reaction.reaction_type.as_str(),
+        "user_id": user.id.0,
+        "user": { "user_id": user.id.0, "email": user.email, "full_name": user.full_name },
+    });
+    vec![Event::Broadcast { audience: Audience::Users(state.message_audience(&message)), event }]
+}
+
+/// Deletes messages with their per-user rows; one `delete_message` event
+/// per message. The event carries both Zulip shapes — `message_id` and
+/// `message_ids` — and queues keep the one their client asked for
+/// (`bulk_message_deletion`).
+fn delete_messages(state: &State, ids: &[MessageId]) -> Vec<Event> {
+    let mut events = Vec::with_capacity(ids.len());
+    for id in ids {
+        let message = state.messages.get(id).unwrap_or_else(|| panic!("apply: no message {id}"));
+        let audience = state.message_audience(&message);
+        let holders = state.message_holders(&message);
+        for user in &holders {
+            state.user_messages.update(user, |m| m.remove(id));
+        }
+        let first = state.unindex_message(&message, &holders);
+        let mut event = json!({
+            "type": "delete_message",
+            "message_id": id.0,
+            "message_ids": [id.0],
+        });
+        match &message.destination {
+            Destination::Channel { channel, topic } => {
+                state.channels.update(channel, |c| {
+                    if c.first_message_id == Some(*id) {
+                        c.first_message_id = first;
+                    }
+                });
+                event["message_type"] = json!("stream");
+                event["stream_id"] = json!(channel.0);
+                event["topic"] = json!(topic);
+            }
+            Destination::Direct { .. } => event["message_type"] = json!("private"),
+        }
+        events.push(Event::Broadcast { audience: Audience::Users(audience), event });
+    }
+    events
 }
 
 /// Sets or clears one flag of one user on some messages; emits Zulip's

@@ -88,6 +88,40 @@ impl ApiError {
             .with("stream_id", id)
     }
 
+    /// 400 `STREAM_WILDCARD_MENTION_NOT_ALLOWED`.
+    pub fn stream_wildcard_not_allowed() -> Self {
+        Self::new(
+            400,
+            "STREAM_WILDCARD_MENTION_NOT_ALLOWED",
+            "You do not have permission to use channel wildcard mentions in this channel.",
+        )
+    }
+
+    /// 400 `TOPIC_WILDCARD_MENTION_NOT_ALLOWED`.
+    pub fn topic_wildcard_not_allowed() -> Self {
+        Self::new(
+            400,
+            "TOPIC_WILDCARD_MENTION_NOT_ALLOWED",
+            "You do not have permission to use topic wildcard mentions in this topic.",
+        )
+    }
+
+    /// 400 `REACTION_ALREADY_EXISTS`.
+    pub fn reaction_exists() -> Self {
+        Self::new(400, "REACTION_ALREADY_EXISTS", "Reaction already exists.")
+    }
+
+    /// 400 `REACTION_DOES_NOT_EXIST`.
+    pub fn reaction_missing() -> Self {
+        Self::new(400, "REACTION_DOES_NOT_EXIST", "Reaction doesn't exist.")
+    }
+
+    /// 404 `NOT_FOUND` for an object the caller has none of (Zulip's
+    /// `ResourceNotFoundError`).
+    pub fn not_found(msg: impl Into<String>) -> Self {
+        Self::new(404, "NOT_FOUND", msg)
+    }
+
     /// 404 `NOT_FOUND` for an unknown endpoint.
     pub fn no_such_endpoint() -> Self {
         Self::new(404, "NOT_FOUND", "Not Found")

@@ -40,6 +40,7 @@ pub mod mutation;
 pub mod narrow;
 pub mod persist;
 pub mod realm_create;
+pub mod scheduler;
 pub mod seed;
 pub mod server;
 pub mod state;

@@ -8,7 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::state::messages::Reaction;
 use crate::state::personal::PersonalChange;
+use crate::state::scheduled::{ScheduledId, ScheduledMessage};
 use crate::state::settings::{EmailChange, SettingsChange};
 use crate::state::{
     Channel, ChannelId, Flags, Group, GroupId, GroupSetting, Message, MessageId, Realm, Role,
@@ -46,6 +48,25 @@ pub enum Mutation {
     },
     /// A message is sent.
     SendMessage(NewMessage),
+    /// A user reacts to a message (not already reacted with that emoji).
+    AddReaction {
+        /// The message.
+        message: MessageId,
+        /// The reaction, with its user.
+        reaction: Reaction,
+    },
+    /// A user takes back a reaction (matched by user, type and code).
+    RemoveReaction {
+        /// The message.
+        message: MessageId,
+        /// The reaction, with its user.
+        reaction: Reaction,
+    },
+    /// Messages are deleted, with their flags and reactions.
+    DeleteMessages {
+        /// The messages (existing, one realm).
+        messages: Vec<MessageId>,
+    },
     /// One user's personal flag changes on some messages
     /// (`POST /messages/flags`).
     UpdateFlags(FlagsChange),
@@ -124,6 +145,33 @@ pub enum Mutation {
     /// Several changes logged and applied as one: all or nothing (e.g.
     /// creating channels, subscribing users and announcing them).
     Batch(Vec<Mutation>),
+    /// A user schedules a message (`POST /scheduled_messages`).
+    ScheduleMessage(ScheduledMessage),
+    /// The owner edits a pending or failed scheduled message (`PATCH
+    /// /scheduled_messages/{id}`): the whole new record, failure cleared.
+    EditScheduled(ScheduledMessage),
+    /// The owner deletes a scheduled message.
+    DeleteScheduled {
+        /// The scheduled message (existing).
+        id: ScheduledId,
+    },
+    /// The scheduler delivers a due scheduled message: it leaves the
+    /// scheduled list and `message` (with a new message id) is sent, in one
+    /// record, so a crash can neither lose nor double the delivery.
+    DeliverScheduled {
+        /// The scheduled message (pending).
+        id: ScheduledId,
+        /// The message, built by the ordinary send path at delivery time.
+        message: NewMessage,
+    },
+    /// The send rules refused a due scheduled message at delivery: it is
+    /// marked failed with the reason.
+    FailScheduled {
+        /// The scheduled message (pending).
+        id: ScheduledId,
+        /// Why, as the send path's error said.
+        reason: String,
+    },
 }
 
 /// One change to a channel's properties.
@@ -348,4 +396,8 @@ pub struct NewMessage {
     pub read_by_sender: bool,
     /// Users mentioned personally (or through a group) in the content.
     pub mentioned: Vec<UserId>,
+    /// A channel wildcard (`@**all**`…) mentions every recipient.
+    pub channel_wildcard: bool,
+    /// Recipients a topic wildcard (`@**topic**`) mentions.
+    pub topic_wildcard: Vec<UserId>,
 }

@@ -319,6 +319,8 @@ fn seed_realm(
                 message,
                 read_by_sender: true,
                 mentioned: Vec::new(),
+                channel_wildcard: false,
+                topic_wildcard: Vec::new(),
             }),
             (),
         ))

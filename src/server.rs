@@ -120,6 +120,8 @@ pub fn start(config: Config) -> Result<Server, String> {
     } else {
         Vec::new()
     };
+    // Deliveries that fell due while the server was down go out now.
+    crate::scheduler::start(Arc::clone(&app));
     if app.state.realm_by_subdomain("").is_none() && !app.config.dev {
         eprintln!("natter: warning: no realm exists yet; start once with --dev to seed one");
     }

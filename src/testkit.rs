@@ -91,7 +91,13 @@ impl World {
             last_moved_timestamp: None,
         };
         let mentioned = mentioned.iter().map(|u| u.id).collect();
-        self.apply(Mutation::SendMessage(NewMessage { message, read_by_sender: true, mentioned }));
+        self.apply(Mutation::SendMessage(NewMessage {
+            message,
+            read_by_sender: true,
+            mentioned,
+            channel_wildcard: false,
+            topic_wildcard: Vec::new(),
+        }));
         id
     }
 

@@ -398,3 +398,97 @@ fn markdown_is_rendered_safely() {
     );
     assert_eq!(get(&c, me)["message"]["is_me_message"], true);
 }
+
+fn flags(c: &Client, id: u64) -> Value {
+    get(c, id)["message"]["flags"].clone()
+}
+
+#[test]
+fn mentions_render_and_set_flags() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let othello = server.client(OTHELLO);
+    let othello_id = user_id(&server, OTHELLO);
+    let content =
+        "@**Othello, the Moor of Venice** see #**core team** and #**Denmark>castle** :smile:";
+    let id = send(
+        &hamlet,
+        &[("type", "stream"), ("to", "Denmark"), ("topic", "t"), ("content", content)],
+    );
+    let html = get(&hamlet, id)["message"]["content"].as_str().unwrap().to_owned();
+    assert!(
+        html.contains(&format!(
+            "<span class=\"user-mention\" data-user-id=\"{othello_id}\">@Othello, the Moor of Venice</span>"
+        )),
+        "{html}"
+    );
+    assert!(html.contains("class=\"stream\"") && html.contains(">#core team</a>"), "{html}");
+    assert!(html.contains("class=\"stream-topic\"") && html.contains("/topic/castle\""), "{html}");
+    assert!(html.contains("class=\"emoji emoji-1f642\""), "{html}");
+    assert_eq!(flags(&othello, id), json!(["mentioned"]));
+    assert_eq!(flags(&server.client(IAGO), id), json!([]));
+    // Othello cannot see "core team": his link to it stays text.
+    let id = send(
+        &othello,
+        &[("type", "stream"), ("to", "Denmark"), ("topic", "t"), ("content", "#**core team**")],
+    );
+    assert_eq!(get(&othello, id)["message"]["content"], "<p>#<strong>core team</strong></p>");
+    // A silent mention and a mention in code set no flag.
+    let id = send(
+        &hamlet,
+        &[
+            ("type", "stream"),
+            ("to", "Denmark"),
+            ("topic", "t"),
+            ("content", "@_**Othello, the Moor of Venice** `@**Othello, the Moor of Venice**`"),
+        ],
+    );
+    assert_eq!(flags(&othello, id), json!([]));
+    // In a direct message too.
+    let id = send(
+        &hamlet,
+        &[
+            ("type", "direct"),
+            ("to", &format!("[{othello_id}]")),
+            ("content", &format!("@**Othello, the Moor of Venice|{othello_id}**")),
+        ],
+    );
+    assert_eq!(flags(&othello, id), json!(["mentioned"]));
+}
+
+#[test]
+fn wildcard_mentions_flag_the_channel_or_the_topic() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let othello = server.client(OTHELLO);
+    let cordelia = server.client(CORDELIA);
+    // The general channel has 7 subscribers (at most 15: anyone may).
+    let id = send(
+        &hamlet,
+        &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", "@**all** hear ye")],
+    );
+    assert_eq!(flags(&othello, id), json!(["stream_wildcard_mentioned", "wildcard_mentioned"]));
+    assert_eq!(flags(&cordelia, id), json!(["stream_wildcard_mentioned", "wildcard_mentioned"]));
+    // A topic wildcard reaches those who took part in the topic.
+    send(
+        &othello,
+        &[("type", "stream"), ("to", "general"), ("topic", "plans"), ("content", "me first")],
+    );
+    let id = send(
+        &hamlet,
+        &[
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "plans"),
+            ("content", "@**topic** ping"),
+        ],
+    );
+    assert_eq!(flags(&othello, id), json!(["topic_wildcard_mentioned", "wildcard_mentioned"]));
+    assert_eq!(flags(&cordelia, id), json!([]));
+    // Silent wildcards notify nobody.
+    let id = send(
+        &hamlet,
+        &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", "@_**everyone**")],
+    );
+    assert_eq!(flags(&othello, id), json!([]));
+}

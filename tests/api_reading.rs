@@ -205,7 +205,8 @@ fn every_operator_and_negation_in_both_syntaxes() {
         &[lunch, lunch2, resolved, image, upload],
     );
     check(json!([["is", "resolved"]]), &[resolved]);
-    check(json!([["has", "link"]]), &[resolved, upload]);
+    // Zulip renders an image as a link to it, so an image message has a link too.
+    check(json!([["has", "link"]]), &[resolved, image, upload]);
     check(json!([["has", "image"]]), &[image]);
     check(json!([["has", "attachment"]]), &[upload]);
     check(json!([["id", lunch2]]), &[lunch2]);

@@ -10,15 +10,24 @@ mod api_channels;
 mod api_events;
 /// User groups: create, edit, members, subgroups, deactivate.
 mod api_groups;
+/// Messages area (issue #8): reactions and deletion.
+mod api_message_delete;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
 /// Alert words, drafts, user status, muted users, topic visibility.
 mod api_personal;
+mod api_reactions;
+/// Read state in bulk (issue #8): flags for a narrow, mark all / channel /
+/// topic as read.
+mod api_read_state;
 /// GET /messages, topics, GET /users/me/subscriptions, GET /streams,
 /// POST /messages/flags.
 mod api_reading;
 /// Navigation views, saved snippets, code playgrounds, push tokens.
 mod api_resources;
+/// Scheduled messages (issue #8): create/list/edit/delete, delivery at
+/// the time, exactly once across SIGKILL restarts.
+mod api_scheduled;
 /// GET /server_settings, POST /dev_fetch_api_key, auth, routing, HTTP framing.
 mod api_server;
 /// PATCH /settings, typing, invitations and the small per-user resources.

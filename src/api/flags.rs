@@ -13,7 +13,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::mutation::{FlagsChange, Mutation};
 use crate::reply;
 use crate::state::access::message_view;
-use crate::state::{Destination, Flags, MessageId};
+use crate::state::{Destination, Flags, MessageId, State, User};
 
 /// Most message ids one request may name.
 pub const MAX_FLAG_MESSAGES: usize = 10_000;
@@ -38,8 +38,87 @@ fn editable_flag(name: &str) -> ApiResult<Flags> {
     }
 }
 
-/// `POST /messages/flags`: add or remove one flag on some messages.
-pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
+/// What to do with a named message the caller may not read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unreadable {
+    /// Refuse the whole request ("Invalid message(s)").
+    Refuse,
+    /// Leave it out (it vanished between choosing and committing).
+    Skip,
+}
+
+/// One flag change for one user, checked against current state (run it
+/// under the writer lock).
+pub(crate) struct Plan {
+    /// The mutation's payload.
+    pub change: FlagsChange,
+    /// The messages processed, in request order, duplicates removed.
+    pub messages: Vec<MessageId>,
+    /// Channels whose messages were skipped because marking unread needs a
+    /// subscription.
+    pub ignored: Vec<u64>,
+    /// How many of `messages` actually change.
+    pub updated: usize,
+}
+
+/// Plans setting (`add`) or clearing `flag` on `ids` for `me`. Messages
+/// not delivered to `me` but readable through channel history get a
+/// historical entry; marking unread skips channels `me` is not subscribed
+/// to (Zulip's invariant: unread messages live only in subscribed
+/// channels).
+pub(crate) fn plan(
+    state: &State,
+    me: &User,
+    add: bool,
+    flag: Flags,
+    ids: &[MessageId],
+    unreadable: Unreadable,
+) -> ApiResult<Plan> {
+    let mut messages: Vec<MessageId> = Vec::with_capacity(ids.len());
+    let mut seen = std::collections::HashSet::with_capacity(ids.len());
+    let mut historical = Vec::new();
+    let mut ignored = Vec::new();
+    let mut updated = 0;
+    let subscribed = state.subscriptions.get(&me.id).unwrap_or_default();
+    for id in ids {
+        if !seen.insert(*id) {
+            continue;
+        }
+        let readable = state.messages.get(id).and_then(|m| {
+            message_view(state, me, &m)?;
+            Some(m)
+        });
+        let message = match (readable, unreadable) {
+            (Some(message), _) => message,
+            (None, Unreadable::Skip) => continue,
+            (None, Unreadable::Refuse) => return Err(ApiError::bad_request("Invalid message(s)")),
+        };
+        if let Destination::Channel { channel, .. } = &message.destination {
+            if !add && flag == Flags::READ && !subscribed.contains_key(channel) {
+                if !ignored.contains(&channel.0) {
+                    ignored.push(channel.0);
+                }
+                continue;
+            }
+        }
+        let current = match state.flags(me.id, *id) {
+            Some(flags) => flags,
+            None => {
+                historical.push(*id);
+                Flags::READ.with(Flags::HISTORICAL)
+            }
+        };
+        if current.contains(flag) != add {
+            updated += 1;
+        }
+        messages.push(*id);
+    }
+    let change = FlagsChange { user: me.id, add, flag, messages: messages.clone(), historical };
+    Ok(Plan { change, messages, ignored, updated })
+}
+
+/// The flag an API name means for `POST /messages/flags/narrow` too.
+pub(crate) fn parse_change(call: &mut Call) -> ApiResult<(bool, Flags)> {
     let op = call.params.required_string("op")?;
     let add = match op.as_str() {
         "add" => true,
@@ -47,6 +126,12 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
         _ => return Err(ApiError::bad_request(format!("Invalid message flag operation: '{op}'"))),
     };
     let flag = editable_flag(&call.params.required_string("flag")?)?;
+    Ok((add, flag))
+}
+
+/// `POST /messages/flags`: add or remove one flag on some messages.
+pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let (add, flag) = parse_change(call)?;
     let ids = match call.params.json("messages")? {
         Some(Value::Array(items)) => items
             .iter()
@@ -62,35 +147,8 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let me = call.caller().clone();
 
     let (messages, mut ignored) = app.committer.commit(|state| {
-        let mut messages: Vec<MessageId> = Vec::with_capacity(ids.len());
-        let mut seen = std::collections::HashSet::with_capacity(ids.len());
-        let mut historical = Vec::new();
-        let mut ignored = Vec::new();
-        let subscribed = state.subscriptions.get(&me.id).unwrap_or_default();
-        for id in &ids {
-            if !seen.insert(*id) {
-                continue;
-            }
-            let invalid = || ApiError::bad_request("Invalid message(s)");
-            let message = state.messages.get(id).ok_or_else(invalid)?;
-            message_view(state, &me, &message).ok_or_else(invalid)?;
-            // Unread messages live only in channels one is subscribed to
-            // (Zulip's invariant): marking others unread is skipped.
-            if let Destination::Channel { channel, .. } = &message.destination {
-                if !add && flag == Flags::READ && !subscribed.contains_key(channel) {
-                    if !ignored.contains(&channel.0) {
-                        ignored.push(channel.0);
-                    }
-                    continue;
-                }
-            }
-            if state.flags(me.id, *id).is_none() {
-                historical.push(*id);
-            }
-            messages.push(*id);
-        }
-        let change = FlagsChange { user: me.id, add, flag, messages: messages.clone(), historical };
-        Ok((Mutation::UpdateFlags(change), (messages, ignored)))
+        let plan = plan(state, &me, add, flag, &ids, Unreadable::Refuse)?;
+        Ok((Mutation::UpdateFlags(plan.change), (plan.messages, plan.ignored)))
     })?;
     let messages: Vec<u64> = messages.iter().map(|m| m.0).collect();
     ignored.sort_unstable();

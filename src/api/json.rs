@@ -6,7 +6,6 @@ use md5::{Digest, Md5};
 use serde_json::{json, Map, Value};
 
 use crate::state::access::{can_see_email, MessageView};
-use crate::state::messages::ReactionType;
 use crate::state::{
     Channel, Destination, GroupSetting, Message, Realm, Role, State, Subscription, SystemGroup,
     User, UserId,
@@ -161,11 +160,7 @@ fn reactions(state: &State, message: &Message) -> Value {
             json!({
                 "emoji_name": r.emoji_name,
                 "emoji_code": r.emoji_code,
-                "reaction_type": match r.reaction_type {
-                    ReactionType::Unicode => "unicode_emoji",
-                    ReactionType::Realm => "realm_emoji",
-                    ReactionType::ZulipExtra => "zulip_extra_emoji",
-                },
+                "reaction_type": r.reaction_type.as_str(),
                 "user_id": r.user.0,
                 "user": {
                     "id": r.user.0,

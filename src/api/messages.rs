@@ -1,10 +1,21 @@
-//! Messages: `POST /messages` (send) and `GET /messages/{message_id}`.
+//! Messages: `POST /messages` (send), `GET /messages/{message_id}` and
+//! `DELETE /messages/{message_id}`.
+//!
+//! Sending checks, in order: the request's shape; the channel (visible to
+//! the sender, else "does not exist"), its send permission (archived,
+//! private, guests only where subscribed, `can_send_message_group`) and its
+//! topic policy — or the direct recipients (active, same realm) and the
+//! realm's `direct_message_permission_group`; then wildcard-mention
+//! permission (`mentions.rs`). Mention flags per recipient are worked out
+//! under the writer lock and carried in the mutation.
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
 
 use super::json::{self, MessageOptions};
+use super::mentions::{self, Visible};
+use super::reactions;
 use super::{App, Call, Reply};
 use crate::entropy;
 use crate::error::{ApiError, ApiResult};
@@ -23,19 +34,19 @@ pub const MAX_MESSAGE_LENGTH: usize = 10_000;
 pub const MAX_TOPIC_LENGTH: usize = 60;
 
 /// The parsed `to` of a channel message.
-enum ChannelRef {
+pub(crate) enum ChannelRef {
     Name(String),
     Id(u64),
 }
 
 /// The parsed `to` of a direct message.
-enum UserRef {
+pub(crate) enum UserRef {
     Id(u64),
     Email(String),
 }
 
 /// What the caller asked to send to, before it is checked against state.
-enum Target {
+pub(crate) enum Target {
     Channel { channel: ChannelRef, topic: String },
     Direct(Vec<UserRef>),
 }
@@ -70,50 +81,110 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
         (Some(queue_id), Some(local_id)) => Some((queue_id, local_id)),
         _ => None,
     };
-
-    // Everything non-deterministic is decided before the writer lock.
-    let rendered = markdown::render(&content);
-    let timestamp = entropy::now();
-    let is_me_message = markdown::is_me_message(&content);
     let sender = call.caller().clone();
     let client = if call.client.is_empty() { "API".to_owned() } else { call.client.clone() };
-
+    let draft = Draft::new(&app.state, &sender, target, content, read_by_sender, client);
     let id = app.committer.commit(|state| {
-        let (destination, recipient) = resolve_target(state, &sender, &target)?;
-        let id = MessageId(state.ids.peek(IdKind::Message));
+        let new = draft.build(state, &sender)?;
+        let id = new.message.id;
+        if let Some((queue_id, local_id)) = local_echo {
+            app.hub.realtime().queues.note_local_id(id, queue_id, local_id);
+        }
+        Ok((Mutation::SendMessage(new), id))
+    })?;
+    Ok(reply! { "id" => id.0 })
+}
+
+/// A message about to be sent: everything non-deterministic (time,
+/// rendering) decided before the writer lock. Mentions resolve to what the
+/// sender may see.
+pub(crate) struct Draft {
+    target: Target,
+    content: String,
+    rendered: markdown::Rendered,
+    timestamp: i64,
+    is_me_message: bool,
+    client: String,
+    read_by_sender: bool,
+}
+
+impl Draft {
+    /// Renders `content` (already normalized) for `sender`, stamped now.
+    pub(crate) fn new(
+        state: &State,
+        sender: &User,
+        target: Target,
+        content: String,
+        read_by_sender: bool,
+        client: String,
+    ) -> Draft {
+        let rendered = markdown::render_message(&content, &Visible::new(state, sender));
+        Draft {
+            target,
+            is_me_message: markdown::is_me_message(&content),
+            content,
+            rendered,
+            timestamp: entropy::now(),
+            client,
+            read_by_sender,
+        }
+    }
+
+    /// The rendered HTML.
+    pub(crate) fn html(&self) -> &str {
+        &self.rendered.html
+    }
+
+    /// Checks every send rule against current state (call it under the
+    /// writer lock) and builds the message with the next free id.
+    pub(crate) fn build(&self, state: &State, sender: &User) -> ApiResult<NewMessage> {
+        let resolved = resolve_target(state, sender, &self.target)?;
+        let notify = mentions::notify(
+            state,
+            sender,
+            &resolved.destination,
+            &resolved.recipients,
+            &self.rendered.mentions,
+        )?;
         let message = Message {
-            id,
+            id: MessageId(state.ids.peek(IdKind::Message)),
             realm: sender.realm,
             sender: sender.id,
-            recipient,
-            destination,
-            content,
-            rendered_content: rendered,
-            timestamp,
-            client,
-            is_me_message,
+            recipient: resolved.recipient,
+            destination: resolved.destination,
+            content: self.content.clone(),
+            rendered_content: self.rendered.html.clone(),
+            timestamp: self.timestamp,
+            client: self.client.clone(),
+            is_me_message: self.is_me_message,
             reactions: Vec::new(),
             edit_history: Vec::new(),
             last_edit_timestamp: None,
             last_moved_timestamp: None,
         };
-        let mutation =
-            Mutation::SendMessage(NewMessage { message, read_by_sender, mentioned: Vec::new() });
-        if let Some((queue_id, local_id)) = local_echo {
-            app.hub.realtime().queues.note_local_id(id, queue_id, local_id);
-        }
-        Ok((mutation, id))
-    })?;
-    Ok(reply! { "id" => id.0 })
+        Ok(NewMessage {
+            message,
+            read_by_sender: self.read_by_sender,
+            mentioned: notify.mentioned,
+            channel_wildcard: notify.channel_wildcard,
+            topic_wildcard: notify.topic_wildcard,
+        })
+    }
 }
 
-/// Checks the target against current state (under the writer lock):
-/// the channel and its send permission, or the direct recipients.
-fn resolve_target(
-    state: &State,
-    sender: &User,
-    target: &Target,
-) -> ApiResult<(Destination, RecipientId)> {
+/// Where a message goes, checked against state.
+struct Resolved {
+    destination: Destination,
+    recipient: RecipientId,
+    /// Who it is delivered to (channel subscribers and the sender, or the
+    /// direct participants).
+    recipients: Vec<UserId>,
+}
+
+/// Checks the target against current state (under the writer lock): the
+/// channel, its send permission and topic policy; or the direct
+/// recipients and the realm's direct-message permission.
+fn resolve_target(state: &State, sender: &User, target: &Target) -> ApiResult<Resolved> {
     match target {
         Target::Channel { channel, topic } => {
             let channel = find_channel(state, sender, channel)?;
@@ -123,12 +194,21 @@ fn resolve_target(
                     channel.name
                 )));
             }
-            check_topic_policy(&channel, topic)?;
+            let realm_policy = state
+                .realms
+                .read(&sender.realm, |r| r.settings.topics_policy)
+                .unwrap_or(TopicsPolicy::AllowEmptyTopic);
+            check_topic_policy(&channel, realm_policy, topic)?;
+            let mut recipients: Vec<UserId> = channel.subscribers.iter().copied().collect();
+            if !channel.subscribers.contains(&sender.id) {
+                recipients.push(sender.id);
+            }
             let destination = Destination::Channel { channel: channel.id, topic: topic.clone() };
-            Ok((destination, channel.recipient))
+            Ok(Resolved { destination, recipient: channel.recipient, recipients })
         }
         Target::Direct(refs) => {
             let mut participants = BTreeSet::from([sender.id]);
+            let mut others = Vec::new();
             for r in refs {
                 let user = match r {
                     UserRef::Id(id) => state
@@ -145,14 +225,26 @@ fn resolve_target(
                         user.email
                     )));
                 }
-                participants.insert(user.id);
+                if participants.insert(user.id) {
+                    others.push(user);
+                }
+            }
+            others.retain(|u| u.id != sender.id);
+            if !access::may_send_direct(state, sender, &others) {
+                return Err(ApiError::bad_request(
+                    "You do not have permission to send direct messages to this recipient.",
+                ));
             }
             let participants: Vec<UserId> = participants.into_iter().collect();
             let recipient = state
                 .direct_recipients
                 .get(&participants)
                 .unwrap_or_else(|| RecipientId(state.ids.peek(IdKind::Recipient)));
-            Ok((Destination::Direct { participants }, recipient))
+            Ok(Resolved {
+                recipients: participants.clone(),
+                destination: Destination::Direct { participants },
+                recipient,
+            })
         }
     }
 }
@@ -172,8 +264,14 @@ fn find_channel(state: &State, sender: &User, r: &ChannelRef) -> ApiResult<Chann
     }
 }
 
-fn check_topic_policy(channel: &Channel, topic: &str) -> ApiResult<()> {
-    match (channel.topics_policy, topic.is_empty()) {
+/// The channel's `topics_policy` decides on the empty topic; `inherit`
+/// follows the organization's policy.
+fn check_topic_policy(channel: &Channel, realm_policy: TopicsPolicy, topic: &str) -> ApiResult<()> {
+    let policy = match channel.topics_policy {
+        TopicsPolicy::Inherit => realm_policy,
+        policy => policy,
+    };
+    match (policy, topic.is_empty()) {
         (TopicsPolicy::DisableEmptyTopic, true) => Err(ApiError::bad_request(
             "Sending messages to the general chat is not allowed in this channel.",
         )),
@@ -232,7 +330,7 @@ fn parse_user_refs(to: &Value) -> ApiResult<Vec<UserRef>> {
 
 /// Trims trailing whitespace, refuses empty or NUL-bearing content, and
 /// truncates past `MAX_MESSAGE_LENGTH` characters the way Zulip does.
-fn normalize_content(content: &str) -> ApiResult<String> {
+pub(crate) fn normalize_content(content: &str) -> ApiResult<String> {
     let content = content.trim_end();
     if content.trim().is_empty() {
         return Err(ApiError::bad_request("Message must not be empty"));
@@ -252,7 +350,7 @@ fn normalize_content(content: &str) -> ApiResult<String> {
 /// Trims the topic, maps `(no topic)` and the realm's empty-topic display
 /// name to the empty topic, refuses control characters, and truncates past
 /// `MAX_TOPIC_LENGTH` characters with an ellipsis.
-fn normalize_topic(topic: &str, call: &Call) -> ApiResult<String> {
+pub(crate) fn normalize_topic(topic: &str, call: &Call) -> ApiResult<String> {
     let topic = topic.trim();
     if topic == "(no topic)" || topic == call.realm.settings.empty_topic_display_name {
         return Ok(String::new());
@@ -270,7 +368,7 @@ fn normalize_topic(topic: &str, call: &Call) -> ApiResult<String> {
 /// Zulip's heuristic when `read_by_sender` is omitted: messages from
 /// interactive clients start read for their sender; messages an
 /// integration sends with the user's key do not.
-fn default_read_by_sender(client: &str) -> bool {
+pub(crate) fn default_read_by_sender(client: &str) -> bool {
     let client = client.to_ascii_lowercase();
     matches!(
         client.as_str(),
@@ -301,6 +399,22 @@ pub fn get_one(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let view = access::message_view(&app.state, me, &message).ok_or_else(invalid)?;
     let body = json::message(&app.state, &call.realm, me, &message, view, options);
     Ok(reply! { "message" => body, "raw_content" => message.content })
+}
+
+/// `DELETE /messages/{message_id}`: delete a message (see
+/// `access::delete_refusal` for who may).
+pub fn delete(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let id = MessageId(call.path_id(0, "message_id")?);
+    let user = call.caller().clone();
+    let now = entropy::now();
+    app.committer.commit(|state| {
+        let message = reactions::visible_message(state, &user, id)?;
+        if let Some(why) = access::delete_refusal(state, &user, &message, now) {
+            return Err(ApiError::bad_request(why));
+        }
+        Ok((Mutation::DeleteMessages { messages: vec![id] }, ()))
+    })?;
+    Ok(reply! {})
 }
 
 #[cfg(test)]
@@ -345,8 +459,13 @@ mod tests {
 
     #[test]
     fn topics_policy_decides_on_the_empty_topic() {
-        let allowed = |policy, topic: &str| check_topic_policy(&channel(policy), topic).is_ok();
+        let inherit = TopicsPolicy::AllowEmptyTopic;
+        let allowed =
+            |policy, topic: &str| check_topic_policy(&channel(policy), inherit, topic).is_ok();
         assert!(allowed(TopicsPolicy::Inherit, "") && allowed(TopicsPolicy::Inherit, "t"));
+        let strict = TopicsPolicy::DisableEmptyTopic;
+        assert!(check_topic_policy(&channel(TopicsPolicy::Inherit), strict, "").is_err());
+        assert!(check_topic_policy(&channel(TopicsPolicy::Inherit), strict, "t").is_ok());
         assert!(allowed(TopicsPolicy::AllowEmptyTopic, ""));
         assert!(!allowed(TopicsPolicy::DisableEmptyTopic, ""));
         assert!(allowed(TopicsPolicy::DisableEmptyTopic, "t"));

@@ -314,78 +314,15 @@ pub fn get_messages_for(
     if let Some(ids) = params.json("message_ids")? {
         return get_by_ids(state, realm, me, params, &ids);
     }
-    let anchor = parse_anchor(params)?;
-    let num_before = count(params, "num_before")?;
-    let num_after = count(params, "num_after")?;
-    if num_before + num_after > MAX_MESSAGES_PER_FETCH {
-        return Err(ApiError::bad_request(format!(
-            "Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
-        ))
-        .with("var_name", "num_before"));
-    }
-    let include_anchor = params.bool_or("include_anchor", true)?;
+    let bounds = WindowBounds::parse(params)?;
     let options = message_options(params)?;
     let narrow = match params.json("narrow")? {
         Some(value) => Narrow::parse(state, me, &value)?,
         None => Narrow::default(),
     };
 
-    let mut viewer = Viewer::new(state, me);
-    let anchor = match anchor {
-        Anchor::Id(id) => id,
-        Anchor::FirstUnread => {
-            first_unread(state, &mut viewer, &narrow).map_or(LARGER_THAN_MAX_MESSAGE_ID, |m| m.0)
-        }
-    };
-    let newest_id = state.ids.peek(IdKind::Message).saturating_sub(1);
-    let anchored_to_left = anchor == 0;
-    let anchored_to_right = anchor > newest_id;
-
-    let source = source(state, me, &narrow);
-    // One more than asked for in each direction tells whether the window
-    // reaches the oldest / newest matching message.
-    let mut before = if anchored_to_left {
-        Vec::new()
-    } else {
-        scan(
-            &mut viewer,
-            &narrow,
-            &source,
-            MessageId(anchor),
-            Direction::Older,
-            num_before as usize + 1,
-        )
-    };
-    let mut after = if anchored_to_right {
-        Vec::new()
-    } else {
-        scan(
-            &mut viewer,
-            &narrow,
-            &source,
-            MessageId(anchor.saturating_add(1)),
-            Direction::Newer,
-            num_after as usize + 1,
-        )
-    };
-    let found_oldest = anchored_to_left || before.len() <= num_before as usize;
-    let found_newest = anchored_to_right || after.len() <= num_after as usize;
-    before.truncate(num_before as usize);
-    after.truncate(num_after as usize);
-    let at_anchor = if include_anchor && !anchored_to_left && !anchored_to_right {
-        scan(
-            &mut viewer,
-            &narrow,
-            &Source::Single(MessageId(anchor)),
-            MessageId(anchor),
-            Direction::Newer,
-            1,
-        )
-        .into_iter()
-        .find(|(m, _)| m.id.0 == anchor)
-    } else {
-        None
-    };
+    let Window { anchor, before, at_anchor, after, found_oldest, found_newest } =
+        window(state, me, &narrow, bounds);
     let found_anchor = at_anchor.is_some();
 
     let words = narrow.search_words();
@@ -514,6 +451,114 @@ fn get_by_ids(
         .map(|(message, view)| json::message(state, realm, me, &message, view, options))
         .collect();
     Ok(reply! { "messages" => messages, "history_limited" => false })
+}
+
+/// Where a window is taken: `anchor`, `num_before`, `num_after` and
+/// `include_anchor`, as `GET /messages` and `POST /messages/flags/narrow`
+/// take them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WindowBounds {
+    anchor: Anchor,
+    num_before: u64,
+    num_after: u64,
+    include_anchor: bool,
+}
+
+impl WindowBounds {
+    /// Decodes and checks the four parameters (at most
+    /// `MAX_MESSAGES_PER_FETCH` messages in all).
+    pub(crate) fn parse(params: &mut Params) -> ApiResult<Self> {
+        let anchor = parse_anchor(params)?;
+        let num_before = count(params, "num_before")?;
+        let num_after = count(params, "num_after")?;
+        if num_before + num_after > MAX_MESSAGES_PER_FETCH {
+            return Err(ApiError::bad_request(format!(
+                "Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
+            ))
+            .with("var_name", "num_before"));
+        }
+        let include_anchor = params.bool_or("include_anchor", true)?;
+        Ok(WindowBounds { anchor, num_before, num_after, include_anchor })
+    }
+}
+
+/// The messages of one anchored window: `before` newest first, the anchor
+/// message if it matched, `after` oldest first.
+pub(crate) struct Window {
+    /// The anchor id the window was taken around (first unread resolved).
+    pub anchor: u64,
+    /// Up to `num_before` messages older than the anchor, newest first.
+    pub before: Vec<(Message, MessageView)>,
+    /// The anchor message, when included and visible in the narrow.
+    pub at_anchor: Option<(Message, MessageView)>,
+    /// Up to `num_after` messages newer than the anchor, oldest first.
+    pub after: Vec<(Message, MessageView)>,
+    /// Whether the window reaches the oldest matching message.
+    pub found_oldest: bool,
+    /// Whether the window reaches the newest matching message.
+    pub found_newest: bool,
+}
+
+/// The window `GET /messages` and `POST /messages/flags/narrow` work on.
+pub(crate) fn window(state: &State, me: &User, narrow: &Narrow, bounds: WindowBounds) -> Window {
+    let WindowBounds { anchor, num_before, num_after, include_anchor } = bounds;
+    let mut viewer = Viewer::new(state, me);
+    let anchor = match anchor {
+        Anchor::Id(id) => id,
+        Anchor::FirstUnread => {
+            first_unread(state, &mut viewer, narrow).map_or(LARGER_THAN_MAX_MESSAGE_ID, |m| m.0)
+        }
+    };
+    let newest_id = state.ids.peek(IdKind::Message).saturating_sub(1);
+    let anchored_to_left = anchor == 0;
+    let anchored_to_right = anchor > newest_id;
+
+    let source = source(state, me, narrow);
+    // One more than asked for in each direction tells whether the window
+    // reaches the oldest / newest matching message.
+    let mut before = if anchored_to_left {
+        Vec::new()
+    } else {
+        scan(
+            &mut viewer,
+            narrow,
+            &source,
+            MessageId(anchor),
+            Direction::Older,
+            num_before as usize + 1,
+        )
+    };
+    let mut after = if anchored_to_right {
+        Vec::new()
+    } else {
+        scan(
+            &mut viewer,
+            narrow,
+            &source,
+            MessageId(anchor.saturating_add(1)),
+            Direction::Newer,
+            num_after as usize + 1,
+        )
+    };
+    let found_oldest = anchored_to_left || before.len() <= num_before as usize;
+    let found_newest = anchored_to_right || after.len() <= num_after as usize;
+    before.truncate(num_before as usize);
+    after.truncate(num_after as usize);
+    let at_anchor = if include_anchor && !anchored_to_left && !anchored_to_right {
+        scan(
+            &mut viewer,
+            narrow,
+            &Source::Single(MessageId(anchor)),
+            MessageId(anchor),
+            Direction::Newer,
+            1,
+        )
+        .into_iter()
+        .find(|(m, _)| m.id.0 == anchor)
+    } else {
+        None
+    };
+    Window { anchor, before, at_anchor, after, found_oldest, found_newest }
 }
 
 /// `GET /users/me/{stream_id}/topics`: the channel's topics the caller may

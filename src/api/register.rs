@@ -37,6 +37,7 @@ pub const PLUGINS: &[RegisterState] = &[
     super::personal::register_state,
     super::profile_fields::register_state,
     super::streams::register_state,
+    super::scheduled::register_state,
 ];
 
 /// Longest channel name in characters (`max_stream_name_length`).

@@ -441,7 +441,13 @@ fn announcement(
         last_edit_timestamp: None,
         last_moved_timestamp: None,
     };
-    Some(Mutation::SendMessage(NewMessage { message, read_by_sender: true, mentioned: Vec::new() }))
+    Some(Mutation::SendMessage(NewMessage {
+        message,
+        read_by_sender: true,
+        mentioned: Vec::new(),
+        channel_wildcard: false,
+        topic_wildcard: Vec::new(),
+    }))
 }
 
 /// `DELETE /users/me/subscriptions`: unsubscribe the caller or `principals`.

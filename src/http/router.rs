@@ -520,7 +520,74 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::groups::deactivate,
     },
-    // --- end channels helper ---
+    // Messages area (issue #8): delete, reactions.
+    Route {
+        method: "DELETE",
+        pattern: "/messages/{message_id}",
+        access: Access::User,
+        handler: api::messages::delete,
+    },
+    Route {
+        method: "POST",
+        pattern: "/messages/{message_id}/reactions",
+        access: Access::User,
+        handler: api::reactions::add,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/messages/{message_id}/reactions",
+        access: Access::User,
+        handler: api::reactions::remove,
+    },
+    // Read state in bulk and scheduled messages (issue #8, scheduled helper).
+    Route {
+        method: "POST",
+        pattern: "/messages/flags/narrow",
+        access: Access::User,
+        handler: api::read_state::flags_narrow,
+    },
+    Route {
+        method: "POST",
+        pattern: "/mark_all_as_read",
+        access: Access::User,
+        handler: api::read_state::mark_all_as_read,
+    },
+    Route {
+        method: "POST",
+        pattern: "/mark_stream_as_read",
+        access: Access::User,
+        handler: api::read_state::mark_stream_as_read,
+    },
+    Route {
+        method: "POST",
+        pattern: "/mark_topic_as_read",
+        access: Access::User,
+        handler: api::read_state::mark_topic_as_read,
+    },
+    Route {
+        method: "POST",
+        pattern: "/scheduled_messages",
+        access: Access::User,
+        handler: api::scheduled::create,
+    },
+    Route {
+        method: "GET",
+        pattern: "/scheduled_messages",
+        access: Access::User,
+        handler: api::scheduled::list,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/scheduled_messages/{scheduled_message_id}",
+        access: Access::User,
+        handler: api::scheduled::edit,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/scheduled_messages/{scheduled_message_id}",
+        access: Access::User,
+        handler: api::scheduled::delete,
+    },
 ];
 
 /// The outcome of matching a request path.

@@ -260,6 +260,64 @@ pub fn send_refusal(state: &State, user: &User, channel: &Channel) -> Option<&'s
     None
 }
 
+/// Whether `sender` may send a direct message to `others` (the recipients
+/// other than the sender): always to oneself or to a bot; otherwise some
+/// participant must be in the realm's `direct_message_permission_group`.
+pub fn may_send_direct(state: &State, sender: &User, others: &[User]) -> bool {
+    if others.is_empty() || others.iter().any(User::is_bot) {
+        return true;
+    }
+    let Some(realm) = state.realms.get(&sender.realm) else { return false };
+    let setting =
+        realm.group_setting(&realm.settings.direct_message_permission_group, SystemGroup::Everyone);
+    std::iter::once(sender).chain(others).any(|u| has_permission(state, u, &setting))
+}
+
+/// Why `user` may not delete `message` (which they can see) at time `now`,
+/// or `None` if they may. Anyone in the realm's or the channel's
+/// `can_delete_any_message_group` may delete any message; an author in the
+/// realm's or the channel's `can_delete_own_message_group` may delete their
+/// own within the realm's `message_content_delete_limit_seconds`.
+pub fn delete_refusal(
+    state: &State,
+    user: &User,
+    message: &Message,
+    now: i64,
+) -> Option<&'static str> {
+    let realm = state.realms.get(&user.realm)?;
+    let channel = match &message.destination {
+        Destination::Channel { channel, .. } => state.channels.get(channel),
+        Destination::Direct { .. } => None,
+    };
+    let settings = &realm.settings;
+    let any =
+        realm.group_setting(&settings.can_delete_any_message_group, SystemGroup::Administrators);
+    if has_permission(state, user, &any)
+        || channel
+            .as_ref()
+            .is_some_and(|c| has_permission(state, user, &c.permissions.can_delete_any_message))
+    {
+        return None;
+    }
+    if message.sender != user.id {
+        return Some("You don't have permission to delete this message");
+    }
+    let own = realm.group_setting(&settings.can_delete_own_message_group, SystemGroup::Everyone);
+    if !has_permission(state, user, &own)
+        && !channel
+            .as_ref()
+            .is_some_and(|c| has_permission(state, user, &c.permissions.can_delete_own_message))
+    {
+        return Some("You don't have permission to delete this message");
+    }
+    match settings.message_content_delete_limit_seconds {
+        Some(limit) if now.saturating_sub(message.timestamp) > i64::from(limit) => {
+            Some("The time limit for deleting this message has passed")
+        }
+        _ => None,
+    }
+}
+
 /// The flags `user` sees on `message`, or `None` if they may not read it.
 ///
 /// A message delivered to the user carries their stored flags. A message in

@@ -32,6 +32,27 @@ pub enum ReactionType {
     ZulipExtra,
 }
 
+impl ReactionType {
+    /// Zulip's name for the namespace.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReactionType::Unicode => "unicode_emoji",
+            ReactionType::Realm => "realm_emoji",
+            ReactionType::ZulipExtra => "zulip_extra_emoji",
+        }
+    }
+
+    /// The namespace Zulip calls `name`.
+    pub fn parse(name: &str) -> Option<ReactionType> {
+        match name {
+            "unicode_emoji" => Some(ReactionType::Unicode),
+            "realm_emoji" => Some(ReactionType::Realm),
+            "zulip_extra_emoji" => Some(ReactionType::ZulipExtra),
+            _ => None,
+        }
+    }
+}
+
 /// One user's emoji reaction.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reaction {

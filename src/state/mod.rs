@@ -7,6 +7,7 @@
 //! replaying the same log always yields a byte-identical snapshot.
 
 pub mod access;
+pub mod audience;
 pub mod channels;
 pub mod emails;
 pub mod groups;
@@ -15,6 +16,7 @@ pub mod messages;
 pub mod personal;
 pub mod profile;
 pub mod realm;
+pub mod scheduled;
 pub mod settings;
 pub mod shard;
 pub mod topics;
@@ -90,6 +92,8 @@ pub struct State {
     /// Configuration (not snapshotted): the email domain of placeholder
     /// addresses (`emails`), set once at start-up from the server's host.
     pub email_domain: std::sync::OnceLock<String>,
+    /// Scheduled messages not yet delivered.
+    pub scheduled: scheduled::Scheduled,
 }
 
 /// `State` as plain sorted data: the snapshot format.
@@ -121,6 +125,8 @@ pub struct StateImage {
     pub profile_fields: Vec<profile::ProfileField>,
     /// Custom profile field values per user.
     pub profile_values: Vec<(UserId, profile::Values)>,
+    /// Scheduled messages not yet delivered.
+    pub scheduled: scheduled::ScheduledImage,
 }
 
 fn values<K: std::hash::Hash + Eq + Ord + Clone, V: Clone>(map: &Sharded<K, V>) -> Vec<V> {
@@ -155,6 +161,7 @@ impl State {
             settings: self.settings.image(),
             profile_fields: values(&self.profile_fields),
             profile_values: self.profile_values.collect_sorted(|_, _| true),
+            scheduled: self.scheduled.image(),
         }
     }
 
@@ -181,6 +188,7 @@ impl State {
             settings: settings::SettingsState::from_image(image.settings),
             profile_fields: image.profile_fields.into_iter().map(|f| (f.id, f)).collect(),
             profile_values: image.profile_values.into_iter().collect(),
+            scheduled: scheduled::Scheduled::from_image(image.scheduled),
             ..State::default()
         };
         for realm in image.realms {

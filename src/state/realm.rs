@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::channels::TopicsPolicy;
+use super::groups::GroupSetting;
 use super::ids::{GroupId, RealmId};
 
 /// One organization. Every user, channel, group and message belongs to one.
@@ -55,6 +57,23 @@ pub struct RealmSettings {
     pub message_retention_days: Option<i32>,
     /// How the empty topic is shown to clients without `empty_topic_name`.
     pub empty_topic_display_name: String,
+    /// Who may use channel and topic wildcard mentions in large channels
+    /// and topics; `None` = Zulip's default, `role:administrators`.
+    pub can_mention_many_users_group: Option<GroupSetting>,
+    /// A direct message is allowed only if some participant is in this
+    /// group; `None` = Zulip's default, `role:everyone`.
+    pub direct_message_permission_group: Option<GroupSetting>,
+    /// Who may delete any message; `None` = `role:administrators`.
+    pub can_delete_any_message_group: Option<GroupSetting>,
+    /// Who may delete their own messages (within the time limit); `None` =
+    /// `role:everyone`.
+    pub can_delete_own_message_group: Option<GroupSetting>,
+    /// Seconds after sending during which an author may delete their
+    /// message; `None` = no limit. Zulip's default is 600.
+    pub message_content_delete_limit_seconds: Option<u32>,
+    /// The organization's empty-topic policy, which channels with the
+    /// `inherit` policy follow (`allow_empty_topic` or `disable_empty_topic`).
+    pub topics_policy: TopicsPolicy,
 }
 
 impl Default for RealmSettings {
@@ -66,6 +85,12 @@ impl Default for RealmSettings {
             allow_edit_history: true,
             message_retention_days: None,
             empty_topic_display_name: "general chat".to_owned(),
+            can_mention_many_users_group: None,
+            direct_message_permission_group: None,
+            can_delete_any_message_group: None,
+            can_delete_own_message_group: None,
+            message_content_delete_limit_seconds: Some(600),
+            topics_policy: TopicsPolicy::AllowEmptyTopic,
         }
     }
 }
@@ -122,6 +147,17 @@ impl SystemGroup {
 /// Ids of a realm's system groups, indexed like `SystemGroup::ALL`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SystemGroups(pub [GroupId; 8]);
+
+impl Realm {
+    /// A group-setting value of the realm, with `None` meaning `default`.
+    pub fn group_setting(
+        &self,
+        value: &Option<GroupSetting>,
+        default: SystemGroup,
+    ) -> GroupSetting {
+        value.clone().unwrap_or(GroupSetting::Group(self.system_groups.id(default)))
+    }
+}
 
 impl SystemGroups {
     /// The id of one system group.

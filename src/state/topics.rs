@@ -218,14 +218,23 @@ impl State {
         topics
     }
 
-    /// Drops a message from every derived index (for a delete: call with
-    /// the message and the users who held it before removing them).
-    pub fn unindex_message(&self, message: &Message, holders: &[UserId]) {
+    /// Removes a deleted message from `messages` and from every index
+    /// (recipient, topic, the holders' unread and starred sets; call with
+    /// the users who held it). Returns the recipient's oldest remaining
+    /// message, if any.
+    pub fn unindex_message(&self, message: &Message, holders: &[UserId]) -> Option<MessageId> {
         self.unindex_topic(message);
         for user in holders {
             self.unread.update(user, |set| set.remove(&message.id));
             self.starred.update(user, |set| set.remove(&message.id));
         }
+        self.messages.remove(&message.id);
+        self.by_recipient
+            .update(&message.recipient, |ids| {
+                remove_sorted(ids, message.id);
+                ids.first().copied()
+            })
+            .flatten()
     }
 
     /// Sets `user`'s flags on `id` (inserting the entry) and keeps the

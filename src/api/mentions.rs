@@ -1,0 +1,370 @@
+//! Mentions on the send path: what the renderer may resolve for a sender,
+//! who may use wildcard mentions, and which recipients get which
+//! mention flags.
+//!
+//! `Visible` answers the renderer's name look-ups with only what the sender
+//! may see (active users of their realm, their realm's non-system groups,
+//! channels `can_see_channel` allows). `notify` runs under the writer lock
+//! and turns what the message mentions into per-recipient data for
+//! `NewMessage`.
+//!
+//! Wildcard threshold: like Zulip (`Realm.WILDCARD_MENTION_THRESHOLD`), a
+//! channel wildcard in a channel with more than 15 subscribers, or a topic
+//! wildcard in a topic with more than 15 participants, needs
+//! `can_mention_many_users_group`.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::OnceLock;
+
+use crate::error::{ApiError, ApiResult};
+use crate::markdown::{Mentions, Resolver};
+use crate::state::access::{can_see_channel, has_permission, in_group};
+use crate::state::{ChannelId, Destination, GroupId, State, SystemGroup, User, UserId};
+
+/// More subscribers / participants than this make a wildcard "large".
+pub const WILDCARD_MENTION_THRESHOLD: usize = 15;
+
+/// The renderer's view of the realm, as one sender sees it.
+pub struct Visible<'a> {
+    state: &'a State,
+    sender: &'a User,
+    /// Lowercased full name → ids with that name; built on first use
+    /// (most messages mention nobody).
+    names: OnceLock<HashMap<String, Vec<(u64, String)>>>,
+}
+
+impl<'a> Visible<'a> {
+    /// Look-ups limited to what `sender` may see.
+    pub fn new(state: &'a State, sender: &'a User) -> Self {
+        Visible { state, sender, names: OnceLock::new() }
+    }
+
+    fn names(&self) -> &HashMap<String, Vec<(u64, String)>> {
+        self.names.get_or_init(|| {
+            let mut names: HashMap<String, Vec<(u64, String)>> = HashMap::new();
+            for user in self.state.realm_users(self.sender.realm) {
+                if user.is_active {
+                    names
+                        .entry(user.full_name.to_lowercase())
+                        .or_default()
+                        .push((user.id.0, user.full_name));
+                }
+            }
+            names
+        })
+    }
+}
+
+impl Resolver for Visible<'_> {
+    fn user_by_name(&self, name: &str) -> Option<(u64, String)> {
+        match self.names().get(&name.to_lowercase())?.as_slice() {
+            [one] => Some(one.clone()),
+            _ => None, // ambiguous: Zulip wants `@**Name|id**`
+        }
+    }
+
+    fn user_by_id(&self, id: u64) -> Option<(u64, String)> {
+        let user = self.state.user_in_realm(self.sender.realm, UserId(id))?;
+        user.is_active.then_some((user.id.0, user.full_name))
+    }
+
+    fn group_by_name(&self, name: &str) -> Option<(u64, String)> {
+        let realm = self.sender.realm;
+        let found = self.state.groups.collect_sorted(|_, g| {
+            g.realm == realm && g.system.is_none() && !g.deactivated && g.name == name
+        });
+        found.into_iter().next().map(|(id, g)| (id.0, g.name))
+    }
+
+    fn channel_by_name(&self, name: &str) -> Option<(u64, String)> {
+        let channel = self.state.channel_by_name(self.sender.realm, name)?;
+        can_see_channel(self.sender, &channel).then_some((channel.id.0, channel.name))
+    }
+}
+
+/// Per-recipient mention data for a message about to be sent.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Notify {
+    /// Recipients mentioned personally or through a group.
+    pub mentioned: Vec<UserId>,
+    /// Every recipient is channel-wildcard mentioned.
+    pub channel_wildcard: bool,
+    /// Topic participants (among the recipients) who are topic-wildcard
+    /// mentioned.
+    pub topic_wildcard: Vec<UserId>,
+}
+
+/// Checks wildcard permission and works out who is mentioned, against the
+/// state under the writer lock. `recipients` are the users the message is
+/// delivered to.
+pub fn notify(
+    state: &State,
+    sender: &User,
+    destination: &Destination,
+    recipients: &[UserId],
+    mentions: &Mentions,
+) -> ApiResult<Notify> {
+    let mut out = Notify::default();
+    let groups: Vec<GroupId> = mentions.groups.iter().map(|g| GroupId(*g)).collect();
+    for user in recipients {
+        let personal = mentions.users.contains(&user.0);
+        let via_group = !groups.is_empty()
+            && state
+                .users
+                .get(user)
+                .is_some_and(|u| groups.iter().any(|g| in_group(state, &u, *g)));
+        if personal || via_group {
+            out.mentioned.push(*user);
+        }
+    }
+    // Wildcards mean something only in channels (as in Zulip).
+    let Destination::Channel { channel, topic } = destination else { return Ok(out) };
+    if mentions.channel_wildcard {
+        if recipients.len() > WILDCARD_MENTION_THRESHOLD && !may_mention_many(state, sender) {
+            return Err(ApiError::stream_wildcard_not_allowed());
+        }
+        out.channel_wildcard = true;
+    }
+    if mentions.topic_wildcard {
+        let participants = topic_participants(state, *channel, topic, sender.id);
+        if participants.len() > WILDCARD_MENTION_THRESHOLD && !may_mention_many(state, sender) {
+            return Err(ApiError::topic_wildcard_not_allowed());
+        }
+        out.topic_wildcard =
+            recipients.iter().copied().filter(|u| participants.contains(u)).collect();
+    }
+    Ok(out)
+}
+
+fn may_mention_many(state: &State, sender: &User) -> bool {
+    let Some(realm) = state.realms.get(&sender.realm) else { return false };
+    let setting = realm
+        .group_setting(&realm.settings.can_mention_many_users_group, SystemGroup::Administrators);
+    has_permission(state, sender, &setting)
+}
+
+/// Who has posted in the topic (case-insensitively, as Zulip compares
+/// topics), plus the sender, who is about to.
+fn topic_participants(
+    state: &State,
+    channel: ChannelId,
+    topic: &str,
+    sender: UserId,
+) -> BTreeSet<UserId> {
+    let mut participants = BTreeSet::from([sender]);
+    let Some(recipient) = state.channels.read(&channel, |c| c.recipient) else {
+        return participants;
+    };
+    let ids = state.by_recipient.get(&recipient).unwrap_or_default();
+    let topic = topic.to_lowercase();
+    for id in ids {
+        state.messages.read(&id, |m| {
+            if let Destination::Channel { topic: t, .. } = &m.destination {
+                if t.to_lowercase() == topic {
+                    participants.insert(m.sender);
+                }
+            }
+        });
+    }
+    participants
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apply::apply;
+    use crate::markdown::render_message;
+    use crate::mutation::Mutation;
+    use crate::seed::{self, NewChannel, NewUser};
+    use crate::state::{Group, GroupSetting, Role};
+
+    struct Realm {
+        state: State,
+        seq: u64,
+    }
+
+    impl Realm {
+        fn step(&mut self, m: Mutation) {
+            self.seq += 1;
+            apply(&self.state, self.seq, &m);
+        }
+    }
+
+    /// A realm with an owner, `members` members (one named "Twin" twice)
+    /// and a channel "big" everyone is in.
+    fn realm(members: usize) -> (Realm, Vec<User>) {
+        let mut r = Realm { state: State::new(), seq: 0 };
+        let m = seed::realm(&r.state, "", "T", 0).unwrap();
+        r.step(m);
+        let realm = r.state.realm_by_subdomain("").unwrap();
+        for i in 0..=members {
+            let email = format!("u{i}@t.test");
+            let name = if i >= members - 1 { "Twin".to_owned() } else { format!("User {i}") };
+            let role = if i == 0 { Role::Owner } else { Role::Member };
+            let new = NewUser { email: &email, full_name: &name, role, bot: None };
+            let m = seed::user(&r.state, realm.id, &new, String::new(), 0).unwrap();
+            r.step(m);
+        }
+        let users = r.state.realm_users(realm.id);
+        let ids: Vec<UserId> = users.iter().map(|u| u.id).collect();
+        let new = NewChannel {
+            name: "big",
+            description: "",
+            invite_only: false,
+            creator: Some(ids[0]),
+            subscribers: &ids,
+        };
+        let m = seed::channel(&r.state, &realm, &new, 0).unwrap();
+        r.step(m);
+        (r, users)
+    }
+
+    fn big(r: &Realm) -> Destination {
+        let realm = r.state.realm_by_subdomain("").unwrap();
+        let channel = r.state.channel_by_name(realm.id, "big").unwrap();
+        Destination::Channel { channel: channel.id, topic: "t".into() }
+    }
+
+    #[test]
+    fn resolves_only_what_the_sender_may_see() {
+        let (r, users) = realm(3);
+        let member = &users[1];
+        let visible = Visible::new(&r.state, member);
+        assert_eq!(visible.user_by_name("user 1"), Some((member.id.0, "User 1".into())));
+        assert_eq!(visible.user_by_name("Twin"), None, "ambiguous names need an id");
+        assert!(visible.user_by_id(users[3].id.0).is_some());
+        assert!(visible.user_by_id(9999).is_none());
+        assert!(visible.channel_by_name("BIG").is_some());
+        assert!(
+            visible.group_by_name("role:everyone").is_none(),
+            "system groups are not mentionable"
+        );
+        // Another realm's user is nobody here.
+        let stranger = User { realm: crate::state::RealmId(77), ..member.clone() };
+        let visible = Visible::new(&r.state, &stranger);
+        assert!(
+            visible.user_by_id(member.id.0).is_none() && visible.channel_by_name("big").is_none()
+        );
+    }
+
+    #[test]
+    fn flags_follow_mentions() {
+        let (r, users) = realm(4);
+        let realm = r.state.realm_by_subdomain("").unwrap();
+        let group = Group {
+            id: GroupId(r.state.ids.peek(crate::state::IdKind::Group)),
+            realm: realm.id,
+            name: "crew".into(),
+            description: String::new(),
+            system: None,
+            direct_members: [users[2].id].into(),
+            direct_subgroups: Default::default(),
+            deactivated: false,
+            date_created: Some(0),
+            creator: None,
+        };
+        r.state.groups.insert(group.id, group);
+        let sender = &users[1];
+        let ids: Vec<UserId> = users.iter().map(|u| u.id).collect();
+        let source = format!("@**Twin|{}** @*crew* @_**User 1**", users[3].id.0);
+        let rendered = render_message(&source, &Visible::new(&r.state, sender));
+        let n = notify(&r.state, sender, &big(&r), &ids, &rendered.mentions).unwrap();
+        assert_eq!(n.mentioned, vec![users[2].id, users[3].id]);
+        assert!(!n.channel_wildcard && n.topic_wildcard.is_empty());
+        // A topic wildcard reaches the topic's participants: the sender only.
+        let rendered = render_message("@**topic** @**all**", &Visible::new(&r.state, sender));
+        let n = notify(&r.state, sender, &big(&r), &ids, &rendered.mentions).unwrap();
+        assert!(n.channel_wildcard);
+        assert_eq!(n.topic_wildcard, vec![sender.id]);
+    }
+
+    #[test]
+    fn large_wildcards_need_permission() {
+        let (r, users) = realm(WILDCARD_MENTION_THRESHOLD + 1);
+        let ids: Vec<UserId> = users.iter().map(|u| u.id).collect();
+        assert!(ids.len() > WILDCARD_MENTION_THRESHOLD);
+        let member = &users[1];
+        let owner = &users[0];
+        let all = Mentions { channel_wildcard: true, ..Mentions::default() };
+        let e = notify(&r.state, member, &big(&r), &ids, &all).unwrap_err();
+        assert_eq!(e.code, "STREAM_WILDCARD_MENTION_NOT_ALLOWED");
+        assert!(notify(&r.state, owner, &big(&r), &ids, &all).unwrap().channel_wildcard);
+        // Small audiences are fine for anyone.
+        assert!(
+            notify(&r.state, member, &big(&r), &ids[..WILDCARD_MENTION_THRESHOLD], &all).is_ok()
+        );
+        // Direct messages ignore wildcards.
+        let dm = Destination::Direct { participants: ids.clone() };
+        assert!(!notify(&r.state, member, &dm, &ids, &all).unwrap().channel_wildcard);
+        // The realm may open it to everyone.
+        let mut realm = r.state.realm_by_subdomain("").unwrap();
+        realm.settings.can_mention_many_users_group =
+            Some(GroupSetting::Group(realm.system_groups.id(SystemGroup::Everyone)));
+        r.state.realms.insert(realm.id, realm.clone());
+        assert!(notify(&r.state, member, &big(&r), &ids, &all).is_ok());
+        realm.settings.can_mention_many_users_group = None;
+        r.state.realms.insert(realm.id, realm);
+        // Topic wildcards count participants, not subscribers.
+        let topic = Mentions { topic_wildcard: true, ..Mentions::default() };
+        assert!(notify(&r.state, member, &big(&r), &ids, &topic).is_ok());
+    }
+
+    #[test]
+    fn large_topic_wildcards_need_permission() {
+        let (mut r, users) = realm(WILDCARD_MENTION_THRESHOLD + 1);
+        let destination = big(&r);
+        let Destination::Channel { channel, .. } = &destination else { unreachable!() };
+        let recipient = r.state.channels.read(channel, |c| c.recipient).unwrap();
+        for (i, u) in users.iter().enumerate() {
+            let id = crate::state::MessageId(r.state.ids.peek(crate::state::IdKind::Message));
+            let message = crate::state::Message {
+                id,
+                realm: u.realm,
+                sender: u.id,
+                recipient,
+                destination: Destination::Channel { channel: *channel, topic: "T".into() },
+                content: format!("m{i}"),
+                rendered_content: String::new(),
+                timestamp: 0,
+                client: String::new(),
+                is_me_message: false,
+                reactions: Vec::new(),
+                edit_history: Vec::new(),
+                last_edit_timestamp: None,
+                last_moved_timestamp: None,
+            };
+            r.step(Mutation::SendMessage(crate::mutation::NewMessage {
+                message,
+                read_by_sender: true,
+                mentioned: Vec::new(),
+                channel_wildcard: false,
+                topic_wildcard: Vec::new(),
+            }));
+        }
+        let ids: Vec<UserId> = users.iter().map(|u| u.id).collect();
+        let topic = Mentions { topic_wildcard: true, ..Mentions::default() };
+        let e = notify(&r.state, &users[1], &destination, &ids, &topic).unwrap_err();
+        assert_eq!(e.code, "TOPIC_WILDCARD_MENTION_NOT_ALLOWED");
+        let n = notify(&r.state, &users[0], &destination, &ids, &topic).unwrap();
+        assert_eq!(n.topic_wildcard, ids);
+        // Another topic of the same channel is small.
+        let other = Destination::Channel { channel: *channel, topic: "other".into() };
+        assert!(notify(&r.state, &users[1], &other, &ids, &topic).is_ok());
+    }
+
+    #[test]
+    fn direct_message_permission_group() {
+        let (r, users) = realm(3);
+        let mut realm = r.state.realm_by_subdomain("").unwrap();
+        let (owner, a, b) = (&users[0], &users[1], &users[2]);
+        assert!(crate::state::access::may_send_direct(&r.state, a, std::slice::from_ref(b)));
+        realm.settings.direct_message_permission_group =
+            Some(GroupSetting::Group(realm.system_groups.id(SystemGroup::Administrators)));
+        r.state.realms.insert(realm.id, realm);
+        let may = |s: &User, to: &[User]| crate::state::access::may_send_direct(&r.state, s, to);
+        assert!(!may(a, std::slice::from_ref(b)), "no participant is an administrator");
+        assert!(may(a, &[b.clone(), owner.clone()]), "an administrator takes part");
+        assert!(may(owner, std::slice::from_ref(a)));
+        assert!(may(a, &[]), "a note to self is always allowed");
+    }
+}

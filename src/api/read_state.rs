@@ -1,0 +1,206 @@
+//! Read state in bulk: `POST /messages/flags/narrow`, `POST
+//! /mark_all_as_read`, `POST /mark_stream_as_read` and the deprecated
+//! `POST /mark_topic_as_read`.
+//!
+//! Each is a personal flag change through the same path as `POST
+//! /messages/flags` (`flags::plan` → `Mutation::UpdateFlags` → one
+//! `update_message_flags` event to the caller). Which messages it touches
+//! is decided under the writer lock, from what the caller may see: the
+//! narrow endpoint takes the same anchored window as `GET /messages`
+//! (`reading::window`); the mark-as-read endpoints take the caller's own
+//! unread messages, in a channel they may read. Large sets are committed
+//! in batches of `flags::MAX_FLAG_MESSAGES`, each batch atomic.
+
+use super::flags::{self, Unreadable, MAX_FLAG_MESSAGES};
+use super::reading::{self, Window, WindowBounds};
+use super::{App, Call, Reply};
+use crate::error::{ApiError, ApiResult};
+use crate::mutation::Mutation;
+use crate::narrow::Narrow;
+use crate::reply;
+use crate::state::access::can_read_channel;
+use crate::state::{Channel, ChannelId, Destination, Flags, MessageId, State, User};
+
+/// `POST /messages/flags/narrow`: add or remove one flag on the messages of
+/// an anchored window in a narrow (Zulip's "update personal message flags
+/// for narrow").
+pub fn flags_narrow(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let bounds = WindowBounds::parse(&mut call.params)?;
+    let (add, flag) = flags::parse_change(call)?;
+    let me = call.caller().clone();
+    let narrow = match call.params.json("narrow")? {
+        Some(value) => Narrow::parse(&app.state, &me, &value)?,
+        None => Narrow::default(),
+    };
+    // The window is taken under the writer lock, so what is processed is
+    // exactly what the caller could see at that point in the log.
+    let (ids, plan, found_oldest, found_newest) = app.committer.commit(|state| {
+        let Window { before, at_anchor, after, found_oldest, found_newest, .. } =
+            reading::window(state, &me, &narrow, bounds);
+        let ids: Vec<MessageId> =
+            before.iter().rev().chain(&at_anchor).chain(&after).map(|(m, _)| m.id).collect();
+        let plan = flags::plan(state, &me, add, flag, &ids, Unreadable::Skip)?;
+        let mutation = Mutation::UpdateFlags(plan.change.clone());
+        Ok((mutation, (ids, plan, found_oldest, found_newest)))
+    })?;
+    let mut ignored = plan.ignored;
+    ignored.sort_unstable();
+    Ok(reply! {
+        "processed_count" => ids.len(),
+        "updated_count" => plan.updated,
+        "first_processed_id" => ids.first().map(|m| m.0),
+        "last_processed_id" => ids.last().map(|m| m.0),
+        "found_oldest" => found_oldest,
+        "found_newest" => found_newest,
+        "ignored_because_not_subscribed_channels" => ignored,
+    })
+}
+
+/// `POST /mark_all_as_read`: every unread message of the caller.
+pub fn mark_all_as_read(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let me = call.caller().clone();
+    mark_read(app, &me, |_, _| true)?;
+    Ok(reply! { "complete" => true })
+}
+
+/// `POST /mark_stream_as_read`: the caller's unread messages in a channel
+/// they may read.
+pub fn mark_stream_as_read(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let id = channel_param(call)?;
+    let me = call.caller().clone();
+    let channel = readable_channel(&app.state, &me, id)?;
+    mark_read(app, &me, |state, message| {
+        state.messages.read(&message, |m| {
+            matches!(&m.destination, Destination::Channel { channel: c, .. } if *c == channel.id)
+        }) == Some(true)
+    })?;
+    Ok(reply! {})
+}
+
+/// `POST /mark_topic_as_read` (deprecated): the caller's unread messages in
+/// one topic (case-insensitive; the realm's empty-topic display name means
+/// the empty topic). A topic with no message delivered to the caller is
+/// refused, as in Zulip.
+pub fn mark_topic_as_read(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let id = channel_param(call)?;
+    let topic = call.params.required_string("topic_name")?;
+    let topic = if topic == call.realm.settings.empty_topic_display_name {
+        String::new()
+    } else {
+        topic.trim().to_owned()
+    };
+    let me = call.caller().clone();
+    let channel = readable_channel(&app.state, &me, id)?;
+    let key = (channel.id, topic.to_lowercase());
+    let in_topic = app.state.topic_ids_from(&key, MessageId(0), usize::MAX);
+    if !in_topic.iter().any(|m| app.state.flags(me.id, *m).is_some()) {
+        return Err(ApiError::bad_request(format!("No such topic '{topic}'")));
+    }
+    mark_read(app, &me, |state, message| {
+        state.messages.read(&message, |m| match &m.destination {
+            Destination::Channel { channel: c, topic: t } => {
+                *c == channel.id && t.to_lowercase() == key.1
+            }
+            Destination::Direct { .. } => false,
+        }) == Some(true)
+    })?;
+    Ok(reply! {})
+}
+
+/// The required `stream_id` parameter.
+fn channel_param(call: &mut Call) -> ApiResult<ChannelId> {
+    match call.params.int("stream_id")? {
+        Some(id) if id >= 0 => Ok(ChannelId(id as u64)),
+        Some(_) => Err(ApiError::invalid("stream_id", "not a channel ID")),
+        None => Err(ApiError::missing("stream_id")),
+    }
+}
+
+/// A channel of the caller's realm whose messages they may read; anything
+/// else "does not exist".
+fn readable_channel(state: &State, me: &User, id: ChannelId) -> ApiResult<Channel> {
+    state
+        .channel_in_realm(me.realm, id)
+        .filter(|c| can_read_channel(me, c))
+        .ok_or_else(|| ApiError::no_channel_id(id.0))
+}
+
+/// Marks read the caller's unread messages that `select` picks, in
+/// batches; each batch is chosen and committed under the writer lock.
+fn mark_read(app: &App, me: &User, select: impl Fn(&State, MessageId) -> bool) -> ApiResult<()> {
+    let mut cursor = MessageId(0);
+    loop {
+        // Nothing to do means nothing to log.
+        if unread_batch(&app.state, me, cursor, &select).0.is_empty() {
+            return Ok(());
+        }
+        let done = app.committer.commit(|state| {
+            let (ids, next) = unread_batch(state, me, cursor, &select);
+            let plan = flags::plan(state, me, true, Flags::READ, &ids, Unreadable::Skip)?;
+            Ok((Mutation::UpdateFlags(plan.change), next))
+        })?;
+        match done {
+            Some(next) => cursor = next,
+            None => return Ok(()),
+        }
+    }
+}
+
+/// Up to `MAX_FLAG_MESSAGES` of `me`'s unread messages from `from` up that
+/// `select` picks, and where the next batch starts (`None` when this is
+/// the last).
+fn unread_batch(
+    state: &State,
+    me: &User,
+    from: MessageId,
+    select: &impl Fn(&State, MessageId) -> bool,
+) -> (Vec<MessageId>, Option<MessageId>) {
+    let unread: Vec<MessageId> = state
+        .user_messages
+        .read(&me.id, |m| {
+            m.range(from..).filter(|(_, f)| !f.contains(Flags::READ)).map(|(id, _)| *id).collect()
+        })
+        .unwrap_or_default();
+    let mut picked = Vec::new();
+    for id in unread {
+        if picked.len() == MAX_FLAG_MESSAGES {
+            return (picked, Some(id));
+        }
+        if select(state, id) {
+            picked.push(id);
+        }
+    }
+    (picked, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::Role;
+    use crate::testkit::World;
+
+    #[test]
+    fn unread_batches_cover_everything_once_and_skip_what_is_not_picked() {
+        let mut w = World::new();
+        let me = w.user("", "me@t.test", Role::Member);
+        let you = w.user("", "you@t.test", Role::Member);
+        let general = w.channel("", "general", false, &[&me, &you]).id;
+        let other = w.channel("", "other", false, &[&me, &you]).id;
+        let n = MAX_FLAG_MESSAGES + 5;
+        let ids: Vec<MessageId> =
+            (0..n).map(|i| w.post(&you, general, "t", &i.to_string())).collect();
+        let elsewhere = w.post(&you, other, "t", "not picked");
+        let in_general = |state: &State, id: MessageId| {
+            state.messages.read(&id, |m| {
+                matches!(&m.destination, Destination::Channel { channel, .. } if *channel == general)
+            }) == Some(true)
+        };
+        let (first, next) = unread_batch(&w.state, &me, MessageId(0), &in_general);
+        assert_eq!(first, ids[..MAX_FLAG_MESSAGES]);
+        let next = next.expect("a second batch");
+        let (second, last) = unread_batch(&w.state, &me, next, &in_general);
+        assert_eq!(second, ids[MAX_FLAG_MESSAGES..]);
+        assert_eq!(last, None);
+        assert!(!second.contains(&elsewhere));
+    }
+}

@@ -1,0 +1,87 @@
+//! The scheduler: delivers scheduled messages when they fall due.
+//!
+//! It is the only place that reads the clock for delivery. `apply` never
+//! does: the scheduler decides that a message is due, and commits one
+//! `Mutation::DeliverScheduled` (the message, with a new id, plus the
+//! removal from the scheduled list) or `FailScheduled` through the
+//! ordinary write path (`api::scheduled::deliver`). Replaying the log
+//! therefore reproduces exactly the deliveries that happened, and a
+//! delivery is either wholly in the log or not at all: after a crash,
+//! anything still pending and due is delivered once, on the first pass
+//! after start-up.
+//!
+//! It runs on its own OS thread (never on a coroutine): it sleeps until
+//! the earliest pending delivery time (at most `MAX_SLEEP`, so a changed
+//! wall clock is noticed), or until a `scheduled_messages` event says
+//! the list changed; it hears those on the event hub like any client.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::api::scheduled::{deliver, Delivery};
+use crate::api::App;
+use crate::entropy;
+use crate::events::Event;
+
+/// Longest sleep between looks at the clock.
+const MAX_SLEEP: Duration = Duration::from_secs(5);
+
+/// Starts the scheduler thread for `app`; it runs for the life of the
+/// process.
+pub fn start(app: Arc<App>) -> std::thread::JoinHandle<()> {
+    // Subscribe before the first pass, so that no change is missed.
+    let events = app.hub.subscribe();
+    std::thread::Builder::new()
+        .name("natter-scheduler".into())
+        .spawn(move || loop {
+            let next = deliver_due(&app);
+            let deadline = Instant::now() + until(next);
+            // Sleep until the deadline or until the scheduled list changes.
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                match events.recv_timeout(left) {
+                    Ok(event) if changes_schedule(&event) => break,
+                    Ok(_) => continue,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => break,
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        })
+        .expect("spawn the scheduler thread")
+}
+
+/// Delivers every scheduled message due now; returns the earliest delivery
+/// time still to come.
+pub fn deliver_due(app: &App) -> Option<i64> {
+    loop {
+        let now = entropy::now();
+        let (due, next) = app.state.scheduled.due(now);
+        if due.is_empty() {
+            return next;
+        }
+        for id in due {
+            match deliver(app, id, now) {
+                Delivery::Sent(_) | Delivery::Gone => {}
+                Delivery::Failed(why) => {
+                    eprintln!("natter: scheduled message {id} not delivered: {why}");
+                }
+            }
+        }
+    }
+}
+
+/// How long to sleep before `next` (UNIX seconds) falls due.
+fn until(next: Option<i64>) -> Duration {
+    let Some(next) = next else { return MAX_SLEEP };
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    let wait_ms = (next.saturating_mul(1000) - now_ms).max(0) as u64;
+    Duration::from_millis(wait_ms).min(MAX_SLEEP)
+}
+
+/// Whether an event says a scheduled message was added or changed.
+fn changes_schedule(event: &Event) -> bool {
+    matches!(event, Event::Broadcast { event, .. } if event["type"] == "scheduled_messages")
+}
