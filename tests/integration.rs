@@ -4,8 +4,9 @@
 /// Harness: TestServer (start/kill/stop/restart) and a raw HTTP client.
 mod util;
 
-/// Messages area (issue #8): reactions and deletion.
+/// Messages area (issue #8): edits and moves, history, deletion, reactions.
 mod api_message_delete;
+mod api_message_edit;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
 mod api_reactions;

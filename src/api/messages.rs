@@ -34,8 +34,10 @@ pub const MAX_MESSAGE_LENGTH: usize = 10_000;
 pub const MAX_TOPIC_LENGTH: usize = 60;
 
 /// The parsed `to` of a channel message.
-enum ChannelRef {
+pub(super) enum ChannelRef {
+    /// By name.
     Name(String),
+    /// By id.
     Id(u64),
 }
 
@@ -202,7 +204,7 @@ fn resolve_target(state: &State, sender: &User, target: &Target) -> ApiResult<Re
 
 /// A channel the sender may know about; otherwise "does not exist", so a
 /// private channel's existence is not revealed to outsiders.
-fn find_channel(state: &State, sender: &User, r: &ChannelRef) -> ApiResult<Channel> {
+pub(super) fn find_channel(state: &State, sender: &User, r: &ChannelRef) -> ApiResult<Channel> {
     match r {
         ChannelRef::Name(name) => state
             .channel_by_name(sender.realm, name)
@@ -217,7 +219,11 @@ fn find_channel(state: &State, sender: &User, r: &ChannelRef) -> ApiResult<Chann
 
 /// The channel's `topics_policy` decides on the empty topic; `inherit`
 /// follows the organization's policy.
-fn check_topic_policy(channel: &Channel, realm_policy: TopicsPolicy, topic: &str) -> ApiResult<()> {
+pub(super) fn check_topic_policy(
+    channel: &Channel,
+    realm_policy: TopicsPolicy,
+    topic: &str,
+) -> ApiResult<()> {
     let policy = match channel.topics_policy {
         TopicsPolicy::Inherit => realm_policy,
         policy => policy,
@@ -281,7 +287,7 @@ fn parse_user_refs(to: &Value) -> ApiResult<Vec<UserRef>> {
 
 /// Trims trailing whitespace, refuses empty or NUL-bearing content, and
 /// truncates past `MAX_MESSAGE_LENGTH` characters the way Zulip does.
-fn normalize_content(content: &str) -> ApiResult<String> {
+pub(super) fn normalize_content(content: &str) -> ApiResult<String> {
     let content = content.trim_end();
     if content.trim().is_empty() {
         return Err(ApiError::bad_request("Message must not be empty"));
@@ -301,7 +307,7 @@ fn normalize_content(content: &str) -> ApiResult<String> {
 /// Trims the topic, maps `(no topic)` and the realm's empty-topic display
 /// name to the empty topic, refuses control characters, and truncates past
 /// `MAX_TOPIC_LENGTH` characters with an ellipsis.
-fn normalize_topic(topic: &str, call: &Call) -> ApiResult<String> {
+pub(super) fn normalize_topic(topic: &str, call: &Call) -> ApiResult<String> {
     let topic = topic.trim();
     if topic == "(no topic)" || topic == call.realm.settings.empty_topic_display_name {
         return Ok(String::new());

@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod json;
 pub mod mentions;
+pub mod message_edit;
 pub mod messages;
 pub mod reactions;
 pub mod realm;

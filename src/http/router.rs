@@ -64,7 +64,19 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::messages::get_one,
     },
-    // Messages area (issue #8): delete, reactions.
+    // Messages area (issue #8): edit and move, history, delete, reactions.
+    Route {
+        method: "PATCH",
+        pattern: "/messages/{message_id}",
+        access: Access::User,
+        handler: api::message_edit::update,
+    },
+    Route {
+        method: "GET",
+        pattern: "/messages/{message_id}/history",
+        access: Access::User,
+        handler: api::message_edit::history,
+    },
     Route {
         method: "DELETE",
         pattern: "/messages/{message_id}",
