@@ -561,4 +561,154 @@ mod tests {
         assert!(!is_resolve_toggle("bug", "✔ other"));
         assert!(!is_resolve_toggle("bug", "feature"));
     }
+
+    /// Two members in a public channel, a third member outside it, and a
+    /// private channel with only the first; one message from the first.
+    fn world() -> (State, u64, Vec<User>, Message, ChannelId) {
+        use crate::apply::apply;
+        use crate::mutation::NewMessage;
+        use crate::seed::{self, NewChannel, NewUser};
+        use crate::state::IdKind;
+        let state = State::new();
+        let mut seq = 0;
+        let mut step = |m: Mutation| {
+            seq += 1;
+            apply(&state, seq, &m);
+        };
+        step(seed::realm(&state, "", "T", 0).unwrap());
+        let realm = state.realm_by_subdomain("").unwrap();
+        for name in ["a", "b", "c"] {
+            let email = format!("{name}@t.test");
+            let new = NewUser { email: &email, full_name: name, role: Role::Member, bot: None };
+            step(seed::user(&state, realm.id, &new, String::new(), 0).unwrap());
+        }
+        let users = state.realm_users(realm.id);
+        for (name, private, subs) in
+            [("pub", false, vec![users[0].id, users[1].id]), ("priv", true, vec![users[0].id])]
+        {
+            let new = NewChannel {
+                name,
+                description: "",
+                invite_only: private,
+                creator: None,
+                subscribers: &subs,
+            };
+            step(seed::channel(&state, &realm, &new, 0).unwrap());
+        }
+        let public = state.channel_by_name(realm.id, "pub").unwrap();
+        let private = state.channel_by_name(realm.id, "priv").unwrap();
+        let message = Message {
+            id: MessageId(state.ids.peek(IdKind::Message)),
+            realm: realm.id,
+            sender: users[0].id,
+            recipient: public.recipient,
+            destination: Destination::Channel { channel: public.id, topic: "t".into() },
+            content: "x".into(),
+            rendered_content: "<p>x</p>".into(),
+            timestamp: 100,
+            client: String::new(),
+            is_me_message: false,
+            reactions: Vec::new(),
+            edit_history: Vec::new(),
+            last_edit_timestamp: None,
+            last_moved_timestamp: None,
+        };
+        step(Mutation::SendMessage(NewMessage {
+            message: message.clone(),
+            read_by_sender: true,
+            mentioned: Vec::new(),
+            channel_wildcard: false,
+            topic_wildcard: Vec::new(),
+        }));
+        (state, seq, users, message, private.id)
+    }
+
+    #[test]
+    fn update_message_events_carry_zulips_fields() {
+        use crate::apply::apply;
+        use crate::events::{Audience, Event};
+        let (state, seq, users, message, _) = world();
+        let Destination::Channel { channel, .. } = message.destination else { unreachable!() };
+        let edit = MessageEdit {
+            message: message.id,
+            editor: users[0].id,
+            timestamp: 200,
+            content: Some(NewContent {
+                content: "y".into(),
+                rendered: "<p>y</p>".into(),
+                is_me_message: false,
+                mentioned: vec![users[1].id],
+                channel_wildcard: false,
+                topic_wildcard: Vec::new(),
+            }),
+            topic: Some("u".into()),
+            channel: None,
+            moved: vec![message.id],
+            counts_as_move: true,
+            propagate_mode: PropagateMode::ChangeAll,
+        };
+        let events = apply(&state, seq + 1, &Mutation::EditMessage(edit));
+        let base = json!({
+            "type": "update_message", "user_id": users[0].id.0, "edit_timestamp": 200,
+            "message_id": message.id.0, "message_ids": [message.id.0], "rendering_only": false,
+            "orig_content": "x", "orig_rendered_content": "<p>x</p>", "content": "y",
+            "rendered_content": "<p>y</p>", "is_me_message": false,
+            "stream_id": channel.0, "stream_name": "pub", "propagate_mode": "change_all",
+            "orig_subject": "t", "subject": "u", "topic_links": [],
+        });
+        let with_flags = |flags: Value| {
+            let mut e = base.clone();
+            e["flags"] = flags;
+            e
+        };
+        assert_eq!(
+            events,
+            vec![
+                Event::Broadcast {
+                    audience: Audience::Users(vec![users[1].id]),
+                    event: with_flags(json!(["mentioned"])),
+                },
+                Event::Broadcast {
+                    audience: Audience::Users(vec![users[0].id]),
+                    event: with_flags(json!(["read"])),
+                },
+            ]
+        );
+        let m = state.messages.get(&message.id).unwrap();
+        assert_eq!((m.last_edit_timestamp, m.last_moved_timestamp), (Some(200), Some(200)));
+        let v = versions(&m);
+        assert_eq!((v[0].content.as_str(), v[0].topic.as_str()), ("x", "t"));
+        assert_eq!((v[1].content.as_str(), v[1].topic.as_str()), ("y", "u"));
+    }
+
+    #[test]
+    fn moving_into_a_private_channel_deletes_it_for_outsiders() {
+        use crate::apply::apply;
+        use crate::events::{Audience, Event};
+        let (state, seq, users, message, private) = world();
+        let edit = MessageEdit {
+            message: message.id,
+            editor: users[0].id,
+            timestamp: 200,
+            content: None,
+            topic: None,
+            channel: Some(private),
+            moved: vec![message.id],
+            counts_as_move: true,
+            propagate_mode: PropagateMode::ChangeOne,
+        };
+        let events = apply(&state, seq + 1, &Mutation::EditMessage(edit));
+        let Event::Broadcast { audience, event } = &events[0] else { panic!() };
+        assert_eq!(audience, &Audience::Users(vec![users[1].id]));
+        assert_eq!(event["type"], "delete_message");
+        assert_eq!(event["message_ids"], json!([message.id.0]));
+        let Event::Broadcast { audience, event } = &events[1] else { panic!() };
+        assert_eq!(audience, &Audience::Users(vec![users[0].id]));
+        assert_eq!(event["new_stream_id"], private.0);
+        assert!(state.flags(users[1].id, message.id).is_none());
+        assert!(state.flags(users[0].id, message.id).is_some());
+        let recipient = state.channels.read(&private, |c| c.recipient).unwrap();
+        assert_eq!(state.by_recipient.get(&recipient).unwrap(), vec![message.id]);
+        assert_eq!(state.channels.get(&private).unwrap().first_message_id, Some(message.id));
+    }
 }
