@@ -236,8 +236,9 @@ fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
         .map(|id| state.channels.get(&id).unwrap_or_else(|| panic!("apply: no channel {id}")));
     let mut lost: Vec<(MessageId, Vec<UserId>)> = Vec::new();
     let mut touched: Vec<MessageId> = edit.moved.clone();
-    if edit.content.is_some() && !touched.contains(&target) {
+    if edit.content.is_some() && touched.binary_search(&target).is_err() {
         touched.push(target);
+        touched.sort();
     }
     for id in &touched {
         let mut old_recipient = None;
@@ -260,7 +261,7 @@ fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
                         m.last_edit_timestamp = Some(edit.timestamp);
                     }
                 }
-                if edit.moved.contains(id) {
+                if edit.moved.binary_search(id).is_ok() {
                     if let Destination::Channel { channel, topic } = &mut m.destination {
                         if let Some(new_topic) = &edit.topic {
                             if topic != new_topic {
@@ -289,10 +290,11 @@ fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
                 {
                     m.edit_history.push(record);
                 }
-                m.clone()
+                // Only a channel move needs the message afterwards.
+                old_recipient.map(|_| m.clone())
             })
             .unwrap_or_else(|| panic!("apply: no message {id}"));
-        if let (Some(old), Some(new)) = (old_recipient, &new_channel) {
+        if let (Some(old), Some(new), Some(message)) = (old_recipient, &new_channel, message) {
             state.by_recipient.update(&old, |ids| {
                 if let Ok(i) = ids.binary_search(id) {
                     ids.remove(i);
