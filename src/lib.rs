@@ -17,7 +17,8 @@
 //! - `commit` — the write path: lock → log → apply → durable → publish.
 //! - `persist` — snapshots and recovery.
 //! - `events` — ephemeral event delivery.
-//! - `markdown` — message Markdown → HTML.
+//! - `markdown` — message Markdown → HTML with Zulip's extensions
+//!   (mentions, channel links, emoji, spoilers), names resolved by the caller.
 //! - `entropy` — the clock and random tokens, used before logging.
 //! - `seed` — mutation builders and the `--dev` seed.
 //! - `error` — Zulip-shaped API errors.
