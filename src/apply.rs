@@ -171,7 +171,13 @@ fn react(state: &State, id: MessageId, reaction: &Reaction, add: bool) -> Vec<Ev
         "user_id": user.id.0,
         "user": { "user_id": user.id.0, "email": user.email, "full_name": user.full_name },
     });
-    vec![Event::Broadcast { audience: Audience::Users(state.message_audience(&message)), event }]
+    // The reacting user hears of it too, even on a message that was never
+    // delivered to them (a public channel's history).
+    let mut audience = state.message_audience(&message);
+    if let Err(i) = audience.binary_search(&reaction.user) {
+        audience.insert(i, reaction.user);
+    }
+    vec![Event::Broadcast { audience: Audience::Users(audience), event }]
 }
 
 /// Deletes messages with their per-user rows; one `delete_message` event
@@ -328,6 +334,7 @@ fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
 
     let after = state.messages.get(&target).expect("just edited");
     audience.extend(state.message_audience(&after));
+    audience.insert(edit.editor);
     let mut events = Vec::new();
     let mut removed: BTreeSet<UserId> = BTreeSet::new();
     for (id, users) in &lost {

@@ -183,6 +183,15 @@ mod tests {
         (state, seq, users, message)
     }
 
+    fn reaction_of(user: &User) -> Reaction {
+        Reaction {
+            emoji_name: "eyes".into(),
+            emoji_code: "1f440".into(),
+            reaction_type: ReactionType::Unicode,
+            user: user.id,
+        }
+    }
+
     #[test]
     fn reaction_events_reach_those_who_can_see_the_message() {
         let (state, seq, users, message) = world();
@@ -215,7 +224,17 @@ mod tests {
             apply(&state, seq + 2, &Mutation::RemoveReaction { message: message.id, reaction });
         let Event::Broadcast { event, .. } = &events[0] else { panic!("{events:?}") };
         assert_eq!(event["op"], "remove");
-        assert!(state.messages.get(&message.id).unwrap().reactions.is_empty());
+        // Someone without a row (a public channel's history) hears of their
+        // own reaction.
+        let outsider = Reaction { user: users[2].id, ..reaction_of(&users[2]) };
+        let events = apply(
+            &state,
+            seq + 3,
+            &Mutation::AddReaction { message: message.id, reaction: outsider },
+        );
+        let Event::Broadcast { audience, .. } = &events[0] else { panic!("{events:?}") };
+        assert_eq!(audience, &Audience::Users(vec![users[0].id, users[1].id, users[2].id]));
+        assert_eq!(state.messages.get(&message.id).unwrap().reactions.len(), 1);
     }
 
     #[test]
