@@ -63,7 +63,7 @@ pub fn apply(state: &State, seq: u64, mutation: &Mutation) -> Vec<Event> {
         Mutation::SendMessage(new) => send_message(state, new),
         Mutation::AddReaction { message, reaction } => react(state, *message, reaction, true),
         Mutation::RemoveReaction { message, reaction } => react(state, *message, reaction, false),
-        Mutation::DeleteMessages { messages } => delete_messages(state, messages),
+        Mutation::DeleteMessages { messages, by } => delete_messages(state, messages, *by),
         Mutation::EditMessage(edit) => edit_message(state, edit),
     };
     state.applied_seq.store(seq, Ordering::Release);
@@ -184,11 +184,14 @@ fn react(state: &State, id: MessageId, reaction: &Reaction, add: bool) -> Vec<Ev
 /// per message. The event carries both Zulip shapes — `message_id` and
 /// `message_ids` — and queues keep the one their client asked for
 /// (`bulk_message_deletion`).
-fn delete_messages(state: &State, ids: &[MessageId]) -> Vec<Event> {
+fn delete_messages(state: &State, ids: &[MessageId], by: UserId) -> Vec<Event> {
     let mut events = Vec::with_capacity(ids.len());
     for id in ids {
         let message = state.messages.get(id).unwrap_or_else(|| panic!("apply: no message {id}"));
-        let audience = state.message_audience(&message);
+        let mut audience = state.message_audience(&message);
+        if let Err(i) = audience.binary_search(&by) {
+            audience.insert(i, by);
+        }
         for user in state.message_holders(&message) {
             state.user_messages.update(&user, |m| m.remove(id));
         }

@@ -62,6 +62,8 @@ pub enum Mutation {
     DeleteMessages {
         /// The messages (existing, one realm).
         messages: Vec<MessageId>,
+        /// Who deletes them (told even without a row for them).
+        by: UserId,
     },
     /// A message's content is edited and/or messages are moved to another
     /// topic or channel.

@@ -370,7 +370,7 @@ pub fn delete(app: &App, call: &mut Call) -> ApiResult<Reply> {
         if let Some(why) = access::delete_refusal(state, &user, &message, now) {
             return Err(ApiError::bad_request(why));
         }
-        Ok((Mutation::DeleteMessages { messages: vec![id] }, ()))
+        Ok((Mutation::DeleteMessages { messages: vec![id], by: user.id }, ()))
     })?;
     Ok(reply! {})
 }

@@ -240,8 +240,10 @@ mod tests {
     #[test]
     fn delete_events_carry_both_shapes_and_clean_up() {
         let (state, seq, users, message) = world();
-        let events =
-            apply(&state, seq + 1, &Mutation::DeleteMessages { messages: vec![message.id] });
+        // Deleted by someone with no row for it (an administrator, say):
+        // they hear of it too.
+        let delete = Mutation::DeleteMessages { messages: vec![message.id], by: users[2].id };
+        let events = apply(&state, seq + 1, &delete);
         let Destination::Channel { channel, .. } = message.destination else { unreachable!() };
         let expected = json!({
             "type": "delete_message", "message_id": message.id.0, "message_ids": [message.id.0],
@@ -250,7 +252,7 @@ mod tests {
         assert_eq!(
             events,
             vec![Event::Broadcast {
-                audience: Audience::Users(vec![users[0].id, users[1].id]),
+                audience: Audience::Users(vec![users[0].id, users[1].id, users[2].id]),
                 event: expected
             }]
         );
