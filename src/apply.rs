@@ -9,17 +9,19 @@
 pub(crate) mod personal;
 mod settings;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 
 use serde_json::json;
 
 use crate::apply_admin as admin;
 use crate::events::{Audience, Event};
-use crate::mutation::{FlagsChange, Mutation, NewMessage};
-use crate::state::messages::Reaction;
+use crate::mutation::{FlagsChange, MessageEdit, Mutation, NewMessage};
+use crate::state::messages::{EditRecord, Reaction};
 use crate::state::scheduled::ScheduledId;
 use crate::state::{
-    Channel, ChannelId, Destination, Flags, IdKind, MessageId, State, Subscription, UserId,
+    Channel, ChannelId, Destination, Flags, IdKind, Message, MessageId, Role, State, Subscription,
+    UserId,
 };
 
 /// Applies mutation number `seq` and returns the events it causes.
@@ -76,7 +78,8 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         Mutation::SendMessage(new) => send_message(state, new),
         Mutation::AddReaction { message, reaction } => react(state, *message, reaction, true),
         Mutation::RemoveReaction { message, reaction } => react(state, *message, reaction, false),
-        Mutation::DeleteMessages { messages } => delete_messages(state, messages),
+        Mutation::DeleteMessages { messages, by } => delete_messages(state, messages, *by),
+        Mutation::EditMessage(edit) => edit_message(state, edit),
         Mutation::UpdateFlags(change) => update_flags(state, change),
         Mutation::UpdateSettings(change) => settings::update_settings(state, change),
         Mutation::SetPassword { user, hash } => settings::set_password(state, *user, hash),
@@ -251,18 +254,27 @@ fn react(state: &State, id: MessageId, reaction: &Reaction, add: bool) -> Vec<Ev
         "user_id": user.id.0,
         "user": { "user_id": user.id.0, "email": user.email, "full_name": user.full_name },
     });
-    vec![Event::Broadcast { audience: Audience::Users(state.message_audience(&message)), event }]
+    // The reacting user hears of it too, even on a message that was never
+    // delivered to them (a public channel's history).
+    let mut audience = state.message_audience(&message);
+    if let Err(i) = audience.binary_search(&reaction.user) {
+        audience.insert(i, reaction.user);
+    }
+    vec![Event::Broadcast { audience: Audience::Users(audience), event }]
 }
 
 /// Deletes messages with their per-user rows; one `delete_message` event
 /// per message. The event carries both Zulip shapes — `message_id` and
 /// `message_ids` — and queues keep the one their client asked for
 /// (`bulk_message_deletion`).
-fn delete_messages(state: &State, ids: &[MessageId]) -> Vec<Event> {
+fn delete_messages(state: &State, ids: &[MessageId], by: UserId) -> Vec<Event> {
     let mut events = Vec::with_capacity(ids.len());
     for id in ids {
         let message = state.messages.get(id).unwrap_or_else(|| panic!("apply: no message {id}"));
-        let audience = state.message_audience(&message);
+        let mut audience = state.message_audience(&message);
+        if let Err(i) = audience.binary_search(&by) {
+            audience.insert(i, by);
+        }
         let holders = state.message_holders(&message);
         for user in &holders {
             state.user_messages.update(user, |m| m.remove(id));
@@ -366,4 +378,222 @@ fn unread_details(state: &State, user: UserId, messages: &[MessageId]) -> serde_
         details.insert(id.0.to_string(), entry);
     }
     serde_json::Value::Object(details)
+}
+
+/// Edits content and/or moves messages; one `EditRecord` per changed
+/// message. Users who can no longer read a message moved to another
+/// channel lose it (and get `delete_message`); the new channel's
+/// subscribers get it, read. `update_message` goes to everyone who could
+/// see the message before or can see it now, one event per distinct set
+/// of flags (the event carries the recipient's flags).
+fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
+    let target = edit.message;
+    let before =
+        state.messages.get(&target).unwrap_or_else(|| panic!("apply: no message {target}"));
+    let mut audience: BTreeSet<UserId> = state.message_audience(&before).into_iter().collect();
+    let (old_channel, old_topic) = match &before.destination {
+        Destination::Channel { channel, topic } => (Some(*channel), topic.clone()),
+        Destination::Direct { .. } => (None, String::new()),
+    };
+    let new_channel = edit
+        .channel
+        .map(|id| state.channels.get(&id).unwrap_or_else(|| panic!("apply: no channel {id}")));
+    let mut lost: Vec<(MessageId, Vec<UserId>)> = Vec::new();
+    let mut touched: Vec<MessageId> = edit.moved.clone();
+    if edit.content.is_some() && touched.binary_search(&target).is_err() {
+        touched.push(target);
+        touched.sort();
+    }
+    for id in &touched {
+        let moves = edit.moved.binary_search(id).is_ok();
+        if moves {
+            // The topic indexes are keyed by destination: leave the old one
+            // before it changes, join the new one after.
+            state.unindex_topic(
+                &state.messages.get(id).unwrap_or_else(|| panic!("apply: no message {id}")),
+            );
+        }
+        let mut old_recipient = None;
+        let message = state
+            .messages
+            .update(id, |m| {
+                let mut record = EditRecord {
+                    user: edit.editor,
+                    timestamp: edit.timestamp,
+                    prev_content: None,
+                    prev_topic: None,
+                    prev_channel: None,
+                };
+                if *id == target {
+                    if let Some(new) = &edit.content {
+                        record.prev_content = Some((m.content.clone(), m.rendered_content.clone()));
+                        m.content = new.content.clone();
+                        m.rendered_content = new.rendered.clone();
+                        m.is_me_message = new.is_me_message;
+                        m.last_edit_timestamp = Some(edit.timestamp);
+                    }
+                }
+                if edit.moved.binary_search(id).is_ok() {
+                    if let Destination::Channel { channel, topic } = &mut m.destination {
+                        if let Some(new_topic) = &edit.topic {
+                            if topic != new_topic {
+                                record.prev_topic =
+                                    Some(std::mem::replace(topic, new_topic.clone()));
+                            }
+                        }
+                        if let Some(new) = &new_channel {
+                            if *channel != new.id {
+                                record.prev_channel = Some(*channel);
+                                *channel = new.id;
+                                old_recipient = Some(m.recipient);
+                                m.recipient = new.recipient;
+                            }
+                        }
+                    }
+                    if edit.counts_as_move
+                        && (record.prev_topic.is_some() || record.prev_channel.is_some())
+                    {
+                        m.last_moved_timestamp = Some(edit.timestamp);
+                    }
+                }
+                if record.prev_content.is_some()
+                    || record.prev_topic.is_some()
+                    || record.prev_channel.is_some()
+                {
+                    m.edit_history.push(record);
+                }
+                // Only a channel move needs the message afterwards.
+                old_recipient.map(|_| m.clone())
+            })
+            .unwrap_or_else(|| panic!("apply: no message {id}"));
+        if moves {
+            state.index_topic(&state.messages.get(id).expect("just moved"));
+        }
+        if let (Some(old), Some(new), Some(message)) = (old_recipient, &new_channel, message) {
+            state.by_recipient.update(&old, |ids| {
+                if let Ok(i) = ids.binary_search(id) {
+                    ids.remove(i);
+                }
+            });
+            state.by_recipient.upsert(new.recipient, |ids| {
+                if let Err(i) = ids.binary_search(id) {
+                    ids.insert(i, *id);
+                }
+            });
+            lost.push((*id, move_rows(state, &message, new)));
+        }
+    }
+    for channel in old_channel.iter().chain(new_channel.as_ref().map(|c| &c.id)) {
+        let recipient = state.channels.read(channel, |c| c.recipient);
+        let first = recipient.and_then(|r| state.by_recipient.read(&r, |ids| ids.first().copied()));
+        state.channels.update(channel, |c| c.first_message_id = first.flatten());
+    }
+    if let Some(new) = &edit.content {
+        for user in state.message_holders(&state.messages.get(&target).expect("just edited")) {
+            state.user_messages.update(&user, |rows| {
+                if let Some(flags) = rows.get_mut(&target) {
+                    *flags = flags
+                        .set(Flags::MENTIONED, new.mentioned.contains(&user))
+                        .set(Flags::STREAM_WILDCARD_MENTIONED, new.channel_wildcard)
+                        .set(Flags::TOPIC_WILDCARD_MENTIONED, new.topic_wildcard.contains(&user));
+                }
+            });
+        }
+    }
+
+    let after = state.messages.get(&target).expect("just edited");
+    audience.extend(state.message_audience(&after));
+    audience.insert(edit.editor);
+    let mut events = Vec::new();
+    let mut removed: BTreeSet<UserId> = BTreeSet::new();
+    for (id, users) in &lost {
+        if users.is_empty() {
+            continue;
+        }
+        removed.extend(users.iter().copied());
+        let event = json!({
+            "type": "delete_message",
+            "message_id": id.0,
+            "message_ids": [id.0],
+            "message_type": "stream",
+            "stream_id": old_channel.map(|c| c.0),
+            "topic": old_topic,
+        });
+        events.push(Event::Broadcast { audience: Audience::Users(users.clone()), event });
+    }
+    let mut event = json!({
+        "type": "update_message",
+        "user_id": edit.editor.0,
+        "edit_timestamp": edit.timestamp,
+        "message_id": target.0,
+        "message_ids": touched.iter().map(|id| id.0).collect::<Vec<_>>(),
+        "rendering_only": false,
+    });
+    if let Some(new) = &edit.content {
+        event["orig_content"] = json!(before.content);
+        event["orig_rendered_content"] = json!(before.rendered_content);
+        event["content"] = json!(new.content);
+        event["rendered_content"] = json!(new.rendered);
+        event["is_me_message"] = json!(new.is_me_message);
+    }
+    if let Some(channel) = old_channel {
+        event["stream_id"] = json!(channel.0);
+        event["stream_name"] =
+            json!(state.channels.read(&channel, |c| c.name.clone()).unwrap_or_default());
+        if !edit.moved.is_empty() {
+            event["propagate_mode"] = json!(edit.propagate_mode.as_str());
+            event["orig_subject"] = json!(old_topic);
+            let Destination::Channel { topic, .. } = &after.destination else { unreachable!() };
+            if edit.topic.is_some() {
+                event["subject"] = json!(topic);
+                event["topic_links"] = json!([]);
+            }
+            if let Some(new) = &new_channel {
+                event["new_stream_id"] = json!(new.id.0);
+            }
+        }
+    }
+    let mut by_flags: BTreeMap<Vec<&'static str>, Vec<UserId>> = BTreeMap::new();
+    for user in audience.into_iter().filter(|u| !removed.contains(u)) {
+        let flags = match state.flags(user, target) {
+            Some(flags) => flags.names(),
+            None => {
+                let mut names = Flags::READ.names();
+                names.push("historical");
+                names
+            }
+        };
+        by_flags.entry(flags).or_default().push(user);
+    }
+    for (flags, users) in by_flags {
+        let mut event = event.clone();
+        event["flags"] = json!(flags);
+        events.push(Event::Broadcast { audience: Audience::Users(users), event });
+    }
+    events
+}
+
+/// Per-user rows of a message moved into channel `new`: subscribers get it
+/// (read); holders who may not read the new channel lose it. Returns who
+/// lost it.
+fn move_rows(state: &State, message: &Message, new: &Channel) -> Vec<UserId> {
+    let mut lost = Vec::new();
+    for user in state.message_holders(message) {
+        let keeps = new.subscribers.contains(&user)
+            || (!new.invite_only
+                && state.users.read(&user, |u| u.role != Role::Guest).unwrap_or(false));
+        if !keeps {
+            state.user_messages.update(&user, |rows| rows.remove(&message.id));
+            // Gone from the user's messages: gone from their unread and
+            // starred sets too.
+            state.note_flags(user, message.id, Flags::READ);
+            lost.push(user);
+        }
+    }
+    for user in &new.subscribers {
+        state.user_messages.upsert(*user, |rows| {
+            rows.entry(message.id).or_insert(Flags::READ);
+        });
+    }
+    lost
 }

@@ -18,7 +18,8 @@
 //! - `commit` — the write path: lock → log → apply → durable → publish.
 //! - `persist` — snapshots and recovery.
 //! - `events` — ephemeral event delivery.
-//! - `markdown` — message Markdown → HTML.
+//! - `markdown` — message Markdown → HTML with Zulip's extensions
+//!   (mentions, channel links, emoji, spoilers), names resolved by the caller.
 //! - `narrow` — message filters (`narrow`), parsed and matched.
 //! - `entropy` — the clock and random tokens, used before logging.
 //! - `realm_create` — `natter realm create`: a realm and its first owner.

@@ -66,6 +66,8 @@ pub enum Mutation {
     DeleteMessages {
         /// The messages (existing, one realm).
         messages: Vec<MessageId>,
+        /// Who deletes them (told even without a row for them).
+        by: UserId,
     },
     /// One user's personal flag changes on some messages
     /// (`POST /messages/flags`).
@@ -172,6 +174,9 @@ pub enum Mutation {
         /// Why, as the send path's error said.
         reason: String,
     },
+    /// A message's content is edited and/or messages are moved to another
+    /// topic or channel.
+    EditMessage(MessageEdit),
 }
 
 /// One change to a channel's properties.
@@ -385,6 +390,80 @@ pub struct FlagsChange {
     /// channel history): `apply` gives them a historical, read entry first,
     /// as Zulip creates historical UserMessage rows.
     pub historical: Vec<MessageId>,
+}
+
+/// One `PATCH /messages/{id}`, resolved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MessageEdit {
+    /// The message the request names.
+    pub message: MessageId,
+    /// Who edits.
+    pub editor: UserId,
+    /// UNIX seconds.
+    pub timestamp: i64,
+    /// New content of `message`, if it changes.
+    pub content: Option<NewContent>,
+    /// New topic of every message in `moved`, if it changes.
+    pub topic: Option<String>,
+    /// New channel of every message in `moved`, if it changes.
+    pub channel: Option<ChannelId>,
+    /// Messages whose topic or channel changes (`message` among them when
+    /// anything moves), ascending.
+    pub moved: Vec<MessageId>,
+    /// False when the only change is resolving or unresolving the topic
+    /// (then `last_moved_timestamp` stays).
+    pub counts_as_move: bool,
+    /// The request's `propagate_mode`, echoed in the event.
+    pub propagate_mode: PropagateMode,
+}
+
+/// New content for an edited message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NewContent {
+    /// Markdown.
+    pub content: String,
+    /// Its HTML.
+    pub rendered: String,
+    /// A `/me` message.
+    pub is_me_message: bool,
+    /// Users now mentioned personally or through a group.
+    pub mentioned: Vec<UserId>,
+    /// Whether a channel wildcard now mentions every recipient.
+    pub channel_wildcard: bool,
+    /// Recipients a topic wildcard now mentions.
+    pub topic_wildcard: Vec<UserId>,
+}
+
+/// Which messages of a topic a move takes along.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PropagateMode {
+    /// Only the named message.
+    ChangeOne,
+    /// It and every later message of the topic.
+    ChangeLater,
+    /// Every message of the topic.
+    ChangeAll,
+}
+
+impl PropagateMode {
+    /// Zulip's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PropagateMode::ChangeOne => "change_one",
+            PropagateMode::ChangeLater => "change_later",
+            PropagateMode::ChangeAll => "change_all",
+        }
+    }
+
+    /// The mode Zulip calls `name`.
+    pub fn parse(name: &str) -> Option<PropagateMode> {
+        match name {
+            "change_one" => Some(PropagateMode::ChangeOne),
+            "change_later" => Some(PropagateMode::ChangeLater),
+            "change_all" => Some(PropagateMode::ChangeAll),
+            _ => None,
+        }
+    }
 }
 
 /// A message being sent, with everything `apply` needs to deliver it.

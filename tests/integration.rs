@@ -10,12 +10,15 @@ mod api_channels;
 mod api_events;
 /// User groups: create, edit, members, subgroups, deactivate.
 mod api_groups;
-/// Messages area (issue #8): reactions and deletion.
+/// Messages area (issue #8): deletion.
 mod api_message_delete;
+/// Messages area (issue #8): edits and moves, history.
+mod api_message_edit;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
 /// Alert words, drafts, user status, muted users, topic visibility.
 mod api_personal;
+/// Messages area (issue #8): emoji reactions.
 mod api_reactions;
 /// Read state in bulk (issue #8): flags for a narrow, mark all / channel /
 /// topic as read.

@@ -5,6 +5,7 @@
 use md5::{Digest, Md5};
 use serde_json::{json, Map, Value};
 
+use super::message_edit::edit_history_json;
 use crate::state::access::{can_see_email, MessageView};
 use crate::state::{
     Channel, Destination, GroupSetting, Message, Realm, Role, State, Subscription, SystemGroup,
@@ -135,6 +136,17 @@ pub fn message(
     }
     if let Some(ts) = message.last_moved_timestamp {
         out.insert("last_moved_timestamp".into(), json!(ts));
+    }
+    if !message.edit_history.is_empty() && realm.settings.allow_edit_history {
+        let is_channel = matches!(message.destination, Destination::Channel { .. });
+        let show = |topic: &str| {
+            if topic.is_empty() && is_channel && !options.allow_empty_topic_name {
+                realm.settings.empty_topic_display_name.clone()
+            } else {
+                topic.to_owned()
+            }
+        };
+        out.insert("edit_history".into(), json!(edit_history_json(message, &show)));
     }
     Value::Object(out)
 }

@@ -35,7 +35,9 @@ pub const MAX_TOPIC_LENGTH: usize = 60;
 
 /// The parsed `to` of a channel message.
 pub(crate) enum ChannelRef {
+    /// By name.
     Name(String),
+    /// By id.
     Id(u64),
 }
 
@@ -173,6 +175,7 @@ impl Draft {
 }
 
 /// Where a message goes, checked against state.
+#[derive(Debug)]
 struct Resolved {
     destination: Destination,
     recipient: RecipientId,
@@ -251,7 +254,7 @@ fn resolve_target(state: &State, sender: &User, target: &Target) -> ApiResult<Re
 
 /// A channel the sender may know about; otherwise "does not exist", so a
 /// private channel's existence is not revealed to outsiders.
-fn find_channel(state: &State, sender: &User, r: &ChannelRef) -> ApiResult<Channel> {
+pub(super) fn find_channel(state: &State, sender: &User, r: &ChannelRef) -> ApiResult<Channel> {
     match r {
         ChannelRef::Name(name) => state
             .channel_by_name(sender.realm, name)
@@ -266,7 +269,11 @@ fn find_channel(state: &State, sender: &User, r: &ChannelRef) -> ApiResult<Chann
 
 /// The channel's `topics_policy` decides on the empty topic; `inherit`
 /// follows the organization's policy.
-fn check_topic_policy(channel: &Channel, realm_policy: TopicsPolicy, topic: &str) -> ApiResult<()> {
+pub(super) fn check_topic_policy(
+    channel: &Channel,
+    realm_policy: TopicsPolicy,
+    topic: &str,
+) -> ApiResult<()> {
     let policy = match channel.topics_policy {
         TopicsPolicy::Inherit => realm_policy,
         policy => policy,
@@ -412,7 +419,7 @@ pub fn delete(app: &App, call: &mut Call) -> ApiResult<Reply> {
         if let Some(why) = access::delete_refusal(state, &user, &message, now) {
             return Err(ApiError::bad_request(why));
         }
-        Ok((Mutation::DeleteMessages { messages: vec![id] }, ()))
+        Ok((Mutation::DeleteMessages { messages: vec![id], by: user.id }, ()))
     })?;
     Ok(reply! {})
 }
@@ -480,5 +487,83 @@ mod tests {
         assert!(default_read_by_sender("Zulip Desktop App"));
         assert!(!default_read_by_sender("ZulipPython"));
         assert!(!default_read_by_sender(""));
+    }
+
+    /// A realm: owner, member, a bot owned by the member, a deactivated
+    /// member; a public channel with the owner and member.
+    fn send_world() -> (State, Vec<User>) {
+        use crate::apply::apply;
+        use crate::seed::{NewChannel, NewUser};
+        use crate::state::{BotType, Role};
+        let state = State::new();
+        let mut seq = 0;
+        let mut step = |m: Mutation| {
+            seq += 1;
+            apply(&state, seq, &m);
+        };
+        step(seed::realm(&state, "", "T", 0).unwrap());
+        let realm = state.realm_by_subdomain("").unwrap();
+        let people = [
+            ("o", Role::Owner, None),
+            ("m", Role::Member, None),
+            ("b", Role::Member, Some(BotType::Generic)),
+            ("d", Role::Member, None),
+        ];
+        for (name, role, bot) in people {
+            let email = format!("{name}@t.test");
+            let owner = state.realm_users(realm.id).get(1).map(|u| u.id);
+            let new = NewUser { email: &email, full_name: name, role, bot: bot.zip(owner) };
+            step(seed::user(&state, realm.id, &new, String::new(), 0).unwrap());
+        }
+        let users = state.realm_users(realm.id);
+        let gone = User { is_active: false, ..users[3].clone() };
+        state.users.insert(gone.id, gone);
+        let new = NewChannel {
+            name: "c",
+            description: "",
+            invite_only: false,
+            creator: Some(users[0].id),
+            subscribers: &[users[0].id, users[1].id],
+        };
+        step(seed::channel(&state, &realm, &new, 0).unwrap());
+        (state, users)
+    }
+
+    fn direct(to: &[&User]) -> Target {
+        Target::Direct(to.iter().map(|u| UserRef::Id(u.id.0)).collect())
+    }
+
+    #[test]
+    fn direct_message_refusals() {
+        let (state, users) = send_world();
+        let (owner, member, bot, gone) = (&users[0], &users[1], &users[2], &users[3]);
+        assert!(resolve_target(&state, member, &direct(&[owner])).is_ok());
+        let e = resolve_target(&state, member, &direct(&[gone])).unwrap_err();
+        assert_eq!(e.msg, "'d@t.test' is no longer using Zulip.");
+        // Only administrators may take part: a member alone is refused,
+        // except towards a bot or an administrator, or to themselves.
+        let mut realm = state.realm_by_subdomain("").unwrap();
+        realm.settings.direct_message_permission_group = Some(crate::state::GroupSetting::Group(
+            realm.system_groups.id(crate::state::SystemGroup::Administrators),
+        ));
+        state.realms.insert(realm.id, realm);
+        let other = User { id: crate::state::UserId(gone.id.0), is_active: true, ..gone.clone() };
+        state.users.insert(other.id, other.clone());
+        let e = resolve_target(&state, member, &direct(&[&other])).unwrap_err();
+        assert_eq!(e.msg, "You do not have permission to send direct messages to this recipient.");
+        assert!(resolve_target(&state, member, &direct(&[bot])).is_ok());
+        assert!(resolve_target(&state, member, &direct(&[owner])).is_ok());
+        assert!(resolve_target(&state, member, &direct(&[member])).is_ok());
+    }
+
+    #[test]
+    fn archived_channels_refuse() {
+        let (state, users) = send_world();
+        let target = Target::Channel { channel: ChannelRef::Name("c".into()), topic: "t".into() };
+        assert!(resolve_target(&state, &users[1], &target).is_ok());
+        let channel = state.channel_by_name(users[1].realm, "c").unwrap();
+        state.channels.update(&channel.id, |c| c.is_archived = true);
+        let e = resolve_target(&state, &users[1], &target).unwrap_err();
+        assert_eq!(e.msg, "Not authorized to send to channel 'c'");
     }
 }

@@ -11,6 +11,7 @@ pub mod group_setting;
 pub mod groups;
 pub mod json;
 pub mod mentions;
+pub mod message_edit;
 pub mod messages;
 pub mod passwords;
 pub mod personal;

@@ -588,6 +588,19 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::scheduled::delete,
     },
+    // Messages area (issue #8): edit and move, history, delete, reactions.
+    Route {
+        method: "PATCH",
+        pattern: "/messages/{message_id}",
+        access: Access::User,
+        handler: api::message_edit::update,
+    },
+    Route {
+        method: "GET",
+        pattern: "/messages/{message_id}/history",
+        access: Access::User,
+        handler: api::message_edit::history,
+    },
 ];
 
 /// The outcome of matching a request path.

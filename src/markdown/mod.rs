@@ -218,6 +218,20 @@ impl Renderer<'_> {
     }
 
     fn inline(&mut self, text: &str, in_link: bool) -> String {
+        // Plain ASCII with no URL and no placeholder: only escaping to do.
+        if text.is_ascii() && !text.contains("://") {
+            let mut out = String::with_capacity(text.len() + 16);
+            for c in text.chars() {
+                match c {
+                    '&' => out.push_str("&amp;"),
+                    '<' => out.push_str("&lt;"),
+                    '>' => out.push_str("&gt;"),
+                    '"' => out.push_str("&quot;"),
+                    c => out.push(c),
+                }
+            }
+            return out;
+        }
         let chars: Vec<char> = text.chars().collect();
         let mut out = String::with_capacity(text.len() + 16);
         let mut i = 0;

@@ -84,6 +84,10 @@ const TABLE: &[(&str, &str)] = &[
         "@**Twin|22**",
         "<p><span class=\"user-mention\" data-user-id=\"22\">@Twin</span></p>",
     ),
+    (
+        "@**|12**",
+        "<p><span class=\"user-mention\" data-user-id=\"12\">@King Hamlet</span></p>",
+    ),
     ("@**Twin**", "<p>@<strong>Twin</strong></p>"),
     ("@**King Hamlet|21**", "<p>@<strong>King Hamlet|21</strong></p>"),
     ("@**Nobody**", "<p>@<strong>Nobody</strong></p>"),

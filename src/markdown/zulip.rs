@@ -53,11 +53,21 @@ pub(super) struct Piece {
 pub(super) fn prepass(source: &str, resolver: &dyn Resolver) -> (String, Vec<Piece>) {
     let mut out = String::with_capacity(source.len());
     let mut pieces = Vec::new();
-    let mut prev: Option<char> = None;
+    let bytes = source.as_bytes();
     let mut i = 0;
     while i < source.len() {
+        // Jump to the next byte that can start something: `@`, `#`, `:`,
+        // or the lead byte 0xEE of a would-be placeholder character.
+        let Some(skip) = bytes[i..].iter().position(|b| matches!(b, b'@' | b'#' | b':' | 0xEE))
+        else {
+            out.push_str(&source[i..]);
+            break;
+        };
+        out.push_str(&source[i..i + skip]);
+        i += skip;
         let rest = &source[i..];
         let c = rest.chars().next().expect("in bounds");
+        let prev = source[..i].chars().next_back();
         let found = match c {
             '@' if mention_boundary(prev) => mention(rest, resolver),
             '#' if channel_boundary(prev) => channel_link(rest, resolver),
@@ -68,13 +78,11 @@ pub(super) fn prepass(source: &str, resolver: &dyn Resolver) -> (String, Vec<Pie
             Some((len, piece)) => {
                 let _ = write!(out, "{OPEN}{}{CLOSE}", pieces.len());
                 pieces.push(piece);
-                prev = source[..i + len].chars().next_back();
                 i += len;
             }
             None => {
                 // The placeholder characters themselves never pass through.
                 out.push(if c == OPEN || c == CLOSE { '\u{FFFD}' } else { c });
-                prev = Some(c);
                 i += c.len_utf8();
             }
         }

@@ -163,6 +163,15 @@ impl Flags {
         Flags(self.0 & !other.0)
     }
 
+    /// `other` set or cleared.
+    pub fn set(self, other: Flags, on: bool) -> Flags {
+        if on {
+            self.with(other)
+        } else {
+            self.without(other)
+        }
+    }
+
     /// Zulip's flag names, including the deprecated `wildcard_mentioned`.
     pub fn names(self) -> Vec<&'static str> {
         let mut names: Vec<&'static str> =

@@ -74,6 +74,16 @@ pub struct RealmSettings {
     /// The organization's empty-topic policy, which channels with the
     /// `inherit` policy follow (`allow_empty_topic` or `disable_empty_topic`).
     pub topics_policy: TopicsPolicy,
+    /// Who may move messages to another topic; `None` = `role:members`.
+    pub can_move_messages_between_topics_group: Option<GroupSetting>,
+    /// Who may move messages to another channel (besides the channel's own
+    /// `can_move_messages_out_of_channel_group`); `None` = `role:members`.
+    pub can_move_messages_between_channels_group: Option<GroupSetting>,
+    /// Seconds after sending during which non-moderators may move a message
+    /// to another topic; `None` = no limit. Zulip's default is 7 days.
+    pub move_messages_within_stream_limit_seconds: Option<u32>,
+    /// The same for moves to another channel.
+    pub move_messages_between_streams_limit_seconds: Option<u32>,
 }
 
 impl Default for RealmSettings {
@@ -91,6 +101,10 @@ impl Default for RealmSettings {
             can_delete_own_message_group: None,
             message_content_delete_limit_seconds: Some(600),
             topics_policy: TopicsPolicy::AllowEmptyTopic,
+            can_move_messages_between_topics_group: None,
+            can_move_messages_between_channels_group: None,
+            move_messages_within_stream_limit_seconds: Some(7 * 24 * 3600),
+            move_messages_between_streams_limit_seconds: Some(7 * 24 * 3600),
         }
     }
 }

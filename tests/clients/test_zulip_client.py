@@ -350,3 +350,39 @@ def test_channels_and_subscriptions_through_the_bindings(connect):
     ok(hamlet.update_stream({"stream_id": stream_id, "description": "new words"}), "update_stream")
     removed = ok(hamlet.remove_subscriptions(["client channel"]), "remove_subscriptions")
     assert removed["removed"] == ["client channel"]
+
+
+def test_reactions_edits_history_and_deletion(connect):
+    """What bots and scripts do with a message after sending it."""
+    hamlet = connect(HAMLET, role="member")
+    bot = connect("helper-bot@natter.test", role="bot")
+    sent = ok(
+        hamlet.send_message({"type": "stream", "to": "general", "topic": "lifecycle", "content": "first draft"}),
+        "send_message",
+    )
+    mid = sent["id"]
+    # zulip-run-bot reacts by name only.
+    ok(bot.add_reaction({"message_id": mid, "emoji_name": "wave"}), "add_reaction by name")
+    err(bot.add_reaction({"message_id": mid, "emoji_name": "wave"}), "REACTION_ALREADY_EXISTS", "duplicate reaction")
+    reactions = ok(hamlet.get_raw_message(mid), "get_raw_message")["message"]["reactions"]
+    assert [(r["emoji_name"], r["emoji_code"], r["reaction_type"]) for r in reactions] == [
+        ("wave", "1f44b", "unicode_emoji")
+    ]
+    assert reactions[0]["user"]["full_name"] == "Helper Bot"
+    ok(bot.remove_reaction({"message_id": mid, "emoji_name": "wave"}), "remove_reaction")
+    err(bot.remove_reaction({"message_id": mid, "emoji_name": "wave"}), "REACTION_DOES_NOT_EXIST", "removing twice")
+
+    ok(hamlet.update_message({"message_id": mid, "content": "final text"}), "update_message content")
+    ok(
+        hamlet.update_message({"message_id": mid, "topic": "lifecycle, moved", "propagate_mode": "change_all"}),
+        "update_message topic",
+    )
+    message = ok(hamlet.get_raw_message(mid), "get_raw_message")["message"]
+    assert message["subject"] == "lifecycle, moved"
+    assert "final text" in message["content"]
+    history = ok(hamlet.get_message_history(mid), "get_message_history")["message_history"]
+    assert [h["content"] for h in history] == ["first draft", "final text", "final text"]
+    assert history[0]["topic"] == "lifecycle" and history[-1]["prev_topic"] == "lifecycle"
+
+    ok(hamlet.delete_message(mid), "delete_message")
+    err(hamlet.get_raw_message(mid), "BAD_REQUEST", "reading a deleted message")

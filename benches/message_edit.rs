@@ -1,0 +1,77 @@
+//! Moving a whole topic: `PATCH /messages/{id}` with
+//! `propagate_mode=change_all` over a 10,000-message topic, through the
+//! handler and the commit path (`--fsync never`, so the log's fsync does
+//! not hide the work). Each iteration renames the topic back and forth.
+//!
+//! Run: `cargo bench --bench message_edit`
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+use natter::api::{message_edit, messages, App, Call};
+use natter::config::Cli;
+use natter::http::request::Params;
+use natter::seed;
+use natter::server;
+
+const TOPIC_SIZE: usize = 10_000;
+
+fn app(dir: &std::path::Path) -> Arc<App> {
+    let cli = Cli::parse_from([
+        "natter",
+        "--dev",
+        "--snapshot-every",
+        "0",
+        "--fsync",
+        "never",
+        "--data-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let app = server::open_app(cli.resolve().unwrap()).unwrap();
+    seed::seed_dev(&app).unwrap();
+    app
+}
+
+fn call(app: &App, pairs: &[(&str, &str)], path: Vec<String>) -> Call {
+    let realm = app.state.realm_by_subdomain("").unwrap();
+    let caller = app.state.user_by_email(realm.id, "hamlet@natter.test");
+    Call {
+        realm,
+        caller,
+        params: Params::from_pairs(pairs.iter().copied()),
+        path,
+        client: "bench".into(),
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let mut first = None;
+    for i in 0..TOPIC_SIZE {
+        let content = format!("message {i} of a long topic");
+        let pairs = [("type", "stream"), ("to", "general"), ("topic", "t0"), ("content", &content)];
+        let reply = messages::send(&app, &mut call(&app, &pairs, Vec::new())).expect("send");
+        first.get_or_insert(reply["id"].as_u64().unwrap());
+    }
+    let id = first.unwrap().to_string();
+    let mut group = c.benchmark_group("message_edit");
+    group.sample_size(10).measurement_time(Duration::from_secs(5));
+    group.throughput(Throughput::Elements(TOPIC_SIZE as u64));
+    let mut n = 0u64;
+    group.bench_function("change_all, 10k-message topic", |b| {
+        b.iter(|| {
+            n += 1;
+            let topic = format!("t{n}");
+            let pairs = [("topic", topic.as_str()), ("propagate_mode", "change_all")];
+            message_edit::update(&app, &mut call(&app, &pairs, vec![id.clone()])).expect("move")
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,714 @@
+//! Changing messages: `PATCH /messages/{message_id}` (content edits, topic
+//! and channel moves) and `GET /messages/{message_id}/history`.
+//!
+//! Who may do what (as in Zulip):
+//! - content: the author only, while the realm allows editing and within
+//!   `message_content_edit_limit_seconds` (0 = no limit);
+//! - topic: members of the realm's `can_move_messages_between_topics_group`
+//!   (default members), within `move_messages_within_stream_limit_seconds`
+//!   unless moderator or above;
+//! - channel: members of the realm's `can_move_messages_between_channels_group`
+//!   (default members) or the channel's `can_move_messages_out_of_channel`,
+//!   within `move_messages_between_streams_limit_seconds` unless moderator
+//!   or above, to a channel they may see and post to.
+//!
+//! `propagate_mode` takes along the topic's other messages (`change_later`:
+//! from this one on; `change_all`: all). Resolving or unresolving a topic
+//! (the `✔ ` prefix) is not a move: `last_moved_timestamp` stays.
+//! Notification-bot posts to the old and new thread are not implemented:
+//! `send_notification_to_old_thread` / `…_new_thread` are reported back in
+//! `ignored_parameters_unsupported`.
+
+use serde_json::{json, Map, Value};
+
+use super::mentions::{self, Visible};
+use super::messages::{
+    check_topic_policy, find_channel, normalize_content, normalize_topic, ChannelRef,
+};
+use super::reactions::visible_message;
+use super::{App, Call, Reply};
+use crate::entropy;
+use crate::error::{ApiError, ApiResult};
+use crate::markdown::{self, Rendered};
+use crate::mutation::{MessageEdit, Mutation, NewContent, PropagateMode};
+use crate::reply;
+use crate::state::access::{self, has_permission};
+use crate::state::messages::EditRecord;
+use crate::state::{
+    ChannelId, Destination, Message, MessageId, Realm, Role, State, SystemGroup, User,
+};
+
+/// The prefix of a resolved topic.
+pub const RESOLVED_TOPIC_PREFIX: &str = "✔ ";
+
+/// What a PATCH asks for, decoded.
+struct Request {
+    id: MessageId,
+    content: Option<(String, Rendered)>,
+    topic: Option<String>,
+    channel: Option<ChannelId>,
+    mode: PropagateMode,
+}
+
+/// `PATCH /messages/{message_id}`: edit content, move to a topic or channel.
+pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let id = MessageId(call.path_id(0, "message_id")?);
+    let content = call.params.string("content");
+    let topic = match call.params.string("topic") {
+        Some(topic) => Some(topic),
+        None => call.params.string("subject"),
+    };
+    let channel = call.params.int("stream_id")?;
+    let mode = match call.params.string("propagate_mode") {
+        None => PropagateMode::ChangeOne,
+        Some(mode) => PropagateMode::parse(&mode)
+            .ok_or_else(|| ApiError::invalid("propagate_mode", "not a propagate mode"))?,
+    };
+    if content.is_none() && topic.is_none() && channel.is_none() {
+        return Err(ApiError::bad_request("Nothing to change"));
+    }
+    let topic = topic.map(|t| normalize_topic(&t, call)).transpose()?;
+    let editor = call.caller().clone();
+    let content = match content {
+        // Zulip keeps an emptied message as "(deleted)".
+        Some(c) if c.trim().is_empty() => Some("(deleted)".to_owned()),
+        Some(c) => Some(normalize_content(&c)?),
+        None => None,
+    };
+    let content = content.map(|c| {
+        let rendered = markdown::render_message(&c, &Visible::new(&app.state, &editor));
+        (c, rendered)
+    });
+    let channel = match channel {
+        Some(id) if id < 0 => return Err(ApiError::invalid("stream_id", "not a channel ID")),
+        Some(id) => Some(ChannelId(id as u64)),
+        None => None,
+    };
+    let request = Request { id, content, topic, channel, mode };
+    let now = entropy::now();
+    // Nothing to change (the same topic, the same channel, the same
+    // content) succeeds without writing anything.
+    if plan(&app.state, &editor, &request, now)?.is_none() {
+        return Ok(reply! { "detached_uploads" => Vec::<Value>::new() });
+    }
+    app.committer.commit(|state| match plan(state, &editor, &request, now)? {
+        Some(edit) => Ok((Mutation::EditMessage(edit), ())),
+        None => Err(ApiError::bad_request("Nothing to change")),
+    })?;
+    Ok(reply! { "detached_uploads" => Vec::<Value>::new() })
+}
+
+/// Checks the request against state and works out the edit; `None` if it
+/// changes nothing.
+fn plan(state: &State, editor: &User, req: &Request, now: i64) -> ApiResult<Option<MessageEdit>> {
+    let message = visible_message(state, editor, req.id)?;
+    let realm = state
+        .realms
+        .get(&editor.realm)
+        .ok_or_else(|| ApiError::bad_request("Invalid message(s)"))?;
+    let settings = &realm.settings;
+    let age = now.saturating_sub(message.timestamp);
+    let content = req.content.as_ref().filter(|(c, _)| *c != message.content);
+    if req.content.is_some() {
+        if message.sender != editor.id {
+            return Err(ApiError::bad_request("You don't have permission to edit this message"));
+        }
+        if !settings.allow_message_editing {
+            return Err(ApiError::bad_request("Your organization has turned off message editing"));
+        }
+        let limit = settings.message_content_edit_limit_seconds;
+        if limit > 0 && age > i64::from(limit) {
+            return Err(ApiError::bad_request(
+                "The time limit for editing this message has passed",
+            ));
+        }
+        if req.channel.is_some() {
+            return Err(ApiError::bad_request(
+                "Cannot change message content while changing channel",
+            ));
+        }
+    }
+    let (moved, new_topic, new_channel, counts_as_move) = match &message.destination {
+        Destination::Direct { .. } => {
+            if req.topic.is_some() {
+                return Err(ApiError::bad_request("Direct messages cannot have topics."));
+            }
+            if req.channel.is_some() {
+                return Err(ApiError::bad_request("Direct messages cannot be moved to channels."));
+            }
+            (Vec::new(), None, None, false)
+        }
+        Destination::Channel { channel, topic } => {
+            let new_topic = req.topic.clone().filter(|t| t != topic);
+            let new_channel = req.channel.filter(|c| c != channel);
+            let moderator = editor.role <= Role::Moderator;
+            if new_topic.is_some() {
+                let may = realm_setting(
+                    &realm,
+                    &settings.can_move_messages_between_topics_group,
+                    SystemGroup::Members,
+                );
+                if !has_permission(state, editor, &may) {
+                    return Err(ApiError::bad_request(
+                        "You don't have permission to edit this message",
+                    ));
+                }
+                if !moderator && over(age, settings.move_messages_within_stream_limit_seconds) {
+                    return Err(ApiError::bad_request(
+                        "The time limit for editing this message's topic has passed",
+                    ));
+                }
+            }
+            let target = match new_channel {
+                None => None,
+                Some(id) => {
+                    let from = state.channels.get(channel).expect("message's channel exists");
+                    let may = realm_setting(
+                        &realm,
+                        &settings.can_move_messages_between_channels_group,
+                        SystemGroup::Members,
+                    );
+                    if !has_permission(state, editor, &may)
+                        && !has_permission(
+                            state,
+                            editor,
+                            &from.permissions.can_move_messages_out_of_channel,
+                        )
+                    {
+                        return Err(ApiError::bad_request(
+                            "You don't have permission to move this message",
+                        ));
+                    }
+                    if !moderator && over(age, settings.move_messages_between_streams_limit_seconds)
+                    {
+                        return Err(ApiError::bad_request(
+                            "The time limit for editing this message's channel has passed",
+                        ));
+                    }
+                    let to = find_channel(state, editor, &ChannelRef::Id(id.0))?;
+                    if access::send_refusal(state, editor, &to).is_some() {
+                        return Err(ApiError::bad_request(format!(
+                            "Not authorized to send to channel '{}'",
+                            to.name
+                        )));
+                    }
+                    Some(to)
+                }
+            };
+            if new_topic.is_none() && target.is_none() {
+                (Vec::new(), None, None, false)
+            } else {
+                let dest_topic = new_topic.clone().unwrap_or_else(|| topic.clone());
+                let dest = target.clone().unwrap_or_else(|| {
+                    state.channels.get(channel).expect("message's channel exists")
+                });
+                check_topic_policy(&dest, settings.topics_policy, &dest_topic)?;
+                let moved = topic_messages(state, &message, *channel, topic, req.mode);
+                let resolve_only = target.is_none()
+                    && new_topic.as_deref().is_some_and(|new| is_resolve_toggle(topic, new));
+                (moved, new_topic, target.map(|c| c.id), !resolve_only)
+            }
+        }
+    };
+    let content = match content {
+        None => None,
+        Some((text, rendered)) => {
+            let recipients = state.message_holders(&message);
+            let notify = mentions::notify(
+                state,
+                editor,
+                &message.destination,
+                &recipients,
+                &rendered.mentions,
+            )?;
+            Some(NewContent {
+                content: text.clone(),
+                rendered: rendered.html.clone(),
+                is_me_message: markdown::is_me_message(text),
+                mentioned: notify.mentioned,
+                channel_wildcard: notify.channel_wildcard,
+                topic_wildcard: notify.topic_wildcard,
+            })
+        }
+    };
+    if content.is_none() && moved.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(MessageEdit {
+        message: message.id,
+        editor: editor.id,
+        timestamp: now,
+        content,
+        topic: new_topic,
+        channel: new_channel,
+        moved,
+        counts_as_move,
+        propagate_mode: req.mode,
+    }))
+}
+
+fn realm_setting(
+    realm: &Realm,
+    value: &Option<crate::state::GroupSetting>,
+    default: SystemGroup,
+) -> crate::state::GroupSetting {
+    realm.group_setting(value, default)
+}
+
+fn over(age: i64, limit: Option<u32>) -> bool {
+    limit.is_some_and(|limit| age > i64::from(limit))
+}
+
+/// Whether going from `old` to `new` only adds or removes the resolved
+/// prefix.
+fn is_resolve_toggle(old: &str, new: &str) -> bool {
+    new.strip_prefix(RESOLVED_TOPIC_PREFIX) == Some(old)
+        || old.strip_prefix(RESOLVED_TOPIC_PREFIX) == Some(new)
+}
+
+/// The messages a move takes along: the topic's messages (topics compare
+/// case-insensitively), all of them, or from `message` on, or just it.
+fn topic_messages(
+    state: &State,
+    message: &Message,
+    channel: ChannelId,
+    topic: &str,
+    mode: PropagateMode,
+) -> Vec<MessageId> {
+    if mode == PropagateMode::ChangeOne {
+        return vec![message.id];
+    }
+    let Some(recipient) = state.channels.read(&channel, |c| c.recipient) else {
+        return vec![message.id];
+    };
+    let ids = state.by_recipient.get(&recipient).unwrap_or_default();
+    let topic = topic.to_lowercase();
+    ids.into_iter()
+        .filter(|id| mode == PropagateMode::ChangeAll || *id >= message.id)
+        .filter(|id| {
+            state
+                .messages
+                .read(id, |m| match &m.destination {
+                    Destination::Channel { topic: t, .. } => t.to_lowercase() == topic,
+                    Destination::Direct { .. } => false,
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// One version of a message: what it looked like after an edit.
+#[derive(Clone, Debug)]
+pub struct Version {
+    /// Markdown.
+    pub content: String,
+    /// HTML.
+    pub rendered: String,
+    /// Topic (`""` for direct messages and the empty topic).
+    pub topic: String,
+    /// Channel, for channel messages.
+    pub channel: Option<ChannelId>,
+}
+
+/// The versions of a message: `out[0]` is the original, `out[k]` the
+/// message right after `edit_history[k - 1]`.
+pub fn versions(message: &Message) -> Vec<Version> {
+    let (topic, channel) = match &message.destination {
+        Destination::Channel { channel, topic } => (topic.clone(), Some(*channel)),
+        Destination::Direct { .. } => (String::new(), None),
+    };
+    let mut current = Version {
+        content: message.content.clone(),
+        rendered: message.rendered_content.clone(),
+        topic,
+        channel,
+    };
+    let mut out = vec![current.clone()];
+    for record in message.edit_history.iter().rev() {
+        if let Some((content, rendered)) = &record.prev_content {
+            current.content = content.clone();
+            current.rendered = rendered.clone();
+        }
+        if let Some(topic) = &record.prev_topic {
+            current.topic = topic.clone();
+        }
+        if let Some(channel) = record.prev_channel {
+            current.channel = Some(channel);
+        }
+        out.push(current.clone());
+    }
+    out.reverse();
+    out
+}
+
+/// The fields of one edit record shared by the message's `edit_history`
+/// and the history endpoint.
+fn record_fields(
+    record: &EditRecord,
+    after: &Version,
+    show: &dyn Fn(&str) -> String,
+) -> Map<String, Value> {
+    let mut out = Map::new();
+    out.insert("user_id".into(), json!(record.user.0));
+    out.insert("timestamp".into(), json!(record.timestamp));
+    if let Some((content, rendered)) = &record.prev_content {
+        out.insert("prev_content".into(), json!(content));
+        out.insert("prev_rendered_content".into(), json!(rendered));
+    }
+    if let Some(topic) = &record.prev_topic {
+        out.insert("prev_topic".into(), json!(show(topic)));
+        out.insert("topic".into(), json!(show(&after.topic)));
+    }
+    if let Some(channel) = record.prev_channel {
+        out.insert("prev_stream".into(), json!(channel.0));
+        out.insert("stream".into(), json!(after.channel.map(|c| c.0)));
+    }
+    out
+}
+
+/// `edit_history` of a Message resource: newest first.
+pub fn edit_history_json(message: &Message, show: &dyn Fn(&str) -> String) -> Vec<Value> {
+    let versions = versions(message);
+    message
+        .edit_history
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(k, record)| Value::Object(record_fields(record, &versions[k + 1], show)))
+        .collect()
+}
+
+/// `GET /messages/{message_id}/history`: every version, oldest first.
+pub fn history(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let id = MessageId(call.path_id(0, "message_id")?);
+    let allow_empty = call.params.bool_or("allow_empty_topic_name", false)?;
+    let me = call.caller();
+    let message = visible_message(&app.state, me, id)?;
+    if !call.realm.settings.allow_edit_history {
+        return Err(ApiError::bad_request("Message edit history is disabled in this organization"));
+    }
+    let display = call.realm.settings.empty_topic_display_name.clone();
+    let show = |topic: &str| {
+        if topic.is_empty()
+            && !allow_empty
+            && matches!(message.destination, Destination::Channel { .. })
+        {
+            display.clone()
+        } else {
+            topic.to_owned()
+        }
+    };
+    let versions = versions(&message);
+    let original = &versions[0];
+    let mut out = vec![json!({
+        "topic": show(&original.topic),
+        "content": original.content,
+        "rendered_content": original.rendered,
+        "timestamp": message.timestamp,
+        "user_id": message.sender.0,
+    })];
+    for (k, record) in message.edit_history.iter().enumerate() {
+        let (before, after) = (&versions[k], &versions[k + 1]);
+        let mut fields = record_fields(record, after, &show);
+        fields.insert("topic".into(), json!(show(&after.topic)));
+        fields.insert("content".into(), json!(after.content));
+        fields.insert("rendered_content".into(), json!(after.rendered));
+        if record.prev_content.is_some() {
+            fields.insert(
+                "content_html_diff".into(),
+                json!(html_diff(&before.rendered, &after.rendered)),
+            );
+        }
+        out.push(Value::Object(fields));
+    }
+    Ok(reply! { "message_history" => out })
+}
+
+/// Most tokens compared by the diff; longer pairs are shown as wholly
+/// replaced (the table is quadratic).
+const MAX_DIFF_CELLS: usize = 4_000_000;
+
+/// `new` HTML with the text that differs from `old` marked, as Zulip's
+/// `content_html_diff`: inserted text in `<span class="highlight_text_inserted">`,
+/// removed text in `<span class="highlight_text_deleted">`. Tags are
+/// compared as tokens but never wrapped, so the result stays well-formed.
+pub fn html_diff(old: &str, new: &str) -> String {
+    let a = tokens(old);
+    let b = tokens(new);
+    // Common prefix and suffix first: most edits are small.
+    let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let suffix =
+        a[prefix..].iter().rev().zip(b[prefix..].iter().rev()).take_while(|(x, y)| x == y).count();
+    let (ma, mb) = (&a[prefix..a.len() - suffix], &b[prefix..b.len() - suffix]);
+    let mut out = String::with_capacity(new.len() + 64);
+    for t in &b[..prefix] {
+        out.push_str(t);
+    }
+    let ops = if ma.len().saturating_mul(mb.len()) <= MAX_DIFF_CELLS {
+        lcs_ops(ma, mb)
+    } else {
+        ma.iter().map(|t| Op::Delete(t)).chain(mb.iter().map(|t| Op::Insert(t))).collect()
+    };
+    for op in ops {
+        match op {
+            Op::Keep(t) => out.push_str(t),
+            Op::Insert(t) => mark(&mut out, t, "highlight_text_inserted"),
+            Op::Delete(t) if !t.starts_with('<') => mark(&mut out, t, "highlight_text_deleted"),
+            Op::Delete(_) => {}
+        }
+    }
+    for t in &b[b.len() - suffix..] {
+        out.push_str(t);
+    }
+    out
+}
+
+fn mark(out: &mut String, token: &str, class: &str) {
+    if token.starts_with('<') || token.trim().is_empty() {
+        out.push_str(token);
+    } else {
+        out.push_str(&format!("<span class=\"{class}\">{token}</span>"));
+    }
+}
+
+enum Op<'a> {
+    Keep(&'a str),
+    Insert(&'a str),
+    Delete(&'a str),
+}
+
+/// Tags, runs of whitespace, and runs of other text.
+fn tokens(html: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let bytes = html.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let start = i;
+        if bytes[i] == b'<' {
+            i = html[i..].find('>').map_or(bytes.len(), |e| i + e + 1);
+        } else if bytes[i].is_ascii_whitespace() {
+            while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+                i += 1;
+            }
+        } else {
+            while i < bytes.len() && bytes[i] != b'<' && !bytes[i].is_ascii_whitespace() {
+                i += 1;
+            }
+        }
+        out.push(&html[start..i]);
+    }
+    out
+}
+
+/// Edit script by longest common subsequence (iterative; bounded table).
+fn lcs_ops<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<Op<'a>> {
+    let (n, m) = (a.len(), b.len());
+    let mut table = vec![0u32; (n + 1) * (m + 1)];
+    let at = |i: usize, j: usize| i * (m + 1) + j;
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            table[at(i, j)] = if a[i] == b[j] {
+                table[at(i + 1, j + 1)] + 1
+            } else {
+                table[at(i + 1, j)].max(table[at(i, j + 1)])
+            };
+        }
+    }
+    let mut ops = Vec::with_capacity(n + m);
+    let (mut i, mut j) = (0, 0);
+    while i < n && j < m {
+        if a[i] == b[j] {
+            ops.push(Op::Keep(b[j]));
+            i += 1;
+            j += 1;
+        } else if table[at(i + 1, j)] >= table[at(i, j + 1)] {
+            ops.push(Op::Delete(a[i]));
+            i += 1;
+        } else {
+            ops.push(Op::Insert(b[j]));
+            j += 1;
+        }
+    }
+    ops.extend(a[i..].iter().map(|t| Op::Delete(t)));
+    ops.extend(b[j..].iter().map(|t| Op::Insert(t)));
+    ops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_diff_marks_changed_words() {
+        assert_eq!(
+            html_diff("<p>hello world</p>", "<p>hello brave world</p>"),
+            "<p>hello <span class=\"highlight_text_inserted\">brave</span> world</p>"
+        );
+        assert_eq!(
+            html_diff("<p>a b c</p>", "<p>a c</p>"),
+            "<p>a <span class=\"highlight_text_deleted\">b</span> c</p>"
+        );
+        assert_eq!(html_diff("<p>same</p>", "<p>same</p>"), "<p>same</p>");
+        let big_old = "<p>".to_owned() + &"x ".repeat(5000) + "</p>";
+        let big_new = "<p>".to_owned() + &"y ".repeat(5000) + "</p>";
+        assert!(html_diff(&big_old, &big_new).contains("highlight_text_inserted"));
+    }
+
+    #[test]
+    fn resolving_is_not_moving() {
+        assert!(is_resolve_toggle("bug", "✔ bug"));
+        assert!(is_resolve_toggle("✔ bug", "bug"));
+        assert!(!is_resolve_toggle("bug", "✔ other"));
+        assert!(!is_resolve_toggle("bug", "feature"));
+    }
+
+    /// Two members in a public channel, a third member outside it, and a
+    /// private channel with only the first; one message from the first.
+    fn world() -> (State, u64, Vec<User>, Message, ChannelId) {
+        use crate::apply::apply;
+        use crate::mutation::NewMessage;
+        use crate::seed::{self, NewChannel, NewUser};
+        use crate::state::IdKind;
+        let state = State::new();
+        let mut seq = 0;
+        let mut step = |m: Mutation| {
+            seq += 1;
+            apply(&state, seq, &m);
+        };
+        step(seed::realm(&state, "", "T", 0).unwrap());
+        let realm = state.realm_by_subdomain("").unwrap();
+        for name in ["a", "b", "c"] {
+            let email = format!("{name}@t.test");
+            let new = NewUser { email: &email, full_name: name, role: Role::Member, bot: None };
+            step(seed::user(&state, realm.id, &new, String::new(), 0).unwrap());
+        }
+        let users = state.realm_users(realm.id);
+        for (name, private, subs) in
+            [("pub", false, vec![users[0].id, users[1].id]), ("priv", true, vec![users[0].id])]
+        {
+            let new = NewChannel {
+                name,
+                description: "",
+                invite_only: private,
+                creator: None,
+                subscribers: &subs,
+            };
+            step(seed::channel(&state, &realm, &new, 0).unwrap());
+        }
+        let public = state.channel_by_name(realm.id, "pub").unwrap();
+        let private = state.channel_by_name(realm.id, "priv").unwrap();
+        let message = Message {
+            id: MessageId(state.ids.peek(IdKind::Message)),
+            realm: realm.id,
+            sender: users[0].id,
+            recipient: public.recipient,
+            destination: Destination::Channel { channel: public.id, topic: "t".into() },
+            content: "x".into(),
+            rendered_content: "<p>x</p>".into(),
+            timestamp: 100,
+            client: String::new(),
+            is_me_message: false,
+            reactions: Vec::new(),
+            edit_history: Vec::new(),
+            last_edit_timestamp: None,
+            last_moved_timestamp: None,
+        };
+        step(Mutation::SendMessage(NewMessage {
+            message: message.clone(),
+            read_by_sender: true,
+            mentioned: Vec::new(),
+            channel_wildcard: false,
+            topic_wildcard: Vec::new(),
+        }));
+        (state, seq, users, message, private.id)
+    }
+
+    #[test]
+    fn update_message_events_carry_zulips_fields() {
+        use crate::apply::apply;
+        use crate::events::{Audience, Event};
+        let (state, seq, users, message, _) = world();
+        let Destination::Channel { channel, .. } = message.destination else { unreachable!() };
+        let edit = MessageEdit {
+            message: message.id,
+            editor: users[0].id,
+            timestamp: 200,
+            content: Some(NewContent {
+                content: "y".into(),
+                rendered: "<p>y</p>".into(),
+                is_me_message: false,
+                mentioned: vec![users[1].id],
+                channel_wildcard: false,
+                topic_wildcard: Vec::new(),
+            }),
+            topic: Some("u".into()),
+            channel: None,
+            moved: vec![message.id],
+            counts_as_move: true,
+            propagate_mode: PropagateMode::ChangeAll,
+        };
+        let events = apply(&state, seq + 1, &Mutation::EditMessage(edit));
+        let base = json!({
+            "type": "update_message", "user_id": users[0].id.0, "edit_timestamp": 200,
+            "message_id": message.id.0, "message_ids": [message.id.0], "rendering_only": false,
+            "orig_content": "x", "orig_rendered_content": "<p>x</p>", "content": "y",
+            "rendered_content": "<p>y</p>", "is_me_message": false,
+            "stream_id": channel.0, "stream_name": "pub", "propagate_mode": "change_all",
+            "orig_subject": "t", "subject": "u", "topic_links": [],
+        });
+        let with_flags = |flags: Value| {
+            let mut e = base.clone();
+            e["flags"] = flags;
+            e
+        };
+        assert_eq!(
+            events,
+            vec![
+                Event::Broadcast {
+                    audience: Audience::Users(vec![users[1].id]),
+                    event: with_flags(json!(["mentioned"])),
+                },
+                Event::Broadcast {
+                    audience: Audience::Users(vec![users[0].id]),
+                    event: with_flags(json!(["read"])),
+                },
+            ]
+        );
+        let m = state.messages.get(&message.id).unwrap();
+        assert_eq!((m.last_edit_timestamp, m.last_moved_timestamp), (Some(200), Some(200)));
+        let v = versions(&m);
+        assert_eq!((v[0].content.as_str(), v[0].topic.as_str()), ("x", "t"));
+        assert_eq!((v[1].content.as_str(), v[1].topic.as_str()), ("y", "u"));
+    }
+
+    #[test]
+    fn moving_into_a_private_channel_deletes_it_for_outsiders() {
+        use crate::apply::apply;
+        use crate::events::{Audience, Event};
+        let (state, seq, users, message, private) = world();
+        let edit = MessageEdit {
+            message: message.id,
+            editor: users[0].id,
+            timestamp: 200,
+            content: None,
+            topic: None,
+            channel: Some(private),
+            moved: vec![message.id],
+            counts_as_move: true,
+            propagate_mode: PropagateMode::ChangeOne,
+        };
+        let events = apply(&state, seq + 1, &Mutation::EditMessage(edit));
+        let Event::Broadcast { audience, event } = &events[0] else { panic!() };
+        assert_eq!(audience, &Audience::Users(vec![users[1].id]));
+        assert_eq!(event["type"], "delete_message");
+        assert_eq!(event["message_ids"], json!([message.id.0]));
+        let Event::Broadcast { audience, event } = &events[1] else { panic!() };
+        assert_eq!(audience, &Audience::Users(vec![users[0].id]));
+        assert_eq!(event["new_stream_id"], private.0);
+        assert!(state.flags(users[1].id, message.id).is_none());
+        assert!(state.flags(users[0].id, message.id).is_some());
+        let recipient = state.channels.read(&private, |c| c.recipient).unwrap();
+        assert_eq!(state.by_recipient.get(&recipient).unwrap(), vec![message.id]);
+        assert_eq!(state.channels.get(&private).unwrap().first_message_id, Some(message.id));
+    }
+}
