@@ -176,7 +176,7 @@ fn sort_by_name(list: &mut Value) {
 /// Folds one event into a fetched register state, as a client does.
 pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
     if crate::verify_settings::handles(event) {
-        return crate::verify_settings::apply_event(state, event, me);
+        return crate::verify_settings::apply_event(state, event);
     }
     match event["type"].as_str().unwrap() {
         "message" => {
@@ -255,7 +255,7 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
                     json!({"website": p, "aggregated": aggregated});
             }
         }
-        "realm_user" if event["op"] == "update" => apply_person_update(state, &event["person"]),
+        "realm_user" if event["op"] == "update" => apply_person_update(state, &event["person"], me),
         "realm_user" => {
             assert_eq!(event["op"], "add");
             if let Some(users) = state.get_mut("realm_users").and_then(Value::as_array_mut) {
@@ -415,8 +415,19 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
 }
 
 /// A `realm_user` `update`: one changed field of one person.
-fn apply_person_update(state: &mut Value, person: &Value) {
+fn apply_person_update(state: &mut Value, person: &Value, me: u64) {
     let id = person["user_id"].clone();
+    // The caller's own fields also sit at the top level of register.
+    if id == me {
+        for (key, value) in person.as_object().unwrap() {
+            let key = if key == "new_email" { "email" } else { key.as_str() };
+            if key != "user_id" {
+                if let Some(slot) = state.get_mut(key) {
+                    *slot = value.clone();
+                }
+            }
+        }
+    }
     let Some(active) = state.get("realm_users") else { return };
     let mut all: Vec<(bool, Value)> = active
         .as_array()
@@ -881,12 +892,24 @@ fn channel_updates() {
     let public = vec![("is_private", "false".to_owned())];
     let events = h.verify_action(CORDELIA, ALL, patch(d.clone(), public), &["stream"]);
     assert_eq!(events[0]["op"], "create");
+    // Archiving: clients with `archived_channels` see the property change;
+    // the others see the channel go, as their register leaves it out.
     let archive = |h: &Harness| call_path(h, IAGO, api::streams::archive, &[&denmark], &[]);
-    let events = h.verify_action(HAMLET, ALL, archive, &["stream"]);
+    let unarchive = |h: &Harness| {
+        call_path(h, IAGO, api::streams::update, &[&denmark], &[("is_archived", "false")]);
+    };
+    let archived_channels = [
+        ("include_subscribers", "true"),
+        ("client_capabilities", r#"{"archived_channels": true}"#),
+    ];
+    let events = h.verify_action(HAMLET, &archived_channels, archive, &["stream"]);
     assert_eq!(
         (events[0]["property"].as_str(), events[0]["value"].as_bool()),
         (Some("is_archived"), Some(true))
     );
+    h.verify_action(HAMLET, &archived_channels, unarchive, &["stream"]);
+    let events = h.verify_action(HAMLET, ALL, archive, &["stream"]);
+    assert_eq!((events[0]["op"].as_str(), &events[0]["stream_ids"]), (Some("delete"), &json!([2])));
 }
 
 #[test]

@@ -16,18 +16,26 @@ const OTHELLO: &str = "othello@natter.test";
 
 /// Whether this file folds `event` into the state.
 pub fn handles(event: &Value) -> bool {
-    match event["type"].as_str().unwrap_or("") {
-        "user_settings" | "update_display_settings" | "update_global_notifications" => true,
-        "alert_words" | "drafts" | "user_status" | "muted_users" | "user_topic"
-        | "muted_topics" | "navigation_view" | "saved_snippets" | "realm_playgrounds"
-        | "invites_changed" => true,
-        "realm_user" => event["op"] == "update",
-        _ => false,
-    }
+    matches!(
+        event["type"].as_str().unwrap_or(""),
+        "user_settings"
+            | "update_display_settings"
+            | "update_global_notifications"
+            | "alert_words"
+            | "drafts"
+            | "user_status"
+            | "muted_users"
+            | "user_topic"
+            | "muted_topics"
+            | "navigation_view"
+            | "saved_snippets"
+            | "realm_playgrounds"
+            | "invites_changed"
+    )
 }
 
 /// Folds one of this area's events into a fetched state, as a client does.
-pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
+pub fn apply_event(state: &mut Value, event: &Value) {
     let set = |state: &mut Value, key: &str, value: &Value| {
         if let Some(slot) = state.get_mut(key) {
             *slot = value.clone();
@@ -49,28 +57,6 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
         }
         "update_global_notifications" => {
             set(state, event["notification_name"].as_str().unwrap(), &event["setting"]);
-        }
-        "realm_user" => {
-            let person = &event["person"];
-            let id = person["user_id"].as_u64().unwrap();
-            let users = state.get_mut("realm_users").and_then(Value::as_array_mut);
-            for user in users.into_iter().flatten() {
-                if user["user_id"] != id {
-                    continue;
-                }
-                for (k, v) in person.as_object().unwrap() {
-                    let key = if k == "new_email" { "email" } else { k.as_str() };
-                    user[key] = v.clone();
-                }
-            }
-            if id == me {
-                for (k, v) in person.as_object().unwrap() {
-                    let key = if k == "new_email" { "email" } else { k.as_str() };
-                    if key != "user_id" {
-                        set(state, key, v);
-                    }
-                }
-            }
         }
         "alert_words" => set(state, "alert_words", &event["alert_words"]),
         "muted_users" => set(state, "muted_users", &event["muted_users"]),

@@ -145,7 +145,8 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
         let empty_topic_name = options.queue.capabilities.empty_topic_name;
         reading::register_state_with(state, &user, empty_topic_name, &wants, &mut out);
         let subscribers = subscriber_lists(options.queue.include_subscribers);
-        channels::register_state_with(state, &user, subscribers, &wants, &mut out);
+        let archived = options.queue.capabilities.archived_channels;
+        channels::register_state_full(state, &user, subscribers, archived, &wants, &mut out);
         for plugin in PLUGINS {
             plugin(app, &user, &wants, &mut out);
         }

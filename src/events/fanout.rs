@@ -96,9 +96,11 @@ pub fn deliver(rt: &Realtime, seq: Option<u64>, event: &Event) {
                 Audience::Users(users) => rt.queues.of_users(users.iter().copied()),
                 Audience::Realm(realm) => rt.queues.of_realm(*realm),
             };
-            let shared = Arc::new(object(event.clone()));
+            let shapes = BroadcastShapes::new(event);
             rt.queues.deliver(seq, &targets, |q| {
-                q.options.wants(&kind).then(|| Outgoing::shared(Arc::clone(&shared)))
+                let body = shapes.for_queue(&q.options.capabilities)?;
+                let kind = body.get("type").and_then(Value::as_str).unwrap_or(&kind);
+                q.options.wants(kind).then(|| Outgoing::shared(Arc::clone(body)))
             });
         }
         Event::Presence { realm, user, presence, server_timestamp } => {
@@ -148,6 +150,61 @@ pub fn deliver(rt: &Realtime, seq: Option<u64>, event: &Event) {
                 });
                 Some(Outgoing::shared(Arc::new(object(body))))
             });
+        }
+    }
+}
+
+/// The forms of one broadcast event that differ by client capability,
+/// each built once and shared by every queue that gets it.
+struct BroadcastShapes {
+    /// The event as published.
+    plain: Arc<Map<String, Value>>,
+    /// For clients without `bulk_message_deletion`: `delete_message` with
+    /// only `message_id` (the published event carries both forms).
+    single_deletion: Option<Arc<Map<String, Value>>>,
+    /// For clients without `archived_channels`: an archived channel
+    /// disappears, as a `stream` `delete`, instead of an `is_archived`
+    /// update (their register leaves archived channels out).
+    archived_as_delete: Option<Arc<Map<String, Value>>>,
+}
+
+impl BroadcastShapes {
+    fn new(event: &Value) -> Self {
+        let mut plain = object(event.clone());
+        let mut single_deletion = None;
+        let mut archived_as_delete = None;
+        match plain.get("type").and_then(Value::as_str) {
+            Some("delete_message") => {
+                let mut single = plain.clone();
+                single.remove("message_ids");
+                plain.remove("message_id");
+                single_deletion = Some(Arc::new(single));
+            }
+            Some("stream")
+                if plain.get("op") == Some(&json!("update"))
+                    && plain.get("property") == Some(&json!("is_archived"))
+                    && plain.get("value") == Some(&json!(true)) =>
+            {
+                let id = plain.get("stream_id").cloned().unwrap_or(Value::Null);
+                let name = plain.get("name").cloned().unwrap_or(Value::Null);
+                archived_as_delete = Some(Arc::new(object(json!({
+                    "type": "stream",
+                    "op": "delete",
+                    "streams": [{ "stream_id": id, "name": name }],
+                    "stream_ids": [id],
+                }))));
+            }
+            _ => {}
+        }
+        BroadcastShapes { plain: Arc::new(plain), single_deletion, archived_as_delete }
+    }
+
+    /// The form a queue with these capabilities gets.
+    fn for_queue(&self, caps: &super::queue::Capabilities) -> Option<&Arc<Map<String, Value>>> {
+        match (&self.single_deletion, &self.archived_as_delete) {
+            (Some(single), _) if !caps.bulk_message_deletion => Some(single),
+            (_, Some(deleted)) if !caps.archived_channels => Some(deleted),
+            _ => Some(&self.plain),
         }
     }
 }
