@@ -131,9 +131,37 @@ pub fn start(config: Config) -> Result<Server, String> {
     let _ =
         app.state.email_domain.set(crate::state::emails::email_domain_of_host(app.external_host()));
     let service = Arc::new(Service { app: Arc::clone(&app) });
-    let handle = conn::serve(listener, service, app.config.wire.clone())
+    let mut limits = app.config.wire.clone();
+    limits.max_connections = fit_connection_cap(limits.max_connections);
+    let handle = conn::serve(listener, service, limits)
         .map_err(|e| format!("cannot start the HTTP listener: {e}"))?;
     Ok(Server { addr, app, credentials, _listener: handle })
+}
+
+/// File descriptors kept free of client connections: log segments,
+/// snapshots, the listener, stdio, may's event loop, and connections being
+/// refused with a 503.
+const RESERVED_FDS: u64 = 256;
+
+/// Raises the open-file soft limit to the hard limit, as servers do, and
+/// returns the connection cap that fits under it: past the limit `accept`
+/// would fail and new clients would wait unanswered instead of getting the
+/// cap's 503.
+fn fit_connection_cap(wanted: usize) -> usize {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let Ok((mut soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else { return wanted };
+    if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+        soft = hard;
+    }
+    let room = usize::try_from(soft.saturating_sub(RESERVED_FDS)).unwrap_or(usize::MAX).max(1);
+    if wanted > room {
+        eprintln!(
+            "natter: warning: --max-connections {wanted} lowered to {room}: the open-file \
+             limit is {soft} (raise it with ulimit -n)"
+        );
+        return room;
+    }
+    wanted
 }
 
 /// Binds `requested`. may's listener sets `SO_REUSEPORT`, which would let a

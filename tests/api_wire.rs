@@ -367,6 +367,16 @@ fn past_the_connection_cap_a_new_connection_gets_503() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(served, "a freed slot is reused");
+
+    // A cap the open-file limit cannot hold is lowered, with a warning, so
+    // clients past it get the 503 instead of waiting on a failing accept.
+    let huge = TestServer::start_with(&["--max-connections", "1000000000000000"]);
+    assert!(
+        huge.stderr().contains("--max-connections 1000000000000000 lowered to"),
+        "{}",
+        huge.stderr()
+    );
+    huge.anonymous().get("/server_settings", &[]).ok();
 }
 
 #[test]

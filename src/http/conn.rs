@@ -129,8 +129,8 @@ impl Drop for OpenSlot {
 
 fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<Limits>) {
     let open = Arc::new(AtomicUsize::new(0));
-    // Connections being refused with a 503 (bounded the same way, so a
-    // flood cannot pile up refusing coroutines either).
+    // Connections being refused with a 503 (bounded, so a flood cannot
+    // pile up refusing coroutines or file descriptors either).
     let refusing = Arc::new(AtomicUsize::new(0));
     let mut warned = false;
     loop {
@@ -150,7 +150,7 @@ fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<L
         warned = false;
         if open.fetch_add(1, Ordering::AcqRel) >= limits.max_connections {
             open.fetch_sub(1, Ordering::AcqRel);
-            if refusing.fetch_add(1, Ordering::AcqRel) >= limits.max_connections {
+            if refusing.fetch_add(1, Ordering::AcqRel) >= MAX_REFUSING {
                 refusing.fetch_sub(1, Ordering::AcqRel);
                 continue; // dropped: closes at once
             }
@@ -178,6 +178,9 @@ fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<L
     }
 }
 
+/// Most connections being answered 503 at once; past this, a connection
+/// over the cap is closed without a reply.
+pub const MAX_REFUSING: usize = 64;
 /// Initial size of a connection's read buffer; it grows for a large head or
 /// body and shrinks back once that request is done.
 const READ_BUF: usize = 8 * 1024;
@@ -261,7 +264,7 @@ impl<'l> Conn<'l> {
             buf: vec![0; READ_BUF],
             start: 0,
             end: 0,
-            out: Vec::with_capacity(READ_BUF),
+            out: Vec::new(),
             body: Vec::new(),
             timeout: None,
         }
@@ -606,7 +609,7 @@ impl<'l> Conn<'l> {
             write_all(&mut self.stream, &self.out)?;
             self.out.clear();
             if self.out.capacity() > KEEP_BUF {
-                self.out = Vec::with_capacity(READ_BUF);
+                self.out = Vec::new();
             }
         }
         Ok(())
