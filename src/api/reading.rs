@@ -55,33 +55,44 @@ enum Source {
     Nothing,
 }
 
+/// Candidate ids, with the caller's flags when the source knows them.
+type Batch = Vec<(MessageId, Option<Flags>)>;
+
+fn unknown(ids: Vec<MessageId>) -> Batch {
+    ids.into_iter().map(|id| (id, None)).collect()
+}
+
+fn known(entries: Vec<(MessageId, Flags)>) -> Batch {
+    entries.into_iter().map(|(id, f)| (id, Some(f))).collect()
+}
+
 impl Source {
     /// Up to `n` ids below `before`, newest first.
-    fn before(&self, state: &State, before: MessageId, n: usize) -> Vec<MessageId> {
+    fn before(&self, state: &State, before: MessageId, n: usize) -> Batch {
         match self {
-            Source::Single(id) => (*id < before).then_some(*id).into_iter().collect(),
+            Source::Single(id) => unknown((*id < before).then_some(*id).into_iter().collect()),
             Source::Topic(channel, topic) => {
-                state.topic_ids_before(&(*channel, topic.clone()), before, n)
+                unknown(state.topic_ids_before(&(*channel, topic.clone()), before, n))
             }
-            Source::Recipient(r) => state.recipient_ids_before(*r, before, n),
-            Source::User(u) => state.user_ids_before(*u, before, n),
-            Source::Unread(u) => set_before(&state.unread, *u, before, n),
-            Source::Starred(u) => set_before(&state.starred, *u, before, n),
+            Source::Recipient(r) => unknown(state.recipient_ids_before(*r, before, n)),
+            Source::User(u) => known(state.user_entries_before(*u, before, n)),
+            Source::Unread(u) => unknown(set_before(&state.unread, *u, before, n)),
+            Source::Starred(u) => unknown(set_before(&state.starred, *u, before, n)),
             Source::Nothing => Vec::new(),
         }
     }
 
     /// Up to `n` ids from `from` up, oldest first.
-    fn from(&self, state: &State, from: MessageId, n: usize) -> Vec<MessageId> {
+    fn from(&self, state: &State, from: MessageId, n: usize) -> Batch {
         match self {
-            Source::Single(id) => (*id >= from).then_some(*id).into_iter().collect(),
+            Source::Single(id) => unknown((*id >= from).then_some(*id).into_iter().collect()),
             Source::Topic(channel, topic) => {
-                state.topic_ids_from(&(*channel, topic.clone()), from, n)
+                unknown(state.topic_ids_from(&(*channel, topic.clone()), from, n))
             }
-            Source::Recipient(r) => state.recipient_ids_from(*r, from, n),
-            Source::User(u) => state.user_ids_from(*u, from, n),
-            Source::Unread(u) => set_from(&state.unread, *u, from, n),
-            Source::Starred(u) => set_from(&state.starred, *u, from, n),
+            Source::Recipient(r) => unknown(state.recipient_ids_from(*r, from, n)),
+            Source::User(u) => known(state.user_entries_from(*u, from, n)),
+            Source::Unread(u) => unknown(set_from(&state.unread, *u, from, n)),
+            Source::Starred(u) => unknown(set_from(&state.starred, *u, from, n)),
             Source::Nothing => Vec::new(),
         }
     }
@@ -143,12 +154,13 @@ impl<'a> Viewer<'a> {
         Viewer { state, user, history: HashMap::new() }
     }
 
-    /// `access::message_view`, with the channel lookup cached.
-    fn view(&mut self, message: &Message) -> Option<MessageView> {
+    /// `access::message_view`, with the channel lookup cached and the
+    /// flags taken from the source when it knows them.
+    fn view_with(&mut self, message: &Message, known: Option<Flags>) -> Option<MessageView> {
         if message.realm != self.user.realm {
             return None;
         }
-        if let Some(flags) = self.state.flags(self.user.id, message.id) {
+        if let Some(flags) = known.or_else(|| self.state.flags(self.user.id, message.id)) {
             let historical = flags.contains(Flags::HISTORICAL);
             return Some(MessageView { flags: flags.without(Flags::HISTORICAL), historical });
         }
@@ -193,11 +205,11 @@ fn scan(
             Direction::Newer => source.from(viewer.state, cursor, batch),
         };
         let state = viewer.state;
-        for id in &ids {
+        for (id, flags) in &ids {
             // Decide under the message's shard read lock and clone only
             // hits (the closure reads other maps, never `messages`).
             let hit = state.messages.read(id, |message| {
-                let view = viewer.view(message)?;
+                let view = viewer.view_with(message, *flags)?;
                 let hit = narrow.matches(state, viewer.user, message, view.flags);
                 hit.then(|| (message.clone(), view))
             });
@@ -211,7 +223,7 @@ fn scan(
         if ids.len() < batch {
             return found;
         }
-        let last = *ids.last().expect("a full batch is not empty");
+        let last = ids.last().expect("a full batch is not empty").0;
         cursor = match direction {
             Direction::Older => last,
             Direction::Newer => MessageId(last.0 + 1),
@@ -245,7 +257,7 @@ fn first_unread(state: &State, viewer: &mut Viewer<'_>, narrow: &Narrow) -> Opti
                     continue;
                 }
             }
-            let Some(view) = viewer.view(&message) else { continue };
+            let Some(view) = viewer.view_with(&message, None) else { continue };
             // The set is derived: trust the flags themselves.
             if !view.flags.contains(Flags::READ)
                 && narrow.matches(state, viewer.user, &message, view.flags)
