@@ -72,11 +72,21 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
                 continue;
             }
             let invalid = || ApiError::bad_request("Invalid message(s)");
-            let message = state.messages.get(id).ok_or_else(invalid)?;
-            message_view(state, &me, &message).ok_or_else(invalid)?;
+            // Checked in place (this runs under the writer lock): readable,
+            // and its channel if any.
+            let channel = state
+                .messages
+                .read(id, |m| {
+                    message_view(state, &me, m).map(|_| match &m.destination {
+                        Destination::Channel { channel, .. } => Some(*channel),
+                        Destination::Direct { .. } => None,
+                    })
+                })
+                .flatten()
+                .ok_or_else(invalid)?;
             // Unread messages live only in channels one is subscribed to
             // (Zulip's invariant): marking others unread is skipped.
-            if let Destination::Channel { channel, .. } = &message.destination {
+            if let Some(channel) = &channel {
                 if !add && flag == Flags::READ && !subscribed.contains_key(channel) {
                     if !ignored.contains(&channel.0) {
                         ignored.push(channel.0);
