@@ -10,7 +10,7 @@
 //! narrow that an index answers never scans unrelated messages and the
 //! shard locks are held only while ids are copied out.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
@@ -20,7 +20,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::request::Params;
 use crate::narrow::{escape_html, highlight, Is, Narrow};
 use crate::reply;
-use crate::state::access::{can_read_history, can_see_channel, MessageView};
+use crate::state::access::{can_read_history, can_see_channel, message_view_with, MessageView};
 use crate::state::{
     ChannelId, Destination, Flags, IdKind, Message, MessageId, Realm, RecipientId, State, User,
     UserId,
@@ -142,34 +142,21 @@ fn source(state: &State, viewer: &User, narrow: &Narrow) -> Source {
     Source::User(viewer.id)
 }
 
-/// Decides visibility for one viewer, caching per-channel answers.
+/// Who is reading: `access::message_view_with` decides per message.
 struct Viewer<'a> {
     state: &'a State,
     user: &'a User,
-    history: HashMap<ChannelId, bool>,
 }
 
 impl<'a> Viewer<'a> {
     fn new(state: &'a State, user: &'a User) -> Self {
-        Viewer { state, user, history: HashMap::new() }
+        Viewer { state, user }
     }
 
-    /// `access::message_view`, with the channel lookup cached and the
-    /// flags taken from the source when it knows them.
-    fn view_with(&mut self, message: &Message, known: Option<Flags>) -> Option<MessageView> {
-        if message.realm != self.user.realm {
-            return None;
-        }
-        if let Some(flags) = known.or_else(|| self.state.flags(self.user.id, message.id)) {
-            let historical = flags.contains(Flags::HISTORICAL);
-            return Some(MessageView { flags: flags.without(Flags::HISTORICAL), historical });
-        }
-        let Destination::Channel { channel, .. } = &message.destination else { return None };
-        let (state, user) = (self.state, self.user);
-        let readable = *self.history.entry(*channel).or_insert_with(|| {
-            state.channels.read(channel, |c| can_read_history(user, c)).unwrap_or(false)
-        });
-        readable.then_some(MessageView { flags: Flags::READ, historical: true })
+    /// How `message` appears to the viewer, if at all; `known` are their
+    /// stored flags when the source already had them.
+    fn view_with(&self, message: &Message, known: Option<Flags>) -> Option<MessageView> {
+        message_view_with(self.state, self.user, message, known)
     }
 }
 
@@ -186,7 +173,7 @@ enum Direction {
 /// `start` in `direction`. Batches grow geometrically; between batches a
 /// coroutine yields, so a sparse search never monopolizes a worker.
 fn scan(
-    viewer: &mut Viewer<'_>,
+    viewer: &Viewer<'_>,
     narrow: &Narrow,
     source: &Source,
     start: MessageId,
@@ -237,7 +224,7 @@ fn scan(
 
 /// The first unread message in the narrow, skipping muted channels unless
 /// the narrow names a channel (Zulip's rule), or `None`.
-fn first_unread(state: &State, viewer: &mut Viewer<'_>, narrow: &Narrow) -> Option<MessageId> {
+fn first_unread(state: &State, viewer: &Viewer<'_>, narrow: &Narrow) -> Option<MessageId> {
     let user = viewer.user.id;
     let muted: Vec<ChannelId> = if narrow.channel().is_some() {
         Vec::new()
@@ -342,11 +329,11 @@ pub fn get_messages_for(
         None => Narrow::default(),
     };
 
-    let mut viewer = Viewer::new(state, me);
+    let viewer = Viewer::new(state, me);
     let anchor = match anchor {
         Anchor::Id(id) => id,
         Anchor::FirstUnread => {
-            first_unread(state, &mut viewer, &narrow).map_or(LARGER_THAN_MAX_MESSAGE_ID, |m| m.0)
+            first_unread(state, &viewer, &narrow).map_or(LARGER_THAN_MAX_MESSAGE_ID, |m| m.0)
         }
     };
     let newest_id = state.ids.peek(IdKind::Message).saturating_sub(1);
@@ -360,7 +347,7 @@ pub fn get_messages_for(
         Vec::new()
     } else {
         scan(
-            &mut viewer,
+            &viewer,
             &narrow,
             &source,
             MessageId(anchor),
@@ -372,7 +359,7 @@ pub fn get_messages_for(
         Vec::new()
     } else {
         scan(
-            &mut viewer,
+            &viewer,
             &narrow,
             &source,
             MessageId(anchor.saturating_add(1)),
@@ -386,7 +373,7 @@ pub fn get_messages_for(
     after.truncate(num_after as usize);
     let at_anchor = if include_anchor && !anchored_to_left && !anchored_to_right {
         scan(
-            &mut viewer,
+            &viewer,
             &narrow,
             &Source::Single(MessageId(anchor)),
             MessageId(anchor),
@@ -519,10 +506,10 @@ fn get_by_ids(
         Some(value) => Narrow::parse(state, me, &value)?,
         None => Narrow::default(),
     };
-    let mut viewer = Viewer::new(state, me);
+    let viewer = Viewer::new(state, me);
     let messages: Vec<Value> = ids
         .iter()
-        .flat_map(|id| scan(&mut viewer, &narrow, &Source::Single(*id), *id, Direction::Newer, 1))
+        .flat_map(|id| scan(&viewer, &narrow, &Source::Single(*id), *id, Direction::Newer, 1))
         .map(|(message, view)| json::message(state, realm, me, &message, view, options))
         .collect();
     Ok(reply! { "messages" => messages, "history_limited" => false })
