@@ -157,6 +157,24 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.finish();
+
+    // The worst case: a word in no message, over every delivered message.
+    let mut slow = c.benchmark_group("get_messages/1M full scan");
+    slow.sample_size(10).measurement_time(Duration::from_secs(3));
+    slow.bench_function("search miss over all messages", |b| {
+        b.iter(|| {
+            let pairs = [
+                ("anchor", "newest"),
+                ("num_before", "20"),
+                ("narrow", r#"[["search","absent"]]"#),
+            ];
+            let r =
+                get_messages_for(&state, &realm, &reader, &mut Params::from_pairs(pairs)).unwrap();
+            assert_eq!(r["found_oldest"], true);
+            r
+        })
+    });
+    slow.finish();
 }
 
 criterion_group!(benches, bench);

@@ -401,6 +401,26 @@ fn resolve(
     Ok(filter)
 }
 
+/// Whether the lowercased `word` occurs in `text` as a whole word, ignoring
+/// case; ASCII text is searched in place, other text lowercased first.
+pub fn text_has_word(text: &str, word: &str) -> bool {
+    if !text.is_ascii() {
+        return contains_word(&text.to_lowercase(), word);
+    }
+    let (hay, needle) = (text.as_bytes(), word.as_bytes());
+    if needle.is_empty() || !word.is_ascii() || needle.len() > hay.len() {
+        return false;
+    }
+    let alnum = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric());
+    let first = needle[0].is_ascii_alphanumeric();
+    let last = needle[needle.len() - 1].is_ascii_alphanumeric();
+    (0..=hay.len() - needle.len()).any(|i| {
+        hay[i..i + needle.len()].eq_ignore_ascii_case(needle)
+            && !(first && i > 0 && alnum(hay.get(i - 1)))
+            && !(last && alnum(hay.get(i + needle.len())))
+    })
+}
+
 /// Whether `word` occurs in `text` (both lowercased) as a whole word: not
 /// preceded or followed by a letter or digit. A phrase or a word with
 /// punctuation must only occur; its outer ends still need boundaries.
@@ -554,12 +574,11 @@ impl Filter {
             Filter::Id(id) => message.id == *id,
             Filter::Near(_) | Filter::InAll => true,
             Filter::Search(words) => {
-                let content = message.content.to_lowercase();
                 let topic = match &message.destination {
-                    Destination::Channel { topic, .. } => topic.to_lowercase(),
-                    Destination::Direct { .. } => String::new(),
+                    Destination::Channel { topic, .. } => topic.as_str(),
+                    Destination::Direct { .. } => "",
                 };
-                words.iter().all(|w| contains_word(&content, w) || contains_word(&topic, w))
+                words.iter().all(|w| text_has_word(&message.content, w) || text_has_word(topic, w))
             }
             Filter::InHome => match &message.destination {
                 Destination::Channel { channel, .. } => !state
@@ -808,6 +827,17 @@ mod tests {
             "<p>number <span class=\"highlight\">4</span>, not 14 or 40</p>"
         );
         assert!(contains_word("see c++ here", "c++") && contains_word("a.b", "a.b"));
+        for (text, word, hit) in [
+            ("Soup at NOON", "noon", true),
+            ("soupe", "soup", false),
+            ("number 14", "4", false),
+            ("number 4.", "4", true),
+            ("C++ rocks", "c++", true),
+            ("Ünïcode WÖRDS", "wörds", true),
+            ("x", "", false),
+        ] {
+            assert_eq!(text_has_word(text, word), hit, "{text:?} / {word:?}");
+        }
         assert!(contains_word("ünïcode wörds", "wörds") && !contains_word("wördsy", "wörds"));
         assert_eq!(escape_html("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
     }

@@ -10,7 +10,7 @@
 //! narrow that an index answers never scans unrelated messages and the
 //! shard locks are held only while ids are copied out.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
@@ -20,7 +20,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::request::Params;
 use crate::narrow::{escape_html, highlight, Is, Narrow};
 use crate::reply;
-use crate::state::access::{can_read_history, can_see_channel, MessageView};
+use crate::state::access::{can_read_history, can_see_channel, message_view_with, MessageView};
 use crate::state::{
     ChannelId, Destination, Flags, IdKind, Message, MessageId, Realm, RecipientId, State, User,
     UserId,
@@ -55,33 +55,44 @@ enum Source {
     Nothing,
 }
 
+/// Candidate ids, with the caller's flags when the source knows them.
+type Batch = Vec<(MessageId, Option<Flags>)>;
+
+fn unknown(ids: Vec<MessageId>) -> Batch {
+    ids.into_iter().map(|id| (id, None)).collect()
+}
+
+fn known(entries: Vec<(MessageId, Flags)>) -> Batch {
+    entries.into_iter().map(|(id, f)| (id, Some(f))).collect()
+}
+
 impl Source {
     /// Up to `n` ids below `before`, newest first.
-    fn before(&self, state: &State, before: MessageId, n: usize) -> Vec<MessageId> {
+    fn before(&self, state: &State, before: MessageId, n: usize) -> Batch {
         match self {
-            Source::Single(id) => (*id < before).then_some(*id).into_iter().collect(),
+            Source::Single(id) => unknown((*id < before).then_some(*id).into_iter().collect()),
             Source::Topic(channel, topic) => {
-                state.topic_ids_before(&(*channel, topic.clone()), before, n)
+                unknown(state.topic_ids_before(&(*channel, topic.clone()), before, n))
             }
-            Source::Recipient(r) => state.recipient_ids_before(*r, before, n),
-            Source::User(u) => state.user_ids_before(*u, before, n),
-            Source::Unread(u) => set_before(&state.unread, *u, before, n),
-            Source::Starred(u) => set_before(&state.starred, *u, before, n),
+            Source::Recipient(r) => unknown(state.recipient_ids_before(*r, before, n)),
+            Source::User(u) => known(state.user_entries_before(*u, before, n)),
+            Source::Unread(u) => unknown(set_before(&state.unread, *u, before, n)),
+            Source::Starred(u) => unknown(set_before(&state.starred, *u, before, n)),
             Source::Nothing => Vec::new(),
         }
     }
 
     /// Up to `n` ids from `from` up, oldest first.
-    fn from(&self, state: &State, from: MessageId, n: usize) -> Vec<MessageId> {
+    fn from(&self, state: &State, from: MessageId, n: usize) -> Batch {
         match self {
-            Source::Single(id) => (*id >= from).then_some(*id).into_iter().collect(),
+            Source::Single(id) => unknown((*id >= from).then_some(*id).into_iter().collect()),
             Source::Topic(channel, topic) => {
-                state.topic_ids_from(&(*channel, topic.clone()), from, n)
+                unknown(state.topic_ids_from(&(*channel, topic.clone()), from, n))
             }
-            Source::Recipient(r) => state.recipient_ids_from(*r, from, n),
-            Source::User(u) => state.user_ids_from(*u, from, n),
-            Source::Unread(u) => set_from(&state.unread, *u, from, n),
-            Source::Starred(u) => set_from(&state.starred, *u, from, n),
+            Source::Recipient(r) => unknown(state.recipient_ids_from(*r, from, n)),
+            Source::User(u) => known(state.user_entries_from(*u, from, n)),
+            Source::Unread(u) => unknown(set_from(&state.unread, *u, from, n)),
+            Source::Starred(u) => unknown(set_from(&state.starred, *u, from, n)),
             Source::Nothing => Vec::new(),
         }
     }
@@ -131,33 +142,21 @@ fn source(state: &State, viewer: &User, narrow: &Narrow) -> Source {
     Source::User(viewer.id)
 }
 
-/// Decides visibility for one viewer, caching per-channel answers.
+/// Who is reading: `access::message_view_with` decides per message.
 struct Viewer<'a> {
     state: &'a State,
     user: &'a User,
-    history: HashMap<ChannelId, bool>,
 }
 
 impl<'a> Viewer<'a> {
     fn new(state: &'a State, user: &'a User) -> Self {
-        Viewer { state, user, history: HashMap::new() }
+        Viewer { state, user }
     }
 
-    /// `access::message_view`, with the channel lookup cached.
-    fn view(&mut self, message: &Message) -> Option<MessageView> {
-        if message.realm != self.user.realm {
-            return None;
-        }
-        if let Some(flags) = self.state.flags(self.user.id, message.id) {
-            let historical = flags.contains(Flags::HISTORICAL);
-            return Some(MessageView { flags: flags.without(Flags::HISTORICAL), historical });
-        }
-        let Destination::Channel { channel, .. } = &message.destination else { return None };
-        let (state, user) = (self.state, self.user);
-        let readable = *self.history.entry(*channel).or_insert_with(|| {
-            state.channels.read(channel, |c| can_read_history(user, c)).unwrap_or(false)
-        });
-        readable.then_some(MessageView { flags: Flags::READ, historical: true })
+    /// How `message` appears to the viewer, if at all; `known` are their
+    /// stored flags when the source already had them.
+    fn view_with(&self, message: &Message, known: Option<Flags>) -> Option<MessageView> {
+        message_view_with(self.state, self.user, message, known)
     }
 }
 
@@ -174,7 +173,7 @@ enum Direction {
 /// `start` in `direction`. Batches grow geometrically; between batches a
 /// coroutine yields, so a sparse search never monopolizes a worker.
 fn scan(
-    viewer: &mut Viewer<'_>,
+    viewer: &Viewer<'_>,
     narrow: &Narrow,
     source: &Source,
     start: MessageId,
@@ -193,11 +192,11 @@ fn scan(
             Direction::Newer => source.from(viewer.state, cursor, batch),
         };
         let state = viewer.state;
-        for id in &ids {
+        for (id, flags) in &ids {
             // Decide under the message's shard read lock and clone only
             // hits (the closure reads other maps, never `messages`).
             let hit = state.messages.read(id, |message| {
-                let view = viewer.view(message)?;
+                let view = viewer.view_with(message, *flags)?;
                 let hit = narrow.matches(state, viewer.user, message, view.flags);
                 hit.then(|| (message.clone(), view))
             });
@@ -211,7 +210,7 @@ fn scan(
         if ids.len() < batch {
             return found;
         }
-        let last = *ids.last().expect("a full batch is not empty");
+        let last = ids.last().expect("a full batch is not empty").0;
         cursor = match direction {
             Direction::Older => last,
             Direction::Newer => MessageId(last.0 + 1),
@@ -225,7 +224,7 @@ fn scan(
 
 /// The first unread message in the narrow, skipping muted channels unless
 /// the narrow names a channel (Zulip's rule), or `None`.
-fn first_unread(state: &State, viewer: &mut Viewer<'_>, narrow: &Narrow) -> Option<MessageId> {
+fn first_unread(state: &State, viewer: &Viewer<'_>, narrow: &Narrow) -> Option<MessageId> {
     let user = viewer.user.id;
     let muted: Vec<ChannelId> = if narrow.channel().is_some() {
         Vec::new()
@@ -245,7 +244,7 @@ fn first_unread(state: &State, viewer: &mut Viewer<'_>, narrow: &Narrow) -> Opti
                     continue;
                 }
             }
-            let Some(view) = viewer.view(&message) else { continue };
+            let Some(view) = viewer.view_with(&message, None) else { continue };
             // The set is derived: trust the flags themselves.
             if !view.flags.contains(Flags::READ)
                 && narrow.matches(state, viewer.user, &message, view.flags)
@@ -444,10 +443,10 @@ fn get_by_ids(
         Some(value) => Narrow::parse(state, me, &value)?,
         None => Narrow::default(),
     };
-    let mut viewer = Viewer::new(state, me);
+    let viewer = Viewer::new(state, me);
     let messages: Vec<Value> = ids
         .iter()
-        .flat_map(|id| scan(&mut viewer, &narrow, &Source::Single(*id), *id, Direction::Newer, 1))
+        .flat_map(|id| scan(&viewer, &narrow, &Source::Single(*id), *id, Direction::Newer, 1))
         .map(|(message, view)| json::message(state, realm, me, &message, view, options))
         .collect();
     Ok(reply! { "messages" => messages, "history_limited" => false })
@@ -502,11 +501,11 @@ pub(crate) struct Window {
 /// The window `GET /messages` and `POST /messages/flags/narrow` work on.
 pub(crate) fn window(state: &State, me: &User, narrow: &Narrow, bounds: WindowBounds) -> Window {
     let WindowBounds { anchor, num_before, num_after, include_anchor } = bounds;
-    let mut viewer = Viewer::new(state, me);
+    let viewer = Viewer::new(state, me);
     let anchor = match anchor {
         Anchor::Id(id) => id,
         Anchor::FirstUnread => {
-            first_unread(state, &mut viewer, narrow).map_or(LARGER_THAN_MAX_MESSAGE_ID, |m| m.0)
+            first_unread(state, &viewer, narrow).map_or(LARGER_THAN_MAX_MESSAGE_ID, |m| m.0)
         }
     };
     let newest_id = state.ids.peek(IdKind::Message).saturating_sub(1);
@@ -519,20 +518,13 @@ pub(crate) fn window(state: &State, me: &User, narrow: &Narrow, bounds: WindowBo
     let mut before = if anchored_to_left {
         Vec::new()
     } else {
-        scan(
-            &mut viewer,
-            narrow,
-            &source,
-            MessageId(anchor),
-            Direction::Older,
-            num_before as usize + 1,
-        )
+        scan(&viewer, narrow, &source, MessageId(anchor), Direction::Older, num_before as usize + 1)
     };
     let mut after = if anchored_to_right {
         Vec::new()
     } else {
         scan(
-            &mut viewer,
+            &viewer,
             narrow,
             &source,
             MessageId(anchor.saturating_add(1)),
@@ -546,7 +538,7 @@ pub(crate) fn window(state: &State, me: &User, narrow: &Narrow, bounds: WindowBo
     after.truncate(num_after as usize);
     let at_anchor = if include_anchor && !anchored_to_left && !anchored_to_right {
         scan(
-            &mut viewer,
+            &viewer,
             narrow,
             &Source::Single(MessageId(anchor)),
             MessageId(anchor),

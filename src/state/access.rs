@@ -325,10 +325,22 @@ pub fn delete_refusal(
 /// they subscribed, or to a public channel they are not in) is "historical"
 /// and shows as read, when the channel's history is open to them.
 pub fn message_view(state: &State, user: &User, message: &Message) -> Option<MessageView> {
+    message_view_with(state, user, message, None)
+}
+
+/// `message_view` for a caller who already holds the user's stored flags
+/// on the message (`stored`, e.g. read from `user_messages` with its id);
+/// `None` looks them up.
+pub fn message_view_with(
+    state: &State,
+    user: &User,
+    message: &Message,
+    stored: Option<Flags>,
+) -> Option<MessageView> {
     if message.realm != user.realm {
         return None;
     }
-    if let Some(flags) = state.flags(user.id, message.id) {
+    if let Some(flags) = stored.or_else(|| state.flags(user.id, message.id)) {
         let historical = flags.contains(Flags::HISTORICAL);
         return Some(MessageView { flags: flags.without(Flags::HISTORICAL), historical });
     }

@@ -12,6 +12,7 @@ pub mod channels;
 pub mod emails;
 pub mod groups;
 pub mod ids;
+pub mod indexes;
 pub mod messages;
 pub mod personal;
 pub mod profile;
@@ -19,7 +20,6 @@ pub mod realm;
 pub mod scheduled;
 pub mod settings;
 pub mod shard;
-pub mod topics;
 pub mod users;
 
 use std::collections::BTreeMap;
@@ -72,9 +72,9 @@ pub struct State {
     pub groups: Sharded<GroupId, Group>,
     /// Derived (not snapshotted): message ids per (channel, lowercased
     /// topic), ascending.
-    pub by_topic: Sharded<topics::TopicKey, Vec<MessageId>>,
+    pub by_topic: Sharded<indexes::TopicKey, Vec<MessageId>>,
     /// Derived (not snapshotted): each channel's topics by lowercased name.
-    pub channel_topics: Sharded<ChannelId, BTreeMap<String, topics::TopicEntry>>,
+    pub channel_topics: Sharded<ChannelId, BTreeMap<String, indexes::TopicEntry>>,
     /// Derived (not snapshotted): each user's unread message ids (entries
     /// of `user_messages` without `READ`); `apply` keeps it in step through
     /// `State::note_flags`.
@@ -174,13 +174,13 @@ impl State {
             unread: image
                 .user_messages
                 .iter()
-                .map(|(user, mine)| (*user, topics::unread_of(mine)))
+                .map(|(user, mine)| (*user, indexes::unread_of(mine)))
                 .filter(|(_, unread)| !unread.is_empty())
                 .collect(),
             starred: image
                 .user_messages
                 .iter()
-                .map(|(user, mine)| (*user, topics::starred_of(mine)))
+                .map(|(user, mine)| (*user, indexes::starred_of(mine)))
                 .filter(|(_, starred)| !starred.is_empty())
                 .collect(),
             user_messages: image.user_messages.into_iter().collect(),
@@ -231,7 +231,7 @@ impl State {
 
     /// Inserts a message and adds it to the recipient and topic indexes.
     pub(crate) fn index_message(&self, message: Message) {
-        self.by_recipient.upsert(message.recipient, |ids| topics::insert_sorted(ids, message.id));
+        self.by_recipient.upsert(message.recipient, |ids| indexes::insert_sorted(ids, message.id));
         self.index_topic(&message);
         self.messages.insert(message.id, message);
     }

@@ -174,24 +174,29 @@ impl State {
             .unwrap_or_default()
     }
 
-    /// Up to `n` ids of messages delivered to `user` below `before`
-    /// (exclusive), newest first.
-    pub fn user_ids_before(
+    /// Up to `n` messages delivered to `user` below `before` (exclusive),
+    /// newest first, with the user's flags.
+    pub fn user_entries_before(
         &self,
         user: super::UserId,
         before: MessageId,
         n: usize,
-    ) -> Vec<MessageId> {
+    ) -> Vec<(MessageId, Flags)> {
         self.user_messages
-            .read(&user, |m| m.range(..before).rev().take(n).map(|(id, _)| *id).collect())
+            .read(&user, |m| m.range(..before).rev().take(n).map(|(id, f)| (*id, *f)).collect())
             .unwrap_or_default()
     }
 
-    /// Up to `n` ids of messages delivered to `user` from `from`
-    /// (inclusive) up, oldest first.
-    pub fn user_ids_from(&self, user: super::UserId, from: MessageId, n: usize) -> Vec<MessageId> {
+    /// Up to `n` messages delivered to `user` from `from` (inclusive) up,
+    /// oldest first, with the user's flags.
+    pub fn user_entries_from(
+        &self,
+        user: super::UserId,
+        from: MessageId,
+        n: usize,
+    ) -> Vec<(MessageId, Flags)> {
         self.user_messages
-            .read(&user, |m| m.range(from..).take(n).map(|(id, _)| *id).collect())
+            .read(&user, |m| m.range(from..).take(n).map(|(id, f)| (*id, *f)).collect())
             .unwrap_or_default()
     }
 
