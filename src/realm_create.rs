@@ -37,9 +37,7 @@ pub fn create(
     let full_name = check_full_name(owner_name).map_err(|e| e.msg)?;
     let now = entropy::now();
     let key = entropy::api_key();
-    let m = |e: crate::error::ApiError| e.msg;
-    let owner = app
-        .committer
+    app.committer
         .commit(|s| {
             let realm = seed::realm(s, &subdomain, name, now)?;
             let Mutation::CreateRealm { realm: r, .. } = &realm else { unreachable!() };
@@ -52,6 +50,5 @@ pub fn create(
             let owner = user.clone();
             Ok((Mutation::Batch(vec![realm, Mutation::CreateUser(user)]), owner))
         })
-        .map_err(m)?;
-    Ok(owner)
+        .map_err(|e| e.msg)
 }

@@ -264,6 +264,8 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
         }
         "user_group" if event["op"] != "add_members" => apply_group_event(state, event),
         "custom_profile_fields" => state["custom_profile_fields"] = event["fields"].clone(),
+        // natter's register has no `realm_bots` section yet.
+        "realm_bot" => assert!(state.get("realm_bots").is_none()),
         "default_streams" => {
             if state.get("realm_default_streams").is_some() {
                 state["realm_default_streams"] = event["default_streams"].clone();
@@ -939,6 +941,24 @@ fn user_updates() {
     expected.push("realm_user");
     h.verify_action(HAMLET, &[], deactivate, &expected);
     h.verify_action(HAMLET, &[], admin(vec![], api::accounts::reactivate), &expected);
+    // A new address: the API email for all, the real one for those who may see it.
+    let email = admin(vec![("new_email", "moor@natter.test".into())], api::accounts::update_user);
+    let events = h.verify_action(HAMLET, &[], email, &["realm_user", "realm_user"]);
+    assert_eq!(events[0]["person"]["new_email"], "moor@natter.test");
+    assert_eq!(events[1]["person"]["delivery_email"], "moor@natter.test");
+    // A bot's new owner.
+    let bot = h.user("helper-bot@natter.test").id.0.to_string();
+    let owner = h.user(HAMLET).id.0.to_string();
+    let reown = move |h: &Harness| {
+        call_path(
+            h,
+            "desdemona@natter.test",
+            api::accounts::update_bot,
+            &[&bot],
+            &[("bot_owner_id", &owner)],
+        );
+    };
+    h.verify_action(CORDELIA, &[], reown, &["realm_user", "realm_bot"]);
 }
 
 #[test]

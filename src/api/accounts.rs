@@ -280,21 +280,15 @@ pub fn regenerate_my_key(app: &App, call: &mut Call) -> ApiResult<Reply> {
     Ok(reply! { "api_key" => key })
 }
 
-/// The host part of bot emails: the realm's subdomain on the external host
-/// (without a port).
+/// The host part of bot emails: the realm's subdomain on the server's
+/// email domain (`state::emails`: the host without a port, or
+/// `natter.invalid` when the host is an IP address).
 fn bot_domain(app: &App, call: &Call) -> String {
-    let host = app.external_host();
-    let host = host.rsplit_once(':').map_or(host, |(h, port)| {
-        if port.bytes().all(|b| b.is_ascii_digit()) {
-            h
-        } else {
-            host
-        }
-    });
+    let domain = app.state.email_domain();
     if call.realm.string_id.is_empty() {
-        host.to_owned()
+        domain.to_owned()
     } else {
-        format!("{}.{host}", call.realm.string_id)
+        format!("{}.{domain}", call.realm.string_id)
     }
 }
 

@@ -177,14 +177,13 @@ fn requested_channels(call: &mut Call) -> ApiResult<Vec<(String, String)>> {
         return Err(ApiError::invalid("subscriptions", "not a list"));
     };
     let mut out: Vec<(String, String)> = Vec::new();
-    for item in items {
+    for (i, item) in items.into_iter().enumerate() {
         let (name, description) = match &item {
             Value::String(name) => (name.clone(), String::new()),
             Value::Object(map) => {
-                let name = map
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| ApiError::bad_request("subscriptions[0] is missing 'name'"))?;
+                let name = map.get("name").and_then(Value::as_str).ok_or_else(|| {
+                    ApiError::bad_request(format!("subscriptions[{i}] is missing 'name'"))
+                })?;
                 let description = match map.get("description") {
                     None | Some(Value::Null) => String::new(),
                     Some(Value::String(d)) => d.clone(),
