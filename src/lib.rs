@@ -21,6 +21,8 @@
 //! - `narrow` — message filters (`narrow`), parsed and matched.
 //! - `entropy` — the clock and random tokens, used before logging.
 //! - `seed` — mutation builders and the `--dev` seed.
+//! - `scheduler` — sends scheduled messages when they fall due (the one
+//!   reader of the clock for delivery; it commits, `apply` never decides).
 //! - `error` — Zulip-shaped API errors.
 #![forbid(unsafe_code)]
 
