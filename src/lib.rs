@@ -24,6 +24,8 @@
 //! - `entropy` — the clock and random tokens, used before logging.
 //! - `realm_create` — `natter realm create`: a realm and its first owner.
 //! - `seed` — mutation builders and the `--dev` seed.
+//! - `scheduler` — sends scheduled messages when they fall due (the one
+//!   reader of the clock for delivery; it commits, `apply` never decides).
 //! - `error` — Zulip-shaped API errors.
 #![forbid(unsafe_code)]
 

@@ -85,3 +85,32 @@ fn until(next: Option<i64>) -> Duration {
 fn changes_schedule(event: &Event) -> bool {
     matches!(event, Event::Broadcast { event, .. } if event["type"] == "scheduled_messages")
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::events::Audience;
+    use crate::state::{MessageId, UserId};
+
+    #[test]
+    fn sleeps_until_the_next_due_time_but_never_long() {
+        assert_eq!(until(None), MAX_SLEEP);
+        assert_eq!(until(Some(0)), Duration::ZERO, "overdue: no sleep");
+        let soon = until(Some(entropy::now() + 2));
+        assert!(soon > Duration::ZERO && soon <= Duration::from_secs(2), "{soon:?}");
+        assert_eq!(until(Some(entropy::now() + 3600)), MAX_SLEEP);
+    }
+
+    #[test]
+    fn only_schedule_changes_wake_it() {
+        let broadcast = |kind: &str| Event::Broadcast {
+            audience: Audience::Users(vec![UserId(1)]),
+            event: json!({"type": kind, "op": "add"}),
+        };
+        assert!(changes_schedule(&broadcast("scheduled_messages")));
+        assert!(!changes_schedule(&broadcast("reaction")));
+        assert!(!changes_schedule(&Event::Message { message: MessageId(1), recipients: vec![] }));
+    }
+}

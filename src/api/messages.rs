@@ -42,13 +42,13 @@ pub(crate) enum ChannelRef {
 }
 
 /// The parsed `to` of a direct message.
-pub(crate) enum UserRef {
+pub(super) enum UserRef {
     Id(u64),
     Email(String),
 }
 
 /// What the caller asked to send to, before it is checked against state.
-pub(crate) enum Target {
+pub(super) enum Target {
     Channel { channel: ChannelRef, topic: String },
     Direct(Vec<UserRef>),
 }
@@ -100,7 +100,7 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
 /// A message about to be sent: everything non-deterministic (time,
 /// rendering) decided before the writer lock. Mentions resolve to what the
 /// sender may see.
-pub(crate) struct Draft {
+pub(super) struct Draft {
     target: Target,
     content: String,
     rendered: markdown::Rendered,
@@ -112,7 +112,7 @@ pub(crate) struct Draft {
 
 impl Draft {
     /// Renders `content` (already normalized) for `sender`, stamped now.
-    pub(crate) fn new(
+    pub(super) fn new(
         state: &State,
         sender: &User,
         target: Target,
@@ -133,13 +133,13 @@ impl Draft {
     }
 
     /// The rendered HTML.
-    pub(crate) fn html(&self) -> &str {
+    pub(super) fn html(&self) -> &str {
         &self.rendered.html
     }
 
     /// Checks every send rule against current state (call it under the
     /// writer lock) and builds the message with the next free id.
-    pub(crate) fn build(&self, state: &State, sender: &User) -> ApiResult<NewMessage> {
+    pub(super) fn build(&self, state: &State, sender: &User) -> ApiResult<NewMessage> {
         let resolved = resolve_target(state, sender, &self.target)?;
         let notify = mentions::notify(
             state,
@@ -337,7 +337,7 @@ fn parse_user_refs(to: &Value) -> ApiResult<Vec<UserRef>> {
 
 /// Trims trailing whitespace, refuses empty or NUL-bearing content, and
 /// truncates past `MAX_MESSAGE_LENGTH` characters the way Zulip does.
-pub(crate) fn normalize_content(content: &str) -> ApiResult<String> {
+pub(super) fn normalize_content(content: &str) -> ApiResult<String> {
     let content = content.trim_end();
     if content.trim().is_empty() {
         return Err(ApiError::bad_request("Message must not be empty"));
@@ -357,7 +357,7 @@ pub(crate) fn normalize_content(content: &str) -> ApiResult<String> {
 /// Trims the topic, maps `(no topic)` and the realm's empty-topic display
 /// name to the empty topic, refuses control characters, and truncates past
 /// `MAX_TOPIC_LENGTH` characters with an ellipsis.
-pub(crate) fn normalize_topic(topic: &str, call: &Call) -> ApiResult<String> {
+pub(super) fn normalize_topic(topic: &str, call: &Call) -> ApiResult<String> {
     let topic = topic.trim();
     if topic == "(no topic)" || topic == call.realm.settings.empty_topic_display_name {
         return Ok(String::new());
@@ -375,7 +375,7 @@ pub(crate) fn normalize_topic(topic: &str, call: &Call) -> ApiResult<String> {
 /// Zulip's heuristic when `read_by_sender` is omitted: messages from
 /// interactive clients start read for their sender; messages an
 /// integration sends with the user's key do not.
-pub(crate) fn default_read_by_sender(client: &str) -> bool {
+pub(super) fn default_read_by_sender(client: &str) -> bool {
     let client = client.to_ascii_lowercase();
     matches!(
         client.as_str(),

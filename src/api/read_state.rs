@@ -4,12 +4,13 @@
 //!
 //! Each is a personal flag change through the same path as `POST
 //! /messages/flags` (`flags::plan` → `Mutation::UpdateFlags` → one
-//! `update_message_flags` event to the caller). Which messages it touches
-//! is decided under the writer lock, from what the caller may see: the
-//! narrow endpoint takes the same anchored window as `GET /messages`
-//! (`reading::window`); the mark-as-read endpoints take the caller's own
-//! unread messages, in a channel they may read. Large sets are committed
-//! in batches of `flags::MAX_FLAG_MESSAGES`, each batch atomic.
+//! `update_message_flags` event to the caller). Which messages to touch is
+//! read without the writer lock — the narrow endpoint takes the same
+//! anchored window as `GET /messages` (`reading::window`); the mark-as-read
+//! endpoints walk the caller's own unread messages, in a channel they may
+//! read — and `flags::plan` re-checks every message under the lock. Large
+//! sets are committed in batches of `flags::MAX_FLAG_MESSAGES`, each batch
+//! atomic; long walks yield between chunks.
 
 use super::flags::{self, Unreadable, MAX_FLAG_MESSAGES};
 use super::reading::{self, Window, WindowBounds};
@@ -32,16 +33,16 @@ pub fn flags_narrow(app: &App, call: &mut Call) -> ApiResult<Reply> {
         Some(value) => Narrow::parse(&app.state, &me, &value)?,
         None => Narrow::default(),
     };
-    // The window is taken under the writer lock, so what is processed is
-    // exactly what the caller could see at that point in the log.
-    let (ids, plan, found_oldest, found_newest) = app.committer.commit(|state| {
-        let Window { before, at_anchor, after, found_oldest, found_newest, .. } =
-            reading::window(state, &me, &narrow, bounds);
-        let ids: Vec<MessageId> =
-            before.iter().rev().chain(&at_anchor).chain(&after).map(|(m, _)| m.id).collect();
+    // The window is read without the writer lock (scanning a sparse
+    // narrow may take a while, and it yields); `plan` re-checks each
+    // message under the lock.
+    let Window { before, at_anchor, after, found_oldest, found_newest, .. } =
+        reading::window(&app.state, &me, &narrow, bounds);
+    let ids: Vec<MessageId> =
+        before.iter().rev().chain(&at_anchor).chain(&after).map(|(m, _)| m.id).collect();
+    let plan = app.committer.commit(|state| {
         let plan = flags::plan(state, &me, add, flag, &ids, Unreadable::Skip)?;
-        let mutation = Mutation::UpdateFlags(plan.change.clone());
-        Ok((mutation, (ids, plan, found_oldest, found_newest)))
+        Ok((Mutation::UpdateFlags(plan.change.clone()), plan))
     })?;
     let mut ignored = plan.ignored;
     ignored.sort_unstable();
@@ -92,8 +93,7 @@ pub fn mark_topic_as_read(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let me = call.caller().clone();
     let channel = readable_channel(&app.state, &me, id)?;
     let key = (channel.id, topic.to_lowercase());
-    let in_topic = app.state.topic_ids_from(&key, MessageId(0), usize::MAX);
-    if !in_topic.iter().any(|m| app.state.flags(me.id, *m).is_some()) {
+    if !delivered_in_topic(&app.state, &me, &key) {
         return Err(ApiError::bad_request(format!("No such topic '{topic}'")));
     }
     mark_read(app, &me, |state, message| {
@@ -105,6 +105,30 @@ pub fn mark_topic_as_read(app: &App, call: &mut Call) -> ApiResult<Reply> {
         }) == Some(true)
     })?;
     Ok(reply! {})
+}
+
+/// Whether any message of the topic was delivered to `me` (Zulip's test
+/// for "the topic exists" here). Walks the topic index in batches.
+fn delivered_in_topic(state: &State, me: &User, key: &(ChannelId, String)) -> bool {
+    let mut cursor = MessageId(0);
+    loop {
+        let ids = state.topic_ids_from(key, cursor, BATCH);
+        if ids.iter().any(|m| state.flags(me.id, *m).is_some()) {
+            return true;
+        }
+        match ids.last() {
+            Some(last) if ids.len() == BATCH => cursor = MessageId(last.0 + 1),
+            _ => return false,
+        }
+        yield_now();
+    }
+}
+
+/// Lets other coroutines run between batches of a long walk.
+fn yield_now() {
+    if may::coroutine::is_coroutine() {
+        may::coroutine::yield_now();
+    }
 }
 
 /// The required `stream_id` parameter.
@@ -126,53 +150,67 @@ fn readable_channel(state: &State, me: &User, id: ChannelId) -> ApiResult<Channe
 }
 
 /// Marks read the caller's unread messages that `select` picks, in
-/// batches; each batch is chosen and committed under the writer lock.
+/// batches of at most `MAX_FLAG_MESSAGES`. Each batch is chosen without the
+/// writer lock (a message read meanwhile is simply not updated again) and
+/// committed atomically; `plan` re-checks each message under the lock.
 fn mark_read(app: &App, me: &User, select: impl Fn(&State, MessageId) -> bool) -> ApiResult<()> {
     let mut cursor = MessageId(0);
     loop {
-        // Nothing to do means nothing to log.
-        if unread_batch(&app.state, me, cursor, &select).0.is_empty() {
-            return Ok(());
+        let (ids, next) = unread_batch(&app.state, me, cursor, &select);
+        if !ids.is_empty() {
+            app.committer.commit(|state| {
+                let plan = flags::plan(state, me, true, Flags::READ, &ids, Unreadable::Skip)?;
+                Ok((Mutation::UpdateFlags(plan.change), ()))
+            })?;
         }
-        let done = app.committer.commit(|state| {
-            let (ids, next) = unread_batch(state, me, cursor, &select);
-            let plan = flags::plan(state, me, true, Flags::READ, &ids, Unreadable::Skip)?;
-            Ok((Mutation::UpdateFlags(plan.change), next))
-        })?;
-        match done {
+        match next {
             Some(next) => cursor = next,
             None => return Ok(()),
         }
     }
 }
 
+/// Ids copied out of an index under one shard lock at a time.
+const BATCH: usize = 4_096;
+
 /// Up to `MAX_FLAG_MESSAGES` of `me`'s unread messages from `from` up that
 /// `select` picks, and where the next batch starts (`None` when this is
-/// the last).
+/// the last). Copies the user's unread ids out in small chunks, so no
+/// shard lock is held for long, and yields between chunks.
 fn unread_batch(
     state: &State,
     me: &User,
     from: MessageId,
     select: &impl Fn(&State, MessageId) -> bool,
 ) -> (Vec<MessageId>, Option<MessageId>) {
-    let unread: Vec<MessageId> = state
-        .user_messages
-        .read(&me.id, |m| {
-            m.range(from..).filter(|(_, f)| !f.contains(Flags::READ)).map(|(id, _)| *id).collect()
-        })
-        .unwrap_or_default();
     let mut picked = Vec::new();
-    for id in unread {
-        if picked.len() == MAX_FLAG_MESSAGES {
-            return (picked, Some(id));
+    let mut cursor = from;
+    loop {
+        let chunk: Vec<MessageId> = state
+            .user_messages
+            .read(&me.id, |m| {
+                m.range(cursor..)
+                    .filter(|(_, f)| !f.contains(Flags::READ))
+                    .take(BATCH)
+                    .map(|(id, _)| *id)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for id in &chunk {
+            if picked.len() == MAX_FLAG_MESSAGES {
+                return (picked, Some(*id));
+            }
+            if select(state, *id) {
+                picked.push(*id);
+            }
         }
-        if select(state, id) {
-            picked.push(id);
+        match chunk.last() {
+            Some(last) if chunk.len() == BATCH => cursor = MessageId(last.0 + 1),
+            _ => return (picked, None),
         }
+        yield_now();
     }
-    (picked, None)
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
