@@ -6,6 +6,8 @@ mod util;
 
 /// POST /register, GET/DELETE /events, POST /users/me/presence.
 mod api_events;
+/// Invitations and registration through the outbox link.
+mod api_invites;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
 /// Alert words, drafts, user status, muted users, topic visibility.

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod channels;
 pub mod events;
 pub mod flags;
+pub mod invites;
 pub mod json;
 pub mod messages;
 pub mod passwords;

@@ -32,8 +32,7 @@ use crate::state::{Realm, State, User, UserId};
 pub type RegisterState = fn(&App, &User, &dyn Fn(&str) -> bool, &mut Reply);
 
 /// Sections of other areas, run after this file's own.
-pub const PLUGINS: &[RegisterState] =
-    &[super::settings::register_state, super::personal::register_state];
+pub const PLUGINS: &[RegisterState] = &[];
 
 /// Longest channel name in characters (`max_stream_name_length`).
 pub const MAX_STREAM_NAME_LENGTH: usize = 60;
@@ -141,6 +140,13 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
         reading::register_state_with(state, &user, empty_topic_name, &wants, &mut out);
         let subscribers = subscriber_lists(options.queue.include_subscribers);
         channels::register_state_with(state, &user, subscribers, &wants, &mut out);
+        // The settings area's sections: user_settings (and the legacy
+        // top-level settings for clients without user_settings_object),
+        // alert words, drafts, status, mutes, topics, views, snippets,
+        // playgrounds.
+        let modern_settings = options.queue.capabilities.user_settings_object;
+        super::settings::settings_sections(state, &user, &wants, modern_settings, &mut out);
+        super::personal::register_sections(state, &user, &wants, &mut out);
         for plugin in PLUGINS {
             plugin(app, &user, &wants, &mut out);
         }

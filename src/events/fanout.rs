@@ -97,8 +97,12 @@ pub fn deliver(rt: &Realtime, seq: Option<u64>, event: &Event) {
                 Audience::Realm(realm) => rt.queues.of_realm(*realm),
             };
             let shared = Arc::new(object(event.clone()));
+            // The pre-`user_settings` settings events only go to clients
+            // without the `user_settings_object` capability.
+            let legacy = kind == "update_display_settings" || kind == "update_global_notifications";
             rt.queues.deliver(seq, &targets, |q| {
-                q.options.wants(&kind).then(|| Outgoing::shared(Arc::clone(&shared)))
+                let skip = legacy && q.options.capabilities.user_settings_object;
+                (q.options.wants(&kind) && !skip).then(|| Outgoing::shared(Arc::clone(&shared)))
             });
         }
         Event::Presence { realm, user, presence, server_timestamp } => {
