@@ -125,9 +125,13 @@ fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
         if new.mentioned.contains(&user) {
             flags = flags.with(Flags::MENTIONED);
         }
-        // Alert words are state too, so this stays deterministic.
+        // Alert words and mutes are state too, so this stays deterministic.
         if user != message.sender && state.settings.has_alert_word(user, &message.content) {
             flags = flags.with(Flags::HAS_ALERT_WORD);
+        }
+        // Messages from a muted user arrive read (Zulip's rule).
+        if user != message.sender && state.settings.has_muted(user, message.sender) {
+            flags = flags.with(Flags::READ);
         }
         state.user_messages.upsert(user, |m| m.insert(message.id, flags));
         recipients.push((user, flags));
