@@ -117,6 +117,9 @@ fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
     };
 
     let mut recipients = Vec::with_capacity(audience.len());
+    // Per-recipient lookups only when anyone has alert words or mutes.
+    let settings = &state.settings;
+    let (alerts, mutes) = (!settings.alert_words.is_empty(), !settings.muted_users.is_empty());
     for user in audience {
         let mut flags = Flags::default();
         if user == message.sender && new.read_by_sender {
@@ -126,11 +129,11 @@ fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
             flags = flags.with(Flags::MENTIONED);
         }
         // Alert words and mutes are state too, so this stays deterministic.
-        if user != message.sender && state.settings.has_alert_word(user, &message.content) {
+        if alerts && user != message.sender && settings.has_alert_word(user, &message.content) {
             flags = flags.with(Flags::HAS_ALERT_WORD);
         }
         // Messages from a muted user arrive read (Zulip's rule).
-        if user != message.sender && state.settings.has_muted(user, message.sender) {
+        if mutes && user != message.sender && settings.has_muted(user, message.sender) {
             flags = flags.with(Flags::READ);
         }
         state.user_messages.upsert(user, |m| m.insert(message.id, flags));
