@@ -196,6 +196,9 @@ fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
     };
 
     let mut recipients = Vec::with_capacity(audience.len());
+    // Per-recipient lookups only when anyone has alert words or mutes.
+    let settings = &state.settings;
+    let (alerts, mutes) = (!settings.alert_words.is_empty(), !settings.muted_users.is_empty());
     for user in audience {
         let mut flags = Flags::default();
         if user == message.sender && new.read_by_sender {
@@ -210,9 +213,13 @@ fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
         if new.topic_wildcard.contains(&user) {
             flags = flags.with(Flags::TOPIC_WILDCARD_MENTIONED);
         }
-        // Alert words are state too, so this stays deterministic.
-        if user != message.sender && state.settings.has_alert_word(user, &message.content) {
+        // Alert words and mutes are state too, so this stays deterministic.
+        if alerts && user != message.sender && settings.has_alert_word(user, &message.content) {
             flags = flags.with(Flags::HAS_ALERT_WORD);
+        }
+        // Messages from a muted user arrive read (Zulip's rule).
+        if mutes && user != message.sender && settings.has_muted(user, message.sender) {
+            flags = flags.with(Flags::READ);
         }
         state.set_flags(user, message.id, flags);
         recipients.push((user, flags));

@@ -154,9 +154,29 @@ fn muting_users() {
     hamlet.post("/users/me/muted_users/x", &[]).err(400, "BAD_REQUEST");
     hamlet.request("DELETE", &path(othello), &[]).err(400, "BAD_REQUEST");
     hamlet.post(&path(othello), &[]).ok();
+    // Messages from a muted user arrive read.
+    let sent = server
+        .client(OTHELLO)
+        .post(
+            "/messages",
+            &[("type", "direct"), ("to", &format!("[{me}]")), ("content", "Desdemona?")],
+        )
+        .ok()["id"]
+        .as_u64()
+        .unwrap();
+    let m = hamlet.get(&format!("/messages/{sent}"), &[]).ok();
+    assert!(m["message"]["flags"].as_array().unwrap().contains(&json!("read")), "{m}");
     let again = hamlet.post(&path(othello), &[]).err(400, "BAD_REQUEST");
     assert_eq!(again["msg"], "User already muted");
     hamlet.request("DELETE", &path(othello), &[]).ok();
+    let sent = server
+        .client(OTHELLO)
+        .post("/messages", &[("type", "direct"), ("to", &format!("[{me}]")), ("content", "Hello?")])
+        .ok()["id"]
+        .as_u64()
+        .unwrap();
+    let m = hamlet.get(&format!("/messages/{sent}"), &[]).ok();
+    assert!(!m["message"]["flags"].as_array().unwrap().contains(&json!("read")), "{m}");
     let gone = hamlet.request("DELETE", &path(othello), &[]).err(400, "BAD_REQUEST");
     assert_eq!(gone["msg"], "User is not muted");
 }

@@ -365,3 +365,39 @@ pub fn channel_id(server: &TestServer, name: &str) -> u64 {
 pub fn general_id(server: &TestServer) -> u64 {
     channel_id(server, "general")
 }
+
+#[test]
+fn register_has_what_zulip_term_reads() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    hamlet.request("PATCH", "/settings", &[("twenty_four_hour_time", "true")]).ok();
+    // zulip-term 0.7.0's register: no client_capabilities.
+    let fetch = r#"["realm","presence","subscription","message","starred_messages","update_message_flags","muted_topics","realm_user","realm_user_groups","update_global_notifications","update_display_settings","user_settings","realm_emoji","zulip_version"]"#;
+    let r = hamlet
+        .post(
+            "/register",
+            &[
+                ("event_types", r#"["message","typing","user_settings"]"#),
+                ("fetch_event_types", fetch),
+            ],
+        )
+        .ok();
+    assert_eq!(r["twenty_four_hour_time"], true);
+    assert_eq!(r["pm_content_in_desktop_notifications"], true);
+    assert_eq!(r["user_settings"]["send_private_typing_notifications"], true);
+    assert_eq!(r["user_settings"]["twenty_four_hour_time"], true);
+    assert_eq!(r["muted_topics"], serde_json::json!([]));
+    assert!(r.get("alert_words").is_none(), "only what was asked for");
+    // A modern client gets the object only.
+    let r = hamlet
+        .post(
+            "/register",
+            &[
+                ("fetch_event_types", fetch),
+                ("client_capabilities", r#"{"user_settings_object": true}"#),
+            ],
+        )
+        .ok();
+    assert!(r.get("twenty_four_hour_time").is_none());
+    assert_eq!(r["user_settings"]["twenty_four_hour_time"], true);
+}

@@ -10,6 +10,8 @@ mod api_channels;
 mod api_events;
 /// User groups: create, edit, members, subgroups, deactivate.
 mod api_groups;
+/// Invitations and registration through the outbox link.
+mod api_invites;
 /// Messages area (issue #8): deletion.
 mod api_message_delete;
 /// Messages area (issue #8): edits and moves, history.

@@ -183,23 +183,22 @@ const MODERN: &[(&str, &str)] = &[("client_capabilities", r#"{"user_settings_obj
 #[test]
 fn display_and_notification_settings() {
     let h = Harness::new();
-    for params in [NO_CAPS, MODERN] {
-        let events = h.verify_action(
-            HAMLET,
-            params,
-            patch(&[("twenty_four_hour_time", "true"), ("web_home_view", "recent_topics")]),
-            &["user_settings", "update_display_settings", "user_settings"],
-        );
-        assert_eq!(events[0]["property"], "twenty_four_hour_time");
-        assert_eq!(events[1]["setting_name"], "twenty_four_hour_time");
-        assert_eq!(events[1]["user"], HAMLET);
-        h.verify_action(
-            HAMLET,
-            params,
-            patch(&[("twenty_four_hour_time", "false"), ("web_home_view", "inbox")]),
-            &["user_settings", "update_display_settings", "user_settings"],
-        );
-    }
+    let events = h.verify_action(
+        HAMLET,
+        NO_CAPS,
+        patch(&[("twenty_four_hour_time", "true"), ("web_home_view", "recent_topics")]),
+        &["user_settings", "update_display_settings", "user_settings"],
+    );
+    assert_eq!(events[0]["property"], "twenty_four_hour_time");
+    assert_eq!(events[1]["setting_name"], "twenty_four_hour_time");
+    assert_eq!(events[1]["user"], HAMLET);
+    // With user_settings_object: the modern events only.
+    h.verify_action(
+        HAMLET,
+        MODERN,
+        patch(&[("twenty_four_hour_time", "false"), ("web_home_view", "inbox")]),
+        &["user_settings", "user_settings"],
+    );
     let events = h.verify_action(
         HAMLET,
         NO_CAPS,
@@ -269,14 +268,21 @@ fn email_change_confirmation() {
     h.verify_action(OTHELLO, NO_CAPS, confirm, &["realm_user", "realm_user"]);
 }
 
+/// An action: `handler` called as `email` (path and parameters copied).
 fn act(
     email: &'static str,
     handler: Handler,
-    path: &'static [&'static str],
-    params: &'static [(&'static str, &'static str)],
+    path: &[&str],
+    params: &[(&str, &str)],
 ) -> impl FnOnce(&Harness) {
+    let path: Vec<String> = path.iter().map(|s| s.to_string()).collect();
+    let params: Vec<(String, String)> =
+        params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     move |h: &Harness| {
-        call_path(h, email, handler, path, params).unwrap();
+        let path: Vec<&str> = path.iter().map(String::as_str).collect();
+        let params: Vec<(&str, &str)> =
+            params.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        call_path(h, email, handler, &path, &params).unwrap();
     }
 }
 
@@ -311,12 +317,11 @@ fn drafts() {
             {{"type":"private","to":[{othello}],"content":"hi","timestamp":2000}},
             {{"type":"","to":[],"topic":"","content":"idea","timestamp":1500.7}}]"#
     );
-    let drafts: &'static str = Box::leak(drafts.into_boxed_str());
-    let params: &'static [(&str, &str)] = Box::leak(Box::new([("drafts", drafts)]));
-    h.verify_action(HAMLET, NO_CAPS, act(HAMLET, p::create_drafts, &[], params), &["drafts"]);
+    let params = [("drafts", drafts.as_str())];
+    h.verify_action(HAMLET, NO_CAPS, act(HAMLET, p::create_drafts, &[], &params), &["drafts"]);
     let first = h.register(HAMLET, NO_CAPS)["drafts"][0]["id"].as_u64().unwrap().to_string();
-    let first: &'static str = Box::leak(first.into_boxed_str());
-    let path: &'static [&str] = Box::leak(Box::new([first]));
+    let path = [first.as_str()];
+    let path = &path[..];
     h.verify_action(
         HAMLET,
         NO_CAPS,
@@ -387,8 +392,8 @@ fn user_status() {
 fn muted_users() {
     let h = Harness::new();
     let othello = h.user(OTHELLO).id.0.to_string();
-    let othello: &'static str = Box::leak(othello.into_boxed_str());
-    let path: &'static [&str] = Box::leak(Box::new([othello]));
+    let path = [othello.as_str()];
+    let path = &path[..];
     let e =
         h.verify_action(HAMLET, NO_CAPS, act(HAMLET, p::mute_user, path, &[]), &["muted_users"]);
     assert_eq!(e[0]["muted_users"][0]["id"].to_string(), othello);
@@ -400,22 +405,18 @@ fn muted_users() {
 fn topic_visibility() {
     let h = Harness::new();
     let general = h.app.state.channel_by_name(h.user(HAMLET).realm, "general").unwrap().id.0;
-    let general: &'static str = Box::leak(general.to_string().into_boxed_str());
-    let set = |topic: &'static str, policy: &'static str| {
-        let params: &'static [(&str, &str)] = Box::leak(Box::new([
-            ("stream_id", general),
-            ("topic", topic),
-            ("visibility_policy", policy),
-        ]));
-        act(HAMLET, p::update_user_topic, &[], params)
+    let general = general.to_string();
+    let set = |topic: &str, policy: &str| {
+        let params =
+            [("stream_id", general.as_str()), ("topic", topic), ("visibility_policy", policy)];
+        act(HAMLET, p::update_user_topic, &[], &params)
     };
     let e = h.verify_action(HAMLET, NO_CAPS, set("Ghosts", "1"), &["muted_topics", "user_topic"]);
     assert_eq!(e[0]["muted_topics"], json!([["general", "Ghosts", e[1]["last_updated"]]]));
     h.verify_action(HAMLET, NO_CAPS, set("plays", "3"), &["muted_topics", "user_topic"]);
     h.verify_action(HAMLET, NO_CAPS, set("ghosts", "0"), &["muted_topics", "user_topic"]);
     h.verify_action(HAMLET, NO_CAPS, set("plays", "3"), &[]);
-    let legacy: &'static [(&str, &str)] =
-        Box::leak(Box::new([("stream", "general"), ("topic", "duels"), ("op", "add")]));
+    let legacy = &[("stream", "general"), ("topic", "duels"), ("op", "add")];
     h.verify_action(
         HAMLET,
         NO_CAPS,
@@ -483,7 +484,8 @@ fn saved_snippets() {
         &["saved_snippets"],
     );
     let id = h.register(HAMLET, NO_CAPS)["saved_snippets"][0]["id"].to_string();
-    let path: &'static [&str] = Box::leak(Box::new([&*Box::leak(id.into_boxed_str())]));
+    let path = [id.as_str()];
+    let path = &path[..];
     h.verify_action(
         HAMLET,
         NO_CAPS,
@@ -513,11 +515,56 @@ fn code_playgrounds() {
         &["realm_playgrounds"],
     );
     let id = h.register(OTHELLO, NO_CAPS)["realm_playgrounds"][0]["id"].to_string();
-    let path: &'static [&str] = Box::leak(Box::new([&*Box::leak(id.into_boxed_str())]));
+    let path = [id.as_str()];
+    let path = &path[..];
     h.verify_action(
         OTHELLO,
         NO_CAPS,
         act("iago@natter.test", r::remove_playground, path, &[]),
         &["realm_playgrounds"],
     );
+}
+
+use natter::api::invites as inv;
+
+#[test]
+fn invitations_and_registration() {
+    let h = Harness::new();
+    let send = act(
+        "iago@natter.test",
+        inv::send_invites,
+        &[],
+        &[
+            ("invitee_emails", "ophelia@elsinore.test"),
+            ("stream_ids", "[]"),
+            ("include_realm_default_subscriptions", "true"),
+        ],
+    );
+    // Administrators hear that invitations changed; members do not.
+    h.verify_action("iago@natter.test", NO_CAPS, send, &["invites_changed"]);
+    let key = h.app.state.settings.invites.collect_sorted(|_, _| true).pop().unwrap().1.key;
+    let path = [key.as_str()];
+    let path = &path[..];
+    let join = act(
+        HAMLET,
+        inv::register_invitee,
+        path,
+        &[("full_name", "Ophelia"), ("password", "rosemary")],
+    );
+    // A member sees the new user arrive (and join the default channels).
+    let events = h.verify_action(
+        OTHELLO,
+        &[("include_subscribers", "true")],
+        join,
+        &[
+            "realm_user",
+            "user_group",
+            "user_group",
+            "user_group",
+            "user_group",
+            "subscription",
+            "subscription",
+        ],
+    );
+    assert_eq!(events[0]["person"]["full_name"], "Ophelia");
 }

@@ -9,6 +9,7 @@ pub mod events;
 pub mod flags;
 pub mod group_setting;
 pub mod groups;
+pub mod invites;
 pub mod json;
 pub mod mentions;
 pub mod message_edit;

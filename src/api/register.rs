@@ -33,8 +33,6 @@ pub type RegisterState = fn(&App, &User, &dyn Fn(&str) -> bool, &mut Reply);
 
 /// Sections of other areas, run after this file's own.
 pub const PLUGINS: &[RegisterState] = &[
-    super::settings::register_state,
-    super::personal::register_state,
     super::profile_fields::register_state,
     super::streams::register_state,
     super::scheduled::register_state,
@@ -147,6 +145,13 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
         let subscribers = subscriber_lists(options.queue.include_subscribers);
         let archived = options.queue.capabilities.archived_channels;
         channels::register_state_full(state, &user, subscribers, archived, &wants, &mut out);
+        // The settings area's sections: user_settings (and the legacy
+        // top-level settings for clients without user_settings_object),
+        // alert words, drafts, status, mutes, topics, views, snippets,
+        // playgrounds.
+        let modern_settings = options.queue.capabilities.user_settings_object;
+        super::settings::settings_sections(state, &user, &wants, modern_settings, &mut out);
+        super::personal::register_sections(state, &user, &wants, &mut out);
         for plugin in PLUGINS {
             plugin(app, &user, &wants, &mut out);
         }

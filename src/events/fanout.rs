@@ -166,6 +166,9 @@ struct BroadcastShapes {
     /// disappears, as a `stream` `delete`, instead of an `is_archived`
     /// update (their register leaves archived channels out).
     archived_as_delete: Option<Arc<Map<String, Value>>>,
+    /// A legacy settings event (`update_display_settings`,
+    /// `update_global_notifications`).
+    legacy_settings: bool,
 }
 
 impl BroadcastShapes {
@@ -196,11 +199,25 @@ impl BroadcastShapes {
             }
             _ => {}
         }
-        BroadcastShapes { plain: Arc::new(plain), single_deletion, archived_as_delete }
+        let legacy_settings = matches!(
+            plain.get("type").and_then(Value::as_str),
+            Some("update_display_settings" | "update_global_notifications")
+        );
+        BroadcastShapes {
+            plain: Arc::new(plain),
+            single_deletion,
+            archived_as_delete,
+            legacy_settings,
+        }
     }
 
-    /// The form a queue with these capabilities gets.
+    /// The form a queue with these capabilities gets, if any.
     fn for_queue(&self, caps: &super::queue::Capabilities) -> Option<&Arc<Map<String, Value>>> {
+        // The pre-`user_settings` settings events only go to clients
+        // without the `user_settings_object` capability.
+        if self.legacy_settings && caps.user_settings_object {
+            return None;
+        }
         match (&self.single_deletion, &self.archived_as_delete) {
             (Some(single), _) if !caps.bulk_message_deletion => Some(single),
             (_, Some(deleted)) if !caps.archived_channels => Some(deleted),

@@ -601,6 +601,54 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::message_edit::history,
     },
+    Route {
+        method: "POST",
+        pattern: "/invites",
+        access: Access::User,
+        handler: api::invites::send_invites,
+    },
+    Route {
+        method: "GET",
+        pattern: "/invites",
+        access: Access::User,
+        handler: api::invites::list_invites,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/invites/{invite_id}",
+        access: Access::User,
+        handler: api::invites::revoke_invite,
+    },
+    Route {
+        method: "POST",
+        pattern: "/invites/{invite_id}/resend",
+        access: Access::User,
+        handler: api::invites::resend_invite,
+    },
+    Route {
+        method: "POST",
+        pattern: "/invites/multiuse",
+        access: Access::User,
+        handler: api::invites::create_multiuse,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/invites/multiuse/{invite_id}",
+        access: Access::User,
+        handler: api::invites::revoke_multiuse,
+    },
+    Route {
+        method: "GET",
+        pattern: "/registration/{key}",
+        access: Access::Public,
+        handler: api::invites::show_registration,
+    },
+    Route {
+        method: "POST",
+        pattern: "/registration/{key}",
+        access: Access::Public,
+        handler: api::invites::register_invitee,
+    },
 ];
 
 /// The outcome of matching a request path.

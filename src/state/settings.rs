@@ -456,6 +456,11 @@ impl SettingsState {
         self.ids.upsert(kind, |next| *next = (*next).max(id + 1));
     }
 
+    /// Whether `user` has muted `other`.
+    pub fn has_muted(&self, user: UserId, other: UserId) -> bool {
+        self.muted_users.read(&user, |m| m.contains_key(&other)).unwrap_or(false)
+    }
+
     /// Whether `user` gets `has_alert_word` on a message with `content`.
     pub fn has_alert_word(&self, user: UserId, content: &str) -> bool {
         self.alert_words
