@@ -71,6 +71,8 @@ pub struct Ctx<'a> {
     pub user: &'a User,
     /// The register parameters.
     pub options: &'a RegisterOptions,
+    /// Every account of the realm, by id (read once, shared by sections).
+    pub users: &'a [User],
 }
 
 type Section = fn(&Ctx, &mut Reply);
@@ -127,7 +129,8 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
         out.insert("zulip_feature_level".into(), json!(FEATURE_LEVEL));
         out.insert("zulip_version".into(), json!(VERSION));
         out.insert("zulip_merge_base".into(), json!(VERSION));
-        let ctx = Ctx { app, state, realm: &realm, user: &user, options: &options };
+        let users = state.realm_users(realm.id);
+        let ctx = Ctx { app, state, realm: &realm, user: &user, options: &options, users: &users };
         for (name, section) in SECTIONS {
             if options.wants(name) {
                 section(&ctx, &mut out);
@@ -337,8 +340,8 @@ fn realm_user_section(ctx: &Ctx, out: &mut Reply) {
         include_custom_profile_fields: true,
     };
     let (mut active, mut inactive) = (Vec::new(), Vec::new());
-    for u in ctx.state.realm_users(ctx.realm.id) {
-        let body = shapes::user(ctx.state, ctx.user, &u, options);
+    for u in ctx.users {
+        let body = shapes::user(ctx.state, ctx.user, u, options);
         if u.is_active {
             active.push(body);
         } else {
@@ -346,9 +349,10 @@ fn realm_user_section(ctx: &Ctx, out: &mut Reply) {
         }
     }
     let me = ctx.user;
+    // Moved in, not passed to json! (which would deep-copy 10,000 users).
+    insert(out, "realm_users", Value::Array(active));
+    insert(out, "realm_non_active_users", Value::Array(inactive));
     let fields = json!({
-        "realm_users": active,
-        "realm_non_active_users": inactive,
         "cross_realm_bots": [],
         "user_id": me.id.0,
         "email": me.email,
@@ -375,8 +379,7 @@ fn presence_section(ctx: &Ctx, out: &mut Reply) {
     let days = ctx.options.presence_history_limit_days.unwrap_or(14);
     let since = now.saturating_sub(days.saturating_mul(86_400));
     let presence = &ctx.app.hub.realtime().presence;
-    let users = ctx.state.realm_users(ctx.realm.id);
-    insert(out, "presences", presence.render(&users, since, 0, ctx.options.slim_presence));
+    insert(out, "presences", presence.render(ctx.users, since, 0, ctx.options.slim_presence));
     insert(out, "presence_last_update_id", json!(presence.last_update_id()));
     insert(out, "server_timestamp", json!(now));
 }
@@ -402,14 +405,14 @@ fn recent_private_conversations_section(ctx: &Ctx, out: &mut Reply) {
         .into_iter()
         .map(|(max, users)| json!({ "max_message_id": max, "user_ids": users }))
         .collect();
-    insert(out, "recent_private_conversations", json!(list));
+    insert(out, "recent_private_conversations", Value::Array(list));
 }
 
 /// `realm_user_groups`: every group of the realm, system groups included,
 /// with members (system groups' members follow from roles).
 fn user_groups_section(ctx: &Ctx, out: &mut Reply) {
     let state = ctx.state;
-    let users = state.realm_users(ctx.realm.id);
+    let users = ctx.users;
     let with_deactivated = ctx.options.queue.capabilities.include_deactivated_groups;
     let groups: Vec<Value> = state
         .groups
@@ -437,5 +440,5 @@ fn user_groups_section(ctx: &Ctx, out: &mut Reply) {
             })
         })
         .collect();
-    insert(out, "realm_user_groups", json!(groups));
+    insert(out, "realm_user_groups", Value::Array(groups));
 }

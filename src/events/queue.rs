@@ -323,8 +323,23 @@ impl Queues {
         options: QueueOptions,
         floor_seq: u64,
     ) -> Result<String, QueueError> {
-        self.collect_expired();
         let mut registry = self.registry.write();
+        // The user's idle queues do not count against the limit (the
+        // server-wide sweep runs in the background, not here).
+        let now = Instant::now();
+        let expired: Vec<String> = registry
+            .by_user
+            .get(&user)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| {
+                let q = c.lock();
+                q.expired(now, self.config.timeout).then(|| q.id.clone())
+            })
+            .collect();
+        for id in expired {
+            registry.remove(&id);
+        }
         let held = registry.by_user.get(&user).map_or(0, Vec::len);
         if held >= self.config.max_per_user {
             return Err(QueueError::TooManyQueues(self.config.max_per_user));
@@ -496,6 +511,11 @@ impl Queues {
     /// Takes the `(queue_id, local_id)` noted for a message, if any.
     pub fn take_local_id(&self, message: MessageId) -> Option<(String, String)> {
         self.local_ids.lock().remove(&message)
+    }
+
+    /// Number of queues with a poller parked on them right now.
+    pub fn parked(&self) -> usize {
+        self.registry.read().by_id.values().filter(|c| c.lock().waiter.is_some()).count()
     }
 
     /// Number of live queues.

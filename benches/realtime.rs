@@ -1,0 +1,158 @@
+//! Real-time benchmarks, in-process (over HTTP they would mostly measure
+//! the loopback):
+//! - `fanout`: one channel message to 10,000 subscribers, each with a
+//!   long-poll parked on its queue (a may coroutine each); the time from
+//!   the send until the last poll has returned with the event.
+//! - `register`: `POST /register` (every section) for a user of a realm
+//!   with 10,000 users.
+//!
+//! Run: `cargo bench --bench realtime -- --warm-up-time 1 --measurement-time 3`
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use criterion::{criterion_group, criterion_main, Criterion};
+
+use natter::api::{events, messages, register, App, Call};
+use natter::config::Cli;
+use natter::events::queue::QueueOptions;
+use natter::http::request::Params;
+use natter::mutation::Mutation;
+use natter::seed;
+use natter::server;
+use natter::state::{Role, Subscription, User, UserId};
+
+const USERS: usize = 10_000;
+
+/// A dev realm grown to `USERS` extra members, all subscribed to general.
+fn app(dir: &std::path::Path) -> Arc<App> {
+    let cli = Cli::parse_from([
+        "natter",
+        "--dev",
+        "--snapshot-every",
+        "0",
+        "--fsync",
+        "never",
+        "--max-queues-per-user",
+        "1000000",
+        "--data-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let app = server::open_app(cli.resolve().unwrap()).unwrap();
+    seed::seed_dev(&app).unwrap();
+    let realm = app.state.realm_by_subdomain("").unwrap();
+    let mut ids = Vec::with_capacity(USERS);
+    for i in 0..USERS {
+        let email = format!("user{i}@natter.test");
+        let new = seed::NewUser { email: &email, full_name: &email, role: Role::Member, bot: None };
+        let id = app
+            .committer
+            .commit(|s| {
+                let m = seed::user(s, realm.id, &new, format!("{i:032}"), 0)?;
+                let Mutation::CreateUser(u) = &m else { unreachable!() };
+                let id = u.id;
+                Ok((m, id))
+            })
+            .unwrap();
+        ids.push(id);
+    }
+    let general = app.state.channel_by_name(realm.id, "general").unwrap().id;
+    app.committer
+        .commit(|_| {
+            let subscribers =
+                ids.iter().map(|u| (*u, Subscription::new("#76ce90".into()))).collect();
+            Ok((Mutation::Subscribe { channel: general, subscribers }, ()))
+        })
+        .unwrap();
+    app
+}
+
+fn call(app: &App, user: &User, params: &[(&str, &str)]) -> Call {
+    let realm = app.state.realm_by_subdomain("").unwrap();
+    let params = Params::from_pairs(params.iter().copied());
+    Call { realm, caller: Some(user.clone()), params, path: Vec::new(), client: "bench".into() }
+}
+
+fn bench(c: &mut Criterion) {
+    may::config().set_workers(2);
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let realm = app.state.realm_by_subdomain("").unwrap();
+    let users: Vec<UserId> = app
+        .state
+        .realm_users(realm.id)
+        .into_iter()
+        .filter(|u| u.email.starts_with("user"))
+        .map(|u| u.id)
+        .collect();
+    let queues = &app.hub.realtime().queues;
+    let options = QueueOptions {
+        event_types: Some(BTreeSet::from(["message".to_owned()])),
+        apply_markdown: true,
+        client_gravatar: true,
+        ..QueueOptions::default()
+    };
+    let seq = app.state.applied_seq();
+    let polls: Arc<Vec<(String, UserId, AtomicI64)>> = Arc::new(
+        users
+            .iter()
+            .map(|u| {
+                let id = queues.create(*u, realm.id, options.clone(), seq).unwrap();
+                (id, *u, AtomicI64::new(-1))
+            })
+            .collect(),
+    );
+    let hamlet = app.state.user_by_email(realm.id, "hamlet@natter.test").unwrap();
+
+    let mut group = c.benchmark_group("realtime");
+    group.sample_size(10);
+    group.bench_function("fanout: 1 channel message to 10,000 parked long-polls", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let handles: Vec<_> = (0..polls.len())
+                    .map(|i| {
+                        let (app, polls) = (Arc::clone(&app), Arc::clone(&polls));
+                        may::go!(move || {
+                            let (id, user, last) = &polls[i];
+                            let got = app
+                                .hub
+                                .realtime()
+                                .queues
+                                .poll(id, *user, Some(last.load(Ordering::Relaxed)), false)
+                                .unwrap();
+                            let newest = got.last().and_then(|e| e["id"].as_i64()).unwrap();
+                            last.store(newest, Ordering::Relaxed);
+                        })
+                    })
+                    .collect();
+                while app.hub.realtime().queues.parked() < polls.len() {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                let params =
+                    [("type", "stream"), ("to", "general"), ("topic", "fan"), ("content", "out")];
+                let start = Instant::now();
+                messages::send(&app, &mut call(&app, &hamlet, &params)).unwrap();
+                for h in handles {
+                    h.join().unwrap();
+                }
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    group.bench_function("register: every section, 10,000-user realm", |b| {
+        b.iter(|| {
+            let reply = register::register(&app, &mut call(&app, &hamlet, &[])).unwrap();
+            let queue = reply["queue_id"].as_str().unwrap().to_owned();
+            events::delete_queue(&app, &mut call(&app, &hamlet, &[("queue_id", &queue)])).unwrap();
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
