@@ -6,6 +6,8 @@
 //! state (a missing channel, a reused id) cannot come from a validated
 //! commit, so it panics: replay refuses to limp on with diverged state.
 
+mod settings;
+
 use std::sync::atomic::Ordering;
 
 use crate::events::{Audience, Event};
@@ -57,6 +59,7 @@ pub fn apply(state: &State, seq: u64, mutation: &Mutation) -> Vec<Event> {
         Mutation::Subscribe { channel, subscribers } => subscribe(state, *channel, subscribers),
         Mutation::SendMessage(new) => send_message(state, new),
         Mutation::UpdateFlags(change) => update_flags(state, change),
+        Mutation::UpdateSettings(change) => settings::update_settings(state, change),
     };
     state.applied_seq.store(seq, Ordering::Release);
     events

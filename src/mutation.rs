@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::state::settings::SettingsChange;
 use crate::state::{
     Channel, ChannelId, Flags, Group, Message, MessageId, Realm, Subscription, User, UserId,
 };
@@ -46,6 +47,8 @@ pub enum Mutation {
     /// One user's personal flag changes on some messages
     /// (`POST /messages/flags`).
     UpdateFlags(FlagsChange),
+    /// A user changes personal settings (`PATCH /settings`), all at once.
+    UpdateSettings(SettingsChange),
 }
 
 /// A change of one personal flag (read, starred, collapsed) for one user.

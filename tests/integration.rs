@@ -13,6 +13,8 @@ mod api_messages;
 mod api_reading;
 /// GET /server_settings, POST /dev_fetch_api_key, auth, routing, HTTP framing.
 mod api_server;
+/// PATCH /settings, typing, invitations and the small per-user resources.
+mod api_settings;
 /// GET /users/me, GET /users, GET /users/{user_id}.
 mod api_users;
 /// The natter-load generator.

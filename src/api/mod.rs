@@ -12,6 +12,7 @@ pub mod presence;
 pub mod reading;
 pub mod realm;
 pub mod register;
+pub mod settings;
 pub mod users;
 
 use std::sync::{Arc, OnceLock};

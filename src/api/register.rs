@@ -143,6 +143,10 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
         reading::register_state_with(state, &user, empty_topic_name, &wants, &mut out);
         let subscribers = subscriber_lists(options.queue.include_subscribers);
         channels::register_state_with(state, &user, subscribers, &wants, &mut out);
+        // The settings area's sections: user_settings (and the legacy
+        // top-level settings for clients without user_settings_object).
+        let modern_settings = options.queue.capabilities.user_settings_object;
+        super::settings::settings_sections(state, &user, &wants, modern_settings, &mut out);
         for plugin in PLUGINS {
             plugin(app, &user, &wants, &mut out);
         }

@@ -96,8 +96,15 @@ pub fn deliver(rt: &Realtime, seq: Option<u64>, event: &Event) {
                 Audience::Users(users) => rt.queues.of_users(users.iter().copied()),
                 Audience::Realm(realm) => rt.queues.of_realm(*realm),
             };
+            // The legacy settings events are only for clients without
+            // the user_settings_object capability (as in Zulip).
+            let legacy =
+                matches!(kind.as_str(), "update_display_settings" | "update_global_notifications");
             let shared = Arc::new(object(event.clone()));
             rt.queues.deliver(seq, &targets, |q| {
+                if legacy && q.options.capabilities.user_settings_object {
+                    return None;
+                }
                 q.options.wants(&kind).then(|| Outgoing::shared(Arc::clone(&shared)))
             });
         }

@@ -121,6 +121,26 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::channels::get_streams,
     },
+    // --- Personal settings, typing, invitations and the small per-user
+    // --- resources (src/api/settings.rs and siblings).
+    Route {
+        method: "PATCH",
+        pattern: "/settings",
+        access: Access::User,
+        handler: api::settings::update,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/settings/display",
+        access: Access::User,
+        handler: api::settings::update,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/settings/notifications",
+        access: Access::User,
+        handler: api::settings::update,
+    },
 ];
 
 /// The outcome of matching a request path.

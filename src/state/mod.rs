@@ -12,6 +12,7 @@ pub mod groups;
 pub mod ids;
 pub mod messages;
 pub mod realm;
+pub mod settings;
 pub mod shard;
 pub mod topics;
 pub mod users;
@@ -67,6 +68,8 @@ pub struct State {
     pub by_topic: Sharded<topics::TopicKey, Vec<MessageId>>,
     /// Derived (not snapshotted): each channel's topics by lowercased name.
     pub channel_topics: Sharded<ChannelId, BTreeMap<String, topics::TopicEntry>>,
+    /// Personal settings and the other per-user resources of that area.
+    pub settings: settings::SettingsState,
 }
 
 /// `State` as plain sorted data: the snapshot format.
@@ -92,6 +95,8 @@ pub struct StateImage {
     pub direct_recipients: Vec<(Vec<UserId>, RecipientId)>,
     /// Every group.
     pub groups: Vec<Group>,
+    /// Personal settings and the other per-user resources of that area.
+    pub settings: settings::SettingsImage,
 }
 
 fn values<K: std::hash::Hash + Eq + Ord + Clone, V: Clone>(map: &Sharded<K, V>) -> Vec<V> {
@@ -123,6 +128,7 @@ impl State {
             user_messages: self.user_messages.collect_sorted(|_, _| true),
             direct_recipients: self.direct_recipients.collect_sorted(|_, _| true),
             groups: values(&self.groups),
+            settings: self.settings.image(),
         }
     }
 
@@ -134,6 +140,7 @@ impl State {
             subscriptions: image.subscriptions.into_iter().collect(),
             user_messages: image.user_messages.into_iter().collect(),
             direct_recipients: image.direct_recipients.into_iter().collect(),
+            settings: settings::SettingsState::from_image(image.settings),
             ..State::default()
         };
         for realm in image.realms {

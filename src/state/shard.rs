@@ -68,6 +68,11 @@ impl<K: Hash + Eq + Ord + Clone, V: Clone> Sharded<K, V> {
         f(shard.entry(key).or_default())
     }
 
+    /// Removes `key`, returning its value.
+    pub fn remove(&self, key: &K) -> Option<V> {
+        self.shard(key).write().remove(key)
+    }
+
     /// Number of entries (sums the shards; not an atomic cut).
     pub fn len(&self) -> usize {
         self.shards.iter().map(|s| s.read().len()).sum()

@@ -1,0 +1,349 @@
+//! Personal settings: `PATCH /settings` (and its deprecated aliases
+//! `PATCH /settings/display`, `PATCH /settings/notifications`), and the
+//! settings sections of `POST /register`.
+//!
+//! Every setting of `state::settings::SETTINGS` is accepted with its type
+//! and allowed values checked; `full_name` and `timezone` change the
+//! `User`. Anything else the request carries is reported back in
+//! `ignored_parameters_unsupported` (the removed `dense_mode` included).
+
+use std::str::FromStr;
+
+use serde_json::{json, Map, Value};
+
+use super::{App, Call, Reply};
+use crate::error::{ApiError, ApiResult};
+use crate::mutation::Mutation;
+use crate::state::settings::{
+    Allowed, DefaultValue, Legacy, SettingValue, SettingsChange, EMOJISETS, NOTIFICATION_SOUNDS,
+    SETTINGS,
+};
+use crate::state::{State, User};
+
+/// Longest display name, in characters (Zulip's `MAX_NAME_LENGTH`).
+pub const MAX_NAME_LENGTH: usize = 100;
+/// Shortest display name, in characters, after trimming.
+pub const MIN_NAME_LENGTH: usize = 2;
+
+/// `PATCH /settings`: change the caller's settings. All parameters are
+/// optional; a request that changes nothing commits nothing.
+pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let me = call.caller().clone();
+    let full_name = match call.params.string("full_name") {
+        Some(name) => Some(check_full_name(&name)?),
+        None => None,
+    };
+    let timezone = match call.params.string("timezone") {
+        Some(tz) => Some(check_timezone(&tz)?),
+        None => None,
+    };
+    let mut settings = Vec::new();
+    for def in SETTINGS {
+        if let Some(value) = setting_param(call, def.name, def.default, def.allowed)? {
+            settings.push((def.name.to_owned(), value));
+        }
+    }
+    // Only what differs from the current values is changed (and announced).
+    let build = |state: &State| -> ApiResult<SettingsChange> {
+        let user = state.user_in_realm(me.realm, me.id).ok_or_else(ApiError::invalid_api_key)?;
+        let current = state.settings.of(me.id);
+        Ok(SettingsChange {
+            user: me.id,
+            full_name: full_name.clone().filter(|n| *n != user.full_name),
+            timezone: timezone.clone().filter(|t| *t != user.timezone),
+            settings: settings.iter().filter(|(n, v)| current.get(n) != *v).cloned().collect(),
+        })
+    };
+    if build(&app.state)?.is_empty() {
+        return Ok(Reply::new());
+    }
+    app.committer.commit(|state| Ok((Mutation::UpdateSettings(build(state)?), ())))?;
+    Ok(Reply::new())
+}
+
+/// One table setting from the request, typed and checked, if present.
+fn setting_param(
+    call: &mut Call,
+    name: &str,
+    default: DefaultValue,
+    allowed: Allowed,
+) -> ApiResult<Option<SettingValue>> {
+    let value = match default {
+        DefaultValue::B(_) => call.params.bool(name)?.map(SettingValue::Bool),
+        DefaultValue::I(_) => call.params.int(name)?.map(SettingValue::Int),
+        DefaultValue::S(_) => match call.params.json_or_string(name)? {
+            None => None,
+            Some(Value::String(s)) => Some(SettingValue::Str(s)),
+            Some(_) => return Err(ApiError::invalid(name, "not a string")),
+        },
+    };
+    let ok = match (&value, allowed) {
+        (None, _) | (Some(_), Allowed::Any) => true,
+        (Some(SettingValue::Int(i)), Allowed::Ints(v)) => v.contains(i),
+        (Some(SettingValue::Int(i)), Allowed::Range(lo, hi)) => (lo..=hi).contains(i),
+        (Some(SettingValue::Str(s)), Allowed::Strs(v)) => v.contains(&s.as_str()),
+        _ => false,
+    };
+    if !ok {
+        let why = match allowed {
+            Allowed::Range(lo, hi) => format!("must be between {lo} and {hi}"),
+            Allowed::Ints(v) => format!("must be one of {v:?}"),
+            Allowed::Strs(v) if v.len() <= 8 => format!("must be one of {v:?}"),
+            _ => "not an allowed value".to_owned(),
+        };
+        return Err(ApiError::invalid(name, &why));
+    }
+    Ok(value)
+}
+
+/// Zulip's display-name rules: trimmed, 2–100 characters, none of
+/// `*`, `` ` ``, `\`, `>`, `"`, `@`, no control characters, and no
+/// trailing `|<digits>` (which would read as a mention's user-id suffix).
+pub fn check_full_name(raw: &str) -> ApiResult<String> {
+    let name = raw.trim();
+    let count = name.chars().count();
+    if count > MAX_NAME_LENGTH {
+        return Err(ApiError::bad_request("Name too long!").with("var_name", "full_name"));
+    }
+    if count < MIN_NAME_LENGTH {
+        return Err(ApiError::bad_request("Name too short!").with("var_name", "full_name"));
+    }
+    let bad_char = |c: char| "*`\\>\"@".contains(c) || c.is_control();
+    let id_suffix = name
+        .rsplit_once('|')
+        .is_some_and(|(_, tail)| !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()));
+    if name.chars().any(bad_char) || id_suffix {
+        return Err(
+            ApiError::bad_request("Invalid characters in name!").with("var_name", "full_name")
+        );
+    }
+    Ok(name.to_owned())
+}
+
+/// An IANA zone name known to the time-zone database (`chrono-tz`), links
+/// such as `US/Eastern` included; case must match.
+pub fn check_timezone(raw: &str) -> ApiResult<String> {
+    match chrono_tz::Tz::from_str(raw) {
+        Ok(_) => Ok(raw.to_owned()),
+        Err(_) => Err(ApiError::invalid("timezone", "not a recognized IANA time zone")),
+    }
+}
+
+/// `emojiset_choices`, as register and Zulip's web app read it.
+fn emojiset_choices() -> Value {
+    let text = |key: &str| match key {
+        "google" => "Google",
+        "twitter" => "Twitter",
+        _ => "Plain text",
+    };
+    Value::Array(EMOJISETS.iter().map(|k| json!({ "key": k, "text": text(k) })).collect())
+}
+
+/// The settings sections of `POST /register`, for clients that do not send
+/// the `user_settings_object` capability — zulip-term 0.7.0 sends no
+/// capabilities at all and needs the legacy top-level fields. Same as
+/// `register_state_with(…, false, …)`.
+pub fn register_state(app: &App, user: &User, wants: &dyn Fn(&str) -> bool, out: &mut Reply) {
+    register_state_with(app, user, wants, false, out);
+}
+
+/// The settings sections of `POST /register`:
+/// - `user_settings` (every setting, `timezone`, `emojiset_choices`,
+///   `available_notification_sounds`) when `user_settings` is fetched;
+/// - the legacy top-level display settings when `update_display_settings`
+///   is fetched and the notification settings when
+///   `update_global_notifications` is fetched — only for clients without
+///   the `user_settings_object` capability (`user_settings_object` false),
+///   as Zulip does.
+pub fn register_state_with(
+    app: &App,
+    user: &User,
+    wants: &dyn Fn(&str) -> bool,
+    user_settings_object: bool,
+    out: &mut Reply,
+) {
+    settings_sections(&app.state, user, wants, user_settings_object, out);
+}
+
+/// `register_state_with` on a bare `State` (what it reads; unit-testable).
+pub fn settings_sections(
+    state: &State,
+    user: &User,
+    wants: &dyn Fn(&str) -> bool,
+    user_settings_object: bool,
+    out: &mut Reply,
+) {
+    let settings = state.settings.of(user.id);
+    let timezone = state.users.read(&user.id, |u| u.timezone.clone()).unwrap_or_default();
+    let sounds = json!(NOTIFICATION_SOUNDS);
+    if wants("user_settings") {
+        let mut object = Map::new();
+        for def in SETTINGS {
+            object.insert(def.name.to_owned(), settings.get(def.name).to_json());
+        }
+        object.insert("timezone".into(), json!(timezone));
+        object.insert("emojiset_choices".into(), emojiset_choices());
+        object.insert("available_notification_sounds".into(), sounds.clone());
+        out.insert("user_settings".into(), Value::Object(object));
+    }
+    if user_settings_object {
+        return;
+    }
+    if wants("update_display_settings") {
+        for def in SETTINGS.iter().filter(|d| d.legacy == Legacy::Display) {
+            out.insert(def.name.to_owned(), settings.get(def.name).to_json());
+        }
+        out.insert("timezone".into(), json!(timezone));
+        out.insert("emojiset_choices".into(), emojiset_choices());
+    }
+    if wants("update_global_notifications") {
+        for def in SETTINGS.iter().filter(|d| d.legacy == Legacy::Notification) {
+            out.insert(def.name.to_owned(), settings.get(def.name).to_json());
+        }
+        out.insert("available_notification_sounds".into(), sounds);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::apply::apply;
+    use crate::events::{Audience, Event};
+    use crate::seed::{self, NewUser};
+    use crate::state::settings::SettingsChange;
+    use crate::state::Role;
+
+    /// A state with one realm and one user, built through `apply`.
+    fn one_user() -> (State, User) {
+        let state = State::new();
+        apply(&state, 1, &seed::realm(&state, "", "R", 0).unwrap());
+        let realm = state.realm_by_subdomain("").unwrap().id;
+        let new = NewUser { email: "a@x.test", full_name: "Ann", role: Role::Member, bot: None };
+        apply(&state, 2, &seed::user(&state, realm, &new, "k".repeat(32), 0).unwrap());
+        let user = state.user_by_email(realm, "a@x.test").unwrap();
+        (state, user)
+    }
+
+    fn sections(state: &State, user: &User, uso: bool, wants: &[&str]) -> Reply {
+        let mut out = Reply::new();
+        settings_sections(state, user, &|w| wants.contains(&w), uso, &mut out);
+        out
+    }
+
+    #[test]
+    fn register_has_defaults_for_a_user_with_no_settings() {
+        let (state, user) = one_user();
+        let all = ["user_settings", "update_display_settings", "update_global_notifications"];
+        let out = sections(&state, &user, false, &all);
+        let us = &out["user_settings"];
+        for def in SETTINGS {
+            assert_eq!(us[def.name], def.default.value().to_json(), "{}", def.name);
+        }
+        assert_eq!(us["send_private_typing_notifications"], true);
+        assert_eq!(out["twenty_four_hour_time"], false);
+        assert_eq!(out["pm_content_in_desktop_notifications"], true);
+        assert_eq!(out["timezone"], "");
+        assert!(out["emojiset_choices"].as_array().is_some_and(|c| c.len() == 3));
+        // With the capability, only the modern object.
+        let modern = sections(&state, &user, true, &all);
+        assert!(modern.contains_key("user_settings"));
+        assert!(!modern.contains_key("twenty_four_hour_time"));
+        // Nothing asked, nothing given.
+        assert!(sections(&state, &user, false, &["message"]).is_empty());
+    }
+
+    #[test]
+    fn changes_show_in_register_and_as_events() {
+        let (state, user) = one_user();
+        let change = SettingsChange {
+            user: user.id,
+            full_name: Some("Ann B".into()),
+            timezone: Some("Europe/Paris".into()),
+            settings: vec![
+                ("twenty_four_hour_time".into(), SettingValue::Bool(true)),
+                ("default_language".into(), SettingValue::Str("de".into())),
+                ("enable_sounds".into(), SettingValue::Bool(false)),
+                ("web_home_view".into(), SettingValue::Str("recent_topics".into())),
+            ],
+        };
+        let events = apply(&state, 3, &Mutation::UpdateSettings(change));
+        let json: Vec<(&Audience, &Value)> = events
+            .iter()
+            .map(|e| match e {
+                Event::Broadcast { audience, event } => (audience, event),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        let find = |t: &str, key: &str, name: &str| {
+            json.iter()
+                .find(|(_, e)| e["type"] == t && e[key] == name)
+                .unwrap_or_else(|| panic!("no {t} event for {name}: {json:?}"))
+        };
+        let (aud, e) = find("realm_user", "op", "update");
+        assert_eq!(**aud, Audience::Realm(user.realm));
+        assert_eq!(e["person"], json!({ "user_id": user.id.0, "full_name": "Ann B" }));
+        let (aud, e) = find("user_settings", "property", "twenty_four_hour_time");
+        assert_eq!(**aud, Audience::Users(vec![user.id]));
+        assert_eq!((e["op"].as_str(), e["value"].as_bool()), (Some("update"), Some(true)));
+        let (_, e) = find("update_display_settings", "setting_name", "twenty_four_hour_time");
+        assert_eq!((e["user"].as_str(), e["setting"].as_bool()), (Some("a@x.test"), Some(true)));
+        let (_, e) = find("update_display_settings", "setting_name", "default_language");
+        assert_eq!(e["language_name"], "Deutsch");
+        let (_, e) = find("user_settings", "property", "default_language");
+        assert_eq!(e["language_name"], "Deutsch");
+        let (_, e) = find("update_global_notifications", "notification_name", "enable_sounds");
+        assert_eq!(e["setting"], false);
+        find("user_settings", "property", "timezone");
+        find("update_display_settings", "setting_name", "timezone");
+        // web_home_view has no legacy group: modern event only.
+        find("user_settings", "property", "web_home_view");
+        assert!(!json.iter().any(|(_, e)| e["setting_name"] == "web_home_view"));
+
+        // A fresh register agrees with what the events said.
+        let user = state.users.get(&user.id).unwrap();
+        let all = ["user_settings", "update_display_settings", "update_global_notifications"];
+        let out = sections(&state, &user, false, &all);
+        assert_eq!(out["user_settings"]["twenty_four_hour_time"], true);
+        assert_eq!(out["user_settings"]["web_home_view"], "recent_topics");
+        assert_eq!(out["user_settings"]["timezone"], "Europe/Paris");
+        assert_eq!(out["twenty_four_hour_time"], true);
+        assert_eq!(out["enable_sounds"], false);
+        assert_eq!(out["default_language"], "de");
+        assert_eq!(user.full_name, "Ann B");
+
+        // Setting a value back to its default drops the override.
+        let back = SettingsChange {
+            user: user.id,
+            full_name: None,
+            timezone: None,
+            settings: vec![("enable_sounds".into(), SettingValue::Bool(true))],
+        };
+        apply(&state, 4, &Mutation::UpdateSettings(back));
+        let overrides = state.settings.of(user.id).overrides;
+        assert!(!overrides.contains_key("enable_sounds"));
+        assert!(overrides.contains_key("twenty_four_hour_time"));
+    }
+
+    #[test]
+    fn full_name_rules() {
+        assert_eq!(check_full_name("  Ophelia  ").unwrap(), "Ophelia");
+        assert_eq!(check_full_name("A").unwrap_err().msg, "Name too short!");
+        assert_eq!(check_full_name(&"x".repeat(101)).unwrap_err().msg, "Name too long!");
+        assert!(check_full_name(&"é".repeat(100)).is_ok());
+        for bad in ["a*b", "a`b", "a\\b", "a>b", "a\"b", "a@b", "a\u{7}b", "Bob|12"] {
+            assert_eq!(check_full_name(bad).unwrap_err().msg, "Invalid characters in name!");
+        }
+        assert!(check_full_name("Bob|x").is_ok());
+    }
+
+    #[test]
+    fn timezones_come_from_the_tz_database() {
+        for ok in ["Europe/Berlin", "America/Argentina/Buenos_Aires", "UTC", "US/Eastern"] {
+            assert!(check_timezone(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "Mars/Olympus", "europe/berlin", "Europe/Berlin "] {
+            assert_eq!(check_timezone(bad).unwrap_err().code, "BAD_REQUEST", "{bad:?}");
+        }
+    }
+}
