@@ -27,6 +27,17 @@ use natter::state::{Role, Subscription, User, UserId};
 
 const USERS: usize = 10_000;
 
+/// CPU time used by the whole process so far (user + system), so that the
+/// figures can be read on a shared, oversubscribed box where wall time
+/// mostly measures waiting for a core.
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    // utime and stime are fields 14 and 15 (1-based; 12 and 13 after the ')').
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
 /// A dev realm grown to `USERS` extra members, all subscribed to general.
 fn app(dir: &std::path::Path) -> Arc<App> {
     let cli = Cli::parse_from([
@@ -112,6 +123,7 @@ fn bench(c: &mut Criterion) {
     group.bench_function("fanout: 1 channel message to 10,000 parked long-polls", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
+            let cpu = process_cpu();
             for _ in 0..iters {
                 let handles: Vec<_> = (0..polls.len())
                     .map(|i| {
@@ -141,9 +153,25 @@ fn bench(c: &mut Criterion) {
                 }
                 total += start.elapsed();
             }
+            let cpu = process_cpu().saturating_sub(cpu) / iters as u32;
+            eprintln!(
+                "fanout: {iters} iterations, {cpu:?} process CPU each (wall {:?})",
+                total / iters as u32
+            );
             total
         })
     });
+    let (cpu, wall) = (process_cpu(), Instant::now());
+    for _ in 0..20 {
+        let reply = register::register(&app, &mut call(&app, &hamlet, &[])).unwrap();
+        let queue = reply["queue_id"].as_str().unwrap().to_owned();
+        events::delete_queue(&app, &mut call(&app, &hamlet, &[("queue_id", &queue)])).unwrap();
+    }
+    eprintln!(
+        "register: {:?} process CPU each (wall {:?})",
+        process_cpu().saturating_sub(cpu) / 20,
+        wall.elapsed() / 20
+    );
     group.bench_function("register: every section, 10,000-user realm", |b| {
         b.iter(|| {
             let reply = register::register(&app, &mut call(&app, &hamlet, &[])).unwrap();
