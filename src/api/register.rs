@@ -80,7 +80,7 @@ type Section = fn(&Ctx, &mut Reply);
 /// This file's sections: (fetch type, builder).
 const SECTIONS: &[(&str, Section)] = &[
     ("realm", realm_section),
-    ("realm_user", realm_user_section),
+    // `realm_user` is built after the lock, in `register`.
     ("presence", presence_section),
     ("recent_private_conversations", recent_private_conversations_section),
     ("realm_user_groups", user_groups_section),
@@ -112,7 +112,7 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let options = parse_options(app, call)?;
     let user = call.caller().clone();
     let realm = call.realm.clone();
-    app.committer.read_consistent(|state, seq| {
+    let (mut out, users) = app.committer.read_consistent(|state, seq| {
         let queues = &app.hub.realtime().queues;
         let queue_id = queues.create(user.id, user.realm, options.queue.clone(), seq).map_err(
             |e| match e {
@@ -150,8 +150,24 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
         for plugin in PLUGINS {
             plugin(app, &user, &wants, &mut out);
         }
-        Ok(out)
-    })
+        Ok((out, users))
+    })?;
+    // The users' JSON is the biggest part of the reply: it is rendered
+    // after the writer lock is released, from the accounts as they were in
+    // the cut (so the events after it still apply exactly once). Only the
+    // realm's email-visibility setting is read anew.
+    if options.wants("realm_user") {
+        let ctx = Ctx {
+            app,
+            state: &app.state,
+            realm: &realm,
+            user: &user,
+            options: &options,
+            users: &users,
+        };
+        realm_user_section(&ctx, &mut out);
+    }
+    Ok(out)
 }
 
 /// Decodes and checks every register parameter (before anything exists).
