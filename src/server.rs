@@ -83,21 +83,22 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
     }))
 }
 
-/// Collects idle event queues in the background (a plain OS thread that
-/// sleeps; polls also check expiry, so this only frees memory).
+/// The event queues' clock, a plain OS thread that sleeps: heartbeats for
+/// long-polls parked for the heartbeat interval, and collection of idle
+/// queues (polls also check expiry, so collection only frees memory).
 fn spawn_queue_collector(realtime: &Arc<Realtime>) {
     let weak = Arc::downgrade(realtime);
-    let period = (realtime.queues.config().timeout / 4).min(std::time::Duration::from_secs(30));
+    let period = realtime.queues.tick_period();
     std::thread::Builder::new()
-        .name("natter-queue-gc".into())
+        .name("natter-queue-tick".into())
         .spawn(move || loop {
             std::thread::sleep(period);
             match weak.upgrade() {
-                Some(realtime) => realtime.queues.collect_expired(),
+                Some(realtime) => realtime.queues.tick(),
                 None => return,
             }
         })
-        .expect("spawn queue collector");
+        .expect("spawn queue ticker");
 }
 
 /// Clean shutdown: the final snapshot (after which nothing commits), then

@@ -416,3 +416,17 @@ fn register_includes_subscriptions_and_unreads() {
     assert_eq!(topic["unread_message_ids"], json!([id]));
     assert_eq!(r["max_message_id"], id);
 }
+
+#[test]
+fn client_gravatar_decides_the_avatar_url_in_message_events() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let othello = server.client(OTHELLO);
+    let (computes, _) = register(&othello, &[("event_types", r#"["message"]"#)]);
+    let (needs_url, _) =
+        register(&othello, &[("event_types", r#"["message"]"#), ("client_gravatar", "false")]);
+    send(&hamlet, "general", "t", "avatar");
+    assert!(events(&othello, &computes, -1)[0]["message"]["avatar_url"].is_null());
+    let url = &events(&othello, &needs_url, -1)[0]["message"]["avatar_url"];
+    assert!(url.as_str().is_some_and(|u| u.starts_with("https://")), "{url}");
+}

@@ -75,6 +75,8 @@ pub struct Ctx<'a> {
     pub user: &'a User,
     /// The register parameters.
     pub options: &'a RegisterOptions,
+    /// Every account of the realm, by id (read once, shared by sections).
+    pub users: &'a [User],
 }
 
 type Section = fn(&Ctx, &mut Reply);
@@ -82,7 +84,7 @@ type Section = fn(&Ctx, &mut Reply);
 /// This file's sections: (fetch type, builder).
 const SECTIONS: &[(&str, Section)] = &[
     ("realm", realm_section),
-    ("realm_user", realm_user_section),
+    // `realm_user` is built after the lock, in `register`.
     ("presence", presence_section),
     ("recent_private_conversations", recent_private_conversations_section),
     ("realm_user_groups", user_groups_section),
@@ -114,7 +116,7 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let options = parse_options(app, call)?;
     let user = call.caller().clone();
     let realm = call.realm.clone();
-    app.committer.read_consistent(|state, seq| {
+    let (mut out, users) = app.committer.read_consistent(|state, seq| {
         let queues = &app.hub.realtime().queues;
         let queue_id = queues.create(user.id, user.realm, options.queue.clone(), seq).map_err(
             |e| match e {
@@ -131,7 +133,8 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
         out.insert("zulip_feature_level".into(), json!(FEATURE_LEVEL));
         out.insert("zulip_version".into(), json!(VERSION));
         out.insert("zulip_merge_base".into(), json!(VERSION));
-        let ctx = Ctx { app, state, realm: &realm, user: &user, options: &options };
+        let users = state.realm_users(realm.id);
+        let ctx = Ctx { app, state, realm: &realm, user: &user, options: &options, users: &users };
         for (name, section) in SECTIONS {
             if options.wants(name) {
                 section(&ctx, &mut out);
@@ -155,8 +158,24 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
         for plugin in PLUGINS {
             plugin(app, &user, &wants, &mut out);
         }
-        Ok(out)
-    })
+        Ok((out, users))
+    })?;
+    // The users' JSON is the biggest part of the reply: it is rendered
+    // after the writer lock is released, from the accounts as they were in
+    // the cut (so the events after it still apply exactly once). Only the
+    // realm's email-visibility setting is read anew.
+    if options.wants("realm_user") {
+        let ctx = Ctx {
+            app,
+            state: &app.state,
+            realm: &realm,
+            user: &user,
+            options: &options,
+            users: &users,
+        };
+        realm_user_section(&ctx, &mut out);
+    }
+    Ok(out)
 }
 
 /// Decodes and checks every register parameter (before anything exists).
@@ -349,8 +368,8 @@ fn realm_user_section(ctx: &Ctx, out: &mut Reply) {
         include_custom_profile_fields: true,
     };
     let (mut active, mut inactive) = (Vec::new(), Vec::new());
-    for u in ctx.state.realm_users(ctx.realm.id) {
-        let body = shapes::user(ctx.state, ctx.user, &u, options);
+    for u in ctx.users {
+        let body = shapes::user(ctx.state, ctx.user, u, options);
         if u.is_active {
             active.push(body);
         } else {
@@ -358,9 +377,10 @@ fn realm_user_section(ctx: &Ctx, out: &mut Reply) {
         }
     }
     let me = ctx.user;
+    // Moved in, not passed to json! (which would deep-copy 10,000 users).
+    insert(out, "realm_users", Value::Array(active));
+    insert(out, "realm_non_active_users", Value::Array(inactive));
     let fields = json!({
-        "realm_users": active,
-        "realm_non_active_users": inactive,
         "cross_realm_bots": [],
         "user_id": me.id.0,
         "email": ctx.state.api_email(me),
@@ -387,8 +407,7 @@ fn presence_section(ctx: &Ctx, out: &mut Reply) {
     let days = ctx.options.presence_history_limit_days.unwrap_or(14);
     let since = now.saturating_sub(days.saturating_mul(86_400));
     let presence = &ctx.app.hub.realtime().presence;
-    let users = ctx.state.realm_users(ctx.realm.id);
-    insert(out, "presences", presence.render(&users, since, 0, ctx.options.slim_presence));
+    insert(out, "presences", presence.render(ctx.users, since, 0, ctx.options.slim_presence));
     insert(out, "presence_last_update_id", json!(presence.last_update_id()));
     insert(out, "server_timestamp", json!(now));
 }
@@ -414,14 +433,14 @@ fn recent_private_conversations_section(ctx: &Ctx, out: &mut Reply) {
         .into_iter()
         .map(|(max, users)| json!({ "max_message_id": max, "user_ids": users }))
         .collect();
-    insert(out, "recent_private_conversations", json!(list));
+    insert(out, "recent_private_conversations", Value::Array(list));
 }
 
 /// `realm_user_groups`: every group of the realm, system groups included,
 /// with members (system groups' members follow from roles).
 fn user_groups_section(ctx: &Ctx, out: &mut Reply) {
     let state = ctx.state;
-    let users = state.realm_users(ctx.realm.id);
+    let users = ctx.users;
     let with_deactivated = ctx.options.queue.capabilities.include_deactivated_groups;
     let groups: Vec<Value> = state
         .groups
@@ -449,5 +468,5 @@ fn user_groups_section(ctx: &Ctx, out: &mut Reply) {
             })
         })
         .collect();
-    insert(out, "realm_user_groups", json!(groups));
+    insert(out, "realm_user_groups", Value::Array(groups));
 }

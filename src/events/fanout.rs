@@ -309,15 +309,16 @@ fn message_event(
             }
         };
         if !q.options.narrow_filter.is_empty() {
-            let viewer = state.users.get(&q.user)?;
-            if !q.options.narrow_filter.matches(state, &viewer, &message, user_flags) {
+            let narrow = &q.options.narrow_filter;
+            let matches = state
+                .users
+                .read(&q.user, |viewer| narrow.matches(state, viewer, &message, user_flags))?;
+            if !matches {
                 return None;
             }
         }
-        let null_avatar = q.options.client_gravatar && {
-            let viewer = state.users.get(&q.user)?;
-            can_see_email(state, &viewer, &sender)
-        };
+        let null_avatar = q.options.client_gravatar
+            && state.users.read(&q.user, |viewer| can_see_email(state, viewer, &sender))?;
         let key = (q.options.apply_markdown, null_avatar, q.options.capabilities.empty_topic_name);
         let shared = rendered
             .entry(key)

@@ -137,9 +137,6 @@ impl QueueOptions {
     }
 }
 
-/// The shortest park of a long-poll (see `Queues::poll`).
-const MIN_PARK: Duration = Duration::from_millis(10);
-
 /// One queued event: JSON shared by every queue that got the same event,
 /// plus this queue's own fields (flags, local_id…). Rendered at poll time
 /// with `id` added, so a fan-out to many queues clones no JSON.
@@ -198,6 +195,9 @@ pub struct Queue {
     last_active: Instant,
     /// The parked poller's wake-up, if one is parked.
     waiter: Option<Arc<may::sync::Semphore>>,
+    /// When the current (or last) poll started; its heartbeat is due one
+    /// heartbeat interval later.
+    poll_started: Instant,
     /// Set when the queue is deleted, expired or overflowed.
     dead: bool,
 }
@@ -323,8 +323,23 @@ impl Queues {
         options: QueueOptions,
         floor_seq: u64,
     ) -> Result<String, QueueError> {
-        self.collect_expired();
         let mut registry = self.registry.write();
+        // The user's idle queues do not count against the limit (the
+        // server-wide sweep runs in the background, not here).
+        let now = Instant::now();
+        let expired: Vec<String> = registry
+            .by_user
+            .get(&user)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| {
+                let q = c.lock();
+                q.expired(now, self.config.timeout).then(|| q.id.clone())
+            })
+            .collect();
+        for id in expired {
+            registry.remove(&id);
+        }
         let held = registry.by_user.get(&user).map_or(0, Vec::len);
         if held >= self.config.max_per_user {
             return Err(QueueError::TooManyQueues(self.config.max_per_user));
@@ -340,6 +355,7 @@ impl Queues {
             floor_seq,
             last_active: Instant::now(),
             waiter: None,
+            poll_started: Instant::now(),
             dead: false,
         };
         registry.insert(id.clone(), user, Arc::new(Mutex::new(queue)));
@@ -372,7 +388,9 @@ impl Queues {
 
     /// `GET /events`: drops events up to `last_event_id`, then returns the
     /// rest; if there are none (and `dont_block` is false) parks until one
-    /// arrives or the heartbeat interval passes.
+    /// arrives — a heartbeat, at the latest, which `tick` queues once the
+    /// poll has waited the heartbeat interval. The park has no timeout of
+    /// its own: 10,000 parked polls then cost no timers at all.
     pub fn poll(
         &self,
         id: &str,
@@ -381,7 +399,6 @@ impl Queues {
         dont_block: bool,
     ) -> Result<Vec<Value>, QueueError> {
         let cell = self.owned(id, user)?;
-        let deadline = Instant::now() + self.config.heartbeat;
         let mut mine: Option<Arc<may::sync::Semphore>> = None;
         loop {
             let waiter = {
@@ -409,16 +426,8 @@ impl Queues {
                     }
                     return Ok(q.render_all());
                 }
-                // may's timer can wake a parked coroutine slightly early, and
-                // a sub-millisecond park never wakes: count the last few
-                // milliseconds as due.
-                if now + MIN_PARK >= deadline {
-                    if ours(&q.waiter) {
-                        q.waiter = None;
-                    }
-                    let heartbeat = Arc::new(heartbeat_body());
-                    q.push(heartbeat, Map::new());
-                    return Ok(q.render_all());
+                if mine.is_none() {
+                    q.poll_started = now;
                 }
                 let waiter = Arc::new(may::sync::Semphore::new(0));
                 if let Some(old) = q.waiter.replace(Arc::clone(&waiter)) {
@@ -427,9 +436,9 @@ impl Queues {
                     }
                 }
                 mine = Some(Arc::clone(&waiter));
-                (waiter, deadline - now)
+                waiter
             };
-            waiter.0.wait_timeout(waiter.1);
+            waiter.wait();
         }
     }
 
@@ -445,6 +454,29 @@ impl Queues {
         for id in ids {
             registry.remove(&id);
         }
+    }
+
+    /// The periodic duties, run by a background thread about every
+    /// `tick_period`: a heartbeat event for every poll parked for the
+    /// heartbeat interval (it wakes the poll), and collection of idle queues.
+    pub fn tick(&self) {
+        let now = Instant::now();
+        let heartbeat = self.config.heartbeat;
+        let cells: Vec<Arc<QueueCell>> = self.registry.read().by_id.values().cloned().collect();
+        for cell in cells {
+            let mut q = cell.lock();
+            if q.waiter.is_some() && now.duration_since(q.poll_started) >= heartbeat {
+                q.push(Arc::new(heartbeat_body()), Map::new());
+            }
+        }
+        self.collect_expired();
+    }
+
+    /// How often `tick` should run: a parked poll gets its heartbeat
+    /// between 1 and 1.25 heartbeat intervals after it started.
+    pub fn tick_period(&self) -> Duration {
+        (self.config.heartbeat.min(self.config.timeout) / 4)
+            .clamp(Duration::from_millis(10), Duration::from_secs(15))
     }
 
     /// Queues of these users (every queue of each), live ones only.
@@ -510,6 +542,11 @@ impl Queues {
     /// Takes the `(queue_id, local_id)` noted for a message, if any.
     pub fn take_local_id(&self, message: MessageId) -> Option<(String, String)> {
         self.local_ids.lock().remove(&message)
+    }
+
+    /// Number of queues with a poller parked on them right now.
+    pub fn parked(&self) -> usize {
+        self.registry.read().by_id.values().filter(|c| c.lock().waiter.is_some()).count()
     }
 
     /// Number of live queues.
@@ -620,6 +657,7 @@ impl Queues {
                 floor_seq: 0,
                 last_active: Instant::now(),
                 waiter: None,
+                poll_started: Instant::now(),
                 dead: false,
             };
             registry.insert(s.id, s.user, Arc::new(Mutex::new(queue)));
@@ -697,9 +735,22 @@ mod tests {
         assert_eq!(qs.poll(&b, UserId(1), None, true), Err(QueueError::BadQueue));
     }
 
+    /// Runs `tick` in the background, as the server's collector does.
+    fn ticking(qs: &Arc<Queues>) {
+        let weak = Arc::downgrade(qs);
+        std::thread::spawn(move || {
+            while let Some(qs) = weak.upgrade() {
+                qs.tick();
+                drop(qs);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+    }
+
     #[test]
     fn an_empty_poll_times_out_with_a_heartbeat() {
-        let qs = queues();
+        let qs = Arc::new(queues());
+        ticking(&qs);
         let id = qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0).unwrap();
         let got = qs.poll(&id, UserId(1), None, false).unwrap();
         assert_eq!(got.len(), 1);
@@ -731,6 +782,7 @@ mod tests {
     #[test]
     fn a_parked_coroutine_wakes_on_push_and_on_heartbeat() {
         let qs = Arc::new(queues());
+        ticking(&qs);
         let id = qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0).unwrap();
         let (poller, queue) = (Arc::clone(&qs), id.clone());
         let heartbeat =

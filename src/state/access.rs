@@ -73,8 +73,14 @@ pub fn can_see_email(state: &State, viewer: &User, target: &User) -> bool {
     if viewer.id == target.id || target.is_bot() {
         return true;
     }
-    let Some(realm) = state.realms.get(&viewer.realm) else { return false };
-    match realm.settings.email_address_visibility {
+    // Only the setting is read: cloning the whole realm per call made
+    // building 10,000 users' JSON several times slower.
+    let Some(visibility) =
+        state.realms.read(&viewer.realm, |r| r.settings.email_address_visibility)
+    else {
+        return false;
+    };
+    match visibility {
         EmailVisibility::Everyone => true,
         EmailVisibility::Members => viewer.role <= Role::Member,
         EmailVisibility::Moderators => viewer.role <= Role::Moderator,

@@ -386,3 +386,53 @@ def test_reactions_edits_history_and_deletion(connect):
 
     ok(hamlet.delete_message(mid), "delete_message")
     err(hamlet.get_raw_message(mid), "BAD_REQUEST", "reading a deleted message")
+
+
+def test_call_on_each_event_receives_a_message(connect):
+    """The bindings' event loop: register, long-poll GET /events in a
+    thread, and hand each message event to the callback."""
+    othello = connect(OTHELLO, role="member")
+    hamlet = connect(HAMLET, role="member")
+    registered = threading.Event()
+    original_register = othello.register
+
+    def register(*args, **kwargs):
+        response = original_register(*args, **kwargs)
+        if response.get("result") == "success":
+            registered.set()
+        return response
+
+    othello.register = register  # observe the registration, change nothing
+    received = queue.Queue()
+    threading.Thread(
+        target=othello.call_on_each_event,
+        args=(received.put, ["message"]),
+        kwargs={"apply_markdown": True},
+        daemon=True,
+    ).start()
+    assert registered.wait(timeout=20), "call_on_each_event never registered a queue"
+    content = "live via **call_on_each_event**"
+    sent = ok(
+        hamlet.send_message({"type": "stream", "to": "Denmark", "topic": "events", "content": content}),
+        "send_message to #Denmark",
+    )
+    try:
+        event = received.get(timeout=20)
+    except queue.Empty:
+        pytest.fail("no event reached the callback within 20 s", pytrace=False)
+    assert event["type"] == "message"
+    assert event["message"]["id"] == sent["id"]
+    assert event["message"]["content"] == "<p>live via <strong>call_on_each_event</strong></p>"
+    assert event["message"]["sender_email"] == HAMLET
+    assert event["flags"] == []
+    assert isinstance(event["id"], int)
+
+
+def test_deregister_and_bad_queue(connect):
+    client = connect(HAMLET, role="member")
+    queue_id = ok(client.register(event_types=["message"]), "register")["queue_id"]
+    ok(client.get_events(queue_id=queue_id, last_event_id=-1, dont_block=True), "get_events")
+    ok(client.deregister(queue_id), "deregister")
+    response = client.get_events(queue_id=queue_id, last_event_id=-1, dont_block=True)
+    err(response, "BAD_EVENT_QUEUE_ID", "get_events on a deleted queue")
+    assert response["msg"] == f"Bad event queue id: {queue_id}"
