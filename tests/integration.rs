@@ -52,5 +52,7 @@ mod permission_matrix;
 mod recovery;
 /// The register-vs-events harness (Zulip's verify_action), one case per event type.
 mod verify_action;
+/// Automatic topic follow/unmute on send (on the verify_action harness).
+mod verify_auto_topics;
 /// Register-vs-events cases of the settings area (on the verify_action harness).
 mod verify_settings;

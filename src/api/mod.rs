@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod auto_topics;
 pub mod channels;
 pub mod events;
 pub mod flags;
