@@ -44,6 +44,8 @@ mod api_users_admin;
 /// The HTTP wire: multipart, chunked, header limits, time-outs, the
 /// connection cap, large replies, HTTP/1.0.
 mod api_wire;
+/// Handler-level tests of rules no endpoint reaches yet (realm settings).
+mod handler_gaps;
 /// The natter-load generator.
 mod load;
 /// Role × channel kind × action, against the real handlers; the table is data.
