@@ -29,8 +29,11 @@ pub fn server_settings(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let realm = &call.realm;
     let url = realm_url(app, realm);
     Ok(reply! {
+        // Password login (`POST /fetch_api_key` with the account's email
+        // address) works in every realm; zulip-term's interactive login
+        // reads `email_auth_enabled` and `require_email_format_usernames`.
         "authentication_methods" => json!({
-            "password": false, "dev": app.config.dev, "email": false, "ldap": false,
+            "password": true, "dev": app.config.dev, "email": true, "ldap": false,
             "remoteuser": false, "github": false, "azuread": false, "gitlab": false,
             "apple": false, "google": false, "saml": false, "openid connect": false,
         }),
@@ -40,7 +43,7 @@ pub fn server_settings(app: &App, call: &mut Call) -> ApiResult<Reply> {
         "zulip_merge_base" => VERSION,
         "push_notifications_enabled" => false,
         "is_incompatible" => false,
-        "email_auth_enabled" => false,
+        "email_auth_enabled" => true,
         "require_email_format_usernames" => true,
         "realm_url" => url,
         "realm_uri" => url,
