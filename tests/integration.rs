@@ -56,5 +56,7 @@ mod recovery;
 mod verify_action;
 /// Automatic topic follow/unmute on send (on the verify_action harness).
 mod verify_auto_topics;
+/// The realm_bots register section and realm_bot events (on the verify_action harness).
+mod verify_bots;
 /// Register-vs-events cases of the settings area (on the verify_action harness).
 mod verify_settings;
