@@ -13,6 +13,8 @@ fn server_settings_is_public_and_names_the_realm() {
     let s = server.anonymous().get("/server_settings", &[]).ok();
     assert!(s["zulip_version"].as_str().is_some_and(|v| !v.is_empty()));
     assert!(s["zulip_feature_level"].as_u64().unwrap() >= 106);
+    assert_eq!(s["zulip_feature_level"], natter::api::realm::FEATURE_LEVEL);
+    assert_eq!(s["zulip_version"], natter::api::realm::VERSION);
     assert_eq!(s["realm_name"], "Natter Dev");
     assert_eq!(s["authentication_methods"]["dev"], true);
     // Password login through POST /fetch_api_key, by email address.
