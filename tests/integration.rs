@@ -20,6 +20,8 @@ mod api_message_edit;
 mod api_messages;
 /// Alert words, drafts, user status, muted users, topic visibility.
 mod api_personal;
+/// PATCH/DELETE /users/me/profile_data: a user's own custom profile values.
+mod api_profile_data;
 /// Messages area (issue #8): emoji reactions.
 mod api_reactions;
 /// Read state in bulk (issue #8): flags for a narrow, mark all / channel /
