@@ -210,3 +210,30 @@ fn a_refused_send_changes_no_policy() {
     assert_eq!(err.code, "STREAM_DOES_NOT_EXIST");
     assert!(h.register(OTHELLO, &[])["user_topics"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn a_scheduled_delivery_follows_the_topic_it_starts() {
+    let h = Harness::new();
+    let general = h.app.state.channel_by_name(h.user(HAMLET).realm, "general").unwrap().id.0;
+    let (general, at) = (general.to_string(), (natter::entropy::now() + 3600).to_string());
+    let params = [
+        ("type", "stream"),
+        ("to", general.as_str()),
+        ("topic", "later"),
+        ("content", "from the past"),
+        ("scheduled_delivery_timestamp", at.as_str()),
+    ];
+    let reply = h.call(HAMLET, api::scheduled::create, &params).unwrap();
+    let id = natter::state::scheduled::ScheduledId(reply["scheduled_message_id"].as_u64().unwrap());
+    let deliver = |h: &Harness| {
+        let outcome = api::scheduled::deliver(&h.app, id, natter::entropy::now() + 7200);
+        assert!(matches!(outcome, api::scheduled::Delivery::Sent(_)));
+    };
+    h.verify_action(
+        HAMLET,
+        &[("event_types", "[\"message\", \"user_topic\"]")],
+        deliver,
+        &["message", "user_topic"],
+    );
+    assert_eq!(policy(&h, HAMLET, "general", "later"), Some(FOLLOWED));
+}
