@@ -55,7 +55,9 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
             assert!(state.realms.contains(&user.realm), "apply: no realm {}", user.realm);
             state.ids.claim(IdKind::User, user.id.0);
             state.index_user(user.clone());
-            vec![Event::RealmUserAdd { realm: user.realm, user: user.id }]
+            let mut events = vec![Event::RealmUserAdd { realm: user.realm, user: user.id }];
+            events.extend(crate::api::realm_bots::on_create(state, user));
+            events
         }
         Mutation::CreateChannel { channel, subscribers } => {
             assert!(

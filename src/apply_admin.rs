@@ -352,12 +352,7 @@ pub fn update_users(state: &State, changes: &[(UserId, UserChange)]) -> Vec<Even
             // A new key is news to nobody's queue.
             UserChange::ApiKey(_) => {}
             UserChange::BotOwner(owner) => {
-                events.push(broadcast(realm.clone(), person(json!({"bot_owner_id": owner.0}))));
-                events.push(broadcast(
-                    realm,
-                    json!({"type": "realm_bot", "op": "update",
-                           "bot": {"user_id": id.0, "owner_id": owner.0}}),
-                ));
+                events.push(broadcast(realm, person(json!({"bot_owner_id": owner.0}))));
             }
             UserChange::ProfileValue { field, value } => {
                 let (value, rendered) = value.clone().unwrap_or_default();
@@ -368,6 +363,7 @@ pub fn update_users(state: &State, changes: &[(UserId, UserChange)]) -> Vec<Even
                 events.push(broadcast(realm, person(json!({"custom_profile_field": field_json}))));
             }
         }
+        events.extend(crate::api::realm_bots::on_change(state, &before, change));
     }
     events
 }

@@ -48,6 +48,7 @@ fn register_returns_the_always_present_fields_and_only_fetched_sections() {
     assert!(!queue.is_empty());
     assert_eq!(r["last_event_id"], -1);
     assert!(r["zulip_feature_level"].as_u64().unwrap() >= 185);
+    assert_eq!(r["zulip_feature_level"], natter::api::realm::FEATURE_LEVEL);
     assert!(r["zulip_version"].is_string() && r["zulip_merge_base"].is_string());
     assert!(r["max_message_id"].as_i64().unwrap() >= 1, "the seed's welcome message");
     for absent in ["realm_users", "realm_name", "presences", "starred_messages", "drafts"] {

@@ -110,9 +110,11 @@ fn status_checks_its_fields() {
     hamlet.post("/users/me/status", &[]).err(400, "BAD_REQUEST");
     let long = "x".repeat(61);
     hamlet.post("/users/me/status", &[("status_text", &long)]).err(400, "BAD_REQUEST");
+    // No code: unknown names are refused, a type that is not the name's too.
+    hamlet.post("/users/me/status", &[("emoji_name", "no_such_emoji")]).err(400, "BAD_REQUEST");
     hamlet
-        .post("/users/me/status", &[("emoji_name", "smile")])
-        .err(400, "REQUEST_VARIABLE_MISSING");
+        .post("/users/me/status", &[("emoji_name", "smile"), ("reaction_type", "realm_emoji")])
+        .err(400, "BAD_REQUEST");
     for (code, kind) in [("zzz", "unicode_emoji"), ("1f600", "gif"), ("1", "realm_emoji")] {
         hamlet
             .post(
@@ -137,6 +139,15 @@ fn status_checks_its_fields() {
     );
     let lear = server.client("king@lear.test").with_host("lear.localhost");
     lear.get(&format!("/users/{me}/status"), &[]).err(400, "BAD_REQUEST");
+    // By name only, the code comes from the emoji table reactions use.
+    hamlet.post("/users/me/status", &[("emoji_name", "smile")]).ok();
+    let status = server.client(OTHELLO).get(&format!("/users/{me}/status"), &[]).ok();
+    assert_eq!(status["status"]["emoji_code"], "1f642");
+    assert_eq!(status["status"]["reaction_type"], "unicode_emoji");
+    hamlet.post("/users/me/status", &[("emoji_name", "zulip")]).ok();
+    let status = server.client(OTHELLO).get(&format!("/users/{me}/status"), &[]).ok();
+    assert_eq!(status["status"]["emoji_code"], "zulip");
+    assert_eq!(status["status"]["reaction_type"], "zulip_extra_emoji");
 }
 
 #[test]

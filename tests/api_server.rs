@@ -13,8 +13,15 @@ fn server_settings_is_public_and_names_the_realm() {
     let s = server.anonymous().get("/server_settings", &[]).ok();
     assert!(s["zulip_version"].as_str().is_some_and(|v| !v.is_empty()));
     assert!(s["zulip_feature_level"].as_u64().unwrap() >= 106);
+    assert_eq!(s["zulip_feature_level"], natter::api::realm::FEATURE_LEVEL);
+    assert_eq!(s["zulip_version"], natter::api::realm::VERSION);
     assert_eq!(s["realm_name"], "Natter Dev");
     assert_eq!(s["authentication_methods"]["dev"], true);
+    // Password login through POST /fetch_api_key, by email address.
+    assert_eq!(s["authentication_methods"]["password"], true);
+    assert_eq!(s["authentication_methods"]["email"], true);
+    assert_eq!(s["email_auth_enabled"], true);
+    assert_eq!(s["require_email_format_usernames"], true);
     assert_eq!(s["realm_url"], format!("http://{}", server.addr));
     // A bad Authorization header must not break the public endpoint.
     let bad = server.anonymous().with_auth("nobody@x", "nope");
@@ -60,6 +67,11 @@ fn dev_fetch_api_key_returns_keys_in_dev_mode_only() {
     assert!(e["msg"].as_str().unwrap().contains("not enabled"));
     // Existing keys keep working.
     server.client(HAMLET).get("/users/me", &[]).ok();
+    // Without --dev, password login is the one advertised method.
+    let s = server.anonymous().get("/server_settings", &[]).ok();
+    assert_eq!(s["authentication_methods"]["dev"], false);
+    assert_eq!(s["authentication_methods"]["password"], true);
+    assert_eq!(s["email_auth_enabled"], true);
 }
 
 #[test]

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::util::{basic_auth, connect, read_response, read_to_close, Response, TestServer};
 
 const HAMLET: &str = "hamlet@natter.test";
+const FORM: &str = "application/x-www-form-urlencoded";
 
 /// What curl 7.88.1 sent for `curl -F type=stream -F to=general -F topic=curl
 /// -F 'content=hi there' -F f=@a.txt` (a file part named `f`).
@@ -478,4 +479,55 @@ fn the_default_data_dir_is_ignored_by_git() {
         .status()
         .expect("run git");
     assert!(out.success(), "natter-data/ is not in .gitignore");
+}
+
+/// `PATCH` and `DELETE` read request variables from the query string (as
+/// zulip-js sends them) as well as from the body; the body wins when both
+/// name one.
+#[test]
+fn patch_and_delete_take_query_string_variables_and_the_body_wins() {
+    let server = TestServer::start();
+    let auth = hamlet_auth(&server);
+    let hamlet = server.client(HAMLET);
+    let sent = hamlet
+        .post(
+            "/messages",
+            &[("type", "stream"), ("to", "general"), ("topic", "query"), ("content", "v1")],
+        )
+        .ok();
+    let id = sent["id"].as_u64().unwrap();
+    let form = [("Authorization", auth.as_str()), ("Content-Type", FORM)];
+    let no_body = [("Authorization", auth.as_str())];
+
+    // PATCH with the content in the query string only.
+    let head = format!("PATCH /api/v1/messages/{id}?content=edited%20by%20query");
+    send(&server, &head, &no_body, b"").ok();
+    assert_eq!(raw_content(&server, &sent["id"]), "edited by query");
+    // Both: the body's value wins.
+    let head = format!("PATCH /api/v1/messages/{id}?content=from%20the%20query");
+    send(&server, &head, &form, b"content=from+the+body").ok();
+    assert_eq!(raw_content(&server, &sent["id"]), "from the body");
+    // A query-string edit is checked like any other: not the author's.
+    let othello = server.account("othello@natter.test");
+    let othello_auth = basic_auth(&othello.email, &othello.key);
+    let head = format!("PATCH /api/v1/messages/{id}?content=not%20mine");
+    let e = send(&server, &head, &[("Authorization", othello_auth.as_str())], b"");
+    e.err(400, "BAD_REQUEST");
+    assert_eq!(raw_content(&server, &sent["id"]), "from the body");
+
+    // DELETE a reaction named in the query string.
+    let reactions = format!("/messages/{id}/reactions");
+    hamlet.post(&reactions, &[("emoji_name", "smile")]).ok();
+    let head = format!("DELETE /api/v1/messages/{id}/reactions?emoji_name=smile");
+    send(&server, &head, &no_body, b"").ok();
+    let m = hamlet.get(&format!("/messages/{id}"), &[]).ok();
+    assert_eq!(m["message"]["reactions"], serde_json::json!([]));
+    // Nothing left to remove: the refusal, from query-string variables too.
+    send(&server, &head, &no_body, b"").err(400, "REACTION_DOES_NOT_EXIST");
+    // Both: the body names the reaction that is removed.
+    hamlet.post(&reactions, &[("emoji_name", "heart")]).ok();
+    let head = format!("DELETE /api/v1/messages/{id}/reactions?emoji_name=smile");
+    send(&server, &head, &form, b"emoji_name=heart").ok();
+    let m = hamlet.get(&format!("/messages/{id}"), &[]).ok();
+    assert_eq!(m["message"]["reactions"], serde_json::json!([]));
 }

@@ -20,6 +20,8 @@ mod api_message_edit;
 mod api_messages;
 /// Alert words, drafts, user status, muted users, topic visibility.
 mod api_personal;
+/// PATCH/DELETE /users/me/profile_data: a user's own custom profile values.
+mod api_profile_data;
 /// Messages area (issue #8): emoji reactions.
 mod api_reactions;
 /// Read state in bulk (issue #8): flags for a narrow, mark all / channel /
@@ -44,6 +46,8 @@ mod api_users_admin;
 /// The HTTP wire: multipart, chunked, header limits, time-outs, the
 /// connection cap, large replies, HTTP/1.0.
 mod api_wire;
+/// Handler-level tests of rules no endpoint reaches yet (realm settings).
+mod handler_gaps;
 /// The natter-load generator.
 mod load;
 /// Role × channel kind × action, against the real handlers; the table is data.
@@ -52,5 +56,9 @@ mod permission_matrix;
 mod recovery;
 /// The register-vs-events harness (Zulip's verify_action), one case per event type.
 mod verify_action;
+/// Automatic topic follow/unmute on send (on the verify_action harness).
+mod verify_auto_topics;
+/// The realm_bots register section and realm_bot events (on the verify_action harness).
+mod verify_bots;
 /// Register-vs-events cases of the settings area (on the verify_action harness).
 mod verify_settings;

@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use super::auto_topics;
 use super::json::{self, MessageOptions};
 use super::mentions::{self, Visible};
 use super::reactions;
@@ -86,15 +87,22 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let sender = call.caller().clone();
     let client = if call.client.is_empty() { "API".to_owned() } else { call.client.clone() };
     let draft = Draft::new(&app.state, &sender, target, content, read_by_sender, client);
-    let id = app.committer.commit(|state| {
+    let (id, automatic) = app.committer.commit(|state| {
         let new = draft.build(state, &sender)?;
         let id = new.message.id;
+        let changes = auto_topics::on_send(state, &new, &draft.personal_mentions());
+        let automatic = changes.iter().find(|c| c.user == sender.id).map(|c| c.policy);
         if let Some((queue_id, local_id)) = local_echo {
             app.hub.realtime().queues.note_local_id(id, queue_id, local_id);
         }
-        Ok((Mutation::SendMessage(new), id))
+        let parts = auto_topics::policy_changes(&new, &changes);
+        Ok((auto_topics::batch(Mutation::SendMessage(new), parts), (id, automatic)))
     })?;
-    Ok(reply! { "id" => id.0 })
+    let mut out = reply! { "id" => id.0 };
+    if let Some(policy) = automatic {
+        out.insert("automatic_new_visibility_policy".into(), policy.into());
+    }
+    Ok(out)
 }
 
 /// A message about to be sent: everything non-deterministic (time,
@@ -130,6 +138,11 @@ impl Draft {
             client,
             read_by_sender,
         }
+    }
+
+    /// The ids of the users the content mentions by name (not silently).
+    pub(super) fn personal_mentions(&self) -> Vec<u64> {
+        self.rendered.mentions.users.iter().copied().collect()
     }
 
     /// The rendered HTML.

@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod auto_topics;
 pub mod channels;
 pub mod events;
 pub mod flags;
@@ -22,6 +23,7 @@ pub mod reactions;
 pub mod read_state;
 pub mod reading;
 pub mod realm;
+pub mod realm_bots;
 pub mod register;
 pub mod resources;
 pub mod scheduled;

@@ -311,7 +311,8 @@ fn check_emoji(code: &str, reaction_type: &str) -> ApiResult<()> {
 }
 
 /// `POST /users/me/status`: any of `status_text` (≤ 60 characters),
-/// `away`, `emoji_name` (+ `emoji_code`, `reaction_type`); fields not sent
+/// `away`, `emoji_name` (+ `emoji_code`, resolved from the name when
+/// absent, `reaction_type`); fields not sent
 /// keep their value; `emoji_name=""` clears the emoji.
 pub fn set_status(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let me = call.caller().id;
@@ -333,12 +334,21 @@ pub fn set_status(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let emoji = match emoji_name.as_deref().map(str::trim) {
         None => None,
         Some("") => Some((String::new(), String::new(), String::new())),
-        Some(name) => {
-            let code = emoji_code.ok_or_else(|| ApiError::missing("emoji_code"))?;
-            let kind = reaction_type.unwrap_or_else(|| "unicode_emoji".to_owned());
-            check_emoji(&code, &kind)?;
-            Some((name.to_owned(), code, kind))
-        }
+        Some(name) => match emoji_code {
+            Some(code) => {
+                let kind = reaction_type.unwrap_or_else(|| "unicode_emoji".to_owned());
+                check_emoji(&code, &kind)?;
+                Some((name.to_owned(), code, kind))
+            }
+            // By name only: the code from the table reactions use.
+            None => {
+                let (kind, code) = super::reactions::emoji_by_name(name)?;
+                if reaction_type.as_deref().is_some_and(|t| t != kind.as_str()) {
+                    return Err(ApiError::invalid("reaction_type", "not this emoji's type"));
+                }
+                Some((name.to_owned(), code, kind.as_str().to_owned()))
+            }
+        },
     };
     commit_change(app, |state| {
         let mut status: UserStatus = state.settings.statuses.get(&me).unwrap_or_default();

@@ -1,7 +1,8 @@
 //! Custom profile fields: `GET/POST /realm/profile_fields`,
 //! `PATCH /realm/profile_fields` (reorder), `PATCH/DELETE
 //! /realm/profile_fields/{field_id}`, the values users hold (set through
-//! `PATCH /users/{id}` `profile_data`), and register's
+//! `PATCH /users/{id}` `profile_data`, or by users themselves through
+//! `PATCH`/`DELETE /users/me/profile_data`), and register's
 //! `custom_profile_fields` section.
 
 use std::collections::BTreeSet;
@@ -381,6 +382,81 @@ pub fn parse_profile_data(
         out.push(UserChange::ProfileValue { field: id, value: check_value(state, &field, value)? });
     }
     Ok(out)
+}
+
+/// The caller's own field `id`, which they may change: it exists in
+/// their realm and is `editable_by_user` (administrators change any).
+fn own_field(state: &State, me: &User, id: u64) -> ApiResult<ProfileField> {
+    let field = state
+        .profile_fields
+        .get(&id)
+        .filter(|f| f.realm == me.realm)
+        .ok_or_else(|| ApiError::bad_request(format!("Field id {id} not found.")))?;
+    if !field.editable_by_user && !me.role.is_admin() {
+        return Err(ApiError::bad_request(
+            "You are not allowed to change this field. Contact an administrator to update it.",
+        ));
+    }
+    Ok(field)
+}
+
+/// Commits the caller's own profile changes (one `realm_user` update event
+/// per field, as an administrator's edit sends).
+fn commit_own(app: &App, me: &User, changes: Vec<UserChange>) -> ApiResult<Reply> {
+    if me.is_bot() {
+        return Err(ApiError::bad_request("Bots have no custom profile fields"));
+    }
+    let id = me.id;
+    app.committer.commit(|s| {
+        // A field deleted meanwhile is gone: refuse rather than resurrect.
+        for change in &changes {
+            if let UserChange::ProfileValue { field, .. } = change {
+                if !s.profile_fields.contains(field) {
+                    return Err(ApiError::bad_request(format!("Field id {field} not found.")));
+                }
+            }
+        }
+        Ok((Mutation::UpdateUsers { changes: changes.into_iter().map(|c| (id, c)).collect() }, ()))
+    })?;
+    Ok(Reply::new())
+}
+
+/// `PATCH /users/me/profile_data`: `data` = `[{id, value}]`, the caller's
+/// own values of fields users may edit (an empty value clears one).
+pub fn update_own(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let me = call.caller().clone();
+    let data = call.params.json("data")?.ok_or_else(|| ApiError::missing("data"))?;
+    let items = data.as_array().ok_or_else(|| ApiError::invalid("data", "not a list"))?;
+    let mut changes = Vec::new();
+    for item in items {
+        let id = item
+            .get("id")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| ApiError::bad_request("data element is missing 'id'"))?;
+        let field = own_field(&app.state, &me, id)?;
+        let value = item.get("value").unwrap_or(&Value::Null);
+        changes.push(UserChange::ProfileValue {
+            field: id,
+            value: check_value(&app.state, &field, value)?,
+        });
+    }
+    commit_own(app, &me, changes)
+}
+
+/// `DELETE /users/me/profile_data`: `data` = JSON list of field ids whose
+/// values the caller clears (fields users may edit; not required ones).
+pub fn delete_own(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let me = call.caller().clone();
+    let data = call.params.json("data")?.ok_or_else(|| ApiError::missing("data"))?;
+    let ids = data.as_array().ok_or_else(|| ApiError::invalid("data", "not a list"))?;
+    let mut changes = Vec::new();
+    for id in ids {
+        let id = id.as_u64().ok_or_else(|| ApiError::invalid("data", "not a list of IDs"))?;
+        let field = own_field(&app.state, &me, id)?;
+        check_value(&app.state, &field, &Value::Null)?;
+        changes.push(UserChange::ProfileValue { field: id, value: None });
+    }
+    commit_own(app, &me, changes)
 }
 
 /// A user's `profile_data` object (field id → `{value, rendered_value?}`).

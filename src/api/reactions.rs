@@ -65,7 +65,8 @@ fn emoji(call: &mut Call, name: Option<&str>) -> ApiResult<(ReactionType, String
     }
 }
 
-fn emoji_by_name(name: &str) -> ApiResult<(ReactionType, String)> {
+/// Unicode or Zulip-extra emoji by name (Zulip's name table).
+pub(super) fn emoji_by_name(name: &str) -> ApiResult<(ReactionType, String)> {
     if let Some(code) = emoji::code_for_name(name) {
         return Ok((ReactionType::Unicode, code.to_owned()));
     }

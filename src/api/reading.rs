@@ -643,6 +643,7 @@ pub fn unread_msgs(state: &State, user: &User, allow_empty_topic_name: bool) -> 
         .read(&user.id, |m| unread.iter().filter_map(|id| m.get(id).map(|f| (*id, *f))).collect())
         .unwrap_or_default();
     let subscriptions = state.subscriptions.get(&user.id).unwrap_or_default();
+    let topic_policies = state.settings.user_topics.get(&user.id).unwrap_or_default();
     let empty_name = state
         .realms
         .read(&user.realm, |r| r.settings.empty_topic_display_name.clone())
@@ -674,16 +675,25 @@ pub fn unread_msgs(state: &State, user: &User, allow_empty_topic_name: bool) -> 
             }
             Destination::Channel { channel, topic } => {
                 let Some(sub) = subscriptions.get(channel) else { continue };
+                let raw_topic = topic;
                 let topic = if topic.is_empty() && !allow_empty_topic_name {
                     empty_name.clone()
                 } else {
                     topic.clone()
                 };
                 streams.entry((*channel, topic)).or_default().push(id.0);
-                if !sub.is_muted {
+                // As Zulip: a muted channel's unmuted or followed topics
+                // count, an unmuted channel's muted topics do not.
+                let policy = topic_policies.get(&(*channel, raw_topic.to_lowercase()));
+                let muted = match policy.map(|t| t.policy) {
+                    Some(2 | 3) => false,
+                    Some(1) => true,
+                    _ => sub.is_muted,
+                };
+                if !muted {
                     count += 1;
                 }
-                sub.is_muted
+                muted
             }
         };
         let wildcard = flags.contains(Flags::STREAM_WILDCARD_MENTIONED)
@@ -893,6 +903,22 @@ mod tests {
         let u = unread_msgs(&f.w.state, &f.me, false);
         assert_eq!(u["count"], 2);
         assert_eq!(u["streams"].as_array().unwrap().len(), 3);
+        // A muted channel's unmuted topic counts; an unmuted channel's
+        // muted topic (any spelling) does not.
+        let policy = |topic: &str, policy: u8| {
+            let entry =
+                crate::state::personal::UserTopic { topic: topic.into(), policy, last_updated: 0 };
+            f.w.state.settings.user_topics.upsert(f.me.id, |m| {
+                m.insert((ChannelId(general), topic.to_lowercase()), entry);
+            });
+        };
+        policy("dinner", 2);
+        assert_eq!(unread_msgs(&f.w.state, &f.me, false)["count"], 3);
+        f.w.state
+            .subscriptions
+            .upsert(f.me.id, |s| s.get_mut(&ChannelId(general)).unwrap().is_muted = false);
+        policy("LUNCH", 1);
+        assert_eq!(unread_msgs(&f.w.state, &f.me, false)["count"], 3);
         assert_eq!(u["mentions"], json!([f.ids[2].0]), "a personal mention stays a mention");
     }
 

@@ -36,6 +36,7 @@ pub const PLUGINS: &[RegisterState] = &[
     super::profile_fields::register_state,
     super::streams::register_state,
     super::scheduled::register_state,
+    super::realm_bots::register_state,
 ];
 
 /// Longest channel name in characters (`max_stream_name_length`).

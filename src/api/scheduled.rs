@@ -12,6 +12,7 @@
 
 use serde_json::Value;
 
+use super::auto_topics;
 use super::messages::{self, ChannelRef, Draft, Target, UserRef};
 use super::{App, Call, Reply};
 use crate::entropy;
@@ -317,7 +318,10 @@ pub fn deliver(app: &App, id: ScheduledId, now: i64) -> Delivery {
         Ok(match sent {
             Ok(message) => {
                 let out = Delivery::Sent(message.message.id);
-                (Mutation::DeliverScheduled { id, message }, out)
+                let mentions = draft.as_ref().map(Draft::personal_mentions).unwrap_or_default();
+                let changes = auto_topics::on_send(state, &message, &mentions);
+                let parts = auto_topics::policy_changes(&message, &changes);
+                (auto_topics::batch(Mutation::DeliverScheduled { id, message }, parts), out)
             }
             Err(e) => {
                 let out = Delivery::Failed(e.msg.clone());

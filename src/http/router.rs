@@ -649,6 +649,20 @@ pub static ROUTES: &[Route] = &[
         access: Access::Public,
         handler: api::invites::register_invitee,
     },
+    // --- gaps helper: a user's own custom profile field values ---
+    Route {
+        method: "PATCH",
+        pattern: "/users/me/profile_data",
+        access: Access::User,
+        handler: api::profile_fields::update_own,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/users/me/profile_data",
+        access: Access::User,
+        handler: api::profile_fields::delete_own,
+    },
+    // --- end gaps helper ---
 ];
 
 /// The outcome of matching a request path.

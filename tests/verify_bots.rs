@@ -1,0 +1,135 @@
+//! The `realm_bots` register section and `realm_bot` events (issue #9), on
+//! the register-vs-events harness: a bot's owner and the administrators
+//! see it created, renamed, re-keyed, re-owned, deactivated and
+//! reactivated; other users see only `realm_user` events.
+
+use serde_json::Value;
+
+use natter::api::{self, Call, Handler, Reply};
+use natter::error::ApiResult;
+use natter::http::request::Params;
+
+use crate::verify_action::Harness;
+
+const HAMLET: &str = "hamlet@natter.test"; // member
+const OTHELLO: &str = "othello@natter.test"; // member
+const CORDELIA: &str = "cordelia@natter.test"; // member
+const IAGO: &str = "iago@natter.test"; // administrator
+const FETCH: &[(&str, &str)] = &[("event_types", "[\"realm_bot\", \"realm_user\"]")];
+
+fn call(
+    h: &Harness,
+    email: &str,
+    handler: Handler,
+    path: &[&str],
+    params: &[(&str, &str)],
+) -> ApiResult<Reply> {
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let mut call = Call {
+        realm,
+        caller: Some(h.user(email)),
+        params: Params::from_pairs(params.iter().copied()),
+        path: path.iter().map(|s| (*s).to_owned()).collect(),
+        client: "test".into(),
+    };
+    handler(&h.app, &mut call)
+}
+
+fn bots(h: &Harness, email: &str) -> Vec<Value> {
+    h.register(email, FETCH)["realm_bots"].as_array().unwrap().clone()
+}
+
+#[test]
+fn realm_bot_events_reach_the_owner_and_administrators() {
+    let h = Harness::new();
+    // The seed's bot belongs to the realm owner: an administrator sees it,
+    // a member who does not own it does not.
+    assert_eq!(bots(&h, IAGO).len(), 1);
+    assert!(bots(&h, HAMLET).is_empty());
+
+    let create = |h: &Harness| {
+        let p = [("full_name", "Yorick Bot"), ("short_name", "yorick")];
+        call(h, HAMLET, api::accounts::create_bot, &[], &p).unwrap();
+    };
+    let events = h.verify_action(HAMLET, FETCH, create, &["realm_user", "realm_bot"]);
+    assert_eq!(events[1]["op"], "add");
+    let bot = events[1]["bot"].clone();
+    assert_eq!(bot["full_name"], "Yorick Bot");
+    assert_eq!(bot["owner_id"], h.user(HAMLET).id.0);
+    assert_eq!(bot["is_active"], true);
+    assert!(bot["api_key"].as_str().is_some_and(|k| !k.is_empty()));
+    let id = bot["user_id"].as_u64().unwrap().to_string();
+    let path = [id.as_str()];
+
+    // Renamed: owner and administrators get the update; others only the user.
+    let rename = |name: &'static str| {
+        let id = id.clone();
+        move |h: &Harness| {
+            call(h, HAMLET, api::accounts::update_bot, &[&id], &[("full_name", name)]).unwrap();
+        }
+    };
+    let e = h.verify_action(HAMLET, FETCH, rename("Poor Yorick"), &["realm_user", "realm_bot"]);
+    assert_eq!(e[1]["bot"]["full_name"], "Poor Yorick");
+    h.verify_action(IAGO, FETCH, rename("Yorick"), &["realm_user", "realm_bot"]);
+    h.verify_action(CORDELIA, FETCH, rename("Jester"), &["realm_user"]);
+
+    // A new key: to those who manage the bot only.
+    let rekey = |h: &Harness| {
+        call(h, HAMLET, api::accounts::regenerate_bot_key, &path, &[]).unwrap();
+    };
+    let e = h.verify_action(HAMLET, FETCH, rekey, &["realm_bot"]);
+    assert_eq!(e[0]["bot"]["api_key"], bots(&h, HAMLET)[0]["api_key"]);
+    h.verify_action(CORDELIA, FETCH, rekey, &[]);
+    // Refused: a member who does not own it changes nothing, no event.
+    let refused = |h: &Harness| {
+        let err = call(h, CORDELIA, api::accounts::regenerate_bot_key, &path, &[]).unwrap_err();
+        assert_eq!(err.msg, "Insufficient permission");
+    };
+    h.verify_action(HAMLET, FETCH, refused, &[]);
+
+    // A new owner: the old one loses it, the new one gains it whole, the
+    // administrators see the owner change.
+    let othello = h.user(OTHELLO).id.0.to_string();
+    let reown = |to: String| {
+        let id = id.clone();
+        move |h: &Harness| {
+            let p = [("bot_owner_id", to.as_str())];
+            call(h, IAGO, api::accounts::update_bot, &[&id], &p).unwrap();
+        }
+    };
+    let hamlet = h.user(HAMLET).id.0.to_string();
+    let e = h.verify_action(HAMLET, FETCH, reown(othello.clone()), &["realm_user", "realm_bot"]);
+    assert_eq!(e[1]["op"], "delete");
+    assert!(bots(&h, HAMLET).is_empty());
+    let e = h.verify_action(OTHELLO, FETCH, reown(hamlet), &["realm_user", "realm_bot"]);
+    assert_eq!(e[1]["op"], "delete");
+    let e = h.verify_action(OTHELLO, FETCH, reown(othello), &["realm_user", "realm_bot"]);
+    assert_eq!(
+        (e[1]["op"].as_str(), e[1]["bot"]["full_name"].as_str()),
+        (Some("add"), Some("Jester"))
+    );
+    let e = h.verify_action(
+        IAGO,
+        FETCH,
+        reown(h.user(HAMLET).id.0.to_string()),
+        &["realm_user", "realm_bot"],
+    );
+    assert_eq!(e[1]["op"], "update");
+    assert_eq!(e[1]["bot"]["owner_id"], h.user(HAMLET).id.0);
+
+    // Deactivated and reactivated: an update of is_active; the bot stays
+    // listed (as inactive) for those who manage it.
+    let deactivate = |h: &Harness| {
+        call(h, IAGO, api::accounts::deactivate, &path, &[]).unwrap();
+    };
+    let e = h.verify_action(HAMLET, FETCH, deactivate, &["realm_user", "realm_bot"]);
+    assert_eq!(e[1]["bot"]["is_active"], false);
+    assert_eq!(bots(&h, HAMLET)[0]["is_active"], false);
+    let reactivate = |h: &Harness| {
+        call(h, IAGO, api::accounts::reactivate, &path, &[]).unwrap();
+    };
+    let e = h.verify_action(HAMLET, FETCH, reactivate, &["realm_user", "realm_bot"]);
+    assert_eq!(e[1]["bot"]["is_active"], true);
+    // Never listed for other members.
+    assert!(bots(&h, CORDELIA).is_empty());
+}
