@@ -144,11 +144,29 @@ fn creating_users() {
     let r = admin
         .post(
             "/users",
-            &[("email", "newbie@natter.test"), ("full_name", "New Bie"), ("password", "pw")],
+            &[
+                ("email", "newbie@natter.test"),
+                ("full_name", "New Bie"),
+                ("password", "a long enough secret"),
+            ],
         )
         .ok();
     let nid = r["user_id"].as_u64().unwrap();
-    assert_eq!(r["ignored_parameters_unsupported"], json!(["password"]));
+    assert!(r.get("ignored_parameters_unsupported").is_none(), "{r}");
+    // The new user logs in with that password.
+    let login = |password: &str| {
+        server
+            .anonymous()
+            .post("/fetch_api_key", &[("username", "newbie@natter.test"), ("password", password)])
+    };
+    assert_eq!(login("a long enough secret").ok()["user_id"].as_u64(), Some(nid));
+    login("wrong password").err(401, "AUTHENTICATION_FAILED");
+    admin
+        .post(
+            "/users",
+            &[("email", "short@natter.test"), ("full_name", "Short"), ("password", "pw")],
+        )
+        .err(400, "BAD_REQUEST");
     let u = user(&admin, nid);
     assert_eq!((u["email"].as_str(), u["role"].as_u64()), (Some("newbie@natter.test"), Some(400)));
     admin

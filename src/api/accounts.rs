@@ -248,13 +248,22 @@ pub fn reactivate(app: &App, call: &mut Call) -> ApiResult<Reply> {
 }
 
 /// `POST /users`: an administrator creates an account (`email`,
-/// `full_name`). natter has no password login yet, so `password` is not
-/// read (and is reported in `ignored_parameters_unsupported`).
+/// `full_name`, and `password`, which the new user logs in with through
+/// `POST /fetch_api_key`; without one the account has only its API key).
 pub fn create_user(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let me = call.caller().clone();
     require_admin(&me)?;
     let email = check_email(&call.params.required_string("email")?)?;
     let full_name = check_full_name(&call.params.required_string("full_name")?)?;
+    // Hashed before the commit: argon2 is slow and runs off the coroutine.
+    let hash = match call.params.string("password") {
+        Some(password) => {
+            super::passwords::check_new_password(&password)
+                .map_err(|e| e.with("var_name", "password"))?;
+            Some(super::passwords::hash_password(&password))
+        }
+        None => None,
+    };
     let key = entropy::api_key();
     let now = entropy::now();
     let id = app.committer.commit(|s| {
@@ -265,6 +274,10 @@ pub fn create_user(app: &App, call: &mut Call) -> ApiResult<Reply> {
         let m = seed::user(s, me.realm, &new, key, now)?;
         let Mutation::CreateUser(u) = &m else { unreachable!("seed::user creates a user") };
         let id = u.id;
+        let m = match hash {
+            Some(hash) => Mutation::Batch(vec![m, Mutation::SetPassword { user: id, hash }]),
+            None => m,
+        };
         Ok((m, id))
     })?;
     Ok(reply! { "user_id" => id.0 })
