@@ -11,6 +11,7 @@ mod settings;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use serde_json::json;
 
@@ -172,7 +173,7 @@ fn subscribe(
 
 fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
     let message = &new.message;
-    assert!(state.messages.get(&message.id).is_none(), "apply: message {} exists", message.id);
+    assert!(!state.messages.contains(&message.id), "apply: message {} exists", message.id);
     state.ids.claim(IdKind::Message, message.id.0);
     state.ids.claim(IdKind::Recipient, message.recipient.0);
 
@@ -226,7 +227,7 @@ fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
         state.set_flags(user, message.id, flags);
         recipients.push((user, flags));
     }
-    state.index_message(message.clone());
+    state.index_message(Arc::new(message.clone()));
     vec![Event::Message { message: message.id, recipients }]
 }
 
@@ -241,6 +242,7 @@ fn react(state: &State, id: MessageId, reaction: &Reaction, add: bool) -> Vec<Ev
     let message = state
         .messages
         .update(&id, |m| {
+            let m = Arc::make_mut(m);
             let existing = m.reactions.iter().position(same);
             match (add, existing) {
                 (true, None) => m.reactions.push(reaction.clone()),
@@ -426,6 +428,7 @@ fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
         let message = state
             .messages
             .update(id, |m| {
+                let m = Arc::make_mut(m);
                 let mut record = EditRecord {
                     user: edit.editor,
                     timestamp: edit.timestamp,

@@ -36,8 +36,9 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
         sync: config.fsync.sync_mode(),
         on_durable: Some(Arc::new(move |seq| on_durable.advance(seq))),
     };
-    let (state, wal, report) = persist::open(&config.data_dir, options)
-        .map_err(|e| format!("cannot open data dir {}: {e}", config.data_dir.display()))?;
+    let (state, wal, report) =
+        persist::open_reporting(&config.data_dir, options, &mut std::io::stderr())
+            .map_err(|e| format!("cannot open data dir {}: {e}", config.data_dir.display()))?;
     durable.advance(wal.durable_seq().max(state.applied_seq()));
     if let Some(torn) = &report.torn_tail {
         eprintln!(

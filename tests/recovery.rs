@@ -186,3 +186,27 @@ fn bad_options_are_refused_with_a_message() {
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
 }
+
+/// A restart that replays log records says how many and how fast (the
+/// progress lines of `persist::progress`; the once-a-second lines need
+/// more records than a test sends).
+#[test]
+fn a_restart_prints_the_replay_summary() {
+    let mut server = TestServer::start_with(&["--snapshot-every", "0"]);
+    let c = server.client(HAMLET);
+    send_many(&c, 30, |i| format!("progress {i}"));
+    server.kill();
+    server.restart();
+    let stderr = server.stderr();
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("natter: log replay: "))
+        .unwrap_or_else(|| panic!("no replay summary in {stderr}"));
+    let count: u64 = line["natter: log replay: ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no record count in {line}"));
+    assert!(count >= 30, "{line}");
+    assert!(line.ends_with("records/s)"), "{line}");
+}

@@ -13,10 +13,11 @@ use crate::reply;
 use crate::state::access;
 use crate::state::messages::{Reaction, ReactionType};
 use crate::state::{Message, MessageId, State, User};
+use std::sync::Arc;
 
 /// The message named in the path, if `user` may see it; otherwise
 /// "Invalid message(s)", the same for missing, private and foreign ids.
-pub fn visible_message(state: &State, user: &User, id: MessageId) -> ApiResult<Message> {
+pub fn visible_message(state: &State, user: &User, id: MessageId) -> ApiResult<Arc<Message>> {
     let invalid = || ApiError::bad_request("Invalid message(s)");
     let message = state.messages.get(&id).ok_or_else(invalid)?;
     access::message_view(state, user, &message).ok_or_else(invalid)?;

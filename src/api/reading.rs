@@ -11,6 +11,7 @@
 //! shard locks are held only while ids are copied out.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -179,7 +180,7 @@ fn scan(
     start: MessageId,
     direction: Direction,
     want: usize,
-) -> Vec<(Message, MessageView)> {
+) -> Vec<(Arc<Message>, MessageView)> {
     let mut found = Vec::new();
     if want == 0 {
         return found;
@@ -487,11 +488,11 @@ pub(crate) struct Window {
     /// The anchor id the window was taken around (first unread resolved).
     pub anchor: u64,
     /// Up to `num_before` messages older than the anchor, newest first.
-    pub before: Vec<(Message, MessageView)>,
+    pub before: Vec<(Arc<Message>, MessageView)>,
     /// The anchor message, when included and visible in the narrow.
-    pub at_anchor: Option<(Message, MessageView)>,
+    pub at_anchor: Option<(Arc<Message>, MessageView)>,
     /// Up to `num_after` messages newer than the anchor, oldest first.
-    pub after: Vec<(Message, MessageView)>,
+    pub after: Vec<(Arc<Message>, MessageView)>,
     /// Whether the window reaches the oldest matching message.
     pub found_oldest: bool,
     /// Whether the window reaches the newest matching message.

@@ -11,6 +11,7 @@
 //! `open` = newest valid snapshot + replay of every logged mutation after
 //! it through the same `apply` used at runtime.
 
+pub mod progress;
 pub mod snapshot;
 
 use std::fmt;
@@ -129,8 +130,20 @@ pub fn decode_mutation(seq: u64, bytes: &[u8]) -> Result<Mutation, PersistError>
         .map_err(|e| PersistError::BadRecord { seq, why: e.to_string() })
 }
 
-/// Recovers the state: newest valid snapshot, then the log tail.
+/// Recovers the state: newest valid snapshot, then the log tail. Quiet;
+/// `open_reporting` prints progress.
 pub fn open(data_dir: &Path, options: Options) -> Result<(State, Wal, OpenReport), PersistError> {
+    open_reporting(data_dir, options, &mut std::io::sink())
+}
+
+/// `open`, writing restart progress lines to `progress` (see `progress`):
+/// a summary of the snapshot load, a replay line at most once a second
+/// (records/s, ETA) and a replay summary.
+pub fn open_reporting(
+    data_dir: &Path,
+    options: Options,
+    progress: &mut dyn std::io::Write,
+) -> Result<(State, Wal, OpenReport), PersistError> {
     std::fs::create_dir_all(data_dir)?;
     let mut report = OpenReport::default();
     // Two processes appending to one log would interleave records; an
@@ -147,9 +160,13 @@ pub fn open(data_dir: &Path, options: Options) -> Result<(State, Wal, OpenReport
     let mut state = State::new();
     for (seq, path) in snapshot::list(&snapshots)? {
         let bytes = std::fs::read(&path)?;
+        let started = std::time::Instant::now();
         match snapshot::decode(&bytes, &path) {
             Ok(image) => {
+                let decoded = started.elapsed();
                 state = State::from_image(image);
+                let rebuilt = started.elapsed() - decoded;
+                progress::snapshot_loaded(progress, seq, bytes.len(), decoded, rebuilt);
                 report.snapshot_seq = Some(seq);
                 break;
             }
@@ -162,12 +179,14 @@ pub fn open(data_dir: &Path, options: Options) -> Result<(State, Wal, OpenReport
     if wal.last_seq() < from {
         return Err(PersistError::LogBehindSnapshot { snapshot: from, log: wal.last_seq() });
     }
+    let mut replay = progress::Replay::new(progress, wal.last_seq() - from);
     for record in wal.replay_from(from + 1)? {
         let (seq, bytes) = record?;
         let mutation = decode_mutation(seq, &bytes)?;
         apply(&state, seq, &mutation);
-        report.replayed += 1;
+        replay.record();
     }
+    report.replayed = replay.finish();
     Ok((state, wal, report))
 }
 

@@ -24,6 +24,7 @@ pub mod users;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -58,8 +59,10 @@ pub struct State {
     pub channel_by_name: Sharded<(RealmId, String), ChannelId>,
     /// Each user's subscriptions.
     pub subscriptions: Sharded<UserId, BTreeMap<ChannelId, Subscription>>,
-    /// Messages by id.
-    pub messages: Sharded<MessageId, Message>,
+    /// Messages by id, each behind an `Arc`: the snapshot cut and readers
+    /// copy a pointer, not the message; `apply` changes one through
+    /// `Arc::make_mut` (copying it only while a snapshot still holds it).
+    pub messages: Sharded<MessageId, Arc<Message>>,
     /// Each user's messages (those delivered to them) with their flags.
     /// `apply` writes it through `State::set_flags` / `note_flags`, which
     /// keep the derived `unread` and `starred` sets in step.
@@ -111,8 +114,8 @@ pub struct StateImage {
     pub channels: Vec<Channel>,
     /// Subscriptions per user.
     pub subscriptions: Vec<(UserId, BTreeMap<ChannelId, Subscription>)>,
-    /// Every message.
-    pub messages: Vec<Message>,
+    /// Every message (an `Arc` encodes as the message itself).
+    pub messages: Vec<Arc<Message>>,
     /// Flags per user and message.
     pub user_messages: Vec<(UserId, BTreeMap<MessageId, Flags>)>,
     /// Direct conversation recipients.
@@ -230,7 +233,7 @@ impl State {
     }
 
     /// Inserts a message and adds it to the recipient and topic indexes.
-    pub(crate) fn index_message(&self, message: Message) {
+    pub(crate) fn index_message(&self, message: Arc<Message>) {
         self.by_recipient.upsert(message.recipient, |ids| indexes::insert_sorted(ids, message.id));
         self.index_topic(&message);
         self.messages.insert(message.id, message);

@@ -1,0 +1,142 @@
+//! Restart and snapshot costs at a realistic size: the consistent cut taken
+//! under the writer lock (`State::image`), encoding and writing a snapshot
+//! file, decoding it and rebuilding `State`, and replaying log records
+//! through `apply`. The state is built by applying mutations directly (no
+//! HTTP, no log): `NATTER_BENCH_MESSAGES` short messages (default 200,000)
+//! from `NATTER_BENCH_USERS` users (default 10) who are all subscribed to
+//! the two channels, so every message has one flag entry per user.
+//!
+//! Run: `cargo bench --bench snapshot -- --warm-up-time 1 --measurement-time 3`
+//! (`NATTER_BENCH_MESSAGES=1000000` for the 1M rows of docs/PERFORMANCE.md).
+
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+
+use natter::apply::apply;
+use natter::mutation::{Mutation, NewMessage};
+use natter::persist::{decode_mutation, encode_mutation, snapshot};
+use natter::seed::{self, NewChannel, NewUser};
+use natter::state::{Destination, IdKind, Message, MessageId, Role, State};
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// The state after `messages` sends, and every mutation as a log record.
+fn build(messages: u64, users: u64) -> (State, Vec<Vec<u8>>) {
+    let state = State::new();
+    let mut log = Vec::new();
+    let mut step = |m: Mutation| {
+        apply(&state, state.applied_seq() + 1, &m);
+        log.push(encode_mutation(&m));
+    };
+    step(seed::realm(&state, "", "Bench", 0).unwrap());
+    let realm = state.realm_by_subdomain("").unwrap();
+    let mut ids = Vec::new();
+    for i in 0..users {
+        let email = format!("user{i}@b.test");
+        let new = NewUser { email: &email, full_name: &email, role: Role::Member, bot: None };
+        step(seed::user(&state, realm.id, &new, String::new(), 0).unwrap());
+        ids.push(state.user_by_email(realm.id, &email).unwrap().id);
+    }
+    for name in ["general", "other"] {
+        let new = NewChannel {
+            name,
+            description: "",
+            invite_only: false,
+            creator: None,
+            subscribers: &ids,
+        };
+        step(seed::channel(&state, &realm, &new, 0).unwrap());
+    }
+    let general = state.channel_by_name(realm.id, "general").unwrap();
+    let other = state.channel_by_name(realm.id, "other").unwrap();
+    for i in 0..messages {
+        let (channel, topic) = if i % 10 == 9 {
+            (&other, "elsewhere".to_owned())
+        } else {
+            (&general, format!("topic {}", i % 1_000))
+        };
+        let content = format!("hello number {i}");
+        let message = Message {
+            id: MessageId(state.ids.peek(IdKind::Message)),
+            realm: realm.id,
+            sender: ids[(i % users) as usize],
+            recipient: channel.recipient,
+            destination: Destination::Channel { channel: channel.id, topic },
+            rendered_content: format!("<p>{content}</p>"),
+            content,
+            timestamp: 1_700_000_000 + i as i64,
+            client: "bench".into(),
+            is_me_message: false,
+            reactions: Vec::new(),
+            edit_history: Vec::new(),
+            last_edit_timestamp: None,
+            last_moved_timestamp: None,
+        };
+        step(Mutation::SendMessage(NewMessage {
+            message,
+            read_by_sender: true,
+            mentioned: vec![],
+            channel_wildcard: false,
+            topic_wildcard: vec![],
+        }));
+    }
+    (state, log)
+}
+
+fn bench(c: &mut Criterion) {
+    let messages = env("NATTER_BENCH_MESSAGES", 200_000);
+    let users = env("NATTER_BENCH_USERS", 10).max(1);
+    let started = Instant::now();
+    let (state, log) = build(messages, users);
+    eprintln!(
+        "built {messages} messages from {users} users ({} records) in {:.1?}",
+        log.len(),
+        started.elapsed()
+    );
+    let label = |what: &str| format!("{what}/{}k msgs x {users} users", messages / 1_000);
+    let mut group = c.benchmark_group("snapshot");
+    group.sample_size(10).measurement_time(Duration::from_secs(3));
+
+    // What `Shared::snapshot` does while it holds the writer lock.
+    group.bench_function(label("image (under the writer lock)"), |b| {
+        b.iter_batched(|| (), |()| state.image(), BatchSize::PerIteration)
+    });
+    let image = state.image();
+    group.bench_function(label("encode"), |b| b.iter(|| snapshot::encode(&image)));
+    let dir = tempfile::tempdir().unwrap();
+    group.bench_function(label("write file (encode + fsync)"), |b| {
+        b.iter(|| snapshot::write(dir.path(), &image).unwrap())
+    });
+    let bytes = snapshot::encode(&image);
+    eprintln!("snapshot file: {} bytes", bytes.len());
+    let path = std::path::Path::new("bench");
+    group.bench_function(label("decode"), |b| {
+        b.iter_batched(|| (), |()| snapshot::decode(&bytes, path).unwrap(), BatchSize::PerIteration)
+    });
+    group.bench_function(label("from_image (rebuild maps and indexes)"), |b| {
+        b.iter_batched(|| image.clone(), State::from_image, BatchSize::PerIteration)
+    });
+    drop(image);
+
+    group.throughput(Throughput::Elements(log.len() as u64));
+    group.bench_function(label("replay (decode + apply every record)"), |b| {
+        b.iter_batched(
+            State::new,
+            |fresh| {
+                for (i, record) in log.iter().enumerate() {
+                    let seq = i as u64 + 1;
+                    apply(&fresh, seq, &decode_mutation(seq, record).unwrap());
+                }
+                fresh
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
