@@ -65,8 +65,21 @@ impl Harness {
         let realm = self.app.state.realm_by_subdomain("").unwrap();
         let caller = Some(self.user(email));
         let params = Params::from_pairs(params.iter().copied());
-        let mut call = Call { realm, caller, params, path: Vec::new(), client: "test".into() };
-        handler(&self.app, &mut call)
+        let mut call = Call {
+            realm,
+            caller,
+            params,
+            path: Vec::new(),
+            client: "test".into(),
+            raw_fields: Vec::new(),
+        };
+        let mut reply = handler(&self.app, &mut call)?;
+        // Fields the handler serialized itself (register's user lists), as
+        // the HTTP layer would splice them in.
+        for (key, raw) in call.raw_fields {
+            reply.insert(key, serde_json::from_str(raw.get()).expect("raw fields are JSON"));
+        }
+        Ok(reply)
     }
 
     /// Commits a mutation built against current state.
@@ -794,6 +807,7 @@ fn call_path(h: &Harness, email: &str, handler: Handler, path: &[&str], params: 
         params: Params::from_pairs(params.iter().copied()),
         path: path.iter().map(|p| p.to_string()).collect(),
         client: "test".into(),
+        raw_fields: Vec::new(),
     };
     handler(&h.app, &mut call).unwrap();
 }
