@@ -80,9 +80,11 @@ impl Service {
         };
         let params = request_params(head.query, &head.content_type, body)?;
         let realm = self.realm_for_host(head.host)?;
-        let caller = match route.access {
-            Access::Public => None,
-            Access::User => Some(auth::authenticate(&app.state, &realm, head.authorization)?),
+        let caller = match (route.access, head.authorization) {
+            (Access::Public, _) | (Access::Optional, None) => None,
+            (Access::User | Access::Optional, authorization) => {
+                Some(auth::authenticate(&app.state, &realm, authorization)?)
+            }
         };
         let client = head.user_agent.split(['/', ' ']).next().unwrap_or("").to_owned();
         let mut call =
