@@ -41,7 +41,14 @@ fn send(app: &App, i: u64) {
         ("topic", "bench"),
         ("content", content.as_str()),
     ]);
-    let mut call = Call { realm, caller, params, path: Vec::new(), client: "bench".into() };
+    let mut call = Call {
+        realm,
+        caller,
+        params,
+        path: Vec::new(),
+        client: "bench".into(),
+        raw_fields: Vec::new(),
+    };
     messages::send(app, &mut call).expect("send");
 }
 

@@ -44,6 +44,7 @@ fn call(app: &App, pairs: &[(&str, &str)], path: Vec<String>) -> Call {
         params: Params::from_pairs(pairs.iter().copied()),
         path,
         client: "bench".into(),
+        raw_fields: Vec::new(),
     }
 }
 

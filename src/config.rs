@@ -129,6 +129,11 @@ pub enum RealmCommand {
         /// The owner's full name.
         #[arg(long)]
         owner_name: String,
+        /// Allow public access (Zulip's `enable_spectator_access`):
+        /// logged-out visitors may register without credentials and read
+        /// the realm's web-public channels.
+        #[arg(long)]
+        public: bool,
     },
 }
 

@@ -52,7 +52,7 @@ fn main() {
 
 /// `natter realm create …`: prints the owner's credentials.
 fn realm_command(config: Config, action: RealmCommand) -> i32 {
-    let RealmCommand::Create { subdomain, name, owner_email, owner_name } = action;
+    let RealmCommand::Create { subdomain, name, owner_email, owner_name, public } = action;
     let app = match server::open_app(config) {
         Ok(app) => app,
         Err(e) => {
@@ -60,7 +60,8 @@ fn realm_command(config: Config, action: RealmCommand) -> i32 {
             return 1;
         }
     };
-    let result = natter::realm_create::create(&app, &subdomain, &name, &owner_email, &owner_name);
+    let result =
+        natter::realm_create::create(&app, &subdomain, &name, &owner_email, &owner_name, public);
     app.committer.shutdown();
     match result {
         Ok(owner) => {

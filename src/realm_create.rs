@@ -13,12 +13,14 @@ use crate::state::{Role, User};
 const MAX_REALM_NAME: usize = 40;
 
 /// Creates the realm served at `subdomain` and its owner; returns the owner.
+/// `public` allows logged-out spectators (`enable_spectator_access`).
 pub fn create(
     app: &App,
     subdomain: &str,
     name: &str,
     owner_email: &str,
     owner_name: &str,
+    public: bool,
 ) -> Result<User, String> {
     let subdomain = subdomain.trim().to_lowercase();
     let valid_subdomain = subdomain.is_empty()
@@ -39,8 +41,9 @@ pub fn create(
     let key = entropy::api_key();
     app.committer
         .commit(|s| {
-            let realm = seed::realm(s, &subdomain, name, now)?;
-            let Mutation::CreateRealm { realm: r, .. } = &realm else { unreachable!() };
+            let mut realm = seed::realm(s, &subdomain, name, now)?;
+            let Mutation::CreateRealm { realm: r, .. } = &mut realm else { unreachable!() };
+            r.settings.enable_spectator_access = public;
             // One record: the realm never exists without its owner.
             let new =
                 NewUser { email: &email, full_name: &full_name, role: Role::Owner, bot: None };

@@ -188,8 +188,11 @@ pub struct Credential {
 /// account's credentials (also on later starts, so they can be printed).
 pub fn seed_dev(app: &App) -> ApiResult<Vec<Credential>> {
     if app.state.realm_by_subdomain("").is_none() {
-        seed_realm(app, "", "Natter Dev", "natter.test", DEV_USERS, DEV_CHANNELS)?;
-        seed_realm(app, "lear", "Lear & Co.", "lear.test", LEAR_USERS, LEAR_CHANNELS)?;
+        // The default realm allows public access, and its `general` is
+        // web-public, so logged-out spectators have something to see;
+        // `lear` stays closed.
+        seed_realm(app, "", "Natter Dev", "natter.test", DEV_USERS, DEV_CHANNELS, true)?;
+        seed_realm(app, "lear", "Lear & Co.", "lear.test", LEAR_USERS, LEAR_CHANNELS, false)?;
     }
     let mut out = Vec::new();
     for realm in [app.state.realm_by_subdomain(""), app.state.realm_by_subdomain("lear")]
@@ -247,10 +250,16 @@ fn seed_realm(
     domain: &str,
     users: &[SeedUser],
     channels: &[SeedChannel],
+    public: bool,
 ) -> ApiResult<()> {
     let c = &app.committer;
     let now = entropy::now();
-    c.commit(|s| Ok((realm(s, subdomain, name, now)?, ())))?;
+    c.commit(|s| {
+        let mut m = realm(s, subdomain, name, now)?;
+        let Mutation::CreateRealm { realm, .. } = &mut m else { unreachable!() };
+        realm.settings.enable_spectator_access = public;
+        Ok((m, ()))
+    })?;
     let realm = app.state.realm_by_subdomain(subdomain).expect("realm just created");
     let mut ids: Vec<(&str, UserId, bool)> = Vec::new();
     for (local, full_name, role, is_bot) in users {
@@ -283,8 +292,10 @@ fn seed_realm(
                 creator: Some(owner),
                 subscribers: &subscribers,
             };
-            let m = channel(s, &realm, &new, now)?;
-            let Mutation::CreateChannel { channel, .. } = &m else { unreachable!() };
+            let mut m = channel(s, &realm, &new, now)?;
+            let Mutation::CreateChannel { channel, .. } = &mut m else { unreachable!() };
+            // The first channel (`general`) is web-public in a public realm.
+            channel.is_web_public = public && first_channel.is_none();
             let id = channel.id;
             Ok((m, id))
         })?;

@@ -4,8 +4,7 @@
 //! handler a `Call` whose realm has the setting changed — exactly what the
 //! HTTP layer would pass once the realm row says so.
 
-use natter::api::{self, Call};
-use natter::http::request::Params;
+use natter::api;
 
 use crate::verify_action::Harness;
 
@@ -23,14 +22,7 @@ fn call_with_realm(
 ) -> natter::error::ApiResult<api::Reply> {
     let mut realm = h.app.state.realm_by_subdomain("").unwrap();
     edit_realm(&mut realm);
-    let mut call = Call {
-        realm,
-        caller: Some(h.user(email)),
-        params: Params::from_pairs(params.iter().copied()),
-        path: path.iter().map(|s| (*s).to_owned()).collect(),
-        client: "test".into(),
-    };
-    handler(&h.app, &mut call)
+    h.call_in(realm, email, handler, path, params)
 }
 
 /// `realm_allow_edit_history=false`: `GET /messages/{id}/history` refuses,

@@ -39,6 +39,8 @@ mod api_scheduled;
 mod api_server;
 /// PATCH /settings, typing, invitations and the small per-user resources.
 mod api_settings;
+/// Logged-out spectators: POST /register without credentials (realtime2).
+mod api_spectator;
 /// GET /users/me, GET /users, GET /users/{user_id}.
 mod api_users;
 /// Administering users and bots, custom profile fields, `natter realm create`.

@@ -185,6 +185,7 @@ impl Realm {
             params: Params::from_pairs(params.iter().copied()),
             path: path.to_vec(),
             client: "test".into(),
+            raw_fields: Vec::new(),
         };
         handler(&self.app, &mut call)
     }

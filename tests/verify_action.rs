@@ -63,10 +63,34 @@ impl Harness {
     /// Calls a handler as `email` with these parameters.
     pub fn call(&self, email: &str, handler: Handler, params: &[(&str, &str)]) -> ApiResult<Reply> {
         let realm = self.app.state.realm_by_subdomain("").unwrap();
-        let caller = Some(self.user(email));
-        let params = Params::from_pairs(params.iter().copied());
-        let mut call = Call { realm, caller, params, path: Vec::new(), client: "test".into() };
-        handler(&self.app, &mut call)
+        self.call_in(realm, email, handler, &[], params)
+    }
+
+    /// Calls a handler as `email` in `realm` (as the request's host named
+    /// it, possibly edited by the test) with path arguments and parameters.
+    pub fn call_in(
+        &self,
+        realm: natter::state::Realm,
+        email: &str,
+        handler: Handler,
+        path: &[&str],
+        params: &[(&str, &str)],
+    ) -> ApiResult<Reply> {
+        let mut call = Call {
+            realm,
+            caller: Some(self.user(email)),
+            params: Params::from_pairs(params.iter().copied()),
+            path: path.iter().map(|p| p.to_string()).collect(),
+            client: "test".into(),
+            raw_fields: Vec::new(),
+        };
+        let mut reply = handler(&self.app, &mut call)?;
+        // Fields the handler serialized itself (register's user lists), as
+        // the HTTP layer would splice them in.
+        for (key, raw) in call.raw_fields {
+            reply.insert(key, serde_json::from_str(raw.get()).expect("raw fields are JSON"));
+        }
+        Ok(reply)
     }
 
     /// Commits a mutation built against current state.
@@ -808,14 +832,7 @@ fn channel_create_and_subscribe() {
 /// Calls a handler with path arguments.
 fn call_path(h: &Harness, email: &str, handler: Handler, path: &[&str], params: &[(&str, &str)]) {
     let realm = h.app.state.realm_by_subdomain("").unwrap();
-    let mut call = Call {
-        realm,
-        caller: Some(h.user(email)),
-        params: Params::from_pairs(params.iter().copied()),
-        path: path.iter().map(|p| p.to_string()).collect(),
-        client: "test".into(),
-    };
-    handler(&h.app, &mut call).unwrap();
+    h.call_in(realm, email, handler, path, params).unwrap();
 }
 
 #[test]

@@ -5,9 +5,8 @@
 
 use serde_json::Value;
 
-use natter::api::{self, Call, Handler, Reply};
+use natter::api::{self, Handler, Reply};
 use natter::error::ApiResult;
-use natter::http::request::Params;
 
 use crate::verify_action::Harness;
 
@@ -25,14 +24,7 @@ fn call(
     params: &[(&str, &str)],
 ) -> ApiResult<Reply> {
     let realm = h.app.state.realm_by_subdomain("").unwrap();
-    let mut call = Call {
-        realm,
-        caller: Some(h.user(email)),
-        params: Params::from_pairs(params.iter().copied()),
-        path: path.iter().map(|s| (*s).to_owned()).collect(),
-        client: "test".into(),
-    };
-    handler(&h.app, &mut call)
+    h.call_in(realm, email, handler, path, params)
 }
 
 fn bots(h: &Harness, email: &str) -> Vec<Value> {

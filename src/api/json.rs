@@ -55,15 +55,26 @@ pub fn user(state: &State, viewer: &User, user: &User, options: UserOptions) -> 
 /// The avatar URL: a gravatar of the real email (natter stores no uploaded
 /// avatars yet), or null when the client computes it itself.
 pub fn avatar_url(user: &User, client_computes: bool) -> Value {
+    avatar_url_string(user, client_computes).map_or(Value::Null, Value::String)
+}
+
+/// `avatar_url` as a string, `None` for null.
+pub fn avatar_url_string(user: &User, client_computes: bool) -> Option<String> {
     if client_computes {
-        return Value::Null;
+        return None;
     }
     let digest = Md5::digest(user.delivery_email.trim().to_lowercase().as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    json!(format!(
-        "https://secure.gravatar.com/avatar/{hex}?d=identicon&version={}",
-        user.avatar_version
-    ))
+    let mut url = String::with_capacity(96);
+    url.push_str("https://secure.gravatar.com/avatar/");
+    for b in digest.iter() {
+        use std::fmt::Write;
+        let _ = write!(url, "{b:02x}");
+    }
+    let _ = std::fmt::Write::write_fmt(
+        &mut url,
+        format_args!("?d=identicon&version={}", user.avatar_version),
+    );
+    Some(url)
 }
 
 /// Options that change a message's JSON.

@@ -31,6 +31,7 @@ pub mod settings;
 pub mod streams;
 pub mod subscriptions;
 pub mod typing;
+pub mod user_json;
 pub mod users;
 
 use std::sync::{Arc, OnceLock};
@@ -83,7 +84,14 @@ pub struct Call {
     pub path: Vec<String>,
     /// Client name (first token of the User-Agent), Zulip's `client`.
     pub client: String,
+    /// Reply fields the handler has already serialized (large lists such
+    /// as register's `realm_users`), spliced into the reply's JSON as they
+    /// are instead of going through `Value` maps.
+    pub raw_fields: RawFields,
 }
+
+/// Pre-serialized reply fields: (name, JSON text).
+pub type RawFields = Vec<(String, Box<serde_json::value::RawValue>)>;
 
 impl Call {
     /// The authenticated user.

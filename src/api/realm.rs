@@ -55,6 +55,7 @@ pub fn server_settings(app: &App, call: &mut Call) -> ApiResult<Reply> {
         "realm_name" => realm.name,
         "realm_icon" => format!("https://secure.gravatar.com/avatar/{}?d=identicon", realm.id),
         "realm_description" => realm.description,
-        "realm_web_public_access_enabled" => false,
+        "realm_web_public_access_enabled" =>
+            super::register::web_public_access_enabled(&app.state, realm),
     })
 }

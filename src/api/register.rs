@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use super::json::Subscribers;
 use super::json::{self as shapes, UserOptions};
 use super::realm::{realm_url, FEATURE_LEVEL, VERSION};
-use super::{channels, reading, App, Call, Reply};
+use super::{channels, reading, user_json, App, Call, RawFields, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::events::queue::{Capabilities, IncludeSubscribers, QueueError, QueueOptions};
 use crate::narrow::Narrow;
@@ -114,8 +114,10 @@ fn insert(out: &mut Reply, key: &str, value: Value) {
 
 /// `POST /register`.
 pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
-    let options = parse_options(app, call)?;
-    let user = call.caller().clone();
+    let Some(user) = call.caller.clone() else {
+        return spectator_register(app, call);
+    };
+    let options = parse_options(app, call, &user)?;
     let realm = call.realm.clone();
     let (mut out, users) = app.committer.read_consistent(|state, seq| {
         let queues = &app.hub.realtime().queues;
@@ -174,13 +176,107 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
             options: &options,
             users: &users,
         };
-        realm_user_section(&ctx, &mut out);
+        realm_user_section(&ctx, &mut out, &mut call.raw_fields);
     }
     Ok(out)
 }
 
+/// `POST /register` without credentials: a logged-out spectator, in a
+/// realm with public access (`enable_spectator_access`), as Zulip allows.
+/// No queue is made (`queue_id` null), and only what anyone on the web may
+/// see is returned: the realm's settings, its users' public fields (no real
+/// addresses, no profile data), and its web-public channels; the personal
+/// sections (settings, drafts, read state, mutes…) are left out.
+fn spectator_register(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let realm = call.realm.clone();
+    if realm.deactivated {
+        return Err(ApiError::realm_deactivated());
+    }
+    if !realm.settings.enable_spectator_access {
+        return Err(ApiError::unauthorized(
+            "Not logged in: API authentication or user session required",
+        ));
+    }
+    // The avatar and subscriber options default to what a spectator may
+    // have; asking for more is an error, as in Zulip.
+    let anonymous_error = |key: &str| {
+        ApiError::bad_request(format!("Invalid '{key}' parameter for anonymous request"))
+    };
+    if call.params.bool("client_gravatar")? == Some(true) {
+        return Err(anonymous_error("client_gravatar"));
+    }
+    let viewer = spectator(&realm);
+    let mut options = parse_options(app, call, &viewer)?;
+    if !matches!(options.queue.include_subscribers, IncludeSubscribers::No) {
+        return Err(anonymous_error("include_subscribers"));
+    }
+    options.queue.client_gravatar = false;
+    let state = &*app.state;
+    let mut out = Reply::new();
+    out.insert("queue_id".into(), Value::Null);
+    out.insert("last_event_id".into(), json!(-1));
+    out.insert("zulip_feature_level".into(), json!(FEATURE_LEVEL));
+    out.insert("zulip_version".into(), json!(VERSION));
+    out.insert("zulip_merge_base".into(), json!(VERSION));
+    let users = state.realm_users(realm.id);
+    let ctx = Ctx { app, state, realm: &realm, user: &viewer, options: &options, users: &users };
+    if options.wants("realm") {
+        realm_section(&ctx, &mut out);
+    }
+    if options.wants("realm_user") {
+        let public = UserOptions { client_gravatar: false, include_custom_profile_fields: false };
+        let (active, inactive): (Vec<&User>, Vec<&User>) = users.iter().partition(|u| u.is_active);
+        let list =
+            |users: Vec<&User>| user_json::users_array(state, None, users.into_iter(), public);
+        call.raw_fields.push(("realm_users".into(), list(active)));
+        call.raw_fields.push(("realm_non_active_users".into(), list(inactive)));
+        insert(&mut out, "cross_realm_bots", json!([]));
+    }
+    if options.wants("subscription") {
+        let web_public: Vec<Value> = state
+            .channels
+            .collect_sorted(|_, c| c.realm == realm.id && c.is_web_public && !c.is_archived)
+            .into_iter()
+            .map(|(_, c)| shapes::stream(state, &viewer, &c, Subscribers::Omit))
+            .collect();
+        insert(&mut out, "subscriptions", json!([]));
+        insert(&mut out, "unsubscribed", json!([]));
+        insert(&mut out, "never_subscribed", Value::Array(web_public));
+    }
+    // No account: no messages of its own, nothing unread or starred.
+    let wants = |name: &str| options.wants(name);
+    let empty_topic_name = options.queue.capabilities.empty_topic_name;
+    reading::register_state_with(state, &viewer, empty_topic_name, &wants, &mut out);
+    if options.wants("presence") {
+        insert(&mut out, "presences", json!({}));
+        insert(&mut out, "presence_last_update_id", json!(-1));
+        insert(&mut out, "server_timestamp", json!(crate::entropy::now()));
+    }
+    Ok(out)
+}
+
+/// The stand-in account a spectator's sections are read as: no id (0 is
+/// never an account's), the least-privileged role, no subscriptions.
+fn spectator(realm: &Realm) -> User {
+    User {
+        id: UserId(0),
+        realm: realm.id,
+        email: String::new(),
+        delivery_email: String::new(),
+        full_name: String::new(),
+        role: crate::state::Role::Guest,
+        is_active: false,
+        bot_type: None,
+        bot_owner: None,
+        api_key: String::new(),
+        date_joined: 0,
+        timezone: String::new(),
+        avatar_version: 1,
+    }
+}
+
 /// Decodes and checks every register parameter (before anything exists).
-fn parse_options(app: &App, call: &mut Call) -> ApiResult<RegisterOptions> {
+fn parse_options(app: &App, call: &mut Call, viewer: &User) -> ApiResult<RegisterOptions> {
     let call_state = std::sync::Arc::clone(&app.state);
     let p = &mut call.params;
     let apply_markdown = p.bool_or("apply_markdown", false)?;
@@ -229,7 +325,7 @@ fn parse_options(app: &App, call: &mut Call) -> ApiResult<RegisterOptions> {
         None | Some(Value::Null) => json!([]),
         Some(value) => value,
     };
-    let narrow_filter = Narrow::parse(&call_state, call.caller(), &narrow)?;
+    let narrow_filter = Narrow::parse(&call_state, viewer, &narrow)?;
     Ok(RegisterOptions {
         queue: QueueOptions {
             event_types,
@@ -309,8 +405,8 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
     });
     let more = json!({
         "realm_is_zephyr_mirror_realm": false,
-        "realm_web_public_access_enabled": false,
-        "realm_enable_spectator_access": false,
+        "realm_web_public_access_enabled": web_public_access_enabled(ctx.state, realm),
+        "realm_enable_spectator_access": s.enable_spectator_access,
         "realm_presence_disabled": false,
         "realm_mandatory_topics": false,
         "realm_inline_image_preview": true,
@@ -362,25 +458,32 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
     }
 }
 
+/// Zulip's `realm_web_public_access_enabled`: the realm allows public
+/// access and has at least one web-public channel to show.
+pub fn web_public_access_enabled(state: &State, realm: &Realm) -> bool {
+    realm.settings.enable_spectator_access
+        && !state
+            .channels
+            .collect_sorted(|_, c| c.realm == realm.id && c.is_web_public && !c.is_archived)
+            .is_empty()
+}
+
 /// `realm_user`: every account of the realm, and the caller's own fields.
-fn realm_user_section(ctx: &Ctx, out: &mut Reply) {
+/// The two user lists are written straight to JSON text (`user_json`),
+/// never built as `Value` maps: in a realm of thousands that was most of
+/// register's time.
+fn realm_user_section(ctx: &Ctx, out: &mut Reply, raw: &mut RawFields) {
     let options = UserOptions {
         client_gravatar: ctx.options.queue.client_gravatar,
         include_custom_profile_fields: true,
     };
-    let (mut active, mut inactive) = (Vec::new(), Vec::new());
-    for u in ctx.users {
-        let body = shapes::user(ctx.state, ctx.user, u, options);
-        if u.is_active {
-            active.push(body);
-        } else {
-            inactive.push(body);
-        }
-    }
+    let (active, inactive): (Vec<&User>, Vec<&User>) = ctx.users.iter().partition(|u| u.is_active);
+    let list = |users: Vec<&User>| {
+        user_json::users_array(ctx.state, Some(ctx.user), users.into_iter(), options)
+    };
+    raw.push(("realm_users".into(), list(active)));
+    raw.push(("realm_non_active_users".into(), list(inactive)));
     let me = ctx.user;
-    // Moved in, not passed to json! (which would deep-copy 10,000 users).
-    insert(out, "realm_users", Value::Array(active));
-    insert(out, "realm_non_active_users", Value::Array(inactive));
     let fields = json!({
         "cross_realm_bots": [],
         "user_id": me.id.0,

@@ -370,6 +370,7 @@ mod tests {
             params: Params::from_pairs(params.iter().copied()),
             path,
             client: "test".into(),
+            raw_fields: Vec::new(),
         }
     }
 

@@ -63,12 +63,12 @@ impl Service {
             user_agent: text("user-agent").unwrap_or(""),
         };
         match self.dispatch(&head, req.body) {
-            Ok((fields, ignored)) => response::success(fields, ignored),
+            Ok((fields, raw, ignored)) => response::success_with(fields, raw, ignored),
             Err(e) => response::error(&e),
         }
     }
 
-    fn dispatch(&self, head: &Head, body: &[u8]) -> ApiResult<(crate::api::Reply, Vec<String>)> {
+    fn dispatch(&self, head: &Head, body: &[u8]) -> ApiResult<Dispatched> {
         let app = &*self.app;
         let Some(api_path) = head.path.strip_prefix("/api/v1") else {
             return Err(ApiError::no_such_endpoint());
@@ -80,14 +80,17 @@ impl Service {
         };
         let params = request_params(head.query, &head.content_type, body)?;
         let realm = self.realm_for_host(head.host)?;
-        let caller = match route.access {
-            Access::Public => None,
-            Access::User => Some(auth::authenticate(&app.state, &realm, head.authorization)?),
+        let caller = match (route.access, head.authorization) {
+            (Access::Public, _) | (Access::Optional, None) => None,
+            (Access::User | Access::Optional, authorization) => {
+                Some(auth::authenticate(&app.state, &realm, authorization)?)
+            }
         };
         let client = head.user_agent.split(['/', ' ']).next().unwrap_or("").to_owned();
-        let mut call = Call { realm, caller, params, path: path_args, client };
+        let mut call =
+            Call { realm, caller, params, path: path_args, client, raw_fields: Vec::new() };
         let fields = (route.handler)(app, &mut call)?;
-        Ok((fields, call.params.unused()))
+        Ok((fields, call.raw_fields, call.params.unused()))
     }
 
     /// The realm a Host header names: `<subdomain>.<host>` for a realm's
@@ -107,6 +110,10 @@ impl Service {
         state.realm_by_subdomain(subdomain).ok_or_else(|| ApiError::no_such_realm(host))
     }
 }
+
+/// A handler's success: its fields, its pre-serialized fields, and the
+/// parameters it did not read.
+type Dispatched = (crate::api::Reply, crate::api::RawFields, Vec<String>);
 
 /// Request variables as Zulip reads them, for every method: the query
 /// string, then the body (form-urlencoded or multipart text parts), which

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use super::conn::Limits;
-use crate::api::Reply;
+use crate::api::{RawFields, Reply};
 use crate::error::ApiError;
 
 /// A finished response: status and JSON body.
@@ -19,13 +19,33 @@ pub struct Response {
 }
 
 /// `{"result":"success","msg":"",…fields}` plus the ignored parameters.
-pub fn success(mut fields: Reply, ignored: Vec<String>) -> Response {
+pub fn success(fields: Reply, ignored: Vec<String>) -> Response {
+    success_with(fields, RawFields::new(), ignored)
+}
+
+/// `success`, plus fields the handler serialized itself (`Call::raw_fields`),
+/// appended to the object as they are.
+pub fn success_with(mut fields: Reply, raw: RawFields, ignored: Vec<String>) -> Response {
     fields.insert("result".into(), "success".into());
     fields.insert("msg".into(), "".into());
     if !ignored.is_empty() {
         fields.insert("ignored_parameters_unsupported".into(), ignored.into());
     }
-    Response { status: 200, body: serde_json::to_vec(&Value::Object(fields)).expect("json") }
+    debug_assert!(raw.iter().all(|(k, _)| !fields.contains_key(k)), "a field named twice");
+    let extra: usize = raw.iter().map(|(k, v)| k.len() + v.get().len() + 4).sum();
+    let mut body = Vec::with_capacity(4096 + extra);
+    serde_json::to_writer(&mut body, &Value::Object(fields)).expect("json");
+    // `fields` always has `result`, so the object is `{…}` with content:
+    // drop the closing brace, append `,"key":<raw>` pairs, close it again.
+    body.pop();
+    for (key, value) in &raw {
+        body.push(b',');
+        serde_json::to_writer(&mut body, key).expect("json");
+        body.push(b':');
+        body.extend_from_slice(value.get().as_bytes());
+    }
+    body.push(b'}');
+    Response { status: 200, body }
 }
 
 /// The Zulip error envelope with the error's status.

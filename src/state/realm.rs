@@ -84,6 +84,10 @@ pub struct RealmSettings {
     pub move_messages_within_stream_limit_seconds: Option<u32>,
     /// The same for moves to another channel.
     pub move_messages_between_streams_limit_seconds: Option<u32>,
+    /// Public access (Zulip's `enable_spectator_access`): logged-out
+    /// visitors may register without credentials and see the realm's
+    /// web-public channels. Zulip's default is off.
+    pub enable_spectator_access: bool,
 }
 
 impl Default for RealmSettings {
@@ -105,6 +109,7 @@ impl Default for RealmSettings {
             can_move_messages_between_channels_group: None,
             move_messages_within_stream_limit_seconds: Some(7 * 24 * 3600),
             move_messages_between_streams_limit_seconds: Some(7 * 24 * 3600),
+            enable_spectator_access: false,
         }
     }
 }
