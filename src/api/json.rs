@@ -392,24 +392,35 @@ pub fn normalize_color(color: &str) -> String {
 
 /// UNIX seconds → `YYYY-MM-DDTHH:MM:SS+00:00` (proleptic Gregorian, UTC).
 pub fn iso8601(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}+00:00",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    Iso8601(secs).to_string()
+}
+
+/// `iso8601` as a `Display`, to write a date without allocating.
+pub struct Iso8601(pub i64);
+
+impl std::fmt::Display for Iso8601 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secs = self.0;
+        let days = secs.div_euclid(86_400);
+        let rem = secs.rem_euclid(86_400);
+        // Civil-from-days (Howard Hinnant's algorithm).
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z.rem_euclid(146_097);
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = doy - (153 * mp + 2) / 5 + 1;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        write!(
+            f,
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}+00:00",
+            rem / 3600,
+            rem % 3600 / 60,
+            rem % 60
+        )
+    }
 }
 
 #[cfg(test)]

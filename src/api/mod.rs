@@ -90,8 +90,9 @@ pub struct Call {
     pub raw_fields: RawFields,
 }
 
-/// Pre-serialized reply fields: (name, JSON text).
-pub type RawFields = Vec<(String, Box<serde_json::value::RawValue>)>;
+/// Pre-serialized reply fields: (name, JSON text). The text is natter's
+/// own serializer output, trusted as valid JSON (not parsed again).
+pub type RawFields = Vec<(String, String)>;
 
 impl Call {
     /// The authenticated user.

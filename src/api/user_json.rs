@@ -6,9 +6,8 @@
 //! viewer class (email visibility × `client_gravatar`, bots, profile data).
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::value::RawValue;
 
-use super::json::{avatar_url_string, iso8601, UserOptions};
+use super::json::{avatar_url_string, Iso8601, UserOptions};
 use crate::state::access::can_see_email;
 use crate::state::{profile, Role, State, User};
 
@@ -17,9 +16,9 @@ use crate::state::{profile, Role, State, User};
 struct UserOut<'a> {
     user_id: u64,
     delivery_email: Option<&'a str>,
-    email: String,
+    email: Email<'a>,
     full_name: &'a str,
-    date_joined: String,
+    date_joined: Date,
     is_active: bool,
     is_owner: bool,
     is_admin: bool,
@@ -34,6 +33,30 @@ struct UserOut<'a> {
     avatar_version: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     profile_data: Option<ProfileData>,
+}
+
+/// `email`: the API address, or the realm's placeholder, written in place.
+enum Email<'a> {
+    Real(&'a str),
+    Placeholder(u64, &'a str),
+}
+
+impl Serialize for Email<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Email::Real(email) => s.serialize_str(email),
+            Email::Placeholder(id, host) => s.collect_str(&format_args!("user{id}@{host}")),
+        }
+    }
+}
+
+/// `date_joined`, written in place.
+struct Date(i64);
+
+impl Serialize for Date {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&Iso8601(self.0))
+    }
 }
 
 /// `profile_data`: `{"<field id>": {"value": …, "rendered_value"?: …}}`.
@@ -56,15 +79,19 @@ struct FieldValue<'a> {
     rendered: &'a Option<String>,
 }
 
-/// The JSON array of `users` as `viewer` sees them (`None`: a logged-out
-/// spectator, who never sees a real address and gets no profile data).
+/// The JSON array of `users` (all of one realm) as `viewer` sees them
+/// (`None`: a logged-out spectator, who never sees a real address).
 pub fn users_array<'a>(
     state: &State,
     viewer: Option<&User>,
-    users: impl Iterator<Item = &'a User>,
+    users: impl ExactSizeIterator<Item = &'a User>,
     options: UserOptions,
-) -> Box<RawValue> {
-    let mut out = Vec::with_capacity(64 * 1024);
+) -> String {
+    // About 350 bytes a user: sized once, so a big list is never copied
+    // while it grows.
+    let mut out = Vec::with_capacity(64 + users.len() * 400);
+    // The realm's placeholder host, read once (every user is of one realm).
+    let mut placeholder_host: Option<Option<String>> = None;
     out.push(b'[');
     for (i, user) in users.enumerate() {
         if i > 0 {
@@ -74,9 +101,16 @@ pub fn users_array<'a>(
         let body = UserOut {
             user_id: user.id.0,
             delivery_email: sees_email.then_some(user.delivery_email.as_str()),
-            email: state.api_email(user),
+            email: if user.is_bot() {
+                Email::Real(&user.email)
+            } else {
+                match placeholder_host.get_or_insert_with(|| state.placeholder_host(user.realm)) {
+                    Some(host) => Email::Placeholder(user.id.0, host),
+                    None => Email::Real(&user.email),
+                }
+            },
             full_name: &user.full_name,
-            date_joined: iso8601(user.date_joined),
+            date_joined: Date(user.date_joined),
             is_active: user.is_active,
             is_owner: user.role == Role::Owner,
             is_admin: user.role.is_admin(),
@@ -94,8 +128,7 @@ pub fn users_array<'a>(
         serde_json::to_writer(&mut out, &body).expect("users always serialize");
     }
     out.push(b']');
-    let text = String::from_utf8(out).expect("serde_json writes UTF-8");
-    RawValue::from_string(text).expect("a JSON array")
+    String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
 #[cfg(test)]
@@ -161,7 +194,7 @@ mod tests {
                         let options =
                             UserOptions { client_gravatar, include_custom_profile_fields };
                         let raw = users_array(&state, Some(viewer), users.iter(), options);
-                        let got: Value = serde_json::from_str(raw.get()).unwrap();
+                        let got: Value = serde_json::from_str(&raw).unwrap();
                         let want: Vec<Value> =
                             users.iter().map(|u| json::user(&state, viewer, u, options)).collect();
                         assert_eq!(got, Value::Array(want), "{visibility:?} {options:?}");
@@ -176,12 +209,12 @@ mod tests {
         let (state, users) = realm();
         let options = UserOptions { client_gravatar: false, include_custom_profile_fields: false };
         let raw = users_array(&state, None, users.iter(), options);
-        let got: Value = serde_json::from_str(raw.get()).unwrap();
+        let got: Value = serde_json::from_str(&raw).unwrap();
         for user in got.as_array().unwrap() {
             assert_eq!(user["delivery_email"], Value::Null, "{user}");
             assert!(user.get("profile_data").is_none());
             assert!(user["avatar_url"].is_string());
         }
-        assert_eq!(users_array(&state, None, [].iter(), options).get(), "[]");
+        assert_eq!(users_array(&state, None, [].iter(), options), "[]");
     }
 }

@@ -32,7 +32,7 @@ pub fn success_with(mut fields: Reply, raw: RawFields, ignored: Vec<String>) -> 
         fields.insert("ignored_parameters_unsupported".into(), ignored.into());
     }
     debug_assert!(raw.iter().all(|(k, _)| !fields.contains_key(k)), "a field named twice");
-    let extra: usize = raw.iter().map(|(k, v)| k.len() + v.get().len() + 4).sum();
+    let extra: usize = raw.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
     let mut body = Vec::with_capacity(4096 + extra);
     serde_json::to_writer(&mut body, &Value::Object(fields)).expect("json");
     // `fields` always has `result`, so the object is `{…}` with content:
@@ -42,7 +42,7 @@ pub fn success_with(mut fields: Reply, raw: RawFields, ignored: Vec<String>) -> 
         body.push(b',');
         serde_json::to_writer(&mut body, key).expect("json");
         body.push(b':');
-        body.extend_from_slice(value.get().as_bytes());
+        body.extend_from_slice(value.as_bytes());
     }
     body.push(b'}');
     Response { status: 200, body }

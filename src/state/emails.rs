@@ -53,6 +53,13 @@ impl State {
             .unwrap_or(false)
     }
 
+    /// The host of `realm`'s placeholder addresses when it hides real ones
+    /// (`api_email` of a non-bot is then `user<id>@<host>`), else `None`.
+    /// For lists of many users: read once instead of per user.
+    pub fn placeholder_host(&self, realm: RealmId) -> Option<String> {
+        self.hides_emails(realm).then(|| self.realm_email_domain(realm))
+    }
+
     /// The address the API shows for `user` (the same for every viewer).
     pub fn api_email(&self, user: &User) -> String {
         if user.is_bot() || !self.hides_emails(user.realm) {
