@@ -34,7 +34,7 @@ impl<'a> Replay<'a> {
     /// Counts one applied record; prints a line if a second has passed.
     pub fn record(&mut self) {
         self.done += 1;
-        if self.done % CHECK_EVERY != 0 {
+        if !self.done.is_multiple_of(CHECK_EVERY) {
             return;
         }
         let now = Instant::now();
