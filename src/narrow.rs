@@ -450,22 +450,6 @@ fn find_word(text: &str, word: &str, from: usize) -> Option<usize> {
     None
 }
 
-/// Escapes text for HTML.
-pub fn escape_html(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#x27;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// Wraps case-insensitive occurrences of `words` in the text (never the
 /// tags) of `html` in `<span class="highlight">`, as Zulip marks search
 /// hits in `match_content` / `match_subject`.
@@ -839,6 +823,5 @@ mod tests {
             assert_eq!(text_has_word(text, word), hit, "{text:?} / {word:?}");
         }
         assert!(contains_word("ünïcode wörds", "wörds") && !contains_word("wördsy", "wörds"));
-        assert_eq!(escape_html("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
     }
 }

@@ -19,7 +19,8 @@ use super::json::{self, MessageOptions};
 use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::http::request::Params;
-use crate::narrow::{escape_html, highlight, Is, Narrow};
+use crate::markdown::escape_html;
+use crate::narrow::{highlight, Is, Narrow};
 use crate::reply;
 use crate::state::access::{can_read_history, can_see_channel, message_view_with, MessageView};
 use crate::state::{
