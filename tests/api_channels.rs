@@ -139,12 +139,17 @@ fn creation_refusals() {
     one(&hamlet, &[("message_retention_days", "30")]).err(400, "BAD_REQUEST");
     one(&server.client(OWNER), &[("message_retention_days", "0")]).err(400, "BAD_REQUEST");
     one(&server.client(OWNER), &[("message_retention_days", "soon")]).err(400, "BAD_REQUEST");
-    // natter has no spectator access, so no one (an owner neither) creates a
-    // web-public channel: Zulip's refusal for a realm without them.
-    for who in [&hamlet, &server.client(OWNER)] {
-        let e = one(who, &[("is_web_public", "true")]).err(400, "BAD_REQUEST");
-        assert_eq!(e["msg"], "Web-public channels are not enabled.");
-    }
+    // Web-public channels: the dev realm allows spectators, but only
+    // moderators and above create them, and never private; a realm without
+    // spectator access refuses everyone, its owner included.
+    let e = one(&hamlet, &[("is_web_public", "true")]).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Insufficient permission to create web-public channels");
+    let e = one(&server.client(OWNER), &[("is_web_public", "true"), ("invite_only", "true")])
+        .err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "A web-public channel cannot be private.");
+    let king = server.client("king@lear.test").with_host("lear.localhost");
+    let e = one(&king, &[("is_web_public", "true")]).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Web-public channels are not enabled.");
     one(&server.client(ADMIN), &[("is_default_stream", "true"), ("invite_only", "true")])
         .err(400, "BAD_REQUEST");
     one(&hamlet, &[("topics_policy", "whatever")]).err(400, "BAD_REQUEST");
@@ -390,8 +395,12 @@ fn updating_channels() {
     patch(&admin, denmark, &[("history_public_to_subscribers", "false")]).err(400, "BAD_REQUEST");
     patch(&admin, denmark, &[("is_private", "false"), ("history_public_to_subscribers", "false")])
         .err(400, "BAD_REQUEST");
-    let e = patch(&admin, denmark, &[("is_web_public", "true")]).err(400, "BAD_REQUEST");
-    assert_eq!(e["msg"], "Web-public channels are not enabled.");
+    // Web-public and back (the dev realm allows spectators; an
+    // administrator is above the default moderators' group).
+    patch(&admin, denmark, &[("is_web_public", "true")]).ok();
+    assert_eq!(get(denmark)["is_web_public"], true);
+    patch(&admin, denmark, &[("is_web_public", "false")]).ok();
+    assert_eq!(get(denmark)["is_web_public"], false);
     // A default channel cannot become private unless it stops being default.
     patch(&admin, denmark, &[("is_private", "true")]).err(400, "BAD_REQUEST");
     patch(
@@ -536,4 +545,31 @@ fn announcing_a_new_channel() {
     assert_eq!(m["message"]["display_recipient"], "general");
     assert_eq!(m["message"]["subject"], "new channels");
     assert!(m["raw_content"].as_str().unwrap().contains("#**news**"), "{m}");
+}
+
+#[test]
+fn web_public_channels_are_shown_to_spectators() {
+    let server = TestServer::start();
+    let owner = server.client(OWNER);
+    subscribe(
+        &owner,
+        &[("subscriptions", r#"[{"name": "town square"}]"#), ("is_web_public", "true")],
+    )
+    .ok();
+    let id = stream_id(&owner, "town square");
+    let channel = owner.get(&format!("/streams/{id}"), &[]).ok()["stream"].clone();
+    assert_eq!(
+        (channel["is_web_public"].as_bool(), channel["invite_only"].as_bool()),
+        (Some(true), Some(false))
+    );
+    // A logged-out spectator's register lists it (and no private channel).
+    let seen = server.anonymous().post("/register", &[]).ok();
+    let names: Vec<&str> = seen["never_subscribed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"town square"), "{names:?}");
+    assert!(!names.contains(&"core team"), "{names:?}");
 }

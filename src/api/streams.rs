@@ -218,7 +218,10 @@ fn changes(
             None => channel.history_public_to_subscribers,
         };
         if web_public && !channel.is_web_public {
-            return refuse("Web-public channels are not enabled.");
+            let realm = s.realms.get(&channel.realm).expect("a channel's realm exists");
+            if let Some(why) = access::web_public_refusal(&realm, me) {
+                return refuse(why);
+            }
         }
         if invite_only && web_public {
             return refuse("A web-public channel cannot be private.");

@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 
 use super::{
-    Channel, Destination, EmailVisibility, Flags, GroupId, GroupSetting, Message, Role, State,
-    SystemGroup, User,
+    Channel, Destination, EmailVisibility, Flags, GroupId, GroupSetting, Message, Realm, Role,
+    State, SystemGroup, User,
 };
 
 /// Subgroup nesting deeper than this is not followed (groups may form
@@ -228,16 +228,34 @@ pub fn may_delete_message(
     sender == user.id && has_permission(state, user, &channel.permissions.can_delete_own_message)
 }
 
+/// Why `user` may not make a channel web-public in `realm`, if they may not.
+pub fn web_public_refusal(realm: &Realm, user: &User) -> Option<&'static str> {
+    if !realm.settings.enable_spectator_access {
+        return Some("Web-public channels are not enabled.");
+    }
+    if user.role > Role::Moderator {
+        return Some("Insufficient permission to create web-public channels");
+    }
+    None
+}
+
 /// Whether `user` may create a channel: public and private channels need a
-/// member (not a guest); web-public channels need the organization to
-/// allow spectators, which natter does not offer yet.
+/// member (not a guest); a web-public channel needs an organization that
+/// allows spectators (`enable_spectator_access`) and a moderator or above
+/// (Zulip's default `can_create_web_public_channel_group`).
 pub fn create_channel_refusal(
+    realm: &Realm,
     user: &User,
     invite_only: bool,
     is_web_public: bool,
 ) -> Option<&'static str> {
     if is_web_public {
-        return Some("Web-public channels are not enabled.");
+        if let Some(why) = web_public_refusal(realm, user) {
+            return Some(why);
+        }
+        if invite_only {
+            return Some("A web-public channel cannot be private.");
+        }
     }
     if user.role == Role::Guest {
         return Some(if invite_only {
