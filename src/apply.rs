@@ -163,6 +163,7 @@ fn subscribe(
     for (user, sub) in subscribers {
         assert!(state.users.contains(user), "apply: no user {user}");
         state.subscriptions.upsert(*user, |subs| subs.insert(channel, sub.clone()));
+        state.former_subscriptions.update(user, |former| former.remove(&channel));
     }
     state
         .channels

@@ -35,7 +35,9 @@ pub fn unsubscribe(state: &State, channel: ChannelId, users: &[UserId]) -> Vec<E
     let before = state.channels.get(&channel).unwrap_or_else(|| panic!("apply: no channel"));
     for user in users {
         let removed = state.subscriptions.update(user, |s| s.remove(&channel)).flatten();
-        assert!(removed.is_some(), "apply: user {user} is not subscribed to {channel}");
+        let removed =
+            removed.unwrap_or_else(|| panic!("apply: user {user} is not subscribed to {channel}"));
+        state.former_subscriptions.upsert(*user, |former| former.insert(channel, removed));
     }
     let after = state
         .channels

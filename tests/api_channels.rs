@@ -573,3 +573,44 @@ fn web_public_channels_are_shown_to_spectators() {
     assert!(names.contains(&"town square"), "{names:?}");
     assert!(!names.contains(&"core team"), "{names:?}");
 }
+
+#[test]
+fn channels_left_are_listed_as_unsubscribed_until_rejoined() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let lists = |c: &Client| {
+        let r = c.post("/register", &[("fetch_event_types", r#"["subscription"]"#)]).ok();
+        let names = |key: &str| -> Vec<String> {
+            r[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        (names("subscriptions"), names("unsubscribed"), names("never_subscribed"), r)
+    };
+    let (subs, left, _, _) = lists(&hamlet);
+    assert!(subs.contains(&"Denmark".to_owned()) && left.is_empty(), "{subs:?} {left:?}");
+    let color = |r: &serde_json::Value, key: &str| {
+        r[key].as_array().unwrap().iter().find(|s| s["name"] == "Denmark").unwrap()["color"].clone()
+    };
+    let (_, _, _, before) = lists(&hamlet);
+    let was = color(&before, "subscriptions");
+
+    hamlet
+        .request("DELETE", "/users/me/subscriptions", &[("subscriptions", r#"["Denmark"]"#)])
+        .ok();
+    let (subs, left, never, after) = lists(&hamlet);
+    assert!(!subs.contains(&"Denmark".to_owned()));
+    assert_eq!(left, ["Denmark"], "left channels are `unsubscribed`");
+    assert!(!never.contains(&"Denmark".to_owned()), "{never:?}");
+    assert_eq!(color(&after, "unsubscribed"), was, "with the settings the user had");
+    // Nobody else's lists change.
+    let (_, left, _, _) = lists(&server.client(OTHELLO));
+    assert!(left.is_empty());
+
+    subscribe(&hamlet, &[("subscriptions", r#"[{"name": "Denmark"}]"#)]).ok();
+    let (subs, left, _, _) = lists(&hamlet);
+    assert!(subs.contains(&"Denmark".to_owned()) && left.is_empty(), "{subs:?} {left:?}");
+}

@@ -399,9 +399,10 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
         "subscription" => match event["op"].as_str().unwrap() {
             "add" => {
                 let added = event["subscriptions"].as_array().unwrap();
-                if let Some(never) = state.get_mut("never_subscribed").and_then(Value::as_array_mut)
-                {
-                    never.retain(|s| added.iter().all(|a| a["stream_id"] != s["stream_id"]));
+                for list in ["never_subscribed", "unsubscribed"] {
+                    if let Some(l) = state.get_mut(list).and_then(Value::as_array_mut) {
+                        l.retain(|s| added.iter().all(|a| a["stream_id"] != s["stream_id"]));
+                    }
                 }
                 if let Some(subs) = state.get_mut("subscriptions") {
                     subs.as_array_mut().unwrap().extend(added.iter().cloned());
@@ -873,7 +874,7 @@ fn unsubscribe_events() {
     let events = h.verify_action(HAMLET, ALL, leave, &["subscription"]);
     assert_eq!(events[0]["op"], "peer_remove");
     // The one who leaves gets `remove` (clients move the channel to
-    // `unsubscribed`; natter's register lists it under `never_subscribed`).
+    // `unsubscribed`, where a fresh register lists it too).
     let queue = h.register(CORDELIA, &[])["queue_id"].as_str().unwrap().to_owned();
     h.call(CORDELIA, api::subscriptions::unsubscribe, &[("subscriptions", r#"["general"]"#)])
         .unwrap();

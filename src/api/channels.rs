@@ -41,7 +41,7 @@ pub fn subscriptions(state: &State, user: &User, include: Subscribers) -> Vec<Va
 }
 
 /// Register's `subscription` section: `subscriptions`; `unsubscribed`
-/// (natter keeps no record of past subscriptions yet, so it is empty);
+/// (channels the user left and may still see, with the settings they had);
 /// `never_subscribed` (every other channel the user may know about).
 /// Archived channels are left out, as for clients without the
 /// `archived_channels` capability.
@@ -68,18 +68,25 @@ pub fn register_state_full(
     if !wants("subscription") {
         return;
     }
+    let visible = visible_channels(state, user);
     let shown = |c: &Channel| archived_channels || !c.is_archived;
-    let never: Vec<Value> = visible_channels(state, user)
+    let former = state.former_subscriptions.get(&user.id).unwrap_or_default();
+    let (left, never): (Vec<&Channel>, Vec<&Channel>) = visible
         .iter()
         .filter(|c| !c.subscribers.contains(&user.id) && shown(c))
-        .map(|c| json::stream(state, user, c, include))
+        .partition(|c| former.contains_key(&c.id));
+    let unsubscribed: Vec<Value> = left
+        .into_iter()
+        .map(|c| json::subscription(state, user, c, &former[&c.id], include))
         .collect();
+    let never: Vec<Value> =
+        never.into_iter().map(|c| json::stream(state, user, c, include)).collect();
     let subscribed: Vec<Value> = subscriptions(state, user, include)
         .into_iter()
         .filter(|s| archived_channels || s["is_archived"] != Value::Bool(true))
         .collect();
     out.insert("subscriptions".into(), Value::from(subscribed));
-    out.insert("unsubscribed".into(), Value::Array(Vec::new()));
+    out.insert("unsubscribed".into(), Value::from(unsubscribed));
     out.insert("never_subscribed".into(), Value::from(never));
 }
 

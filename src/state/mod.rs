@@ -97,6 +97,9 @@ pub struct State {
     pub email_domain: std::sync::OnceLock<String>,
     /// Scheduled messages not yet delivered.
     pub scheduled: scheduled::Scheduled,
+    /// Each user's past subscriptions (channels they left), with the
+    /// settings they had: register's `unsubscribed`.
+    pub former_subscriptions: Sharded<UserId, BTreeMap<ChannelId, Subscription>>,
 }
 
 /// `State` as plain sorted data: the snapshot format.
@@ -130,6 +133,8 @@ pub struct StateImage {
     pub profile_values: Vec<(UserId, profile::Values)>,
     /// Scheduled messages not yet delivered.
     pub scheduled: scheduled::ScheduledImage,
+    /// Past subscriptions per user.
+    pub former_subscriptions: Vec<(UserId, BTreeMap<ChannelId, Subscription>)>,
 }
 
 fn values<K: std::hash::Hash + Eq + Ord + Clone, V: Clone>(map: &Sharded<K, V>) -> Vec<V> {
@@ -165,6 +170,7 @@ impl State {
             profile_fields: values(&self.profile_fields),
             profile_values: self.profile_values.collect_sorted(|_, _| true),
             scheduled: self.scheduled.image(),
+            former_subscriptions: self.former_subscriptions.collect_sorted(|_, _| true),
         }
     }
 
@@ -192,6 +198,7 @@ impl State {
             profile_fields: image.profile_fields.into_iter().map(|f| (f.id, f)).collect(),
             profile_values: image.profile_values.into_iter().collect(),
             scheduled: scheduled::Scheduled::from_image(image.scheduled),
+            former_subscriptions: image.former_subscriptions.into_iter().collect(),
             ..State::default()
         };
         for realm in image.realms {
