@@ -55,3 +55,47 @@ fn edit_history_follows_realm_allow_edit_history() {
         call_with_realm(&h, HAMLET, api::message_edit::history, &["999999"], &[], off).unwrap_err();
     assert_eq!(err.msg, "Invalid message(s)");
 }
+
+/// The realm's who-may-create settings decide who creates which channels
+/// (members by default; web-public: moderators, where spectators are
+/// allowed).
+#[test]
+fn channel_creation_follows_the_realm_who_may_create_settings() {
+    use natter::state::{GroupSetting, Realm, SystemGroup};
+    let h = Harness::new();
+    let create = |email: &str, name: &str, extra: &[(&str, &str)], edit: &dyn Fn(&mut Realm)| {
+        let subs = format!(r#"[{{"name": "{name}"}}]"#);
+        let mut params = vec![("subscriptions", subs.as_str())];
+        params.extend_from_slice(extra);
+        call_with_realm(&h, email, api::subscriptions::subscribe, &[], &params, |r| edit(r))
+    };
+    let admins_only = |which: fn(&mut Realm) -> &mut Option<GroupSetting>| {
+        move |r: &mut Realm| {
+            let admins = GroupSetting::Group(r.system_groups.id(SystemGroup::Administrators));
+            *which(r) = Some(admins);
+        }
+    };
+    let public = admins_only(|r| &mut r.settings.can_create_public_channel_group);
+    let private = admins_only(|r| &mut r.settings.can_create_private_channel_group);
+    let unchanged = |_: &mut Realm| {};
+
+    // Defaults: a member creates public and private channels.
+    create(HAMLET, "p1", &[], &unchanged).unwrap();
+    create(HAMLET, "q1", &[("invite_only", "true")], &unchanged).unwrap();
+    // Restricted to administrators: the member is refused, an admin is not.
+    let e = create(HAMLET, "p2", &[], &public).unwrap_err();
+    assert_eq!(e.msg, "Insufficient permission to create channels");
+    create("iago@natter.test", "p2", &[], &public).unwrap();
+    // The private setting does not govern public channels, and back.
+    create(HAMLET, "p3", &[], &private).unwrap();
+    let e = create(HAMLET, "q2", &[("invite_only", "true")], &private).unwrap_err();
+    assert_eq!(e.msg, "Insufficient permission to create private channels");
+    // Web-public: members once the realm's group says so.
+    let members_web = |r: &mut Realm| {
+        let members = GroupSetting::Group(r.system_groups.id(SystemGroup::Members));
+        r.settings.can_create_web_public_channel_group = Some(members);
+    };
+    let e = create(HAMLET, "w1", &[("is_web_public", "true")], &unchanged).unwrap_err();
+    assert_eq!(e.msg, "Insufficient permission to create web-public channels");
+    create(HAMLET, "w1", &[("is_web_public", "true")], &members_web).unwrap();
+}

@@ -407,6 +407,18 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
         "realm_is_zephyr_mirror_realm": false,
         "realm_web_public_access_enabled": web_public_access_enabled(ctx.state, realm),
         "realm_enable_spectator_access": s.enable_spectator_access,
+        "realm_can_create_public_channel_group": shapes::group_setting(&realm.group_setting(
+            &s.can_create_public_channel_group,
+            crate::state::SystemGroup::Members,
+        )),
+        "realm_can_create_private_channel_group": shapes::group_setting(&realm.group_setting(
+            &s.can_create_private_channel_group,
+            crate::state::SystemGroup::Members,
+        )),
+        "realm_can_create_web_public_channel_group": shapes::group_setting(&realm.group_setting(
+            &s.can_create_web_public_channel_group,
+            crate::state::SystemGroup::Moderators,
+        )),
         "realm_presence_disabled": false,
         "realm_mandatory_topics": false,
         "realm_inline_image_preview": true,

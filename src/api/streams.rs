@@ -219,7 +219,7 @@ fn changes(
         };
         if web_public && !channel.is_web_public {
             let realm = s.realms.get(&channel.realm).expect("a channel's realm exists");
-            if let Some(why) = access::web_public_refusal(&realm, me) {
+            if let Some(why) = access::web_public_refusal(s, &realm, me) {
                 return refuse(why);
             }
         }

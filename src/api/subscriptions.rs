@@ -350,7 +350,8 @@ fn new_channel(
     k: usize,
     now: i64,
 ) -> ApiResult<Channel> {
-    if let Some(why) = access::create_channel_refusal(realm, me, c.invite_only, c.is_web_public) {
+    if let Some(why) = access::create_channel_refusal(s, realm, me, c.invite_only, c.is_web_public)
+    {
         return Err(ApiError::bad_request(why));
     }
     if c.is_default && !me.role.is_admin() {

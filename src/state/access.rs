@@ -228,41 +228,56 @@ pub fn may_delete_message(
     sender == user.id && has_permission(state, user, &channel.permissions.can_delete_own_message)
 }
 
-/// Why `user` may not make a channel web-public in `realm`, if they may not.
-pub fn web_public_refusal(realm: &Realm, user: &User) -> Option<&'static str> {
+/// Why `user` may not make a channel web-public in `realm`, if they may not:
+/// the realm must allow spectators, and the user must be in its
+/// `can_create_web_public_channel_group`.
+pub fn web_public_refusal(state: &State, realm: &Realm, user: &User) -> Option<&'static str> {
     if !realm.settings.enable_spectator_access {
         return Some("Web-public channels are not enabled.");
     }
-    if user.role > Role::Moderator {
+    let who = realm.group_setting(
+        &realm.settings.can_create_web_public_channel_group,
+        SystemGroup::Moderators,
+    );
+    if !has_permission(state, user, &who) {
         return Some("Insufficient permission to create web-public channels");
     }
     None
 }
 
-/// Whether `user` may create a channel: public and private channels need a
-/// member (not a guest); a web-public channel needs an organization that
-/// allows spectators (`enable_spectator_access`) and a moderator or above
-/// (Zulip's default `can_create_web_public_channel_group`).
+/// Whether `user` may create a channel of this kind, by the realm's
+/// who-may-create settings (`can_create_public_channel_group`,
+/// `can_create_private_channel_group`, both members by default; web-public
+/// channels as `web_public_refusal` says, and never private).
 pub fn create_channel_refusal(
+    state: &State,
     realm: &Realm,
     user: &User,
     invite_only: bool,
     is_web_public: bool,
 ) -> Option<&'static str> {
     if is_web_public {
-        if let Some(why) = web_public_refusal(realm, user) {
+        if let Some(why) = web_public_refusal(state, realm, user) {
             return Some(why);
         }
         if invite_only {
             return Some("A web-public channel cannot be private.");
         }
+        return None;
     }
-    if user.role == Role::Guest {
-        return Some(if invite_only {
-            "Insufficient permission to create private channels"
-        } else {
-            "Insufficient permission to create channels"
-        });
+    let (setting, why) = if invite_only {
+        (
+            &realm.settings.can_create_private_channel_group,
+            "Insufficient permission to create private channels",
+        )
+    } else {
+        (
+            &realm.settings.can_create_public_channel_group,
+            "Insufficient permission to create channels",
+        )
+    };
+    if !has_permission(state, user, &realm.group_setting(setting, SystemGroup::Members)) {
+        return Some(why);
     }
     None
 }

@@ -88,6 +88,14 @@ pub struct RealmSettings {
     /// visitors may register without credentials and see the realm's
     /// web-public channels. Zulip's default is off.
     pub enable_spectator_access: bool,
+    /// Who may create public channels; `None` = Zulip's default,
+    /// `role:members`.
+    pub can_create_public_channel_group: Option<GroupSetting>,
+    /// Who may create private channels; `None` = `role:members`.
+    pub can_create_private_channel_group: Option<GroupSetting>,
+    /// Who may create (or make) web-public channels, where spectators are
+    /// allowed at all; `None` = `role:moderators`.
+    pub can_create_web_public_channel_group: Option<GroupSetting>,
 }
 
 impl Default for RealmSettings {
@@ -110,6 +118,9 @@ impl Default for RealmSettings {
             move_messages_within_stream_limit_seconds: Some(7 * 24 * 3600),
             move_messages_between_streams_limit_seconds: Some(7 * 24 * 3600),
             enable_spectator_access: false,
+            can_create_public_channel_group: None,
+            can_create_private_channel_group: None,
+            can_create_web_public_channel_group: None,
         }
     }
 }
