@@ -80,7 +80,9 @@ tmux new-session -d -s "$session" -x 160 -y 45 \
     "cd '$work' && HOME='$work' $env_clean '$PWD/$venv/bin/zulip-term' -c '$work/zuliprc'; echo \$? > '$work/zt-exit'; sleep 600"
 
 wait_for "King Hamlet (hamlet@natter.test) - Natter Dev" "the title bar"
-wait_for "# general" "the channel list"
+# The dev realm's `general` is web-public (spectator access), which
+# zulip-term marks with ⊚ instead of #.
+wait_for "⊚ general" "the channel list"
 wait_for "# Denmark" "the channel list"
 wait_for "Welcome to Natter Dev!" "the seeded message"
 echo "zulip-term: started; title bar, channels and the seeded message shown"
