@@ -78,7 +78,7 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
             events
         }
         Mutation::Subscribe { channel, subscribers } => subscribe(state, *channel, subscribers),
-        Mutation::SendMessage(new) => send_message(state, new),
+        Mutation::SendMessage(new) => send_message(state, new, &[]),
         Mutation::AddReaction { message, reaction } => react(state, *message, reaction, true),
         Mutation::RemoveReaction { message, reaction } => react(state, *message, reaction, false),
         Mutation::DeleteMessages { messages, by } => delete_messages(state, messages, *by),
@@ -126,7 +126,7 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         Mutation::DeleteScheduled { id } => vec![unschedule(state, *id)],
         Mutation::DeliverScheduled { id, message } => {
             let removed = unschedule(state, *id);
-            let mut events = send_message(state, message);
+            let mut events = send_message(state, message, &[]);
             events.push(removed);
             events
         }
@@ -142,6 +142,17 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
             let event = json!({"type": "scheduled_messages", "op": "update", "scheduled_message": s.to_api()});
             vec![Event::Broadcast { audience: Audience::Users(vec![s.sender]), event }]
         }
+        Mutation::CreateSystemBots(bots) => {
+            for bot in bots {
+                assert!(state.users.get(&bot.id).is_none(), "apply: user {} exists", bot.id);
+                assert!(state.realms.contains(&bot.realm), "apply: no realm {}", bot.realm);
+                assert!(bot.is_system_bot(), "apply: user {} is not a system bot", bot.id);
+                state.ids.claim(IdKind::User, bot.id.0);
+                state.index_user(bot.clone());
+            }
+            Vec::new()
+        }
+        Mutation::SendNotice { message, read_by } => send_message(state, message, read_by),
     }
 }
 
@@ -172,7 +183,9 @@ fn subscribe(
     vec![Event::SubscriptionAdd { channel, users: subscribers.iter().map(|(u, _)| *u).collect() }]
 }
 
-fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
+/// Delivers a message; the copies of `read_by` (and the sender's, per
+/// `read_by_sender`) start read.
+fn send_message(state: &State, new: &NewMessage, read_by: &[UserId]) -> Vec<Event> {
     let message = &new.message;
     assert!(!state.messages.contains(&message.id), "apply: message {} exists", message.id);
     state.ids.claim(IdKind::Message, message.id.0);
@@ -205,7 +218,7 @@ fn send_message(state: &State, new: &NewMessage) -> Vec<Event> {
     let (alerts, mutes) = (!settings.alert_words.is_empty(), !settings.muted_users.is_empty());
     for user in audience {
         let mut flags = Flags::default();
-        if user == message.sender && new.read_by_sender {
+        if (user == message.sender && new.read_by_sender) || read_by.contains(&user) {
             flags = flags.with(Flags::READ);
         }
         if new.mentioned.contains(&user) {

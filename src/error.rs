@@ -111,6 +111,27 @@ impl ApiError {
         Self::new(400, "REACTION_ALREADY_EXISTS", "Reaction already exists.")
     }
 
+    /// 400 `MOVE_MESSAGES_TIME_LIMIT_EXCEEDED`: only the newest `allowed`
+    /// of the topic's `total` messages may still be moved, from `first`
+    /// on.
+    pub fn move_time_limit(
+        first: Option<crate::state::MessageId>,
+        total: usize,
+        allowed: usize,
+    ) -> Self {
+        Self::new(
+            400,
+            "MOVE_MESSAGES_TIME_LIMIT_EXCEEDED",
+            format!(
+                "You only have permission to move the {allowed}/{total} most recent messages \
+                 in this topic."
+            ),
+        )
+        .with("first_message_id_allowed_to_move", first.map(|id| id.0))
+        .with("total_messages_in_topic", total)
+        .with("total_messages_allowed_to_move", allowed)
+    }
+
     /// 400 `REACTION_DOES_NOT_EXIST`.
     pub fn reaction_missing() -> Self {
         Self::new(400, "REACTION_DOES_NOT_EXIST", "Reaction doesn't exist.")

@@ -24,6 +24,7 @@
 //! - `entropy` — the clock and random tokens, used before logging.
 //! - `realm_create` — `natter realm create`: a realm and its first owner.
 //! - `seed` — mutation builders and the `--dev` seed.
+//! - `system_bots` — each realm's Notification and Welcome Bot accounts.
 //! - `scheduler` — sends scheduled messages when they fall due (the one
 //!   reader of the clock for delivery; it commits, `apply` never decides).
 //! - `error` — Zulip-shaped API errors.
@@ -47,5 +48,6 @@ pub mod scheduler;
 pub mod seed;
 pub mod server;
 pub mod state;
+pub mod system_bots;
 #[cfg(test)]
 pub(crate) mod testkit;

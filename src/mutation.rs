@@ -177,6 +177,19 @@ pub enum Mutation {
     /// A message's content is edited and/or messages are moved to another
     /// topic or channel.
     EditMessage(MessageEdit),
+    /// A realm's system bots are created (`state::system_bots`): generic
+    /// bots with no owner and no API key. No event: clients know them only
+    /// from register's `cross_realm_bots`.
+    CreateSystemBots(Vec<User>),
+    /// A message the server posts as a system bot because of a user's
+    /// action (topic-move and resolved-topic notices): delivered like any
+    /// message, and already read for the recipients in `read_by`.
+    SendNotice {
+        /// The message (its sender is a system bot).
+        message: NewMessage,
+        /// Recipients whose copy starts read.
+        read_by: Vec<UserId>,
+    },
 }
 
 /// One change to a channel's properties.

@@ -51,7 +51,10 @@ pub fn create(
                 unreachable!()
             };
             let owner = user.clone();
-            Ok((Mutation::Batch(vec![realm, Mutation::CreateUser(user)]), owner))
+            // And the realm's system bots (Notification Bot, Welcome Bot).
+            let bots = crate::system_bots::missing(s, r.id, user.id.0 + 1, now);
+            let parts = vec![realm, Mutation::CreateUser(user), Mutation::CreateSystemBots(bots)];
+            Ok((Mutation::Batch(parts), owner))
         })
         .map_err(|e| e.msg)
 }

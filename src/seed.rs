@@ -194,6 +194,9 @@ pub fn seed_dev(app: &App) -> ApiResult<Vec<Credential>> {
         seed_realm(app, "", "Natter Dev", "natter.test", DEV_USERS, DEV_CHANNELS, true)?;
         seed_realm(app, "lear", "Lear & Co.", "lear.test", LEAR_USERS, LEAR_CHANNELS, false)?;
     }
+    // Their Notification and Welcome Bots (after the seeded accounts, so
+    // those keep their ids).
+    crate::system_bots::ensure(app)?;
     let mut out = Vec::new();
     for realm in [app.state.realm_by_subdomain(""), app.state.realm_by_subdomain("lear")]
         .into_iter()

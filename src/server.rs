@@ -74,14 +74,18 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
     };
     let committer =
         Committer::new(Arc::clone(&state), Arc::new(wal), durable, Arc::clone(&hub), policy);
-    Ok(Arc::new(App {
+    let app = Arc::new(App {
         state,
         committer,
         hub,
         config,
         bound: OnceLock::new(),
         _data_dir_lock: report.lock,
-    }))
+    });
+    // Realms from before system bots existed get theirs now.
+    crate::system_bots::ensure(&app)
+        .map_err(|e| format!("creating the system bots failed: {}", e.msg))?;
+    Ok(app)
 }
 
 /// The event queues' clock, a plain OS thread that sleeps: heartbeats for

@@ -228,9 +228,12 @@ fn edit_refusals() {
     invalid(&server.client("king@lear.test").with_host("lear.localhost"), id);
     invalid(&hamlet, 999_999);
     assert_eq!(get(&hamlet, secret)["subject"], "t");
-    // Notification-bot posts are not implemented: the parameters say so.
+    // The notification parameters are understood (and must be booleans).
     let r = patch(&hamlet, id, &[("topic", "u"), ("send_notification_to_old_thread", "true")]).ok();
-    assert_eq!(r["ignored_parameters_unsupported"], json!(["send_notification_to_old_thread"]));
+    assert!(r.get("ignored_parameters_unsupported").is_none());
+    let e = patch(&hamlet, id, &[("topic", "v"), ("send_notification_to_new_thread", "maybe")])
+        .err(400, "BAD_REQUEST");
+    assert!(e["msg"].as_str().unwrap().contains("send_notification_to_new_thread"), "{e}");
 }
 
 #[test]
@@ -283,15 +286,17 @@ fn moved_messages_are_found_under_their_new_topic_and_channel() {
     };
     assert_eq!(in_topic("Denmark", "old place"), [a, b]);
 
-    patch(&hamlet, a, &[("topic", "new place"), ("propagate_mode", "change_all")]).ok();
+    // (Without the Notification Bot's notices, which have their own tests.)
+    let quiet = ("send_notification_to_new_thread", "false");
+    patch(&hamlet, a, &[("topic", "new place"), ("propagate_mode", "change_all"), quiet]).ok();
     assert_eq!(in_topic("Denmark", "old place"), Vec::<u64>::new());
     assert_eq!(in_topic("Denmark", "new place"), [a, b]);
     let denmark = get(&hamlet, a)["stream_id"].as_u64().unwrap();
     assert!(topics(denmark).contains(&"new place".to_owned()));
     assert!(!topics(denmark).contains(&"old place".to_owned()));
 
-    patch(&hamlet, b, &[("stream_id", &general.to_string()), ("propagate_mode", "change_one")])
-        .ok();
+    let to_general = general.to_string();
+    patch(&hamlet, b, &[("stream_id", &to_general), ("propagate_mode", "change_one"), quiet]).ok();
     assert_eq!(in_topic("Denmark", "new place"), [a]);
     assert_eq!(in_topic("general", "new place"), [b]);
     assert!(topics(general).contains(&"new place".to_owned()));

@@ -103,13 +103,21 @@ fn check_role_change(state: &State, caller: &User, target: &User, new: Role) -> 
 /// A user of the caller's realm by the path segment: an id, else an email
 /// (the real one if the caller may see it, or the API email).
 fn target_by_path(app: &App, call: &Call) -> ApiResult<User> {
+    // System bots are nobody's to edit.
+    user_by_path(app, call)?
+        .filter(|u| !u.is_system_bot())
+        .ok_or_else(|| ApiError::bad_request("No such user"))
+}
+
+/// `target_by_path`'s look-up, system bots included.
+fn user_by_path(app: &App, call: &Call) -> ApiResult<Option<User>> {
     let segment = call.path.first().map(String::as_str).unwrap_or("");
     let me = call.caller();
     let user = match segment.parse::<u64>() {
         Ok(id) => app.state.user_in_realm(me.realm, UserId(id)),
         Err(_) => find_by_email(&app.state, me, segment),
     };
-    user.ok_or_else(|| ApiError::bad_request("No such user"))
+    Ok(user)
 }
 
 /// A user by email as `viewer` may address them: the API email always,
@@ -186,8 +194,9 @@ pub fn update_user(app: &App, call: &mut Call) -> ApiResult<Reply> {
 /// Deactivation of `target` by `me` (checked under the writer lock): the
 /// account and the bots it owns.
 fn deactivation(s: &State, me: &User, target: UserId) -> ApiResult<Mutation> {
-    let target =
-        s.user_in_realm(me.realm, target).ok_or_else(|| ApiError::bad_request("No such user"))?;
+    let target = s
+        .account_in_realm(me.realm, target)
+        .ok_or_else(|| ApiError::bad_request("No such user"))?;
     if !target.is_active {
         return Err(ApiError::bad_request("User is already deactivated"));
     }
@@ -234,8 +243,9 @@ pub fn reactivate(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let me = call.caller().clone();
     require_admin(&me)?;
     app.committer.commit(|s| {
-        let target =
-            s.user_in_realm(me.realm, id).ok_or_else(|| ApiError::bad_request("No such user"))?;
+        let target = s
+            .account_in_realm(me.realm, id)
+            .ok_or_else(|| ApiError::bad_request("No such user"))?;
         if target.is_active {
             return Err(ApiError::bad_request("User is already active"));
         }
@@ -410,7 +420,7 @@ fn managed_bot(app: &App, call: &Call) -> ApiResult<User> {
     let me = call.caller();
     let bot = app
         .state
-        .user_in_realm(me.realm, id)
+        .account_in_realm(me.realm, id)
         .filter(User::is_bot)
         .ok_or_else(|| ApiError::bad_request("No such bot"))?;
     if !(me.role.is_admin() || bot.bot_owner == Some(me.id)) {
@@ -473,6 +483,6 @@ pub fn regenerate_bot_key(app: &App, call: &mut Call) -> ApiResult<Reply> {
 /// `GET /users/{email}`: `users::get_one` resolves a non-numeric path
 /// segment here.
 pub fn user_by_path_email(app: &App, call: &Call, options: UserOptions) -> ApiResult<Reply> {
-    let user = target_by_path(app, call)?;
+    let user = user_by_path(app, call)?.ok_or_else(|| ApiError::bad_request("No such user"))?;
     Ok(reply! { "user" => json::user(&app.state, call.caller(), &user, options) })
 }

@@ -17,6 +17,7 @@ pub fn dev_fetch_api_key(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let user = app
         .state
         .user_by_delivery_email(call.realm.id, &username)
+        .filter(|u| !u.is_system_bot())
         .ok_or_else(ApiError::authentication_failed)?;
     if !user.is_active {
         return Err(ApiError::user_deactivated());

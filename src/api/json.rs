@@ -21,6 +21,18 @@ pub struct UserOptions {
     pub include_custom_profile_fields: bool,
 }
 
+/// The realm string Zulip's system bots belong to (`sender_realm_str`).
+pub const SYSTEM_BOT_REALM: &str = "zulipinternal";
+
+/// A `cross_realm_bots` entry of register: the User resource plus
+/// `is_system_bot`.
+pub fn system_bot(state: &State, viewer: &User, bot: &User, client_gravatar: bool) -> Value {
+    let options = UserOptions { client_gravatar, include_custom_profile_fields: false };
+    let mut out = user(state, viewer, bot, options);
+    out["is_system_bot"] = json!(true);
+    out
+}
+
 /// A User resource as `viewer` may see it.
 pub fn user(state: &State, viewer: &User, user: &User, options: UserOptions) -> Value {
     let sees_email = can_see_email(state, viewer, user);
@@ -103,7 +115,10 @@ pub fn message(
     out.insert("sender_id".into(), json!(sender.id.0));
     out.insert("sender_email".into(), json!(state.api_email(&sender)));
     out.insert("sender_full_name".into(), json!(sender.full_name));
-    out.insert("sender_realm_str".into(), json!(realm.string_id));
+    // System bots report Zulip's internal realm, as its cross-realm bots
+    // do: clients recognise them by it.
+    let sender_realm = if sender.is_system_bot() { SYSTEM_BOT_REALM } else { &realm.string_id };
+    out.insert("sender_realm_str".into(), json!(sender_realm));
     out.insert(
         "avatar_url".into(),
         avatar_url(&sender, options.client_gravatar && can_see_email(state, viewer, &sender)),

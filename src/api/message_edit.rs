@@ -15,9 +15,17 @@
 //! `propagate_mode` takes along the topic's other messages (`change_later`:
 //! from this one on; `change_all`: all). Resolving or unresolving a topic
 //! (the `✔ ` prefix) is not a move: `last_moved_timestamp` stays.
-//! Notification-bot posts to the old and new thread are not implemented:
-//! `send_notification_to_old_thread` / `…_new_thread` are reported back in
-//! `ignored_parameters_unsupported`.
+//!
+//! A `change_all` move (not a resolve) by someone below moderator must be
+//! allowed for every message of the topic, as Zulip checks: the applicable
+//! move time limit (the stricter of the two when both topic and channel
+//! change, plus Zulip's 20-second grace) against each message they can see
+//! in the topic; otherwise `MOVE_MESSAGES_TIME_LIMIT_EXCEEDED` says how many
+//! of the newest messages they may move.
+//!
+//! The Notification Bot's notices (`send_notification_to_old_thread`,
+//! `…_new_thread`, resolved-topic notices) are built in `move_notices.rs`
+//! and logged in one `Batch` with the edit.
 
 use serde_json::{json, Map, Value};
 
@@ -25,6 +33,7 @@ use super::mentions::{self, Visible};
 use super::messages::{
     check_topic_policy, find_channel, normalize_content, normalize_topic, ChannelRef,
 };
+use super::move_notices::{self, Move};
 use super::reactions::visible_message;
 use super::{App, Call, Reply};
 use crate::entropy;
@@ -39,7 +48,11 @@ use crate::state::{
 };
 
 /// The prefix of a resolved topic.
-pub const RESOLVED_TOPIC_PREFIX: &str = "✔ ";
+pub const RESOLVED_TOPIC_PREFIX: &str = move_notices::RESOLVED_TOPIC_PREFIX;
+
+/// Seconds Zulip adds to the move time limits (clients offer an edit a
+/// little past the limit; the request may also be slow).
+pub const MOVE_LIMIT_GRACE_SECONDS: i64 = 20;
 
 /// What a PATCH asks for, decoded.
 struct Request {
@@ -48,6 +61,17 @@ struct Request {
     topic: Option<String>,
     channel: Option<ChannelId>,
     mode: PropagateMode,
+    notify_old: bool,
+    notify_new: bool,
+    /// The realm's URL, for links in the notices.
+    realm_url: String,
+}
+
+/// What a PATCH does: the edit and the Notification Bot's notices.
+#[derive(Debug)]
+struct Plan {
+    edit: MessageEdit,
+    notices: Vec<Mutation>,
 }
 
 /// `PATCH /messages/{message_id}`: edit content, move to a topic or channel.
@@ -64,6 +88,9 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
         Some(mode) => PropagateMode::parse(&mode)
             .ok_or_else(|| ApiError::invalid("propagate_mode", "not a propagate mode"))?,
     };
+    // Zulip's defaults: tell the new place, not the old one.
+    let notify_old = call.params.bool_or("send_notification_to_old_thread", false)?;
+    let notify_new = call.params.bool_or("send_notification_to_new_thread", true)?;
     if content.is_none() && topic.is_none() && channel.is_none() {
         return Err(ApiError::bad_request("Nothing to change"));
     }
@@ -84,7 +111,8 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
         Some(id) => Some(ChannelId(id as u64)),
         None => None,
     };
-    let request = Request { id, content, topic, channel, mode };
+    let realm_url = super::realm::realm_url(app, &call.realm);
+    let request = Request { id, content, topic, channel, mode, notify_old, notify_new, realm_url };
     let now = entropy::now();
     // Nothing to change (the same topic, the same channel, the same
     // content) succeeds without writing anything.
@@ -92,7 +120,13 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
         return Ok(reply! { "detached_uploads" => Vec::<Value>::new() });
     }
     app.committer.commit(|state| match plan(state, &editor, &request, now)? {
-        Some(edit) => Ok((Mutation::EditMessage(edit), ())),
+        Some(Plan { edit, notices }) if notices.is_empty() => Ok((Mutation::EditMessage(edit), ())),
+        // The notices go in the move's record: all of it or nothing.
+        Some(Plan { edit, notices }) => {
+            let mut parts = vec![Mutation::EditMessage(edit)];
+            parts.extend(notices);
+            Ok((Mutation::Batch(parts), ()))
+        }
         None => Err(ApiError::bad_request("Nothing to change")),
     })?;
     Ok(reply! { "detached_uploads" => Vec::<Value>::new() })
@@ -100,7 +134,7 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
 
 /// Checks the request against state and works out the edit; `None` if it
 /// changes nothing.
-fn plan(state: &State, editor: &User, req: &Request, now: i64) -> ApiResult<Option<MessageEdit>> {
+fn plan(state: &State, editor: &User, req: &Request, now: i64) -> ApiResult<Option<Plan>> {
     let message = visible_message(state, editor, req.id)?;
     let realm = state
         .realms
@@ -128,6 +162,8 @@ fn plan(state: &State, editor: &User, req: &Request, now: i64) -> ApiResult<Opti
             ));
         }
     }
+    // (from, from topic, to, to topic) of a move.
+    let mut place: Option<(crate::state::Channel, String, crate::state::Channel, String)> = None;
     let (moved, new_topic, new_channel, counts_as_move) = match &message.destination {
         Destination::Direct { .. } => {
             if req.topic.is_some() {
@@ -206,6 +242,29 @@ fn plan(state: &State, editor: &User, req: &Request, now: i64) -> ApiResult<Opti
                 let moved = topic_messages(state, &message, *channel, topic, req.mode);
                 let resolve_only = target.is_none()
                     && new_topic.as_deref().is_some_and(|new| is_resolve_toggle(topic, new));
+                let from = state.channels.get(channel).expect("message's channel exists");
+                if req.mode == PropagateMode::ChangeAll && !moderator && !resolve_only {
+                    let limit = |changes: bool, limit: Option<u32>| {
+                        limit.filter(|_| changes).map(|l| i64::from(l) + MOVE_LIMIT_GRACE_SECONDS)
+                    };
+                    let deadline = [
+                        limit(
+                            new_topic.is_some(),
+                            settings.move_messages_within_stream_limit_seconds,
+                        ),
+                        limit(
+                            target.is_some(),
+                            settings.move_messages_between_streams_limit_seconds,
+                        ),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .min();
+                    if let Some(deadline) = deadline {
+                        check_topic_age(state, editor, &from, topic, deadline, now)?;
+                    }
+                }
+                place = Some((from, topic.clone(), dest, dest_topic));
                 (moved, new_topic, target.map(|c| c.id), !resolve_only)
             }
         }
@@ -234,7 +293,28 @@ fn plan(state: &State, editor: &User, req: &Request, now: i64) -> ApiResult<Opti
     if content.is_none() && moved.is_empty() {
         return Ok(None);
     }
-    Ok(Some(MessageEdit {
+    let notices = match &place {
+        Some((from, from_topic, to, to_topic)) if !moved.is_empty() => {
+            let m = Move {
+                editor,
+                message: message.id,
+                from,
+                from_topic,
+                to,
+                to_topic,
+                moved: &moved,
+                mode: req.mode,
+                content_edited: content.is_some(),
+                notify_old: req.notify_old,
+                notify_new: req.notify_new,
+                now,
+                realm_url: &req.realm_url,
+            };
+            move_notices::notices(state, &m)
+        }
+        _ => Vec::new(),
+    };
+    let edit = MessageEdit {
         message: message.id,
         editor: editor.id,
         timestamp: now,
@@ -244,7 +324,36 @@ fn plan(state: &State, editor: &User, req: &Request, now: i64) -> ApiResult<Opti
         moved,
         counts_as_move,
         propagate_mode: req.mode,
-    }))
+    };
+    Ok(Some(Plan { edit, notices }))
+}
+
+/// Zulip's check of a `change_all` move against the time limit: every
+/// message of the topic the editor can see (all of it where they may read
+/// the channel's history, else the ones delivered to them) must be younger
+/// than `deadline` seconds.
+fn check_topic_age(
+    state: &State,
+    editor: &User,
+    channel: &crate::state::Channel,
+    topic: &str,
+    deadline: i64,
+    now: i64,
+) -> ApiResult<()> {
+    let ids = state.by_topic.get(&(channel.id, topic.to_lowercase())).unwrap_or_default();
+    let whole_history = access::can_read_history(editor, channel);
+    let mut seen: Vec<(i64, MessageId)> = ids
+        .into_iter()
+        .filter(|id| whole_history || state.flags(editor.id, *id).is_some())
+        .filter_map(|id| state.messages.read(&id, |m| (m.timestamp, id)))
+        .collect();
+    let total = seen.len();
+    seen.retain(|(sent, _)| now.saturating_sub(*sent) < deadline);
+    seen.sort();
+    match seen.first() {
+        Some(_) if seen.len() == total => Ok(()),
+        first => Err(ApiError::move_time_limit(first.map(|(_, id)| *id), total, seen.len())),
+    }
 }
 
 fn realm_setting(
@@ -255,8 +364,9 @@ fn realm_setting(
     realm.group_setting(value, default)
 }
 
+/// Past a move time limit (with Zulip's grace).
 fn over(age: i64, limit: Option<u32>) -> bool {
-    limit.is_some_and(|limit| age > i64::from(limit))
+    limit.is_some_and(|limit| age > i64::from(limit) + MOVE_LIMIT_GRACE_SECONDS)
 }
 
 /// Whether going from `old` to `new` only adds or removes the resolved

@@ -15,6 +15,7 @@ pub mod json;
 pub mod mentions;
 pub mod message_edit;
 pub mod messages;
+pub mod move_notices;
 pub mod passwords;
 pub mod personal;
 pub mod presence;

@@ -230,7 +230,12 @@ fn spectator_register(app: &App, call: &mut Call) -> ApiResult<Reply> {
             |users: Vec<&User>| user_json::users_array(state, None, users.into_iter(), public);
         call.raw_fields.push(("realm_users".into(), list(active)));
         call.raw_fields.push(("realm_non_active_users".into(), list(inactive)));
-        insert(&mut out, "cross_realm_bots", json!([]));
+        let bots: Vec<Value> = state
+            .system_bots(realm.id)
+            .iter()
+            .map(|b| shapes::system_bot(state, &viewer, b, false))
+            .collect();
+        insert(&mut out, "cross_realm_bots", json!(bots));
     }
     if options.wants("subscription") {
         let web_public: Vec<Value> = state
@@ -496,8 +501,14 @@ fn realm_user_section(ctx: &Ctx, out: &mut Reply, raw: &mut RawFields) {
     raw.push(("realm_users".into(), list(active)));
     raw.push(("realm_non_active_users".into(), list(inactive)));
     let me = ctx.user;
+    let bots: Vec<Value> = ctx
+        .state
+        .system_bots(ctx.realm.id)
+        .iter()
+        .map(|b| shapes::system_bot(ctx.state, me, b, options.client_gravatar))
+        .collect();
     let fields = json!({
-        "cross_realm_bots": [],
+        "cross_realm_bots": bots,
         "user_id": me.id.0,
         "email": ctx.state.api_email(me),
         "delivery_email": me.delivery_email,

@@ -22,6 +22,8 @@
 pub mod emoji;
 mod zulip;
 
+pub use zulip::hash_encode;
+
 use std::collections::BTreeSet;
 
 use pulldown_cmark::{html, CodeBlockKind, CowStr, Event, Options, Parser, Tag, TagEnd};

@@ -236,7 +236,7 @@ pub(super) fn emoji_span(code: &str, name: &str) -> String {
 
 /// Zulip's URL-fragment encoding: percent-encode everything but
 /// `A-Za-z0-9_-~`, then write `%` as `.` (so `.` itself becomes `.2E`).
-pub(super) fn hash_encode(s: &str) -> String {
+pub fn hash_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'~' {

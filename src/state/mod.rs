@@ -20,6 +20,7 @@ pub mod realm;
 pub mod scheduled;
 pub mod settings;
 pub mod shard;
+pub mod system_bots;
 pub mod users;
 
 use std::collections::BTreeMap;
@@ -272,9 +273,14 @@ impl State {
         self.users.get(&id).filter(|u| u.realm == realm)
     }
 
-    /// Every account of `realm`, by id.
+    /// Every account of `realm`, by id; the system bots (which clients see
+    /// as cross-realm bots, `system_bots.rs`) are not among them.
     pub fn realm_users(&self, realm: RealmId) -> Vec<User> {
-        self.users.collect_sorted(|_, u| u.realm == realm).into_iter().map(|(_, u)| u).collect()
+        self.users
+            .collect_sorted(|_, u| u.realm == realm && !u.is_system_bot())
+            .into_iter()
+            .map(|(_, u)| u)
+            .collect()
     }
 
     /// A channel of `realm` by id; `None` for other realms' channels.
