@@ -457,8 +457,50 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
             }
             other => panic!("harness cannot apply subscription {other}"),
         },
+        "update_message" => apply_update_message(state, event),
+        "delete_message" => {
+            if state.get("unread_msgs").is_some() {
+                remove_unread(&mut state["unread_msgs"], &ids_of(&event["message_ids"]));
+            }
+        }
         other => panic!("harness cannot apply `{other}` events: add an arm to apply_event"),
     }
+}
+
+/// An `update_message` move: the moved messages' unread entries follow
+/// them to their new channel and topic. (Content edits change nothing
+/// register fetches.)
+fn apply_update_message(state: &mut Value, event: &Value) {
+    let Some(orig_topic) = event.get("orig_subject").and_then(Value::as_str) else { return };
+    let Some(unread) = state.get_mut("unread_msgs") else { return };
+    let from = event["stream_id"].clone();
+    let to = event.get("new_stream_id").unwrap_or(&from).clone();
+    let topic = event.get("subject").and_then(Value::as_str).unwrap_or(orig_topic).to_owned();
+    let moved = ids_of(&event["message_ids"]);
+    let list = unread["streams"].as_array_mut().unwrap();
+    let mut taken = Vec::new();
+    for entry in list.iter_mut() {
+        if entry["stream_id"] == from && entry["topic"] == orig_topic {
+            let ids = ids_of(&entry["unread_message_ids"]);
+            let (go, stay): (Vec<u64>, Vec<u64>) = ids.into_iter().partition(|i| moved.contains(i));
+            taken.extend(go);
+            entry["unread_message_ids"] = json!(stay);
+        }
+    }
+    list.retain(|e| !e["unread_message_ids"].as_array().unwrap().is_empty());
+    if taken.is_empty() {
+        return;
+    }
+    match list.iter_mut().find(|e| e["stream_id"] == to && e["topic"] == topic.as_str()) {
+        Some(e) => {
+            let mut ids = ids_of(&e["unread_message_ids"]);
+            ids.extend(taken);
+            ids.sort();
+            e["unread_message_ids"] = json!(ids);
+        }
+        None => list.push(json!({"stream_id": to, "topic": topic, "unread_message_ids": taken})),
+    }
+    list.sort_by_key(|s| (s["stream_id"].as_u64(), s["topic"].as_str().map(str::to_owned)));
 }
 
 /// A `realm_user` `update`: one changed field of one person.
@@ -1083,4 +1125,41 @@ fn deactivation_ends_the_users_queues() {
     // Others keep theirs, and hear of the deactivation.
     let events = h.events(HAMLET, &bystander, -1);
     assert!(events.iter().any(|e| e["type"] == "realm_user" && e["person"]["is_active"] == false));
+}
+
+/// A topic move with both notices: the move, then the Notification Bot's
+/// messages (read for the mover); Othello's unread message follows the
+/// topic.
+#[test]
+fn message_move_with_notices() {
+    let h = Harness::new();
+    let params = |topic: &'static str| {
+        [("type", "stream"), ("to", "Denmark"), ("topic", topic), ("content", "x")]
+    };
+    let first = send(&h, HAMLET, &params("old")).to_string();
+    send(&h, OTHELLO, &params("old"));
+    let move_topic = move |h: &Harness| {
+        let p = [
+            ("topic", "new"),
+            ("propagate_mode", "change_all"),
+            ("send_notification_to_old_thread", "true"),
+        ];
+        call_path(h, HAMLET, api::message_edit::update, &[&first], &p);
+    };
+    let events =
+        h.verify_action(HAMLET, ALL, move_topic, &["update_message", "message", "message"]);
+    assert_eq!(events[1]["message"]["sender_email"], "notification-bot@zulip.com");
+    assert_eq!(events[1]["flags"], json!(["read"]));
+    // Othello hears of it too, with the notices unread.
+    let first = send(&h, HAMLET, &params("second")).to_string();
+    let events = h.verify_action(
+        OTHELLO,
+        ALL,
+        move |h: &Harness| {
+            let p = [("topic", "✔ second"), ("propagate_mode", "change_all")];
+            call_path(h, HAMLET, api::message_edit::update, &[&first], &p);
+        },
+        &["update_message", "message"],
+    );
+    assert_eq!(events[1]["flags"], json!(["read"]), "resolve notices arrive read by default");
 }

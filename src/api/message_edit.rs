@@ -647,6 +647,7 @@ fn lcs_ops<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<Op<'a>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::system_bots::SystemBot;
 
     #[test]
     fn html_diff_marks_changed_words() {
@@ -662,6 +663,120 @@ mod tests {
         let big_old = "<p>".to_owned() + &"x ".repeat(5000) + "</p>";
         let big_new = "<p>".to_owned() + &"y ".repeat(5000) + "</p>";
         assert!(html_diff(&big_old, &big_new).contains("highlight_text_inserted"));
+    }
+
+    /// A realm with its system bots, a member and a moderator in `pub`,
+    /// and three messages in `pub` > `t` (sent at 1000 + id).
+    fn move_world() -> (crate::testkit::World, User, User, crate::state::Channel, Vec<MessageId>) {
+        let mut w = crate::testkit::World::new();
+        let realm = w.realm("");
+        let first = w.state.ids.peek(crate::state::IdKind::User);
+        let bots = crate::system_bots::missing(&w.state, realm.id, first, 0);
+        w.apply(Mutation::CreateSystemBots(bots));
+        let member = w.user("", "m@t.test", Role::Member);
+        let moderator = w.user("", "mod@t.test", Role::Moderator);
+        let channel = w.channel("", "pub", false, &[&member, &moderator]);
+        let ids = (0..3).map(|k| w.post(&member, channel.id, "t", &format!("{k}"))).collect();
+        (w, member, moderator, channel, ids)
+    }
+
+    fn request(id: MessageId, topic: Option<&str>, mode: PropagateMode) -> Request {
+        Request {
+            id,
+            content: None,
+            topic: topic.map(str::to_owned),
+            channel: None,
+            mode,
+            notify_old: false,
+            notify_new: true,
+            realm_url: "http://t.test".into(),
+        }
+    }
+
+    fn sent(w: &crate::testkit::World, id: MessageId) -> i64 {
+        w.state.messages.get(&id).unwrap().timestamp
+    }
+
+    #[test]
+    fn change_all_moves_check_every_message_against_the_time_limit() {
+        let (w, member, moderator, _, ids) = move_world();
+        let limit = 7 * 24 * 3600 + MOVE_LIMIT_GRACE_SECONDS;
+        // The oldest message is exactly at the limit, the others inside it.
+        let now = sent(&w, ids[0]) + limit;
+        let all = request(ids[2], Some("u"), PropagateMode::ChangeAll);
+        let e = plan(&w.state, &member, &all, now).unwrap_err();
+        assert_eq!((e.status, e.code), (400, "MOVE_MESSAGES_TIME_LIMIT_EXCEEDED"));
+        assert_eq!(
+            e.msg,
+            "You only have permission to move the 2/3 most recent messages in this topic."
+        );
+        assert_eq!(
+            e.extra,
+            vec![
+                ("first_message_id_allowed_to_move", json!(ids[1].0)),
+                ("total_messages_in_topic", json!(3)),
+                ("total_messages_allowed_to_move", json!(2)),
+            ]
+        );
+        // One second earlier every message may move.
+        let planned = plan(&w.state, &member, &all, now - 1).unwrap().unwrap();
+        assert_eq!(planned.edit.moved, ids);
+        // Moderators are not limited; nor are other modes, nor resolving.
+        assert!(plan(&w.state, &moderator, &all, now).unwrap().is_some());
+        let later = request(ids[2], Some("u"), PropagateMode::ChangeLater);
+        assert_eq!(plan(&w.state, &member, &later, now).unwrap().unwrap().edit.moved, [ids[2]]);
+        let resolve = request(ids[2], Some("✔ t"), PropagateMode::ChangeAll);
+        assert!(plan(&w.state, &member, &resolve, now).unwrap().is_some());
+        // The named message itself past the limit: the per-message check.
+        let late = sent(&w, ids[2]) + limit + 1;
+        let e = plan(&w.state, &member, &all, late).unwrap_err();
+        assert_eq!(e.msg, "The time limit for editing this message's topic has passed");
+    }
+
+    /// The text of the notice a plan posts (its only one).
+    fn notice_text(notices: &[Mutation]) -> String {
+        match notices {
+            [Mutation::SendNotice { message, .. }] => message.message.content.clone(),
+            other => panic!("expected one notice, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn resolve_notices_and_their_undo() {
+        let (mut w, member, _, _, ids) = move_world();
+        let now = sent(&w, ids[2]) + 10;
+        let resolve = request(ids[0], Some("✔ t"), PropagateMode::ChangeAll);
+        let planned = plan(&w.state, &member, &resolve, now).unwrap().unwrap();
+        let by = format!("@_**m@t.test|{}**", member.id.0);
+        assert_eq!(
+            notice_text(&planned.notices),
+            format!("{by} has marked this topic as resolved.")
+        );
+        let mut parts = vec![Mutation::EditMessage(planned.edit)];
+        parts.extend(planned.notices);
+        w.apply(Mutation::Batch(parts));
+        let notice = MessageId(w.state.ids.peek(crate::state::IdKind::Message) - 1);
+        let bot = w.state.system_bot(member.realm, SystemBot::Notification).unwrap();
+        assert_eq!(w.state.messages.get(&notice).unwrap().sender, bot.id);
+        // Unresolving within the grace period deletes that notice…
+        let unresolve = request(ids[0], Some("t"), PropagateMode::ChangeAll);
+        let soon = plan(&w.state, &member, &unresolve, now + 60).unwrap().unwrap();
+        assert_eq!(
+            soon.notices,
+            vec![Mutation::DeleteMessages { messages: vec![notice], by: member.id }]
+        );
+        // …and later posts the "unresolved" notice.
+        let late = plan(&w.state, &member, &unresolve, now + 61).unwrap().unwrap();
+        assert_eq!(
+            notice_text(&late.notices),
+            format!("{by} has marked this topic as unresolved.")
+        );
+        // A move that is no resolve never deletes it.
+        let elsewhere = request(ids[0], Some("other"), PropagateMode::ChangeAll);
+        let moved = plan(&w.state, &member, &elsewhere, now + 1).unwrap().unwrap();
+        assert!(
+            notice_text(&moved.notices).starts_with("This topic was moved here from #**pub>✔ t**")
+        );
     }
 
     #[test]
