@@ -246,8 +246,20 @@ fn send_message(state: &State, new: &NewMessage, read_by: &[UserId]) -> Vec<Even
 }
 
 /// Adds or removes one reaction; the `reaction` event goes to everyone who
-/// can see the message.
+/// can see the message. Reacting to a channel message the user never
+/// received (readable through the channel's history) first gives them a
+/// historical, read entry, as Zulip creates a historical UserMessage row,
+/// so the message is among theirs from then on.
 fn react(state: &State, id: MessageId, reaction: &Reaction, add: bool) -> Vec<Event> {
+    if add && state.flags(reaction.user, id).is_none() {
+        let channel = state
+            .messages
+            .read(&id, |m| matches!(m.destination, Destination::Channel { .. }))
+            .unwrap_or(false);
+        if channel {
+            state.set_flags(reaction.user, id, Flags::READ.with(Flags::HISTORICAL));
+        }
+    }
     let same = |r: &Reaction| {
         r.user == reaction.user
             && r.reaction_type == reaction.reaction_type

@@ -544,6 +544,7 @@ fn announcing_a_new_channel() {
     let m = hamlet.get(&format!("/messages/{id}"), &[]).ok();
     assert_eq!(m["message"]["display_recipient"], "general");
     assert_eq!(m["message"]["subject"], "new channels");
+    assert_eq!(m["message"]["sender_email"], "notification-bot@zulip.com");
     assert!(m["raw_content"].as_str().unwrap().contains("#**news**"), "{m}");
 }
 

@@ -151,3 +151,46 @@ fn reactions_survive_a_restart() {
     let got = reactions(&server.client(HAMLET), id);
     assert_eq!(got[0]["emoji_code"], "1f419");
 }
+
+/// Reacting to a public channel's message one never received gives it a
+/// historical, read entry (Zulip's historical UserMessage row): the message
+/// is then among the user's messages, with those flags, as starring does.
+#[test]
+fn reacting_to_channel_history_makes_a_historical_entry() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let cordelia = server.client(CORDELIA); // not in Denmark
+    let id = send(&hamlet, "Denmark", "before you came");
+    let mine = |c: &Client| -> Vec<(u64, Value)> {
+        let params = [("anchor", "newest"), ("num_before", "20"), ("num_after", "0")];
+        c.get("/messages", &params).ok()["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["id"].as_u64().unwrap(), m["flags"].clone()))
+            .collect()
+    };
+    assert!(mine(&cordelia).iter().all(|(m, _)| *m != id), "not hers before");
+    let path = format!("/messages/{id}/reactions");
+    cordelia.post(&path, &[("emoji_name", "smile")]).ok();
+    let entry = mine(&cordelia).into_iter().find(|(m, _)| *m == id);
+    assert_eq!(entry, Some((id, json!(["read", "historical"]))));
+    // Taking the reaction back keeps the entry, as in Zulip; reacting again
+    // changes nothing more.
+    cordelia.request("DELETE", &path, &[("emoji_name", "smile")]).ok();
+    cordelia.post(&path, &[("emoji_name", "smile")]).ok();
+    let entry = mine(&cordelia).into_iter().find(|(m, _)| *m == id);
+    assert_eq!(entry, Some((id, json!(["read", "historical"]))));
+    // Starring it now keeps it historical.
+    let ids = format!("[{id}]");
+    cordelia
+        .post("/messages/flags", &[("messages", &ids), ("op", "add"), ("flag", "starred")])
+        .ok();
+    let entry = mine(&cordelia).into_iter().find(|(m, _)| *m == id).unwrap();
+    assert_eq!(entry.1, json!(["read", "starred", "historical"]));
+    // A subscriber's own copy is untouched by reacting.
+    let othello = server.client(OTHELLO);
+    othello.post(&path, &[("emoji_name", "heart")]).ok();
+    let theirs = mine(&othello).into_iter().find(|(m, _)| *m == id).unwrap();
+    assert_eq!(theirs.1, json!([]));
+}

@@ -394,7 +394,8 @@ fn new_channel(
 /// The "new channel" notice, posted by its creator to the realm's
 /// announcement channel (the public channel named `general`, else the
 /// oldest public default channel). Private channels are not announced.
-/// natter has no Notification Bot account, so the creator is the sender.
+/// The realm's Notification Bot posts it, as in Zulip (the creator, in a
+/// realm without one).
 fn announcement(
     s: &State,
     realm: &Realm,
@@ -428,7 +429,9 @@ fn announcement(
     let message = Message {
         id: MessageId(s.ids.peek(IdKind::Message)),
         realm: realm.id,
-        sender: me.id,
+        sender: s
+            .system_bot(realm.id, crate::state::system_bots::SystemBot::Notification)
+            .map_or(me.id, |bot| bot.id),
         recipient: target.recipient,
         destination: Destination::Channel { channel: target.id, topic: ANNOUNCE_TOPIC.to_owned() },
         content,
