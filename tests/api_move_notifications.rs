@@ -104,6 +104,18 @@ fn system_bots_are_cross_realm_bots_not_realm_users() {
         .err(400, "BAD_REQUEST");
     assert_eq!(e["msg"], "No such bot");
     iago.request("POST", &format!("/users/{bot_id}/reactivate"), &[]).err(400, "BAD_REQUEST");
+    // Nor subscribed to channels or put in groups.
+    let principals = format!("[{bot_id}]");
+    let e = iago
+        .post(
+            "/users/me/subscriptions",
+            &[("subscriptions", r#"[{"name": "general"}]"#), ("principals", &principals)],
+        )
+        .err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "No such user");
+    let group = [("name", "bots"), ("description", "d"), ("members", principals.as_str())];
+    let e = iago.post("/user_groups/create", &group).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], format!("Invalid user ID: {bot_id}"));
     let bots = iago.get("/bots", &[]).ok()["bots"].clone();
     assert!(!listed(&bots), "administrators do not manage system bots: {bots}");
     // Another realm has its own, with other ids.

@@ -46,7 +46,7 @@ pub fn parse(state: &State, realm: &Realm, name: &str, value: &Value) -> ApiResu
             for item in list("direct_members")? {
                 let id = item.as_u64().ok_or_else(|| ApiError::invalid(name, "not a user ID"))?;
                 let user = state
-                    .user_in_realm(realm.id, UserId(id))
+                    .account_in_realm(realm.id, UserId(id))
                     .filter(|u| u.is_active)
                     .ok_or_else(|| ApiError::bad_request(format!("Invalid user ID: {id}")))?;
                 members.insert(user.id);

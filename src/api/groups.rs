@@ -73,7 +73,7 @@ fn id_list(call: &mut Call, name: &str) -> ApiResult<Vec<u64>> {
 fn users(s: &State, me: &User, ids: &[u64]) -> ApiResult<Vec<UserId>> {
     ids.iter()
         .map(|id| {
-            s.user_in_realm(me.realm, UserId(*id))
+            s.account_in_realm(me.realm, UserId(*id))
                 .filter(|u| u.is_active)
                 .map(|u| u.id)
                 .ok_or_else(|| ApiError::bad_request(format!("Invalid user ID: {id}")))

@@ -99,7 +99,9 @@ fn resolve_principal(state: &State, realm: &Realm, value: &Value) -> ApiResult<U
             .or_else(|| state.user_by_delivery_email(realm.id, email.trim())),
         _ => None,
     };
-    user.filter(|u| u.is_active).ok_or_else(|| ApiError::bad_request("No such user"))
+    // System bots are nobody's to subscribe.
+    user.filter(|u| u.is_active && !u.is_system_bot())
+        .ok_or_else(|| ApiError::bad_request("No such user"))
 }
 
 /// `principals`: users by id or email (default: nobody given).
