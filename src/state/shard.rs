@@ -84,6 +84,10 @@ impl<K: Hash + Eq + Ord + Clone, V: Clone> Sharded<K, V> {
     /// Runs `f` on the value of `key` under a write lock; `None` if absent.
     pub fn update<R>(&self, key: &K, f: impl FnOnce(&mut V) -> R) -> Option<R> {
         let mut shard = self.shard(key).write();
+        if let Some(map) = Arc::get_mut(&mut shard) {
+            // No frozen copy holds the shard: the usual case.
+            return map.get_mut(key).map(f);
+        }
         if !shard.contains_key(key) {
             return None;
         }
