@@ -8,6 +8,7 @@
 //!
 //! Run: `cargo bench --bench snapshot -- --warm-up-time 1 --measurement-time 3`
 //! (`NATTER_BENCH_MESSAGES=1000000` for the 1M rows of docs/PERFORMANCE.md).
+//! It also prints the resident memory the built state added, per message.
 
 use std::time::{Duration, Instant};
 
@@ -86,15 +87,35 @@ fn build(messages: u64, users: u64) -> (State, Vec<Vec<u8>>) {
     (state, log)
 }
 
+/// Resident memory of this process, in bytes (Linux; 0 elsewhere).
+fn rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+    kb.unwrap_or(0) * 1024
+}
+
 fn bench(c: &mut Criterion) {
     let messages = env("NATTER_BENCH_MESSAGES", 200_000);
     let users = env("NATTER_BENCH_USERS", 10).max(1);
     let started = Instant::now();
+    let rss_before = rss();
     let (state, log) = build(messages, users);
+    // The records kept for the replay bench are not state: subtract their
+    // bytes plus ≈ 40 B each of `Vec` header and allocator overhead.
+    let log_bytes: usize = log.iter().map(|r| r.len() + 40).sum();
+    let state_bytes = rss().saturating_sub(rss_before).saturating_sub(log_bytes as u64);
     eprintln!(
-        "built {messages} messages from {users} users ({} records) in {:.1?}",
+        "built {messages} messages from {users} users ({} records) in {:.1?}; \
+         resident memory of the state ≈ {} MB = {} B per message \
+         (the kept log records, ≈ {} MB, subtracted)",
         log.len(),
-        started.elapsed()
+        started.elapsed(),
+        state_bytes / 1_000_000,
+        state_bytes / messages.max(1),
+        log_bytes / 1_000_000,
     );
     let label = |what: &str| format!("{what}/{}k msgs x {users} users", messages / 1_000);
     let mut group = c.benchmark_group("snapshot");
@@ -116,10 +137,11 @@ fn bench(c: &mut Criterion) {
     group.bench_function(label("decode"), |b| {
         b.iter_batched(|| (), |()| snapshot::decode(&bytes, path).unwrap(), BatchSize::PerIteration)
     });
+    let decoded = snapshot::decode(&bytes, path).unwrap();
     group.bench_function(label("from_image (rebuild maps and indexes)"), |b| {
-        b.iter_batched(|| image.clone(), State::from_image, BatchSize::PerIteration)
+        b.iter_batched(|| decoded.clone(), State::from_image, BatchSize::PerIteration)
     });
-    drop(image);
+    drop((image, decoded, bytes));
 
     group.throughput(Throughput::Elements(log.len() as u64));
     group.bench_function(label("replay (decode + apply every record)"), |b| {

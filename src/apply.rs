@@ -313,9 +313,6 @@ fn delete_messages(state: &State, ids: &[MessageId], by: UserId) -> Vec<Event> {
             audience.insert(i, by);
         }
         let holders = state.message_holders(&message);
-        for user in &holders {
-            state.user_messages.update(user, |m| m.remove(id));
-        }
         let first = state.unindex_message(&message, &holders);
         let mut event = json!({
             "type": "delete_message",
@@ -347,22 +344,14 @@ fn delete_messages(state: &State, ids: &[MessageId], by: UserId) -> Vec<Event> {
 fn update_flags(state: &State, change: &FlagsChange) -> Vec<Event> {
     let FlagsChange { user, add, flag, messages, historical } = change;
     assert!(state.users.contains(user), "apply: no user {user}");
-    let changed: Vec<(MessageId, Flags)> = state.user_messages.upsert(*user, |mine| {
+    state.user_messages.upsert(*user, |mine| {
         for id in historical {
-            mine.entry(*id).or_insert(Flags::READ.with(Flags::HISTORICAL));
+            mine.insert_if_absent(*id, Flags::READ.with(Flags::HISTORICAL));
         }
-        let mut changed = Vec::with_capacity(messages.len());
         for id in messages {
-            if let Some(flags) = mine.get_mut(id) {
-                *flags = if *add { flags.with(*flag) } else { flags.without(*flag) };
-                changed.push((*id, *flags));
-            }
+            mine.update(*id, |flags| flags.set(*flag, *add));
         }
-        changed
     });
-    for (id, flags) in changed {
-        state.note_flags(*user, id, flags);
-    }
     let name = flag.names().first().copied().unwrap_or("read");
     let op = if *add { "add" } else { "remove" };
     let mut event = serde_json::json!({
@@ -528,13 +517,11 @@ fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
     }
     if let Some(new) = &edit.content {
         for user in state.message_holders(&state.messages.get(&target).expect("just edited")) {
-            state.user_messages.update(&user, |rows| {
-                if let Some(flags) = rows.get_mut(&target) {
-                    *flags = flags
-                        .set(Flags::MENTIONED, new.mentioned.contains(&user))
-                        .set(Flags::STREAM_WILDCARD_MENTIONED, new.channel_wildcard)
-                        .set(Flags::TOPIC_WILDCARD_MENTIONED, new.topic_wildcard.contains(&user));
-                }
+            state.update_flags(user, target, |flags| {
+                flags
+                    .set(Flags::MENTIONED, new.mentioned.contains(&user))
+                    .set(Flags::STREAM_WILDCARD_MENTIONED, new.channel_wildcard)
+                    .set(Flags::TOPIC_WILDCARD_MENTIONED, new.topic_wildcard.contains(&user))
             });
         }
     }
@@ -621,17 +608,13 @@ fn move_rows(state: &State, message: &Message, new: &Channel) -> Vec<UserId> {
             || (!new.invite_only
                 && state.users.read(&user, |u| u.role != Role::Guest).unwrap_or(false));
         if !keeps {
-            state.user_messages.update(&user, |rows| rows.remove(&message.id));
-            // Gone from the user's messages: gone from their unread and
-            // starred sets too.
-            state.note_flags(user, message.id, Flags::READ);
+            // With the row go its unread and starred marks.
+            state.remove_row(user, message.id);
             lost.push(user);
         }
     }
     for user in &new.subscribers {
-        state.user_messages.upsert(*user, |rows| {
-            rows.entry(message.id).or_insert(Flags::READ);
-        });
+        state.add_row(*user, message.id, Flags::READ);
     }
     lost
 }

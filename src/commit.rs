@@ -224,8 +224,11 @@ impl Committer {
 }
 
 impl Shared {
-    /// Clones a consistent cut under the writer lock, then writes it with
-    /// no lock held. Runs on the snapshot thread.
+    /// Takes a consistent cut under the writer lock — `State::image`
+    /// freezes the copy-on-write shards and chunks, a few thousand pointer
+    /// copies whatever the size — then encodes and writes it with no lock
+    /// held, while writers copy only what they touch. Runs on the
+    /// snapshot thread.
     fn snapshot(&self) {
         let image = {
             let _writer = self.writer.lock().expect("writer lock poisoned");

@@ -188,13 +188,7 @@ fn unread_batch(
     loop {
         let chunk: Vec<MessageId> = state
             .user_messages
-            .read(&me.id, |m| {
-                m.range(cursor..)
-                    .filter(|(_, f)| !f.contains(Flags::READ))
-                    .take(BATCH)
-                    .map(|(id, _)| *id)
-                    .collect()
-            })
+            .read(&me.id, |m| m.unread().iter_from(cursor).take(BATCH).collect())
             .unwrap_or_default();
         for id in &chunk {
             if picked.len() == MAX_FLAG_MESSAGES {

@@ -78,8 +78,8 @@ impl Source {
             }
             Source::Recipient(r) => unknown(state.recipient_ids_before(*r, before, n)),
             Source::User(u) => known(state.user_entries_before(*u, before, n)),
-            Source::Unread(u) => unknown(set_before(&state.unread, *u, before, n)),
-            Source::Starred(u) => unknown(set_before(&state.starred, *u, before, n)),
+            Source::Unread(u) => unknown(state.unread_ids_before(*u, before, n)),
+            Source::Starred(u) => unknown(state.starred_ids_before(*u, before, n)),
             Source::Nothing => Vec::new(),
         }
     }
@@ -93,21 +93,11 @@ impl Source {
             }
             Source::Recipient(r) => unknown(state.recipient_ids_from(*r, from, n)),
             Source::User(u) => known(state.user_entries_from(*u, from, n)),
-            Source::Unread(u) => unknown(set_from(&state.unread, *u, from, n)),
-            Source::Starred(u) => unknown(set_from(&state.starred, *u, from, n)),
+            Source::Unread(u) => unknown(state.unread_ids_from(*u, from, n)),
+            Source::Starred(u) => unknown(state.starred_ids_from(*u, from, n)),
             Source::Nothing => Vec::new(),
         }
     }
-}
-
-type IdSets = crate::state::Sharded<UserId, std::collections::BTreeSet<MessageId>>;
-
-fn set_before(sets: &IdSets, user: UserId, before: MessageId, n: usize) -> Vec<MessageId> {
-    sets.read(&user, |s| s.range(..before).rev().take(n).copied().collect()).unwrap_or_default()
-}
-
-fn set_from(sets: &IdSets, user: UserId, from: MessageId, n: usize) -> Vec<MessageId> {
-    sets.read(&user, |s| s.range(from..).take(n).copied().collect()).unwrap_or_default()
 }
 
 /// The best index for a narrow, for `viewer`.
@@ -594,8 +584,7 @@ pub fn topics_for(
         // Protected history, or a channel whose metadata only is visible:
         // only topics of messages delivered to the caller.
         let mut newest: BTreeMap<String, (MessageId, String)> = BTreeMap::new();
-        let ids: Vec<MessageId> =
-            state.user_messages.read(&me.id, |m| m.keys().copied().collect()).unwrap_or_default();
+        let ids: Vec<MessageId> = state.user_message_ids(me.id);
         for id in ids {
             let Some(Destination::Channel { channel: c, topic }) =
                 state.messages.read(&id, |m| m.destination.clone())
@@ -615,16 +604,12 @@ pub fn topics_for(
 
 /// The ids of `user`'s starred messages, ascending.
 pub fn starred_messages(state: &State, user: UserId) -> Vec<u64> {
-    state.starred.read(&user, |set| set.iter().map(|id| id.0).collect()).unwrap_or_default()
+    state.starred_ids(user).into_iter().map(|id| id.0).collect()
 }
 
 /// The newest message delivered to `user`, or -1 (Zulip's value) if none.
 pub fn max_message_id(state: &State, user: UserId) -> i64 {
-    state
-        .user_messages
-        .read(&user, |m| m.keys().next_back().map(|id| id.0 as i64))
-        .flatten()
-        .unwrap_or(-1)
+    state.max_user_message(user).map_or(-1, |id| id.0 as i64)
 }
 
 /// Register's `unread_msgs` for `user`: unread direct messages by
@@ -642,7 +627,7 @@ pub fn unread_msgs(state: &State, user: &User, allow_empty_topic_name: bool) -> 
     }
     let unread: Vec<(MessageId, Flags)> = state
         .user_messages
-        .read(&user.id, |m| unread.iter().filter_map(|id| m.get(id).map(|f| (*id, *f))).collect())
+        .read(&user.id, |m| unread.iter().filter_map(|id| m.get(*id).map(|f| (*id, f))).collect())
         .unwrap_or_default();
     let subscriptions = state.subscriptions.get(&user.id).unwrap_or_default();
     let topic_policies = state.settings.user_topics.get(&user.id).unwrap_or_default();

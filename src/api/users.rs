@@ -24,8 +24,8 @@ pub fn get_me(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let Value::Object(mut fields) = json::user(&app.state, me, me, options) else {
         unreachable!("a user is a JSON object")
     };
-    let max_id = app.state.user_messages.read(&me.id, |m| m.keys().next_back().map(|id| id.0));
-    fields.insert("max_message_id".into(), json!(max_id.flatten().unwrap_or(0)));
+    let max_id = app.state.max_user_message(me.id).map_or(0, |id| id.0);
+    fields.insert("max_message_id".into(), json!(max_id));
     Ok(fields)
 }
 

@@ -12,10 +12,13 @@
 //! | n     | payload: `StateImage`, bincode (standard)   |
 //!
 //! Writing goes tmp file → fsync → rename → fsync directory, so a crash
-//! leaves either the old snapshot or the complete new one.
+//! leaves either the old snapshot or the complete new one. The payload is
+//! encoded straight into the file (buffered), from the image's frozen
+//! shards, with its length and CRC counted on the way; the header is
+//! written last, in place: no copy of the whole snapshot is ever in memory.
 
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::state::StateImage;
@@ -50,18 +53,60 @@ pub fn list(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
     Ok(found)
 }
 
-/// Encodes an image into the snapshot byte format.
-pub fn encode(image: &StateImage) -> Vec<u8> {
-    let payload = bincode::serde::encode_to_vec(image, bincode::config::standard())
-        .expect("state image always encodes");
-    let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&image.applied_seq.to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    out.extend_from_slice(&payload);
+/// The header for a payload of `len` bytes with checksum `crc`.
+fn header(seq: u64, len: u64, crc: u32) -> [u8; HEADER_LEN] {
+    let mut out = [0u8; HEADER_LEN];
+    out[..8].copy_from_slice(MAGIC);
+    out[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out[12..20].copy_from_slice(&seq.to_le_bytes());
+    out[20..28].copy_from_slice(&len.to_le_bytes());
+    out[28..32].copy_from_slice(&crc.to_le_bytes());
     out
+}
+
+/// A writer that counts and checksums what passes through it.
+struct Summing<W> {
+    inner: W,
+    len: u64,
+    crc: crc32fast::Hasher,
+}
+
+impl<W: Write> Write for Summing<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.crc.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Encodes `image` into `out` as a complete snapshot file (header then
+/// payload). `out` must be at its start; the header is written first as a
+/// placeholder and then again, filled in, once the payload is counted.
+pub fn encode_into<W: Write + Seek>(image: &StateImage, out: W) -> io::Result<W> {
+    let mut out = out;
+    out.write_all(&[0u8; HEADER_LEN])?;
+    let mut summing = Summing { inner: out, len: 0, crc: crc32fast::Hasher::new() };
+    bincode::serde::encode_into_std_write(image, &mut summing, bincode::config::standard())
+        .map_err(|e| match e {
+            bincode::error::EncodeError::Io { inner, .. } => inner,
+            other => io::Error::other(other.to_string()),
+        })?;
+    let Summing { inner: mut out, len, crc } = summing;
+    out.seek(SeekFrom::Start(0))?;
+    out.write_all(&header(image.applied_seq, len, crc.finalize()))?;
+    out.seek(SeekFrom::End(0))?;
+    Ok(out)
+}
+
+/// Encodes an image into the snapshot byte format, in memory (tests and
+/// benches; `write` streams to the file instead).
+pub fn encode(image: &StateImage) -> Vec<u8> {
+    encode_into(image, io::Cursor::new(Vec::new())).expect("memory writes never fail").into_inner()
 }
 
 /// Decodes and verifies snapshot bytes.
@@ -102,9 +147,8 @@ pub fn write(dir: &Path, image: &StateImage) -> io::Result<PathBuf> {
     let final_path = path_for(dir, seq);
     let tmp_path = dir.join(format!("{PREFIX}{seq:020}.tmp"));
     {
-        let mut file = File::create(&tmp_path)?;
-        file.write_all(&encode(image))?;
-        file.sync_all()?;
+        let file = encode_into(image, BufWriter::with_capacity(1 << 20, File::create(&tmp_path)?))?;
+        file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     }
     fs::rename(&tmp_path, &final_path)?;
     File::open(dir)?.sync_all()?;

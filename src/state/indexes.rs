@@ -1,13 +1,13 @@
-//! Derived read indexes: message ids per (channel, topic), each
-//! channel's topic list, and each user's unread ids. They are maintained by `State::index_message`
-//! (so by `apply` and by `State::from_image`) and never snapshotted: a
-//! restart rebuilds them from the messages.
+//! Derived read indexes — message ids per (channel, topic) and each
+//! channel's topic list — maintained by `State::index_message` (so by
+//! `apply` and by `State::from_image`) and never snapshotted: a restart
+//! rebuilds them from the messages. Also the accessors of each user's
+//! rows (`user_messages`), whose unread and starred sets are part of the
+//! rows themselves.
 //!
 //! Topics compare case-insensitively (as in Zulip), so the index key is the
 //! lowercased topic; `TopicEntry::name` keeps the spelling of the newest
 //! message for display.
-
-use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -46,42 +46,82 @@ pub(crate) fn remove_sorted(ids: &mut Vec<MessageId>, id: MessageId) {
     }
 }
 
-/// The unread ids among one user's message flags.
-pub(crate) fn unread_of(mine: &BTreeMap<MessageId, Flags>) -> BTreeSet<MessageId> {
-    mine.iter().filter(|(_, f)| !f.contains(Flags::READ)).map(|(id, _)| *id).collect()
-}
-
-/// The starred ids among one user's message flags.
-pub(crate) fn starred_of(mine: &BTreeMap<MessageId, Flags>) -> BTreeSet<MessageId> {
-    mine.iter().filter(|(_, f)| f.contains(Flags::STARRED)).map(|(id, _)| *id).collect()
-}
-
 impl State {
-    /// Keeps the unread and starred indexes in step after `user`'s flags on `id` became
-    /// `flags` (every write to `user_messages` calls this).
+    /// Sets `user`'s flags on `id` to `flags` if the user has a row for
+    /// it (nothing otherwise). Kept from when unread and starred were
+    /// separate indexes to keep in step; the row is now the only copy.
     pub fn note_flags(&self, user: UserId, id: MessageId, flags: Flags) {
-        if flags.contains(Flags::READ) {
-            self.unread.update(&user, |set| set.remove(&id));
-        } else {
-            self.unread.upsert(user, |set| set.insert(id));
-        }
-        if flags.contains(Flags::STARRED) {
-            self.starred.upsert(user, |set| set.insert(id));
-        } else {
-            self.starred.update(&user, |set| set.remove(&id));
-        }
+        self.user_messages.update(&user, |m| m.update(id, |_| flags));
+    }
+
+    /// Changes `user`'s flags on `id` with `f`; the new flags, or `None`
+    /// if the user has no row for it.
+    pub fn update_flags(
+        &self,
+        user: UserId,
+        id: MessageId,
+        f: impl FnOnce(Flags) -> Flags,
+    ) -> Option<Flags> {
+        self.user_messages.update(&user, |m| m.update(id, f)).flatten()
+    }
+
+    /// Adds a row for `user` on `id` with `flags` unless there is one
+    /// (a historical row, a message moved into the user's channel).
+    pub fn add_row(&self, user: UserId, id: MessageId, flags: Flags) -> bool {
+        self.user_messages.upsert(user, |m| m.insert_if_absent(id, flags))
+    }
+
+    /// Removes `user`'s row for `id`, returning its flags.
+    pub fn remove_row(&self, user: UserId, id: MessageId) -> Option<Flags> {
+        self.user_messages.update(&user, |m| m.remove(id)).flatten()
     }
 
     /// Up to `n` of `user`'s unread ids from `from` up, ascending.
     pub fn unread_ids_from(&self, user: UserId, from: MessageId, n: usize) -> Vec<MessageId> {
-        self.unread
-            .read(&user, |set| set.range(from..).take(n).copied().collect())
+        self.user_messages
+            .read(&user, |m| m.unread().iter_from(from).take(n).collect())
+            .unwrap_or_default()
+    }
+
+    /// Up to `n` of `user`'s unread ids below `before`, newest first.
+    pub fn unread_ids_before(&self, user: UserId, before: MessageId, n: usize) -> Vec<MessageId> {
+        self.user_messages
+            .read(&user, |m| m.unread().iter_before(before).take(n).collect())
             .unwrap_or_default()
     }
 
     /// Every unread id of `user`, ascending.
     pub fn unread_ids(&self, user: UserId) -> Vec<MessageId> {
-        self.unread.read(&user, |set| set.iter().copied().collect()).unwrap_or_default()
+        self.user_messages.read(&user, |m| m.unread().iter().collect()).unwrap_or_default()
+    }
+
+    /// Up to `n` of `user`'s starred ids from `from` up, ascending.
+    pub fn starred_ids_from(&self, user: UserId, from: MessageId, n: usize) -> Vec<MessageId> {
+        self.user_messages
+            .read(&user, |m| m.starred().iter_from(from).take(n).collect())
+            .unwrap_or_default()
+    }
+
+    /// Up to `n` of `user`'s starred ids below `before`, newest first.
+    pub fn starred_ids_before(&self, user: UserId, before: MessageId, n: usize) -> Vec<MessageId> {
+        self.user_messages
+            .read(&user, |m| m.starred().iter_before(before).take(n).collect())
+            .unwrap_or_default()
+    }
+
+    /// Every starred id of `user`, ascending.
+    pub fn starred_ids(&self, user: UserId) -> Vec<MessageId> {
+        self.user_messages.read(&user, |m| m.starred().iter().collect()).unwrap_or_default()
+    }
+
+    /// Every message id delivered to `user`, ascending.
+    pub fn user_message_ids(&self, user: UserId) -> Vec<MessageId> {
+        self.user_messages.read(&user, |m| m.ids().iter().collect()).unwrap_or_default()
+    }
+
+    /// The newest message delivered to `user`.
+    pub fn max_user_message(&self, user: UserId) -> Option<MessageId> {
+        self.user_messages.read(&user, |m| m.ids().last()).flatten()
     }
 
     /// Adds a channel message to the topic indexes.
@@ -182,9 +222,7 @@ impl State {
         before: MessageId,
         n: usize,
     ) -> Vec<(MessageId, Flags)> {
-        self.user_messages
-            .read(&user, |m| m.range(..before).rev().take(n).map(|(id, f)| (*id, *f)).collect())
-            .unwrap_or_default()
+        self.user_messages.read(&user, |m| m.entries_before(before, n)).unwrap_or_default()
     }
 
     /// Up to `n` messages delivered to `user` from `from` (inclusive) up,
@@ -195,9 +233,7 @@ impl State {
         from: MessageId,
         n: usize,
     ) -> Vec<(MessageId, Flags)> {
-        self.user_messages
-            .read(&user, |m| m.range(from..).take(n).map(|(id, f)| (*id, *f)).collect())
-            .unwrap_or_default()
+        self.user_messages.read(&user, |m| m.entries_from(from, n)).unwrap_or_default()
     }
 
     /// The topics of a channel, newest first. An entry whose newest
@@ -224,14 +260,12 @@ impl State {
     }
 
     /// Removes a deleted message from `messages` and from every index
-    /// (recipient, topic, the holders' unread and starred sets; call with
-    /// the users who held it). Returns the recipient's oldest remaining
-    /// message, if any.
+    /// (recipient, topic, the holders' rows; call with the users who held
+    /// it). Returns the recipient's oldest remaining message, if any.
     pub fn unindex_message(&self, message: &Message, holders: &[UserId]) -> Option<MessageId> {
         self.unindex_topic(message);
         for user in holders {
-            self.unread.update(user, |set| set.remove(&message.id));
-            self.starred.update(user, |set| set.remove(&message.id));
+            self.remove_row(*user, message.id);
         }
         self.messages.remove(&message.id);
         self.by_recipient
@@ -242,12 +276,10 @@ impl State {
             .flatten()
     }
 
-    /// Sets `user`'s flags on `id` (inserting the entry) and keeps the
-    /// derived unread and starred sets in step: the way for `apply` code
-    /// to write `user_messages`.
+    /// Sets `user`'s flags on `id`, adding the row if absent: the way for
+    /// `apply` code to write `user_messages`.
     pub fn set_flags(&self, user: UserId, id: MessageId, flags: Flags) {
-        self.user_messages.upsert(user, |m| m.insert(id, flags));
-        self.note_flags(user, id, flags);
+        self.user_messages.upsert(user, |m| m.set(id, flags));
     }
 }
 
@@ -299,8 +331,7 @@ mod tests {
             (
                 s.by_topic.collect_sorted(|_, _| true),
                 s.channel_topics.collect_sorted(|_, _| true),
-                s.unread.collect_sorted(|_, _| true),
-                s.starred.collect_sorted(|_, _| true),
+                s.user_messages.collect_sorted(|_, _| true),
                 s.by_recipient.collect_sorted(|_, _| true),
             )
         };
@@ -310,7 +341,7 @@ mod tests {
         assert_eq!(topics[0], TopicEntry { name: "lunch".into(), max_id: c });
         assert_eq!(rebuilt.unread_ids(me.id).len(), 2, "dinner and the direct message");
         assert_eq!(rebuilt.unread_ids(you.id), vec![c]);
-        assert_eq!(rebuilt.starred.get(&you.id), Some([a, c].into()));
+        assert_eq!(rebuilt.starred_ids(you.id), [a, c]);
     }
 
     #[test]

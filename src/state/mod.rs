@@ -3,8 +3,11 @@
 //!
 //! `State` owns every map plus `applied_seq`. Only `apply` writes to it;
 //! everyone else reads through the accessors here and in `access`. The
-//! snapshot form is `StateImage`: the same data as sorted vectors, so that
-//! replaying the same log always yields a byte-identical snapshot.
+//! snapshot form is `StateImage`: the same data, encoded as key-sorted
+//! vectors so that replaying the same log always yields a byte-identical
+//! snapshot. `State::image` takes it without copying the data: it freezes
+//! the copy-on-write shards and message chunks (`shard`, `message_store`,
+//! `user_messages`), a few thousand pointer copies whatever the size.
 
 pub mod access;
 pub mod audience;
@@ -13,6 +16,7 @@ pub mod emails;
 pub mod groups;
 pub mod ids;
 pub mod indexes;
+pub mod message_store;
 pub mod messages;
 pub mod personal;
 pub mod profile;
@@ -21,6 +25,7 @@ pub mod scheduled;
 pub mod settings;
 pub mod shard;
 pub mod system_bots;
+pub mod user_messages;
 pub mod users;
 
 use std::collections::BTreeMap;
@@ -32,9 +37,11 @@ use serde::{Deserialize, Serialize};
 pub use channels::{Channel, ChannelPermissions, Subscription, TopicsPolicy};
 pub use groups::{Group, GroupSetting};
 pub use ids::{ChannelId, Counters, GroupId, IdKind, MessageId, RealmId, RecipientId, UserId};
+pub use message_store::{MessageStore, MessagesImage};
 pub use messages::{Destination, Flags, Message};
 pub use realm::{EmailVisibility, Realm, RealmSettings, SystemGroup, SystemGroups};
-pub use shard::Sharded;
+pub use shard::{Entries, Sharded, Values};
+pub use user_messages::{IdSet, UserMessages};
 pub use users::{BotType, Role, User};
 
 /// All realm data of the server.
@@ -60,14 +67,16 @@ pub struct State {
     pub channel_by_name: Sharded<(RealmId, String), ChannelId>,
     /// Each user's subscriptions.
     pub subscriptions: Sharded<UserId, BTreeMap<ChannelId, Subscription>>,
-    /// Messages by id, each behind an `Arc`: the snapshot cut and readers
-    /// copy a pointer, not the message; `apply` changes one through
-    /// `Arc::make_mut` (copying it only while a snapshot still holds it).
-    pub messages: Sharded<MessageId, Arc<Message>>,
-    /// Each user's messages (those delivered to them) with their flags.
-    /// `apply` writes it through `State::set_flags` / `note_flags`, which
-    /// keep the derived `unread` and `starred` sets in step.
-    pub user_messages: Sharded<UserId, BTreeMap<MessageId, Flags>>,
+    /// Messages by id, in `Arc`-shared chunks of ids, each message behind
+    /// an `Arc`: the snapshot cut and readers copy pointers, not messages;
+    /// `apply` changes one through `Arc::make_mut` (copying it only while
+    /// someone still holds it).
+    pub messages: MessageStore,
+    /// Each user's messages (those delivered to them) with their flags, as
+    /// id sets (`user_messages`): the unread and starred sets are part of
+    /// it. `apply` writes it through `State::set_flags` and the other
+    /// row methods in `indexes`.
+    pub user_messages: Sharded<UserId, UserMessages>,
     /// Message ids per recipient (channel or conversation), ascending.
     pub by_recipient: Sharded<RecipientId, Vec<MessageId>>,
     /// Recipient id of each direct conversation, keyed by sorted participants.
@@ -79,13 +88,6 @@ pub struct State {
     pub by_topic: Sharded<indexes::TopicKey, Vec<MessageId>>,
     /// Derived (not snapshotted): each channel's topics by lowercased name.
     pub channel_topics: Sharded<ChannelId, BTreeMap<String, indexes::TopicEntry>>,
-    /// Derived (not snapshotted): each user's unread message ids (entries
-    /// of `user_messages` without `READ`); `apply` keeps it in step through
-    /// `State::note_flags`.
-    pub unread: Sharded<UserId, std::collections::BTreeSet<MessageId>>,
-    /// Derived (not snapshotted): each user's starred message ids, kept
-    /// like `unread`.
-    pub starred: Sharded<UserId, std::collections::BTreeSet<MessageId>>,
     /// Personal settings and the other per-user resources of that area.
     pub settings: settings::SettingsState,
     /// Custom profile fields by id.
@@ -103,7 +105,10 @@ pub struct State {
     pub former_subscriptions: Sharded<UserId, BTreeMap<ChannelId, Subscription>>,
 }
 
-/// `State` as plain sorted data: the snapshot format.
+/// `State` as key-sorted data: the snapshot format. Taken from live state
+/// (`State::image`) it holds frozen shards and chunks shared with the
+/// state; decoded from a file it holds plain vectors. Both encode the same
+/// bytes: each map as a `Vec` of its entries (or values) in key order.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StateImage {
     /// Seq of the last mutation included.
@@ -111,35 +116,56 @@ pub struct StateImage {
     /// Next free ids.
     pub ids: ids::CountersImage,
     /// Every realm.
-    pub realms: Vec<Realm>,
+    pub realms: Values<RealmId, Realm>,
     /// Every account.
-    pub users: Vec<User>,
+    pub users: Values<UserId, User>,
     /// Every channel.
-    pub channels: Vec<Channel>,
+    pub channels: Values<ChannelId, Channel>,
     /// Subscriptions per user.
-    pub subscriptions: Vec<(UserId, BTreeMap<ChannelId, Subscription>)>,
-    /// Every message (an `Arc` encodes as the message itself).
-    pub messages: Vec<Arc<Message>>,
-    /// Flags per user and message.
-    pub user_messages: Vec<(UserId, BTreeMap<MessageId, Flags>)>,
+    pub subscriptions: Entries<UserId, BTreeMap<ChannelId, Subscription>>,
+    /// Every message, by id.
+    pub messages: MessagesImage,
+    /// Each user's rows and flags.
+    pub user_messages: Entries<UserId, UserMessages>,
     /// Direct conversation recipients.
-    pub direct_recipients: Vec<(Vec<UserId>, RecipientId)>,
+    pub direct_recipients: Entries<Vec<UserId>, RecipientId>,
     /// Every group.
-    pub groups: Vec<Group>,
+    pub groups: Values<GroupId, Group>,
     /// Personal settings and the other per-user resources of that area.
     pub settings: settings::SettingsImage,
     /// Every custom profile field.
-    pub profile_fields: Vec<profile::ProfileField>,
+    pub profile_fields: Values<u64, profile::ProfileField>,
     /// Custom profile field values per user.
-    pub profile_values: Vec<(UserId, profile::Values)>,
+    pub profile_values: Entries<UserId, profile::Values>,
     /// Scheduled messages not yet delivered.
     pub scheduled: scheduled::ScheduledImage,
     /// Past subscriptions per user.
-    pub former_subscriptions: Vec<(UserId, BTreeMap<ChannelId, Subscription>)>,
+    pub former_subscriptions: Entries<UserId, BTreeMap<ChannelId, Subscription>>,
 }
 
-fn values<K: std::hash::Hash + Eq + Ord + Clone, V: Clone>(map: &Sharded<K, V>) -> Vec<V> {
-    map.collect_sorted(|_, _| true).into_iter().map(|(_, v)| v).collect()
+impl StateImage {
+    /// How many shared pointers the cut copied (shards and chunks): what
+    /// `State::image` costs under the writer lock. Independent of the
+    /// number of users, and of messages but for one per 4,096.
+    pub fn parts(&self) -> usize {
+        let messages = match &self.messages {
+            MessagesImage::Frozen(f) => f.parts(),
+            MessagesImage::Decoded(_) => 0,
+        };
+        self.realms.parts()
+            + self.users.parts()
+            + self.channels.parts()
+            + self.subscriptions.parts()
+            + messages
+            + self.user_messages.parts()
+            + self.direct_recipients.parts()
+            + self.groups.parts()
+            + self.settings.parts()
+            + self.profile_fields.parts()
+            + self.profile_values.parts()
+            + self.scheduled.messages.parts()
+            + self.former_subscriptions.parts()
+    }
 }
 
 impl State {
@@ -153,25 +179,27 @@ impl State {
         self.applied_seq.load(Ordering::Acquire)
     }
 
-    /// A plain copy. Only a consistent cut while no mutation is applied, so
-    /// callers hold the commit writer lock.
+    /// The snapshot cut: every snapshotted map frozen (its shards' or
+    /// chunks' `Arc`s cloned; no entry is copied, nothing is sorted). Only
+    /// a consistent cut while no mutation is applied, so callers hold the
+    /// commit writer lock; encoding it (`persist::snapshot`) needs no lock.
     pub fn image(&self) -> StateImage {
         StateImage {
             applied_seq: self.applied_seq(),
             ids: self.ids.image(),
-            realms: values(&self.realms),
-            users: values(&self.users),
-            channels: values(&self.channels),
-            subscriptions: self.subscriptions.collect_sorted(|_, _| true),
-            messages: values(&self.messages),
-            user_messages: self.user_messages.collect_sorted(|_, _| true),
-            direct_recipients: self.direct_recipients.collect_sorted(|_, _| true),
-            groups: values(&self.groups),
+            realms: self.realms.freeze().into(),
+            users: self.users.freeze().into(),
+            channels: self.channels.freeze().into(),
+            subscriptions: self.subscriptions.freeze().into(),
+            messages: MessagesImage::Frozen(self.messages.freeze()),
+            user_messages: self.user_messages.freeze().into(),
+            direct_recipients: self.direct_recipients.freeze().into(),
+            groups: self.groups.freeze().into(),
             settings: self.settings.image(),
-            profile_fields: values(&self.profile_fields),
-            profile_values: self.profile_values.collect_sorted(|_, _| true),
+            profile_fields: self.profile_fields.freeze().into(),
+            profile_values: self.profile_values.freeze().into(),
             scheduled: self.scheduled.image(),
-            former_subscriptions: self.former_subscriptions.collect_sorted(|_, _| true),
+            former_subscriptions: self.former_subscriptions.freeze().into(),
         }
     }
 
@@ -181,18 +209,6 @@ impl State {
             applied_seq: AtomicU64::new(image.applied_seq),
             ids: Counters::from_image(&image.ids),
             subscriptions: image.subscriptions.into_iter().collect(),
-            unread: image
-                .user_messages
-                .iter()
-                .map(|(user, mine)| (*user, indexes::unread_of(mine)))
-                .filter(|(_, unread)| !unread.is_empty())
-                .collect(),
-            starred: image
-                .user_messages
-                .iter()
-                .map(|(user, mine)| (*user, indexes::starred_of(mine)))
-                .filter(|(_, starred)| !starred.is_empty())
-                .collect(),
             user_messages: image.user_messages.into_iter().collect(),
             direct_recipients: image.direct_recipients.into_iter().collect(),
             settings: settings::SettingsState::from_image(image.settings),
@@ -296,6 +312,93 @@ impl State {
 
     /// The caller's flags on a message, if it was delivered to them.
     pub fn flags(&self, user: UserId, message: MessageId) -> Option<Flags> {
-        self.user_messages.read(&user, |m| m.get(&message).copied()).flatten()
+        self.user_messages.read(&user, |m| m.get(message)).flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` short direct messages between two users, inserted straight into
+    /// the message store and the rows (an `apply` per message would take
+    /// minutes in a debug build; the cut only looks at these two maps'
+    /// shapes anyway).
+    fn with_messages(n: u64) -> State {
+        let state = State::new();
+        let (a, b) = (UserId(1), UserId(2));
+        for i in 1..=n {
+            let id = MessageId(i);
+            let message = Message {
+                id,
+                realm: RealmId(1),
+                sender: a,
+                recipient: RecipientId(1),
+                destination: Destination::Direct { participants: vec![a, b] },
+                content: String::new(),
+                rendered_content: String::new(),
+                timestamp: i as i64,
+                client: String::new(),
+                is_me_message: false,
+                reactions: Vec::new(),
+                edit_history: Vec::new(),
+                last_edit_timestamp: None,
+                last_moved_timestamp: None,
+            };
+            state.messages.insert(id, Arc::new(message));
+            state.set_flags(a, id, Flags::READ);
+            state.set_flags(b, id, Flags::default());
+        }
+        state.applied_seq.store(n, Ordering::Release);
+        state
+    }
+
+    /// #7: a snapshot must not hold the writer lock for time that grows
+    /// with the data. `State::image` is exactly what the snapshot thread
+    /// does under the lock; at 1M messages (2M rows) it must copy only
+    /// pointers — shards and chunks — and no message or row, and stay far
+    /// under a generous bound even on a loaded debug build.
+    #[test]
+    fn the_snapshot_cut_at_a_million_messages_copies_pointers_not_data() {
+        let small = with_messages(1_000);
+        let big = with_messages(1_000_000);
+        let (small_parts, big_parts) = (small.image().parts(), big.image().parts());
+        // Only the message chunks grow with the messages: one per 4,096.
+        assert!(big_parts - small_parts <= 1_000_000 / 4_096 + 1, "{small_parts} → {big_parts}");
+        assert!(big_parts < 2_500, "{big_parts} pointers copied at 1M messages");
+
+        // No message is copied, nor even pointed to one by one.
+        let probe = big.messages.get(&MessageId(500_000)).unwrap();
+        let held = Arc::strong_count(&probe);
+        let mut cuts = Vec::new();
+        let image = (0..3)
+            .map(|_| {
+                let started = std::time::Instant::now();
+                let image = big.image();
+                cuts.push(started.elapsed());
+                image
+            })
+            .last()
+            .unwrap();
+        assert_eq!(Arc::strong_count(&probe), held);
+        // The fastest of three, so one preemption on a shared box cannot
+        // fail it; the cut itself takes microseconds.
+        let fastest = cuts.iter().min().unwrap();
+        assert!(fastest.as_millis() < 50, "the cut took {fastest:?} at 1M messages");
+
+        // Writes after the cut go on, copy-on-write, and leave it intact.
+        let (a, b) = (UserId(1), UserId(2));
+        big.set_flags(b, MessageId(10), Flags::READ.with(Flags::STARRED));
+        big.remove_row(a, MessageId(11));
+        big.messages.remove(&MessageId(12));
+        let MessagesImage::Frozen(frozen) = &image.messages else { unreachable!() };
+        assert_eq!(image.messages.len(), 1_000_000);
+        assert_eq!(frozen.iter().nth(11).map(|m| m.id), Some(MessageId(12)));
+        let rows = image.user_messages.sorted();
+        assert_eq!(rows[0].1.get(MessageId(11)), Some(Flags::READ));
+        assert_eq!(rows[1].1.get(MessageId(10)), Some(Flags::default()));
+        assert_eq!(rows[1].1.unread().len(), 1_000_000);
+        assert_eq!(big.flags(b, MessageId(10)), Some(Flags::READ.with(Flags::STARRED)));
+        assert_eq!(big.flags(a, MessageId(11)), None);
     }
 }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::ids::{ChannelId, RealmId, UserId};
-use super::shard::Sharded;
+use super::shard::{Sharded, Values};
 
 /// A scheduled message's id (`scheduled_message_id`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -113,7 +113,7 @@ pub struct ScheduledImage {
     /// The next free id.
     pub next: u64,
     /// Every scheduled message, by id.
-    pub messages: Vec<ScheduledMessage>,
+    pub messages: Values<ScheduledId, ScheduledMessage>,
 }
 
 impl Scheduled {
@@ -155,11 +155,11 @@ impl Scheduled {
         (due.into_iter().map(|(_, id)| id).collect(), next)
     }
 
-    /// A plain copy for a snapshot.
+    /// The snapshot cut (under the commit writer lock): the map frozen.
     pub fn image(&self) -> ScheduledImage {
         ScheduledImage {
             next: self.next.load(Ordering::Acquire),
-            messages: self.by_id.collect_sorted(|_, _| true).into_iter().map(|(_, s)| s).collect(),
+            messages: self.by_id.freeze().into(),
         }
     }
 

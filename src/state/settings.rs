@@ -20,7 +20,7 @@ use super::personal::{
     contains_alert_word, Draft, Invite, LocalIdKind, MutedUsers, NavigationView, Playground,
     PushToken, SavedSnippet, UserStatus, UserTopics,
 };
-use super::shard::Sharded;
+use super::shard::{Entries, Sharded};
 
 /// A stored setting value.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -352,44 +352,71 @@ pub struct SettingsState {
     pub invite_by_key: Sharded<String, u64>,
 }
 
-/// `SettingsState` as sorted data, for snapshots.
+/// `SettingsState` as key-sorted data, for snapshots (see `StateImage`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SettingsImage {
     /// Changed settings per user.
-    pub user_settings: Vec<(UserId, UserSettings)>,
+    pub user_settings: Entries<UserId, UserSettings>,
     /// Password hashes per user.
-    pub passwords: Vec<(UserId, String)>,
+    pub passwords: Entries<UserId, String>,
     /// Pending email changes by key.
-    pub email_changes: Vec<(String, EmailChange)>,
+    pub email_changes: Entries<String, EmailChange>,
     /// Id counters.
-    pub ids: Vec<(LocalIdKind, u64)>,
+    pub ids: Entries<LocalIdKind, u64>,
     /// Alert words.
-    pub alert_words: Vec<(UserId, Vec<String>)>,
+    pub alert_words: Entries<UserId, Vec<String>>,
     /// Drafts.
-    pub drafts: Vec<(UserId, BTreeMap<u64, Draft>)>,
+    pub drafts: Entries<UserId, BTreeMap<u64, Draft>>,
     /// Statuses.
-    pub statuses: Vec<(UserId, UserStatus)>,
+    pub statuses: Entries<UserId, UserStatus>,
     /// Muted users.
-    pub muted_users: Vec<(UserId, MutedUsers)>,
+    pub muted_users: Entries<UserId, MutedUsers>,
     /// Topic policies.
-    pub user_topics: Vec<(UserId, UserTopics)>,
+    pub user_topics: Entries<UserId, UserTopics>,
     /// Navigation views.
-    pub navigation_views: Vec<(UserId, Vec<NavigationView>)>,
+    pub navigation_views: Entries<UserId, Vec<NavigationView>>,
     /// Saved snippets.
-    pub snippets: Vec<(UserId, BTreeMap<u64, SavedSnippet>)>,
+    pub snippets: Entries<UserId, BTreeMap<u64, SavedSnippet>>,
     /// Push tokens.
-    pub push_tokens: Vec<(UserId, Vec<PushToken>)>,
+    pub push_tokens: Entries<UserId, Vec<PushToken>>,
     /// Playgrounds.
-    pub playgrounds: Vec<(u64, Playground)>,
+    pub playgrounds: Entries<u64, Playground>,
     /// Invitations.
-    pub invites: Vec<(u64, Invite)>,
+    pub invites: Entries<u64, Invite>,
+}
+
+impl SettingsImage {
+    /// How many shared pointers the cut copied.
+    pub fn parts(&self) -> usize {
+        parts(&self.user_settings)
+            + parts(&self.passwords)
+            + parts(&self.email_changes)
+            + parts(&self.ids)
+            + parts(&self.alert_words)
+            + parts(&self.drafts)
+            + parts(&self.statuses)
+            + parts(&self.muted_users)
+            + parts(&self.user_topics)
+            + parts(&self.navigation_views)
+            + parts(&self.snippets)
+            + parts(&self.push_tokens)
+            + parts(&self.playgrounds)
+            + parts(&self.invites)
+    }
+}
+
+fn parts<K, V>(entries: &Entries<K, V>) -> usize {
+    entries.parts()
 }
 
 impl SettingsState {
-    /// A plain copy (under the commit writer lock, like `State::image`).
+    /// The snapshot cut (under the commit writer lock, like `State::image`):
+    /// every map frozen.
     pub fn image(&self) -> SettingsImage {
-        fn all<K: std::hash::Hash + Eq + Ord + Clone, V: Clone>(m: &Sharded<K, V>) -> Vec<(K, V)> {
-            m.collect_sorted(|_, _| true)
+        fn all<K: std::hash::Hash + Eq + Ord + Clone, V: Clone>(
+            m: &Sharded<K, V>,
+        ) -> Entries<K, V> {
+            m.freeze().into()
         }
         SettingsImage {
             user_settings: all(&self.user_settings),

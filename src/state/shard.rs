@@ -6,28 +6,45 @@
 //! allocation-heavy work. That is what makes a thread-blocking lock
 //! acceptable inside may coroutines (may's rule is "no blocking calls"; a
 //! lock held for nanoseconds by another worker is not one).
+//!
+//! Each shard's map sits behind an `Arc`, copy-on-write: `freeze` (the
+//! snapshot cut, under the commit writer lock) clones only the 64 `Arc`s,
+//! and the first write to a shard while a frozen copy still holds it
+//! clones that one shard's map (`Arc::make_mut`); with no frozen copy
+//! alive, writes change the map in place as before. Values that are large
+//! and written often (per-user message flags) are themselves cheap to
+//! clone, so a shard copy is shallow. `Entries` and `Values` are the
+//! snapshot form of a map: frozen shards when taken from live state,
+//! plain vectors when decoded; both encode the same bytes, key-sorted.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher, Hash};
+use std::sync::Arc;
 
 use parking_lot::RwLock;
+use serde::ser::SerializeSeq;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Number of shards. A power of two larger than any realistic worker count.
 const SHARDS: usize = 64;
 
+/// One shard: a lock around a copy-on-write map.
+type Shard<K, V> = RwLock<Arc<HashMap<K, V>>>;
+
 /// A hash map split into `SHARDS` independently locked parts.
 pub struct Sharded<K, V> {
     /// One lock per shard; a key always lives in shard `hash(key) % SHARDS`.
-    shards: Box<[RwLock<HashMap<K, V>>]>,
+    shards: Box<[Shard<K, V>]>,
 }
 
 impl<K: Hash + Eq + Ord + Clone, V: Clone> Sharded<K, V> {
     /// An empty map.
     pub fn new() -> Self {
-        Sharded { shards: (0..SHARDS).map(|_| RwLock::new(HashMap::new())).collect() }
+        Sharded { shards: (0..SHARDS).map(|_| RwLock::new(Arc::default())).collect() }
     }
 
-    fn shard(&self, key: &K) -> &RwLock<HashMap<K, V>> {
+    fn shard(&self, key: &K) -> &Shard<K, V> {
         // A fixed (unkeyed) hasher: shard placement must not depend on the
         // process, so that nothing observable ever does.
         let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(key);
@@ -51,17 +68,30 @@ impl<K: Hash + Eq + Ord + Clone, V: Clone> Sharded<K, V> {
 
     /// Inserts or replaces the value of `key`.
     pub fn insert(&self, key: K, value: V) {
-        self.shard(&key).write().insert(key, value);
+        Arc::make_mut(&mut self.shard(&key).write()).insert(key, value);
     }
 
     /// Removes `key`, returning its value.
     pub fn remove(&self, key: &K) -> Option<V> {
-        self.shard(key).write().remove(key)
+        let mut shard = self.shard(key).write();
+        // Absent keys must not copy a frozen shard.
+        if !shard.contains_key(key) {
+            return None;
+        }
+        Arc::make_mut(&mut shard).remove(key)
     }
 
     /// Runs `f` on the value of `key` under a write lock; `None` if absent.
     pub fn update<R>(&self, key: &K, f: impl FnOnce(&mut V) -> R) -> Option<R> {
-        self.shard(key).write().get_mut(key).map(f)
+        let mut shard = self.shard(key).write();
+        if let Some(map) = Arc::get_mut(&mut shard) {
+            // No frozen copy holds the shard: the usual case.
+            return map.get_mut(key).map(f);
+        }
+        if !shard.contains_key(key) {
+            return None;
+        }
+        Arc::make_mut(&mut shard).get_mut(key).map(f)
     }
 
     /// Runs `f` on the value of `key`, inserting `V::default()` first if absent.
@@ -70,7 +100,7 @@ impl<K: Hash + Eq + Ord + Clone, V: Clone> Sharded<K, V> {
         V: Default,
     {
         let mut shard = self.shard(&key).write();
-        f(shard.entry(key).or_default())
+        f(Arc::make_mut(&mut shard).entry(key).or_default())
     }
 
     /// Number of entries (sums the shards; not an atomic cut).
@@ -95,6 +125,262 @@ impl<K: Hash + Eq + Ord + Clone, V: Clone> Sharded<K, V> {
         }
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
+    }
+
+    /// The snapshot cut: every shard's map as it is now, by cloning its
+    /// `Arc` (64 pointer copies, whatever the size). Only a consistent cut
+    /// while no writer runs; later writes copy the shards they touch.
+    pub fn freeze(&self) -> Frozen<K, V> {
+        Frozen { shards: self.shards.iter().map(|s| Arc::clone(&s.read())).collect() }
+    }
+}
+
+/// A `Sharded` map as it was when frozen; immutable and shared.
+pub struct Frozen<K, V> {
+    shards: Vec<Arc<HashMap<K, V>>>,
+}
+
+impl<K, V> Clone for Frozen<K, V> {
+    fn clone(&self) -> Self {
+        Frozen { shards: self.shards.clone() }
+    }
+}
+
+impl<K: Ord, V> Frozen<K, V> {
+    /// Every entry, sorted by key (pointers into the frozen shards).
+    pub fn sorted(&self) -> Vec<(&K, &V)> {
+        let mut all: Vec<(&K, &V)> = self.shards.iter().flat_map(|s| s.iter()).collect();
+        all.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        all
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.len()).sum()
+    }
+
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<K, V> Frozen<K, V> {
+    /// How many shared pointers the cut copied (one per shard).
+    pub fn parts(&self) -> usize {
+        self.shards.len()
+    }
+}
+
+impl<K, V> Entries<K, V> {
+    /// How many shared pointers the cut copied (0 when decoded).
+    pub fn parts(&self) -> usize {
+        match self {
+            Entries::Frozen(f) => f.parts(),
+            Entries::Decoded(_) => 0,
+        }
+    }
+}
+
+impl<K, V> Values<K, V> {
+    /// How many shared pointers the cut copied (0 when decoded).
+    pub fn parts(&self) -> usize {
+        match self {
+            Values::Frozen(f) => f.parts(),
+            Values::Decoded(_) => 0,
+        }
+    }
+}
+
+/// A map in snapshot form, encoded as its `(key, value)` pairs in key
+/// order (bincode: the same bytes as a `Vec<(K, V)>`).
+pub enum Entries<K, V> {
+    /// Taken from live state by `Sharded::freeze`.
+    Frozen(Frozen<K, V>),
+    /// Decoded from a snapshot file, in key order.
+    Decoded(Vec<(K, V)>),
+}
+
+/// A map in snapshot form encoded as its values only, in key order (the
+/// key is a field of the value): the same bytes as a `Vec<V>`.
+pub enum Values<K, V> {
+    /// Taken from live state by `Sharded::freeze`.
+    Frozen(Frozen<K, V>),
+    /// Decoded from a snapshot file, in key order.
+    Decoded(Vec<V>),
+}
+
+impl<K, V> From<Frozen<K, V>> for Entries<K, V> {
+    fn from(frozen: Frozen<K, V>) -> Self {
+        Entries::Frozen(frozen)
+    }
+}
+
+impl<K, V> From<Frozen<K, V>> for Values<K, V> {
+    fn from(frozen: Frozen<K, V>) -> Self {
+        Values::Frozen(frozen)
+    }
+}
+
+impl<K, V> Default for Entries<K, V> {
+    fn default() -> Self {
+        Entries::Decoded(Vec::new())
+    }
+}
+
+impl<K, V> Default for Values<K, V> {
+    fn default() -> Self {
+        Values::Decoded(Vec::new())
+    }
+}
+
+impl<K: Clone, V: Clone> Clone for Entries<K, V> {
+    fn clone(&self) -> Self {
+        match self {
+            Entries::Frozen(f) => Entries::Frozen(f.clone()),
+            Entries::Decoded(v) => Entries::Decoded(v.clone()),
+        }
+    }
+}
+
+impl<K: Clone, V: Clone> Clone for Values<K, V> {
+    fn clone(&self) -> Self {
+        match self {
+            Values::Frozen(f) => Values::Frozen(f.clone()),
+            Values::Decoded(v) => Values::Decoded(v.clone()),
+        }
+    }
+}
+
+impl<K: Ord, V> Entries<K, V> {
+    /// The entries in key order, borrowed.
+    pub fn sorted(&self) -> Vec<(&K, &V)> {
+        match self {
+            Entries::Frozen(f) => f.sorted(),
+            Entries::Decoded(v) => v.iter().map(|(k, v)| (k, v)).collect(),
+        }
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        match self {
+            Entries::Frozen(f) => f.len(),
+            Entries::Decoded(v) => v.len(),
+        }
+    }
+
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<K: Ord, V> Values<K, V> {
+    /// The values in key order, borrowed.
+    pub fn sorted(&self) -> Vec<&V> {
+        match self {
+            Values::Frozen(f) => f.sorted().into_iter().map(|(_, v)| v).collect(),
+            Values::Decoded(v) => v.iter().collect(),
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            Values::Frozen(f) => f.len(),
+            Values::Decoded(v) => v.len(),
+        }
+    }
+
+    /// Whether there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<K: Ord + Clone, V: Clone> IntoIterator for Entries<K, V> {
+    type Item = (K, V);
+    type IntoIter = std::vec::IntoIter<(K, V)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        match self {
+            Entries::Frozen(f) => {
+                f.sorted().into_iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>()
+            }
+            Entries::Decoded(v) => v,
+        }
+        .into_iter()
+    }
+}
+
+impl<K: Ord, V: Clone> IntoIterator for Values<K, V> {
+    type Item = V;
+    type IntoIter = std::vec::IntoIter<V>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        match self {
+            Values::Frozen(f) => f.sorted().into_iter().map(|(_, v)| v.clone()).collect::<Vec<_>>(),
+            Values::Decoded(v) => v,
+        }
+        .into_iter()
+    }
+}
+
+impl<K: Ord + Serialize, V: Serialize> Serialize for Entries<K, V> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let sorted = self.sorted();
+        let mut seq = serializer.serialize_seq(Some(sorted.len()))?;
+        for entry in sorted {
+            seq.serialize_element(&entry)?;
+        }
+        seq.end()
+    }
+}
+
+impl<K: Ord, V: Serialize> Serialize for Values<K, V> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let sorted = self.sorted();
+        let mut seq = serializer.serialize_seq(Some(sorted.len()))?;
+        for value in sorted {
+            seq.serialize_element(value)?;
+        }
+        seq.end()
+    }
+}
+
+impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Deserialize<'de> for Entries<K, V> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::deserialize(deserializer).map(Entries::Decoded)
+    }
+}
+
+impl<'de, K, V: Deserialize<'de>> Deserialize<'de> for Values<K, V> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::deserialize(deserializer).map(Values::Decoded)
+    }
+}
+
+impl<K: Ord, V: PartialEq> PartialEq for Entries<K, V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.sorted() == other.sorted()
+    }
+}
+
+impl<K: Ord, V: PartialEq> PartialEq for Values<K, V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.sorted() == other.sorted()
+    }
+}
+
+impl<K: Ord + fmt::Debug, V: fmt::Debug> fmt::Debug for Entries<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.sorted()).finish()
+    }
+}
+
+impl<K: Ord, V: fmt::Debug> fmt::Debug for Values<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.sorted()).finish()
     }
 }
 
@@ -130,5 +416,36 @@ mod tests {
         let all = map.collect_sorted(|_, _| true);
         assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
         assert!(map.update(&999, |_| ()).is_none());
+    }
+
+    #[test]
+    fn a_frozen_cut_keeps_its_contents_while_writes_go_on() {
+        let map: Sharded<u64, String> = (0..100).map(|i| (i, format!("v{i}"))).collect();
+        let frozen = map.freeze();
+        assert_eq!(frozen.parts(), SHARDS);
+        map.update(&1, |v| v.push('!'));
+        map.insert(500, "new".into());
+        map.remove(&2);
+        assert!(map.update(&999, |_| ()).is_none());
+        assert_eq!(map.get(&1).as_deref(), Some("v1!"));
+        let cut = Entries::from(frozen);
+        assert_eq!(cut.len(), 100);
+        let sorted = cut.sorted();
+        assert_eq!(sorted[1], (&1, &"v1".to_owned()));
+        assert_eq!(sorted[2], (&2, &"v2".to_owned()));
+        // Frozen and decoded forms encode the same bytes as a plain vector.
+        let config = bincode::config::standard();
+        let plain: Vec<(u64, String)> = (0..100).map(|i| (i, format!("v{i}"))).collect();
+        let bytes = bincode::serde::encode_to_vec(&cut, config).unwrap();
+        assert_eq!(bytes, bincode::serde::encode_to_vec(&plain, config).unwrap());
+        let (back, _): (Entries<u64, String>, usize) =
+            bincode::serde::decode_from_slice(&bytes, config).unwrap();
+        assert_eq!(back, cut);
+        let values = Values::from(map.freeze());
+        let plain: Vec<String> = map.collect_sorted(|_, _| true).into_iter().map(|e| e.1).collect();
+        assert_eq!(
+            bincode::serde::encode_to_vec(&values, config).unwrap(),
+            bincode::serde::encode_to_vec(&plain, config).unwrap()
+        );
     }
 }

@@ -1,0 +1,461 @@
+//! Per-user message rows and flags, stored as what they are: sets of ids.
+//!
+//! Zulip keeps one UserMessage row (message, user, flag bits) per
+//! recipient per message, and it is its largest table. Here a user's rows
+//! are `UserMessages`: the ids delivered to them (`ids`), the unread ones
+//! (`read` is "not in `unread`"), and one set per other flag (starred,
+//! collapsed, mentioned, the wildcard mentions, alert words, historical),
+//! which are empty or small for almost everyone. Each set is an `IdSet`:
+//! ascending ids in chunks of at most `2 × CHUNK`, each chunk behind an
+//! `Arc`. So:
+//!
+//! - a send appends one id to the end of the recipient's `ids` (and
+//!   `unread`): after a snapshot cut, `Arc::make_mut` copies at most that
+//!   one chunk, and cloning a whole `UserMessages` (which a copy-on-write
+//!   shard does) copies pointers, not ids;
+//! - a row added in the middle (a historical row) copies one chunk, and a
+//!   chunk past `2 × CHUNK` splits in two;
+//! - a row costs 8 bytes (plus 8 while unread), against ≈ 40 for a
+//!   `BTreeMap<MessageId, Flags>` entry.
+//!
+//! On disk a set is its length and the gaps between successive ids
+//! (bincode varints: about one byte per id in a busy realm), so the
+//! snapshot never depends on where chunks happen to be split.
+
+use std::sync::Arc;
+
+use serde::de::{SeqAccess, Visitor};
+use serde::ser::SerializeSeq;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::ids::MessageId;
+use super::messages::Flags;
+
+/// The chunk size a set fills before it starts a new chunk.
+const CHUNK: usize = 1024;
+
+/// A set of message ids, ascending, in `Arc`-shared copy-on-write chunks.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct IdSet {
+    /// Non-empty chunks, ascending and disjoint.
+    chunks: Vec<Arc<Vec<MessageId>>>,
+    len: usize,
+}
+
+impl std::fmt::Debug for IdSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+impl IdSet {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of ids.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Index of the first chunk whose last id is ≥ `id` (`chunks.len()`
+    /// if `id` is above every id).
+    fn locate(&self, id: MessageId) -> usize {
+        self.chunks.partition_point(|c| c.last().is_some_and(|last| *last < id))
+    }
+
+    /// Whether `id` is in the set.
+    pub fn contains(&self, id: MessageId) -> bool {
+        let at = self.locate(id);
+        self.chunks.get(at).is_some_and(|c| c.binary_search(&id).is_ok())
+    }
+
+    /// Adds `id`; whether it was new.
+    pub fn insert(&mut self, id: MessageId) -> bool {
+        let at = self.locate(id);
+        if at == self.chunks.len() {
+            // Above every id: the common case, an append.
+            match self.chunks.last_mut() {
+                Some(last) if last.len() < CHUNK => Arc::make_mut(last).push(id),
+                _ => {
+                    let mut chunk = Vec::with_capacity(CHUNK.min(16));
+                    chunk.push(id);
+                    self.chunks.push(Arc::new(chunk));
+                }
+            }
+            self.len += 1;
+            return true;
+        }
+        let Err(pos) = self.chunks[at].binary_search(&id) else { return false };
+        let chunk = Arc::make_mut(&mut self.chunks[at]);
+        chunk.insert(pos, id);
+        if chunk.len() > 2 * CHUNK {
+            let tail = chunk.split_off(CHUNK);
+            self.chunks.insert(at + 1, Arc::new(tail));
+        }
+        self.len += 1;
+        true
+    }
+
+    /// Removes `id`; whether it was there.
+    pub fn remove(&mut self, id: MessageId) -> bool {
+        let at = self.locate(id);
+        let Some(Ok(pos)) = self.chunks.get(at).map(|c| c.binary_search(&id)) else {
+            return false;
+        };
+        let chunk = Arc::make_mut(&mut self.chunks[at]);
+        chunk.remove(pos);
+        if chunk.is_empty() {
+            self.chunks.remove(at);
+        }
+        self.len -= 1;
+        true
+    }
+
+    /// Sets or clears `id`.
+    pub fn set(&mut self, id: MessageId, on: bool) {
+        if on {
+            self.insert(id);
+        } else {
+            self.remove(id);
+        }
+    }
+
+    /// The lowest id.
+    pub fn first(&self) -> Option<MessageId> {
+        self.chunks.first().and_then(|c| c.first().copied())
+    }
+
+    /// The highest id.
+    pub fn last(&self) -> Option<MessageId> {
+        self.chunks.last().and_then(|c| c.last().copied())
+    }
+
+    /// Every id, ascending.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = MessageId> + '_ {
+        self.chunks.iter().flat_map(|c| c.iter().copied())
+    }
+
+    /// The ids ≥ `from`, ascending.
+    pub fn iter_from(&self, from: MessageId) -> impl Iterator<Item = MessageId> + '_ {
+        let at = self.locate(from);
+        let skip = self.chunks.get(at).map_or(0, |c| c.partition_point(|id| *id < from));
+        self.chunks[at..]
+            .iter()
+            .enumerate()
+            .flat_map(move |(i, c)| c[if i == 0 { skip } else { 0 }..].iter().copied())
+    }
+
+    /// The ids < `before`, descending.
+    pub fn iter_before(&self, before: MessageId) -> impl Iterator<Item = MessageId> + '_ {
+        let end = self.chunks.partition_point(|c| c.first().is_some_and(|first| *first < before));
+        let keep = match end {
+            0 => 0,
+            _ => self.chunks[end - 1].partition_point(|id| *id < before),
+        };
+        self.chunks[..end]
+            .iter()
+            .rev()
+            .enumerate()
+            .flat_map(move |(i, c)| c[..if i == 0 { keep } else { c.len() }].iter().rev().copied())
+    }
+
+    /// How many chunks (shared pointers) the set holds.
+    pub fn parts(&self) -> usize {
+        self.chunks.len()
+    }
+}
+
+impl FromIterator<MessageId> for IdSet {
+    /// Collects ids given in ascending order (others are inserted one by one).
+    fn from_iter<I: IntoIterator<Item = MessageId>>(iter: I) -> Self {
+        let mut set = IdSet::new();
+        for id in iter {
+            set.insert(id);
+        }
+        set
+    }
+}
+
+impl Serialize for IdSet {
+    /// The length, then each id as the gap from the previous one (the
+    /// first from 0): small varints, independent of the chunking.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.len))?;
+        let mut previous = 0;
+        for id in self.iter() {
+            seq.serialize_element(&(id.0 - previous))?;
+            previous = id.0;
+        }
+        seq.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for IdSet {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Gaps;
+        impl<'de> Visitor<'de> for Gaps {
+            type Value = IdSet;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a sequence of positive id gaps")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<IdSet, A::Error> {
+                let mut set = IdSet::new();
+                let mut previous = 0u64;
+                while let Some(gap) = seq.next_element::<u64>()? {
+                    let id = match previous.checked_add(gap) {
+                        Some(id) if gap > 0 => id,
+                        _ => return Err(serde::de::Error::custom("ids not strictly ascending")),
+                    };
+                    // Ascending: always an append, into full-size chunks.
+                    set.insert(MessageId(id));
+                    previous = id;
+                }
+                Ok(set)
+            }
+        }
+        deserializer.deserialize_seq(Gaps)
+    }
+}
+
+/// The flags kept as sets besides `unread`: bit `1 << (i + 1)` of `Flags`
+/// for index `i` (STARRED … HISTORICAL).
+const FLAG_SETS: usize = 7;
+
+/// One user's rows: the messages delivered to them and their flags.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserMessages {
+    /// Every message delivered to the user (one row each).
+    ids: IdSet,
+    /// The rows without `READ`.
+    unread: IdSet,
+    /// The rows with each other flag, by bit (see `FLAG_SETS`).
+    flags: [IdSet; FLAG_SETS],
+}
+
+impl UserMessages {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether the user has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Every message delivered to the user.
+    pub fn ids(&self) -> &IdSet {
+        &self.ids
+    }
+
+    /// The unread ones.
+    pub fn unread(&self) -> &IdSet {
+        &self.unread
+    }
+
+    /// The starred ones.
+    pub fn starred(&self) -> &IdSet {
+        &self.flags[0]
+    }
+
+    /// The flags of the row for `id`, if the user has one.
+    pub fn get(&self, id: MessageId) -> Option<Flags> {
+        if !self.ids.contains(id) {
+            return None;
+        }
+        Some(self.flags_of(id))
+    }
+
+    /// The flags of a row known to exist.
+    fn flags_of(&self, id: MessageId) -> Flags {
+        let mut flags = Flags((!self.unread.contains(id)) as u32);
+        for (i, set) in self.flags.iter().enumerate() {
+            if !set.is_empty() && set.contains(id) {
+                flags = flags.with(Flags(1 << (i + 1)));
+            }
+        }
+        flags
+    }
+
+    /// Sets the row for `id` to `flags`, adding the row if absent.
+    pub fn set(&mut self, id: MessageId, flags: Flags) {
+        self.ids.insert(id);
+        self.unread.set(id, !flags.contains(Flags::READ));
+        for (i, set) in self.flags.iter_mut().enumerate() {
+            set.set(id, flags.contains(Flags(1 << (i + 1))));
+        }
+    }
+
+    /// Adds the row for `id` with `flags` unless the user has one; whether
+    /// it was added.
+    pub fn insert_if_absent(&mut self, id: MessageId, flags: Flags) -> bool {
+        if self.ids.contains(id) {
+            return false;
+        }
+        self.set(id, flags);
+        true
+    }
+
+    /// Changes the flags of the row for `id` with `f`; the new flags, or
+    /// `None` (and nothing done) if the user has no row.
+    pub fn update(&mut self, id: MessageId, f: impl FnOnce(Flags) -> Flags) -> Option<Flags> {
+        let old = self.get(id)?;
+        let new = f(old);
+        if new != old {
+            self.set(id, new);
+        }
+        Some(new)
+    }
+
+    /// Removes the row for `id`, returning its flags.
+    pub fn remove(&mut self, id: MessageId) -> Option<Flags> {
+        let flags = self.get(id)?;
+        self.ids.remove(id);
+        self.unread.remove(id);
+        for set in &mut self.flags {
+            set.remove(id);
+        }
+        Some(flags)
+    }
+
+    /// Up to `n` rows below `before`, newest first, with their flags.
+    pub fn entries_before(&self, before: MessageId, n: usize) -> Vec<(MessageId, Flags)> {
+        self.ids.iter_before(before).take(n).map(|id| (id, self.flags_of(id))).collect()
+    }
+
+    /// Up to `n` rows from `from` up, oldest first, with their flags.
+    pub fn entries_from(&self, from: MessageId, n: usize) -> Vec<(MessageId, Flags)> {
+        self.ids.iter_from(from).take(n).map(|id| (id, self.flags_of(id))).collect()
+    }
+
+    /// How many chunks (shared pointers) the sets hold.
+    pub fn parts(&self) -> usize {
+        self.ids.parts() + self.unread.parts() + self.flags.iter().map(IdSet::parts).sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(set: &IdSet) -> Vec<u64> {
+        set.iter().map(|id| id.0).collect()
+    }
+
+    #[test]
+    fn a_set_stays_sorted_across_chunks_and_splits() {
+        let mut set = IdSet::new();
+        let mut model = std::collections::BTreeSet::new();
+        for i in (0..5_000).map(|i| i * 4 + 10) {
+            assert!(set.insert(MessageId(i)));
+            model.insert(i);
+        }
+        assert_eq!(set.parts(), 5, "appends fill chunks of {CHUNK}");
+        // Middle inserts until chunks split.
+        for i in 0..1_500 {
+            for id in [i * 4 + 11, i * 4 + 12] {
+                assert!(set.insert(MessageId(id)));
+                model.insert(id);
+            }
+        }
+        assert!(!set.insert(MessageId(11)));
+        assert!(set.parts() > 5, "a chunk past twice the size splits");
+        assert_eq!(ids(&set), model.iter().copied().collect::<Vec<_>>());
+        assert_eq!(set.len(), model.len());
+        assert!(set.contains(MessageId(12)) && !set.contains(MessageId(13)));
+        assert!(!set.contains(MessageId(1_000_000)));
+        // Ranges in both directions, across chunk boundaries.
+        for at in [0, 9, 10, 11, 2_999, 4_100, 4_107, 6_010, 19_999, 20_006, 30_000] {
+            let from: Vec<u64> = set.iter_from(MessageId(at)).map(|i| i.0).collect();
+            assert_eq!(from, model.range(at..).copied().collect::<Vec<_>>(), "from {at}");
+            let before: Vec<u64> = set.iter_before(MessageId(at)).map(|i| i.0).collect();
+            assert_eq!(before, model.range(..at).rev().copied().collect::<Vec<_>>(), "before {at}");
+        }
+        // Removing everything leaves no chunks.
+        for id in model {
+            assert!(set.remove(MessageId(id)));
+        }
+        assert!(!set.remove(MessageId(10)));
+        assert_eq!((set.len(), set.parts()), (0, 0));
+    }
+
+    #[test]
+    fn a_clone_shares_chunks_until_one_side_writes() {
+        let mut set: IdSet = (1..=3_000).map(MessageId).collect();
+        let frozen = set.clone();
+        set.insert(MessageId(5_000));
+        set.remove(MessageId(1));
+        assert_eq!(frozen.len(), 3_000);
+        assert!(frozen.contains(MessageId(1)) && !frozen.contains(MessageId(5_000)));
+        // Only the touched chunks were copied.
+        let shared =
+            set.chunks.iter().filter(|c| frozen.chunks.iter().any(|f| Arc::ptr_eq(c, f))).count();
+        assert_eq!(shared, 1, "the middle chunk is still shared");
+    }
+
+    #[test]
+    fn sets_encode_as_gaps_and_refuse_disorder() {
+        let config = bincode::config::standard();
+        let set: IdSet = [3, 4, 10, 300].map(MessageId).into_iter().collect();
+        let bytes = bincode::serde::encode_to_vec(&set, config).unwrap();
+        assert_eq!(bytes, [4, 3, 1, 6, 251, 34, 1]);
+        let (back, _): (IdSet, usize) = bincode::serde::decode_from_slice(&bytes, config).unwrap();
+        assert_eq!(back, set);
+        let repeated = [2u8, 3, 0];
+        assert!(bincode::serde::decode_from_slice::<IdSet, _>(&repeated, config).is_err());
+    }
+
+    #[test]
+    fn rows_keep_every_flag() {
+        let mut mine = UserMessages::default();
+        let all = [
+            Flags::READ,
+            Flags::STARRED,
+            Flags::COLLAPSED,
+            Flags::MENTIONED,
+            Flags::STREAM_WILDCARD_MENTIONED,
+            Flags::TOPIC_WILDCARD_MENTIONED,
+            Flags::HAS_ALERT_WORD,
+            Flags::HISTORICAL,
+        ];
+        for (i, flag) in all.iter().enumerate() {
+            mine.set(MessageId(i as u64 + 1), *flag);
+        }
+        mine.set(MessageId(20), Flags::default());
+        for (i, flag) in all.iter().enumerate() {
+            assert_eq!(mine.get(MessageId(i as u64 + 1)), Some(*flag));
+        }
+        assert_eq!(mine.get(MessageId(20)), Some(Flags::default()));
+        assert_eq!(mine.get(MessageId(21)), None);
+        assert_eq!(mine.unread().len(), 8, "all but the read one");
+        assert_eq!(mine.update(MessageId(2), |f| f.with(Flags::READ)), Some(Flags(3)));
+        assert_eq!(mine.update(MessageId(99), |f| f), None);
+        assert!(!mine.insert_if_absent(MessageId(2), Flags::default()));
+        assert!(mine.insert_if_absent(MessageId(15), Flags::READ.with(Flags::HISTORICAL)));
+        assert_eq!(mine.remove(MessageId(2)), Some(Flags(3)));
+        assert!(!mine.starred().contains(MessageId(2)));
+        assert_eq!(
+            mine.entries_before(MessageId(15), 2),
+            [(MessageId(8), Flags::HISTORICAL)]
+                .into_iter()
+                .chain([(MessageId(7), Flags::HAS_ALERT_WORD)])
+                .collect::<Vec<_>>()
+        );
+        let from = mine.entries_from(MessageId(15), 5);
+        assert_eq!(from, [(MessageId(15), Flags(0x81)), (MessageId(20), Flags::default())]);
+        let config = bincode::config::standard();
+        let bytes = bincode::serde::encode_to_vec(&mine, config).unwrap();
+        let (back, _): (UserMessages, usize) =
+            bincode::serde::decode_from_slice(&bytes, config).unwrap();
+        assert_eq!(back, mine);
+    }
+}
