@@ -6,11 +6,13 @@
 //!   `message_content_edit_limit_seconds` (0 = no limit);
 //! - topic: members of the realm's `can_move_messages_between_topics_group`
 //!   (default members), within `move_messages_within_stream_limit_seconds`
-//!   unless moderator or above;
+//!   unless moderator or above (resolving or unresolving has no limit);
 //! - channel: members of the realm's `can_move_messages_between_channels_group`
 //!   (default members) or the channel's `can_move_messages_out_of_channel`,
 //!   within `move_messages_between_streams_limit_seconds` unless moderator
 //!   or above, to a channel they may see and post to.
+//!
+//! Each limit has Zulip's 20-second grace (`MOVE_LIMIT_GRACE_SECONDS`).
 //!
 //! `propagate_mode` takes along the topic's other messages (`change_later`:
 //! from this one on; `change_all`: all). Resolving or unresolving a topic
