@@ -65,7 +65,7 @@ pub struct Move<'a> {
     pub to: &'a Channel,
     /// Their new topic.
     pub to_topic: &'a str,
-    /// Every message that moves.
+    /// Every message that moves, ascending.
     pub moved: &'a [MessageId],
     /// The request's propagate mode.
     pub mode: PropagateMode,
@@ -202,7 +202,9 @@ fn topic_ids(state: &State, channel: &Channel, topic: &str) -> Vec<MessageId> {
 /// Whether the editor can see a message of `channel` > `topic` that does
 /// not move.
 fn has_visible_messages(state: &State, m: &Move<'_>, channel: &Channel, topic: &str) -> bool {
-    topic_ids(state, channel, topic).into_iter().filter(|id| !m.moved.contains(id)).any(|id| {
+    // `moved` is ascending: a binary search keeps 10,000-message moves linear-ish.
+    let moves = |id: &MessageId| m.moved.binary_search(id).is_ok();
+    topic_ids(state, channel, topic).into_iter().filter(|id| !moves(id)).any(|id| {
         state
             .messages
             .get(&id)
