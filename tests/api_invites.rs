@@ -83,9 +83,26 @@ fn an_invitation_mails_a_link_that_creates_the_account_once() {
         .err(400, "BAD_REQUEST");
     server.anonymous().get(&path, &[]).err(400, "BAD_REQUEST");
     assert_eq!(iago.get("/invites", &[]).ok()["invites"].as_array().unwrap().len(), 1);
-    // The referrer was told.
-    let last = outbox(&server).pop().unwrap();
-    assert!(last.starts_with("To: iago@natter.test\n") && last.contains("Ophelia"), "{last}");
+    // The referrer was told by the Notification Bot, and the Welcome Bot
+    // sent Ophelia the invitation's welcome text (direct messages).
+    let newest = |c: &Client| {
+        let params = [("anchor", "newest"), ("num_before", "1"), ("num_after", "0")];
+        let raw = [params[0], params[1], params[2], ("apply_markdown", "false")];
+        c.get("/messages", &raw).ok()["messages"][0].clone()
+    };
+    let told = newest(&iago);
+    assert_eq!(told["sender_email"], "notification-bot@zulip.com");
+    assert_eq!(told["type"], "private");
+    let ophelia_id = me["user_id"].as_u64().unwrap();
+    assert_eq!(
+        told["content"],
+        format!("@_**Ophelia|{ophelia_id}** accepted your invitation to join Zulip!")
+    );
+    assert_eq!(told["flags"], json!([]), "unread for Iago");
+    let welcome = newest(&ophelia);
+    assert_eq!(welcome["sender_email"], "welcome-bot@zulip.com");
+    assert_eq!(welcome["content"], "Welcome to Elsinore!");
+    assert_eq!(outbox(&server).len(), 2, "no mail beyond the two invitations");
 }
 
 #[test]

@@ -463,3 +463,68 @@ fn change_all_moves_respect_the_time_limit_for_every_message() {
     assert!(h.app.state.by_topic.get(&old_topic).unwrap_or_default().is_empty());
     assert!(h.app.state.by_topic.get(&new_topic).unwrap().len() >= 3);
 }
+
+/// Joining through an invitation: the Notification Bot tells the inviter
+/// (unless `notify_referrer_on_join=false`), the Welcome Bot sends the
+/// invitation's welcome text (none when it has none); both are direct
+/// messages rendered like any other, logged with the account.
+#[test]
+fn joining_sends_the_referrer_notice_and_the_welcome_text() {
+    use crate::api_settings::{link_path, outbox};
+    let mut server = TestServer::start();
+    let iago = server.client(IAGO);
+    let hamlet = server.client(HAMLET);
+    let invite = |c: &Client, email: &str, extra: &[(&str, &str)]| {
+        let mut p = vec![("invitee_emails", email), ("stream_ids", "[]")];
+        p.extend_from_slice(extra);
+        c.post("/invites", &p).ok();
+        link_path(outbox(&server).iter().find(|m| m.contains(email)).unwrap())
+    };
+    let join = |path: &str, name: &str| {
+        let made =
+            server.anonymous().post(path, &[("full_name", name), ("password", "rosemary")]).ok();
+        let key = made["api_key"].as_str().unwrap().to_owned();
+        let id = made["user_id"].as_u64().unwrap();
+        (server.anonymous().with_auth(made["email"].as_str().unwrap(), &key), id)
+    };
+    let dms = |c: &Client| -> Vec<Value> {
+        let narrow = json!([["is", "dm"]]).to_string();
+        let params =
+            [("anchor", "newest"), ("num_before", "20"), ("num_after", "0"), ("narrow", &narrow)];
+        c.get("/messages", &params).ok()["messages"].as_array().unwrap().clone()
+    };
+    // An administrator's invitation with a welcome text (Markdown).
+    let path =
+        invite(&iago, "ophelia@elsinore.test", &[("welcome_message_custom_text", "Hi **there**")]);
+    let (ophelia, ophelia_id) = join(&path, "Ophelia");
+    let told = dms(&iago);
+    assert_eq!(told.len(), 1);
+    assert_eq!(told[0]["sender_email"], NOTIFICATION_BOT);
+    let html = told[0]["content"].as_str().unwrap();
+    assert!(
+        html.contains(&format!("data-user-id=\"{ophelia_id}\""))
+            && html.contains("user-mention silent"),
+        "the new user is mentioned (silently): {html}"
+    );
+    assert!(html.ends_with(" accepted your invitation to join Zulip!</p>"), "{html}");
+    let welcome = dms(&ophelia);
+    assert_eq!(welcome.len(), 1);
+    assert_eq!(welcome[0]["sender_email"], WELCOME_BOT);
+    assert_eq!(welcome[0]["content"], "<p>Hi <strong>there</strong></p>");
+    assert_eq!(welcome[0]["flags"], json!([]));
+    // A member's invitation: no welcome text (only administrators set one),
+    // and no notice when the inviter asked for none.
+    let path = invite(
+        &hamlet,
+        "laertes@elsinore.test",
+        &[("welcome_message_custom_text", "ignored"), ("notify_referrer_on_join", "false")],
+    );
+    let (laertes, _) = join(&path, "Laertes");
+    assert!(dms(&laertes).is_empty());
+    assert!(dms(&hamlet).is_empty());
+    // Durable with the account.
+    server.kill();
+    server.restart();
+    let iago = server.client(IAGO);
+    assert_eq!(dms(&iago).len(), 1);
+}

@@ -507,18 +507,20 @@ pub fn register_invitee(app: &App, call: &mut Call) -> ApiResult<Reply> {
             .copied()
             .filter(|g| state.groups.read(g, |g| !g.deactivated) == Some(true))
             .collect();
+        // The system bots' messages (the inviter's notice, the welcome
+        // text) go in the same record as the account.
+        let messages = super::join_messages::on_join(state, &invite, &user, now);
         let change =
             PersonalChange::AcceptInvite { id: invite.id, user, password_hash, channels, groups };
-        Ok((Mutation::Personal(change), (id, email.clone())))
+        let mutation = if messages.is_empty() {
+            Mutation::Personal(change)
+        } else {
+            let mut parts = vec![Mutation::Personal(change)];
+            parts.extend(messages);
+            Mutation::Batch(parts)
+        };
+        Ok((mutation, (id, email.clone())))
     })?;
-    if invite.notify_referrer_on_join {
-        if let Some(referrer) = app.state.users.get(&invite.inviter) {
-            let body =
-                format!("{full_name} ({email}) accepted your invitation to {}.\n", realm.name);
-            let _ =
-                outbox::send(app, &referrer.delivery_email, "Your invitation was accepted", &body);
-        }
-    }
     Ok(reply! { "user_id" => user_id.0, "email" => email, "api_key" => api_key })
 }
 

@@ -6,11 +6,13 @@
 //!   `message_content_edit_limit_seconds` (0 = no limit);
 //! - topic: members of the realm's `can_move_messages_between_topics_group`
 //!   (default members), within `move_messages_within_stream_limit_seconds`
-//!   unless moderator or above;
+//!   unless moderator or above (resolving or unresolving has no limit);
 //! - channel: members of the realm's `can_move_messages_between_channels_group`
 //!   (default members) or the channel's `can_move_messages_out_of_channel`,
 //!   within `move_messages_between_streams_limit_seconds` unless moderator
 //!   or above, to a channel they may see and post to.
+//!
+//! Each limit has Zulip's 20-second grace (`MOVE_LIMIT_GRACE_SECONDS`).
 //!
 //! `propagate_mode` takes along the topic's other messages (`change_later`:
 //! from this one on; `change_all`: all). Resolving or unresolving a topic
@@ -189,7 +191,13 @@ fn plan(state: &State, editor: &User, req: &Request, now: i64) -> ApiResult<Opti
                         "You don't have permission to edit this message",
                     ));
                 }
-                if !moderator && over(age, settings.move_messages_within_stream_limit_seconds) {
+                // Resolving or unresolving has no time limit (as in Zulip).
+                let resolving = new_channel.is_none()
+                    && new_topic.as_deref().is_some_and(|new| is_resolve_toggle(topic, new));
+                if !moderator
+                    && !resolving
+                    && over(age, settings.move_messages_within_stream_limit_seconds)
+                {
                     return Err(ApiError::bad_request(
                         "The time limit for editing this message's topic has passed",
                     ));
@@ -372,8 +380,7 @@ fn over(age: i64, limit: Option<u32>) -> bool {
 /// Whether going from `old` to `new` only adds or removes the resolved
 /// prefix.
 fn is_resolve_toggle(old: &str, new: &str) -> bool {
-    new.strip_prefix(RESOLVED_TOPIC_PREFIX) == Some(old)
-        || old.strip_prefix(RESOLVED_TOPIC_PREFIX) == Some(new)
+    move_notices::resolves(old, new) || move_notices::unresolves(old, new)
 }
 
 /// The messages a move takes along: the topic's messages (topics compare
@@ -727,10 +734,12 @@ mod tests {
         assert_eq!(plan(&w.state, &member, &later, now).unwrap().unwrap().edit.moved, [ids[2]]);
         let resolve = request(ids[2], Some("✔ t"), PropagateMode::ChangeAll);
         assert!(plan(&w.state, &member, &resolve, now).unwrap().is_some());
-        // The named message itself past the limit: the per-message check.
+        // The named message itself past the limit: the per-message check,
+        // which resolving is exempt from.
         let late = sent(&w, ids[2]) + limit + 1;
         let e = plan(&w.state, &member, &all, late).unwrap_err();
         assert_eq!(e.msg, "The time limit for editing this message's topic has passed");
+        assert!(plan(&w.state, &member, &resolve, late).unwrap().is_some());
     }
 
     /// The text of the notice a plan posts (its only one).

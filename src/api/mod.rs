@@ -11,6 +11,7 @@ pub mod flags;
 pub mod group_setting;
 pub mod groups;
 pub mod invites;
+pub mod join_messages;
 pub mod json;
 pub mod mentions;
 pub mod message_edit;

@@ -65,7 +65,7 @@ pub struct Move<'a> {
     pub to: &'a Channel,
     /// Their new topic.
     pub to_topic: &'a str,
-    /// Every message that moves.
+    /// Every message that moves, ascending.
     pub moved: &'a [MessageId],
     /// The request's propagate mode.
     pub mode: PropagateMode,
@@ -119,8 +119,12 @@ pub fn notices(state: &State, m: &Move<'_>) -> Vec<Mutation> {
         }
     }
     let count = m.moved.len();
-    let old_location = topic_link(m.from, m.from_topic);
-    let new_location = topic_link(m.to, m.to_topic);
+    let general_chat = state
+        .realms
+        .read(&m.editor.realm, |r| r.settings.empty_topic_display_name.clone())
+        .unwrap_or_default();
+    let old_location = topic_link(m.from, m.from_topic, &general_chat);
+    let new_location = topic_link(m.to, m.to_topic, &general_chat);
     if m.notify_new && (m.channel_edited() || (m.topic_edited() && !resolved && !unresolved)) {
         let content = if moved_all && !has_visible_messages(state, m, m.to, m.to_topic) {
             format!("This topic was moved here from {old_location} by {user}.")
@@ -198,7 +202,9 @@ fn topic_ids(state: &State, channel: &Channel, topic: &str) -> Vec<MessageId> {
 /// Whether the editor can see a message of `channel` > `topic` that does
 /// not move.
 fn has_visible_messages(state: &State, m: &Move<'_>, channel: &Channel, topic: &str) -> bool {
-    topic_ids(state, channel, topic).into_iter().filter(|id| !m.moved.contains(id)).any(|id| {
+    // `moved` is ascending: a binary search keeps 10,000-message moves linear-ish.
+    let moves = |id: &MessageId| m.moved.binary_search(id).is_ok();
+    topic_ids(state, channel, topic).into_iter().filter(|id| !moves(id)).any(|id| {
         state
             .messages
             .get(&id)
@@ -266,13 +272,15 @@ fn resolve_readers(state: &State, m: &Move<'_>, moved_all: bool) -> Vec<UserId> 
 const FOLLOWED: u8 = 3;
 
 /// Zulip's link syntax for a channel's topic: `#**channel>topic**`, or a
-/// Markdown link where the names would break that syntax.
-pub fn topic_link(channel: &Channel, topic: &str) -> String {
-    if breaks_link_syntax(&channel.name) || breaks_link_syntax(topic) {
+/// Markdown link where the names would break that syntax, or for the
+/// empty topic (shown as the realm's `general_chat` name).
+pub fn topic_link(channel: &Channel, topic: &str, general_chat: &str) -> String {
+    if topic.is_empty() || breaks_link_syntax(&channel.name) || breaks_link_syntax(topic) {
+        let shown = if topic.is_empty() { general_chat } else { topic };
         format!(
             "[#{} > {}]({})",
             escape_link_text(&channel.name),
-            escape_link_text(topic),
+            escape_link_text(shown),
             topic_url(channel, topic)
         )
     } else {
@@ -338,6 +346,24 @@ mod tests {
         assert!(unresolves("✔ ✔ bug", "bug"));
         assert!(!unresolves("bug", "✔ bug"));
         assert!(!unresolves("✔ bug", "other"));
+    }
+
+    #[test]
+    fn topic_links_fall_back_to_markdown_links() {
+        let mut w = crate::testkit::World::new();
+        let plain = w.channel("", "Denmark", false, &[]);
+        let starry = w.channel("", "a*b", false, &[]);
+        assert_eq!(topic_link(&plain, "plans", "general chat"), "#**Denmark>plans**");
+        let id = plain.id.0;
+        assert_eq!(
+            topic_link(&plain, "", "general chat"),
+            format!("[#Denmark > general chat](#narrow/channel/{id}-Denmark/topic/)")
+        );
+        let id = starry.id.0;
+        assert_eq!(
+            topic_link(&starry, "x > y", "general chat"),
+            format!("[#a&#42;b > x &gt; y](#narrow/channel/{id}-a.2Ab/topic/x.20.3E.20y)")
+        );
     }
 
     #[test]

@@ -230,12 +230,7 @@ fn spectator_register(app: &App, call: &mut Call) -> ApiResult<Reply> {
             |users: Vec<&User>| user_json::users_array(state, None, users.into_iter(), public);
         call.raw_fields.push(("realm_users".into(), list(active)));
         call.raw_fields.push(("realm_non_active_users".into(), list(inactive)));
-        let bots: Vec<Value> = state
-            .system_bots(realm.id)
-            .iter()
-            .map(|b| shapes::system_bot(state, &viewer, b, false))
-            .collect();
-        insert(&mut out, "cross_realm_bots", json!(bots));
+        insert(&mut out, "cross_realm_bots", cross_realm_bots(state, &viewer, false));
     }
     if options.wants("subscription") {
         let web_public: Vec<Value> = state
@@ -501,14 +496,8 @@ fn realm_user_section(ctx: &Ctx, out: &mut Reply, raw: &mut RawFields) {
     raw.push(("realm_users".into(), list(active)));
     raw.push(("realm_non_active_users".into(), list(inactive)));
     let me = ctx.user;
-    let bots: Vec<Value> = ctx
-        .state
-        .system_bots(ctx.realm.id)
-        .iter()
-        .map(|b| shapes::system_bot(ctx.state, me, b, options.client_gravatar))
-        .collect();
     let fields = json!({
-        "cross_realm_bots": bots,
+        "cross_realm_bots": cross_realm_bots(ctx.state, me, options.client_gravatar),
         "user_id": me.id.0,
         "email": ctx.state.api_email(me),
         "delivery_email": me.delivery_email,
@@ -596,4 +585,13 @@ fn user_groups_section(ctx: &Ctx, out: &mut Reply) {
         })
         .collect();
     insert(out, "realm_user_groups", Value::Array(groups));
+}
+
+/// `cross_realm_bots`: the realm's system bots (Notification Bot, Welcome
+/// Bot) as `viewer` sees them, with `is_system_bot`.
+fn cross_realm_bots(state: &State, viewer: &User, client_gravatar: bool) -> Value {
+    let bots = state.system_bots(viewer.realm);
+    Value::Array(
+        bots.iter().map(|b| shapes::system_bot(state, viewer, b, client_gravatar)).collect(),
+    )
 }
