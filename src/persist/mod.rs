@@ -217,8 +217,8 @@ mod tests {
             timestamp: 1_700_000_100 + i as i64,
             client: "test".into(),
             is_me_message: false,
-            reactions: Vec::new(),
-            edit_history: Vec::new(),
+            reactions: Default::default(),
+            edit_history: Default::default(),
             last_edit_timestamp: None,
             last_moved_timestamp: None,
         }
