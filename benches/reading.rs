@@ -66,8 +66,8 @@ fn build() -> (State, Realm, User) {
             timestamp: 1_700_000_000 + i as i64,
             client: "bench".into(),
             is_me_message: false,
-            reactions: Vec::new(),
-            edit_history: Vec::new(),
+            reactions: Default::default(),
+            edit_history: Default::default(),
             last_edit_timestamp: None,
             last_moved_timestamp: None,
         };

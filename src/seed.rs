@@ -321,10 +321,10 @@ fn seed_realm(
             content,
             rendered_content: rendered,
             timestamp: now,
-            client: "natter".to_owned(),
+            client: "natter".into(),
             is_me_message: false,
-            reactions: Vec::new(),
-            edit_history: Vec::new(),
+            reactions: Default::default(),
+            edit_history: Default::default(),
             last_edit_timestamp: None,
             last_moved_timestamp: None,
         };

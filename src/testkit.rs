@@ -85,8 +85,8 @@ impl World {
             timestamp: 1_000 + id.0 as i64,
             client: "test".into(),
             is_me_message: false,
-            reactions: Vec::new(),
-            edit_history: Vec::new(),
+            reactions: Default::default(),
+            edit_history: Default::default(),
             last_edit_timestamp: None,
             last_moved_timestamp: None,
         };

@@ -840,10 +840,10 @@ mod tests {
             content: "x".into(),
             rendered_content: "<p>x</p>".into(),
             timestamp: 100,
-            client: String::new(),
+            client: "".into(),
             is_me_message: false,
-            reactions: Vec::new(),
-            edit_history: Vec::new(),
+            reactions: Default::default(),
+            edit_history: Default::default(),
             last_edit_timestamp: None,
             last_moved_timestamp: None,
         };

@@ -170,10 +170,10 @@ impl Draft {
             content: self.content.clone(),
             rendered_content: self.rendered.html.clone(),
             timestamp: self.timestamp,
-            client: self.client.clone(),
+            client: self.client.as_str().into(),
             is_me_message: self.is_me_message,
-            reactions: Vec::new(),
-            edit_history: Vec::new(),
+            reactions: Default::default(),
+            edit_history: Default::default(),
             last_edit_timestamp: None,
             last_moved_timestamp: None,
         };

@@ -168,10 +168,10 @@ mod tests {
             content: "x".into(),
             rendered_content: "<p>x</p>".into(),
             timestamp: 1000,
-            client: String::new(),
+            client: "".into(),
             is_me_message: false,
-            reactions: Vec::new(),
-            edit_history: Vec::new(),
+            reactions: Default::default(),
+            edit_history: Default::default(),
             last_edit_timestamp: None,
             last_moved_timestamp: None,
         };

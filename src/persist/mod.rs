@@ -217,8 +217,8 @@ mod tests {
             timestamp: 1_700_000_100 + i as i64,
             client: "test".into(),
             is_me_message: false,
-            reactions: Vec::new(),
-            edit_history: Vec::new(),
+            reactions: Default::default(),
+            edit_history: Default::default(),
             last_edit_timestamp: None,
             last_moved_timestamp: None,
         }
@@ -613,6 +613,25 @@ mod tests {
         );
         assert_eq!(decode_mutation(1, &encode_mutation(&log[0])).unwrap(), log[0]);
     }
+
+    /// The on-disk encoding of the per-user rows in a snapshot (since
+    /// FORMAT_VERSION 7: per user, the delivered ids, the unread ids and
+    /// one set per other flag, each as its length and id gaps).
+    #[test]
+    fn user_rows_snapshot_fixture() {
+        let state = State::new();
+        history(&state, 4);
+        let image = state.image();
+        let hex = bincode::serde::encode_to_vec(&image.user_messages, bincode::config::standard())
+            .unwrap()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>();
+        assert_eq!(hex, ROWS_FIXTURE, "the snapshot format changed: bump FORMAT_VERSION");
+    }
+
+    const ROWS_FIXTURE: &str =
+        "020104010101010202020000040101010100000000020401010101040101010100000000000000";
 
     const USER_FIXTURE: &str = "010101086140782e74657374086140782e74657374086140782e7465737403010000203030303030303030303030303030303030303030303030303030303030303030fc02e2a7ca0001";
     const MESSAGE_FIXTURE: &str =

@@ -87,16 +87,19 @@ impl<W: Write> Write for Summing<W> {
 /// Encodes `image` into `out` as a complete snapshot file (header then
 /// payload). `out` must be at its start; the header is written first as a
 /// placeholder and then again, filled in, once the payload is counted.
+/// Bincode's many small writes go to a 1 MiB buffer, so the length and
+/// CRC are counted over large blocks.
 pub fn encode_into<W: Write + Seek>(image: &StateImage, out: W) -> io::Result<W> {
     let mut out = out;
     out.write_all(&[0u8; HEADER_LEN])?;
-    let mut summing = Summing { inner: out, len: 0, crc: crc32fast::Hasher::new() };
-    bincode::serde::encode_into_std_write(image, &mut summing, bincode::config::standard())
+    let summing = Summing { inner: out, len: 0, crc: crc32fast::Hasher::new() };
+    let mut buffered = BufWriter::with_capacity(1 << 20, summing);
+    bincode::serde::encode_into_std_write(image, &mut buffered, bincode::config::standard())
         .map_err(|e| match e {
             bincode::error::EncodeError::Io { inner, .. } => inner,
             other => io::Error::other(other.to_string()),
         })?;
-    let Summing { inner: mut out, len, crc } = summing;
+    let Summing { inner: mut out, len, crc } = buffered.into_inner().map_err(|e| e.into_error())?;
     out.seek(SeekFrom::Start(0))?;
     out.write_all(&header(image.applied_seq, len, crc.finalize()))?;
     out.seek(SeekFrom::End(0))?;
@@ -147,8 +150,7 @@ pub fn write(dir: &Path, image: &StateImage) -> io::Result<PathBuf> {
     let final_path = path_for(dir, seq);
     let tmp_path = dir.join(format!("{PREFIX}{seq:020}.tmp"));
     {
-        let file = encode_into(image, BufWriter::with_capacity(1 << 20, File::create(&tmp_path)?))?;
-        file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        encode_into(image, File::create(&tmp_path)?)?.sync_all()?;
     }
     fs::rename(&tmp_path, &final_path)?;
     File::open(dir)?.sync_all()?;

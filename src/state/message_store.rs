@@ -241,10 +241,10 @@ mod tests {
             content: format!("m{id}"),
             rendered_content: String::new(),
             timestamp: 0,
-            client: String::new(),
+            client: "".into(),
             is_me_message: false,
-            reactions: Vec::new(),
-            edit_history: Vec::new(),
+            reactions: Default::default(),
+            edit_history: Default::default(),
             last_edit_timestamp: None,
             last_moved_timestamp: None,
         })

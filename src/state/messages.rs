@@ -1,6 +1,13 @@
 //! Messages, per-user message flags, reactions and edit history.
+//!
+//! A `Message` is kept compact (#7): what most messages never have
+//! (reactions, edit history) is a `Rare` list, one pointer when empty,
+//! and the client name is shared (`State::intern`) by every message sent
+//! through the same client. Neither changes the encoding.
 
-use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::ids::{ChannelId, MessageId, RealmId, RecipientId, UserId};
 
@@ -100,18 +107,93 @@ pub struct Message {
     pub rendered_content: String,
     /// UNIX seconds.
     pub timestamp: i64,
-    /// Name of the sending client (from the User-Agent).
-    pub client: String,
+    /// Name of the sending client (from the User-Agent); shared between
+    /// messages once stored.
+    pub client: Arc<str>,
     /// A `/me` message.
     pub is_me_message: bool,
     /// Reactions in the order they were added.
-    pub reactions: Vec<Reaction>,
+    pub reactions: Rare<Reaction>,
     /// Edits, oldest first.
-    pub edit_history: Vec<EditRecord>,
+    pub edit_history: Rare<EditRecord>,
     /// Last content edit, UNIX seconds.
     pub last_edit_timestamp: Option<i64>,
     /// Last move to another channel or topic, UNIX seconds.
     pub last_moved_timestamp: Option<i64>,
+}
+
+/// A list that most messages leave empty: one pointer (null when empty)
+/// instead of a `Vec`'s three words. Reads go through `Deref` to a slice;
+/// encodes exactly as a `Vec<T>`.
+#[derive(Clone, PartialEq, Eq)]
+// A boxed `Vec` on purpose: a thin pointer, and pushes stay amortized.
+#[allow(clippy::box_collection)]
+pub struct Rare<T>(Option<Box<Vec<T>>>);
+
+impl<T> Rare<T> {
+    /// An empty list.
+    pub fn new() -> Self {
+        Rare(None)
+    }
+
+    /// Appends `value`.
+    pub fn push(&mut self, value: T) {
+        self.0.get_or_insert_with(Box::default).push(value);
+    }
+
+    /// Removes and returns the element at `index` (panics if out of range).
+    pub fn remove(&mut self, index: usize) -> T {
+        let list = self.0.as_mut().expect("remove from an empty list");
+        let value = list.remove(index);
+        if list.is_empty() {
+            self.0 = None;
+        }
+        value
+    }
+}
+
+impl<T> Default for Rare<T> {
+    fn default() -> Self {
+        Rare(None)
+    }
+}
+
+impl<T> std::ops::Deref for Rare<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+}
+
+impl<T> From<Vec<T>> for Rare<T> {
+    fn from(list: Vec<T>) -> Self {
+        Rare((!list.is_empty()).then(|| Box::new(list)))
+    }
+}
+
+impl<T: PartialEq> PartialEq<Vec<T>> for Rare<T> {
+    fn eq(&self, other: &Vec<T>) -> bool {
+        **self == **other
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Rare<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<T: Serialize> Serialize for Rare<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(serializer)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Rare<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::deserialize(deserializer).map(Rare::from)
+    }
 }
 
 /// A user's flags on one message, as a bit set.

@@ -16,6 +16,7 @@ pub mod emails;
 pub mod groups;
 pub mod ids;
 pub mod indexes;
+pub mod interner;
 pub mod message_store;
 pub mod messages;
 pub mod personal;
@@ -103,6 +104,8 @@ pub struct State {
     /// Each user's past subscriptions (channels they left), with the
     /// settings they had: register's `unsubscribed`.
     pub former_subscriptions: Sharded<UserId, BTreeMap<ChannelId, Subscription>>,
+    /// Not snapshotted: the shared copies of stored messages' client names.
+    pub names: interner::Interner,
 }
 
 /// `State` as key-sorted data: the snapshot format. Taken from live state
@@ -257,7 +260,11 @@ impl State {
     }
 
     /// Inserts a message and adds it to the recipient and topic indexes.
-    pub(crate) fn index_message(&self, message: Arc<Message>) {
+    pub(crate) fn index_message(&self, mut message: Arc<Message>) {
+        let client = self.names.intern(&message.client);
+        if !Arc::ptr_eq(&client, &message.client) {
+            Arc::make_mut(&mut message).client = client;
+        }
         self.by_recipient.upsert(message.recipient, |ids| indexes::insert_sorted(ids, message.id));
         self.index_topic(&message);
         self.messages.insert(message.id, message);
@@ -338,10 +345,10 @@ mod tests {
                 content: String::new(),
                 rendered_content: String::new(),
                 timestamp: i as i64,
-                client: String::new(),
+                client: "".into(),
                 is_me_message: false,
-                reactions: Vec::new(),
-                edit_history: Vec::new(),
+                reactions: Default::default(),
+                edit_history: Default::default(),
                 last_edit_timestamp: None,
                 last_moved_timestamp: None,
             };

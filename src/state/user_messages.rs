@@ -15,8 +15,9 @@
 //!   shard does) copies pointers, not ids;
 //! - a row added in the middle (a historical row) copies one chunk, and a
 //!   chunk past `2 × CHUNK` splits in two;
-//! - a row costs 8 bytes (plus 8 while unread), against ≈ 40 for a
-//!   `BTreeMap<MessageId, Flags>` entry.
+//! - a row costs 4 bytes (plus 4 while unread: a chunk stores its first
+//!   id and 32-bit offsets), against ≈ 40 for a `BTreeMap<MessageId,
+//!   Flags>` entry.
 //!
 //! On disk a set is its length and the gaps between successive ids
 //! (bincode varints: about one byte per id in a busy realm), so the
@@ -34,13 +35,83 @@ use super::messages::Flags;
 /// The chunk size a set fills before it starts a new chunk.
 const CHUNK: usize = 1024;
 
+/// Up to `2 × CHUNK` ascending ids: a base and 32-bit offsets from it
+/// (4 bytes an id), never empty.
+#[derive(Clone)]
+struct Chunk {
+    base: u64,
+    offsets: Vec<u32>,
+}
+
+impl Chunk {
+    fn single(id: MessageId) -> Self {
+        let mut offsets = Vec::with_capacity(16);
+        offsets.push(0);
+        Chunk { base: id.0, offsets }
+    }
+
+    fn at(&self, i: usize) -> MessageId {
+        MessageId(self.base + u64::from(self.offsets[i]))
+    }
+
+    fn first(&self) -> MessageId {
+        self.at(0)
+    }
+
+    fn last(&self) -> MessageId {
+        self.at(self.offsets.len() - 1)
+    }
+
+    fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// The offset of `id`, if it fits.
+    fn offset(&self, id: MessageId) -> Option<u32> {
+        id.0.checked_sub(self.base).and_then(|d| u32::try_from(d).ok())
+    }
+
+    /// Like `slice::binary_search`, for an id.
+    fn find(&self, id: MessageId) -> Result<usize, usize> {
+        if id.0 < self.base {
+            return Err(0);
+        }
+        match self.offset(id) {
+            Some(offset) => self.offsets.binary_search(&offset),
+            None => Err(self.offsets.len()),
+        }
+    }
+
+    /// How many ids are below `id`.
+    fn below(&self, id: MessageId) -> usize {
+        self.find(id).unwrap_or_else(|i| i)
+    }
+
+    fn iter(&self) -> impl DoubleEndedIterator<Item = MessageId> + '_ {
+        self.offsets.iter().map(|o| MessageId(self.base + u64::from(*o)))
+    }
+
+    fn range(&self, from: usize, to: usize) -> impl DoubleEndedIterator<Item = MessageId> + '_ {
+        self.offsets[from..to].iter().map(|o| MessageId(self.base + u64::from(*o)))
+    }
+}
+
 /// A set of message ids, ascending, in `Arc`-shared copy-on-write chunks.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub struct IdSet {
     /// Non-empty chunks, ascending and disjoint.
-    chunks: Vec<Arc<Vec<MessageId>>>,
+    chunks: Vec<Arc<Chunk>>,
     len: usize,
 }
+
+/// Equal when the ids are, however they are chunked.
+impl PartialEq for IdSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for IdSet {}
 
 impl std::fmt::Debug for IdSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -67,13 +138,13 @@ impl IdSet {
     /// Index of the first chunk whose last id is ≥ `id` (`chunks.len()`
     /// if `id` is above every id).
     fn locate(&self, id: MessageId) -> usize {
-        self.chunks.partition_point(|c| c.last().is_some_and(|last| *last < id))
+        self.chunks.partition_point(|c| c.last() < id)
     }
 
     /// Whether `id` is in the set.
     pub fn contains(&self, id: MessageId) -> bool {
         let at = self.locate(id);
-        self.chunks.get(at).is_some_and(|c| c.binary_search(&id).is_ok())
+        self.chunks.get(at).is_some_and(|c| c.find(id).is_ok())
     }
 
     /// Adds `id`; whether it was new.
@@ -82,21 +153,36 @@ impl IdSet {
         if at == self.chunks.len() {
             // Above every id: the common case, an append.
             match self.chunks.last_mut() {
-                Some(last) if last.len() < CHUNK => Arc::make_mut(last).push(id),
-                _ => {
-                    let mut chunk = Vec::with_capacity(CHUNK.min(16));
-                    chunk.push(id);
-                    self.chunks.push(Arc::new(chunk));
+                Some(last) if last.len() < CHUNK && last.offset(id).is_some() => {
+                    let offset = last.offset(id).expect("checked");
+                    Arc::make_mut(last).offsets.push(offset);
                 }
+                _ => self.chunks.push(Arc::new(Chunk::single(id))),
             }
             self.len += 1;
             return true;
         }
-        let Err(pos) = self.chunks[at].binary_search(&id) else { return false };
+        let Err(pos) = self.chunks[at].find(id) else { return false };
+        let chunk = &self.chunks[at];
+        if id < chunk.first() && chunk.last().0 - id.0 > u64::from(u32::MAX) {
+            // Too far below this chunk to share its base.
+            self.chunks.insert(at, Arc::new(Chunk::single(id)));
+            self.len += 1;
+            return true;
+        }
         let chunk = Arc::make_mut(&mut self.chunks[at]);
-        chunk.insert(pos, id);
+        if id.0 < chunk.base {
+            let shift = (chunk.base - id.0) as u32;
+            chunk.offsets.iter_mut().for_each(|o| *o += shift);
+            chunk.base = id.0;
+        }
+        let offset = chunk.offset(id).expect("within the chunk's span");
+        chunk.offsets.insert(pos, offset);
         if chunk.len() > 2 * CHUNK {
-            let tail = chunk.split_off(CHUNK);
+            let mut tail = Chunk { base: chunk.base, offsets: chunk.offsets.split_off(CHUNK) };
+            let shift = tail.offsets[0];
+            tail.offsets.iter_mut().for_each(|o| *o -= shift);
+            tail.base += u64::from(shift);
             self.chunks.insert(at + 1, Arc::new(tail));
         }
         self.len += 1;
@@ -106,12 +192,12 @@ impl IdSet {
     /// Removes `id`; whether it was there.
     pub fn remove(&mut self, id: MessageId) -> bool {
         let at = self.locate(id);
-        let Some(Ok(pos)) = self.chunks.get(at).map(|c| c.binary_search(&id)) else {
+        let Some(Ok(pos)) = self.chunks.get(at).map(|c| c.find(id)) else {
             return false;
         };
         let chunk = Arc::make_mut(&mut self.chunks[at]);
-        chunk.remove(pos);
-        if chunk.is_empty() {
+        chunk.offsets.remove(pos);
+        if chunk.offsets.is_empty() {
             self.chunks.remove(at);
         }
         self.len -= 1;
@@ -129,41 +215,41 @@ impl IdSet {
 
     /// The lowest id.
     pub fn first(&self) -> Option<MessageId> {
-        self.chunks.first().and_then(|c| c.first().copied())
+        self.chunks.first().map(|c| c.first())
     }
 
     /// The highest id.
     pub fn last(&self) -> Option<MessageId> {
-        self.chunks.last().and_then(|c| c.last().copied())
+        self.chunks.last().map(|c| c.last())
     }
 
     /// Every id, ascending.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = MessageId> + '_ {
-        self.chunks.iter().flat_map(|c| c.iter().copied())
+        self.chunks.iter().flat_map(|c| c.iter())
     }
 
     /// The ids ≥ `from`, ascending.
     pub fn iter_from(&self, from: MessageId) -> impl Iterator<Item = MessageId> + '_ {
         let at = self.locate(from);
-        let skip = self.chunks.get(at).map_or(0, |c| c.partition_point(|id| *id < from));
+        let skip = self.chunks.get(at).map_or(0, |c| c.below(from));
         self.chunks[at..]
             .iter()
             .enumerate()
-            .flat_map(move |(i, c)| c[if i == 0 { skip } else { 0 }..].iter().copied())
+            .flat_map(move |(i, c)| c.range(if i == 0 { skip } else { 0 }, c.len()))
     }
 
     /// The ids < `before`, descending.
     pub fn iter_before(&self, before: MessageId) -> impl Iterator<Item = MessageId> + '_ {
-        let end = self.chunks.partition_point(|c| c.first().is_some_and(|first| *first < before));
+        let end = self.chunks.partition_point(|c| c.first() < before);
         let keep = match end {
             0 => 0,
-            _ => self.chunks[end - 1].partition_point(|id| *id < before),
+            _ => self.chunks[end - 1].below(before),
         };
         self.chunks[..end]
             .iter()
             .rev()
             .enumerate()
-            .flat_map(move |(i, c)| c[..if i == 0 { keep } else { c.len() }].iter().rev().copied())
+            .flat_map(move |(i, c)| c.range(0, if i == 0 { keep } else { c.len() }).rev())
     }
 
     /// How many chunks (shared pointers) the set holds.
@@ -386,6 +472,23 @@ mod tests {
         }
         assert!(!set.remove(MessageId(10)));
         assert_eq!((set.len(), set.parts()), (0, 0));
+    }
+
+    #[test]
+    fn ids_too_far_apart_for_one_chunk_get_their_own() {
+        let far = u64::from(u32::MAX) + 10;
+        let mut set: IdSet = [5, 6, far, far + 1].map(MessageId).into_iter().collect();
+        assert_eq!(set.parts(), 2);
+        // Below a chunk's base: it is rebased if the span fits, else split.
+        assert!(set.insert(MessageId(far - 3)));
+        assert!(set.insert(MessageId(3)));
+        assert!(set.insert(MessageId(9)));
+        assert!(set.insert(MessageId(far * 3)));
+        assert_eq!(ids(&set), [3, 5, 6, 9, far - 3, far, far + 1, far * 3]);
+        assert!(set.contains(MessageId(far - 3)) && !set.contains(MessageId(far - 2)));
+        assert!(set.remove(MessageId(far)) && !set.contains(MessageId(far)));
+        let before: Vec<u64> = set.iter_before(MessageId(far + 1)).map(|i| i.0).collect();
+        assert_eq!(before, [far - 3, 9, 6, 5, 3]);
     }
 
     #[test]
