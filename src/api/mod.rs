@@ -32,6 +32,7 @@ pub mod streams;
 pub mod subscriptions;
 pub mod typing;
 pub mod user_json;
+pub mod user_lists;
 pub mod users;
 
 use std::sync::{Arc, OnceLock};

@@ -100,6 +100,12 @@ pub struct State {
     /// Each user's past subscriptions (channels they left), with the
     /// settings they had: register's `unsubscribed`.
     pub former_subscriptions: Sharded<UserId, BTreeMap<ChannelId, Subscription>>,
+    /// Not snapshotted: bumped by `apply` for every mutation that may
+    /// change an account, profile data or a realm (everything but the
+    /// message, channel and group changes `apply::keeps_users`
+    /// lists), so register's per-realm user lists, cached by generation,
+    /// are rebuilt exactly when they may have changed.
+    pub users_generation: AtomicU64,
 }
 
 /// `State` as plain sorted data: the snapshot format.
