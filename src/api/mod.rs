@@ -28,6 +28,7 @@ pub mod register;
 pub mod resources;
 pub mod scheduled;
 pub mod settings;
+pub mod spectators;
 pub mod streams;
 pub mod subscriptions;
 pub mod typing;

@@ -252,9 +252,14 @@ fn spectator_register(app: &App, call: &mut Call) -> ApiResult<Reply> {
     Ok(out)
 }
 
+/// Whether `user` is the stand-in for a logged-out spectator.
+pub(crate) fn is_spectator(user: &User) -> bool {
+    user.id == UserId(0)
+}
+
 /// The stand-in account a spectator's sections are read as: no id (0 is
 /// never an account's), the least-privileged role, no subscriptions.
-fn spectator(realm: &Realm) -> User {
+pub(crate) fn spectator(realm: &Realm) -> User {
     User {
         id: UserId(0),
         realm: realm.id,
