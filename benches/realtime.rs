@@ -137,7 +137,8 @@ fn bench(c: &mut Criterion) {
         let remaining = Arc::clone(&remaining);
         may::go!(move || loop {
             let (id, user, last) = &polls[i];
-            let Ok(got) = app.hub.realtime().queues.poll(
+            // The events' JSON text, as GET /events splices it into its reply.
+            let Ok(got) = app.hub.realtime().queues.poll_json(
                 id,
                 *user,
                 Some(last.load(Ordering::Relaxed)),
@@ -145,7 +146,7 @@ fn bench(c: &mut Criterion) {
             ) else {
                 return;
             };
-            if let Some(newest) = got.last().and_then(|e| e["id"].as_i64()) {
+            if let Some(newest) = got.newest {
                 last.store(newest, Ordering::Relaxed);
             }
             if remaining.fetch_sub(1, Ordering::AcqRel) == 1 && done.send(()).is_err() {

@@ -34,8 +34,45 @@ pub fn apply(state: &State, seq: u64, mutation: &Mutation) -> Vec<Event> {
     let applied = state.applied_seq();
     assert_eq!(seq, applied + 1, "apply: mutation seq {seq} does not follow applied seq {applied}");
     let events = apply_one(state, mutation);
+    // After the change: a reader under the writer lock sees the new data
+    // with the new generation; a lockless reader may pair new data with the
+    // old generation, which is why user-list caches are filled only under
+    // the writer lock (`api::user_lists`).
+    if !keeps_users(mutation) {
+        state.users_generation.fetch_add(1, Ordering::AcqRel);
+    }
     state.applied_seq.store(seq, Ordering::Release);
     events
+}
+
+/// Whether `mutation` certainly leaves every account, profile value and
+/// realm as it was (messages, reactions, flags, channels, subscriptions,
+/// groups, scheduled messages). Anything not listed here, new variants
+/// included, counts as a change to users: a needless rebuild of a cached
+/// user list costs time, a missed one would serve stale users.
+pub fn keeps_users(mutation: &Mutation) -> bool {
+    match mutation {
+        Mutation::Batch(parts) => parts.iter().all(keeps_users),
+        Mutation::CreateChannel { .. }
+        | Mutation::Subscribe { .. }
+        | Mutation::SendMessage(_)
+        | Mutation::AddReaction { .. }
+        | Mutation::RemoveReaction { .. }
+        | Mutation::DeleteMessages { .. }
+        | Mutation::EditMessage(_)
+        | Mutation::UpdateFlags(_)
+        | Mutation::Unsubscribe { .. }
+        | Mutation::UpdateChannel { .. }
+        | Mutation::UpdateSubscriptions { .. }
+        | Mutation::CreateGroup(_)
+        | Mutation::UpdateGroup { .. }
+        | Mutation::ScheduleMessage(_)
+        | Mutation::EditScheduled(_)
+        | Mutation::DeleteScheduled { .. }
+        | Mutation::DeliverScheduled { .. }
+        | Mutation::FailScheduled { .. } => true,
+        _ => false,
+    }
 }
 
 /// One mutation's effect (a `Batch` applies its parts in order).

@@ -114,7 +114,7 @@ fn malformed(why: &str) -> ApiError {
 }
 
 /// Zulip's error for a well-formed term that names nothing valid.
-fn bad_operator(desc: impl std::fmt::Display) -> ApiError {
+pub(crate) fn bad_operator(desc: impl std::fmt::Display) -> ApiError {
     ApiError {
         status: 400,
         code: "BAD_NARROW",
@@ -211,6 +211,19 @@ impl Narrow {
         self.positive()
             .any(|f| matches!(f, Filter::Dm(_) | Filter::DmIncluding(_) | Filter::Is(Is::Dm)))
     }
+}
+
+/// `(operator, operand, negated)` of every term of a narrow in either
+/// syntax, checked for shape only (`Narrow::parse` resolves them).
+pub fn split_terms(value: &Value) -> Result<Vec<(&str, &Value, bool)>, ApiError> {
+    let items = match value {
+        Value::Array(items) => items,
+        _ => return Err(malformed("not a list")),
+    };
+    if items.len() > MAX_TERMS {
+        return Err(malformed(&format!("more than {MAX_TERMS} terms")));
+    }
+    items.iter().map(split_term).collect()
 }
 
 /// `(operator, operand, negated)` of one term in either syntax.

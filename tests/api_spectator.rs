@@ -156,3 +156,166 @@ fn realm_create_public_opens_the_realm_to_spectators() {
     let closed = server.anonymous().with_host("closed.localhost");
     closed.post("/register", &[]).err(401, "UNAUTHORIZED");
 }
+
+/// The narrow a spectator must send (Zulip's marker of a web-public query).
+const WEB_PUBLIC: &str = r#"{"operator": "channels", "operand": "web-public"}"#;
+
+fn narrow(terms: &[&str]) -> String {
+    format!("[{}]", terms.join(","))
+}
+
+#[test]
+fn spectators_read_web_public_channels_only() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let send = |to: &str, topic: &str, content: &str| {
+        let r = hamlet
+            .post(
+                "/messages",
+                &[("type", "stream"), ("to", to), ("topic", topic), ("content", content)],
+            )
+            .ok();
+        r["id"].as_u64().unwrap()
+    };
+    let public_id = send("general", "open air", "for **everyone**");
+    let denmark_id = send("Denmark", "members only", "not for the web");
+    let private_id = send("core team", "plot", "the ghost walks");
+    let dm = hamlet
+        .post(
+            "/messages",
+            &[("type", "private"), ("to", "[\"iago@natter.test\"]"), ("content", "psst")],
+        )
+        .ok()["id"]
+        .as_u64()
+        .unwrap();
+    let anonymous = server.anonymous();
+    let read = |terms: &[&str]| {
+        let narrow = narrow(terms);
+        anonymous
+            .get(
+                "/messages",
+                &[
+                    ("anchor", "newest"),
+                    ("num_before", "100"),
+                    ("num_after", "0"),
+                    ("narrow", &narrow),
+                ],
+            )
+            .ok()
+    };
+    // Every web-public channel: general's messages, and nothing else.
+    let r = read(&[WEB_PUBLIC]);
+    let ids: Vec<u64> =
+        r["messages"].as_array().unwrap().iter().map(|m| m["id"].as_u64().unwrap()).collect();
+    assert!(ids.contains(&public_id), "{ids:?}");
+    for hidden in [denmark_id, private_id, dm] {
+        assert!(!ids.contains(&hidden), "message {hidden} leaked: {ids:?}");
+    }
+    assert_eq!(r["found_newest"], true);
+    let mine = r["messages"].as_array().unwrap().iter().find(|m| m["id"] == public_id).unwrap();
+    assert_eq!(mine["flags"], serde_json::json!(["read"]));
+    assert_eq!(mine["content"], "<p>for <strong>everyone</strong></p>");
+    assert!(mine["avatar_url"].is_string(), "no client_gravatar for spectators: {mine}");
+    // The legacy pair syntax, a channel and a topic, and in:home (dropped).
+    let r = read(&[
+        r#"["streams", "web-public"]"#,
+        r#"["stream", "general"]"#,
+        r#"["topic", "open air"]"#,
+        r#"["in", "home"]"#,
+    ]);
+    assert_eq!(r["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(r["messages"][0]["id"], public_id);
+    // Search works over what they may read, and only that.
+    let r = read(&[WEB_PUBLIC, r#"{"operator": "search", "operand": "ghost"}"#]);
+    assert_eq!(r["messages"], serde_json::json!([]));
+    // One message by id.
+    let one = anonymous.get(&format!("/messages/{public_id}"), &[]).ok();
+    assert_eq!(one["message"]["id"], public_id);
+    assert_eq!(one["raw_content"], "for **everyone**");
+    assert_eq!(one["message"]["flags"], serde_json::json!(["read"]));
+    for hidden in [denmark_id, private_id, dm, 999_999] {
+        let e = anonymous.get(&format!("/messages/{hidden}"), &[]).err(400, "BAD_REQUEST");
+        assert_eq!(e["msg"], "Invalid message(s)");
+    }
+    // message_ids with the web-public narrow: only the readable ones.
+    let ids = format!("[{public_id},{denmark_id},{private_id},{dm}]");
+    let r = anonymous
+        .get("/messages", &[("message_ids", &ids), ("narrow", &narrow(&[WEB_PUBLIC]))])
+        .ok();
+    assert_eq!(r["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(r["messages"][0]["id"], public_id);
+}
+
+#[test]
+fn spectator_get_messages_refusals() {
+    let server = TestServer::start();
+    let anonymous = server.anonymous();
+    let get = |client: &crate::util::Client, narrow: Option<String>| {
+        let mut params = vec![("anchor", "newest".to_owned()), ("num_before", "10".to_owned())];
+        if let Some(n) = narrow {
+            params.push(("narrow", n));
+        }
+        let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        client.get("/messages", &params)
+    };
+    let not_logged_in = "Not logged in: API authentication or user session required";
+    // Without the web-public marker, or with an operator a spectator may
+    // not use, the request needs credentials (Zulip's rule: a client with
+    // broken credentials must not get an empty answer).
+    for terms in [
+        None,
+        Some(narrow(&[])),
+        Some(narrow(&[r#"["stream", "general"]"#])),
+        Some(narrow(&[r#"{"operator": "channels", "operand": "web-public", "negated": true}"#])),
+        Some(narrow(&[WEB_PUBLIC, r#"["is", "starred"]"#])),
+        Some(narrow(&[WEB_PUBLIC, r#"["dm", "iago@natter.test"]"#])),
+        Some(narrow(&[WEB_PUBLIC, r#"["in", "all"]"#])),
+    ] {
+        let e = get(&anonymous, terms.clone()).err(401, "UNAUTHORIZED");
+        assert_eq!(e["msg"], not_logged_in, "{terms:?}");
+    }
+    // A channel that is not web-public, by name or id: private, public
+    // to members only, or another realm's.
+    let hamlet = server.client(HAMLET);
+    let id_of = |client: &crate::util::Client, name: &str| {
+        client.get("/get_stream_id", &[("stream", name)]).ok()["stream_id"].as_u64().unwrap()
+    };
+    let core = id_of(&hamlet, "core team");
+    let lear_general =
+        id_of(&server.client("king@lear.test").with_host("lear.localhost"), "general");
+    for (operand, shown) in [
+        ("\"core team\"".to_owned(), "core team".to_owned()),
+        (core.to_string(), core.to_string()),
+        ("\"Denmark\"".to_owned(), "Denmark".to_owned()),
+        (lear_general.to_string(), lear_general.to_string()),
+        ("\"no such channel\"".to_owned(), "no such channel".to_owned()),
+    ] {
+        let channel = format!(r#"{{"operator": "channel", "operand": {operand}}}"#);
+        let e = get(&anonymous, Some(narrow(&[WEB_PUBLIC, &channel]))).err(400, "BAD_NARROW");
+        assert_eq!(
+            e["msg"],
+            format!("Invalid narrow operator: unknown web-public channel {shown}")
+        );
+    }
+    // Another channels operand.
+    let public = r#"{"operator": "channels", "operand": "public"}"#;
+    get(&anonymous, Some(narrow(&[WEB_PUBLIC, public]))).err(400, "BAD_NARROW");
+    // A realm without spectator access wants credentials whatever the narrow.
+    let lear = anonymous.with_host("lear.localhost");
+    let e = get(&lear, Some(narrow(&[WEB_PUBLIC]))).err(401, "UNAUTHORIZED");
+    assert_eq!(e["msg"], not_logged_in);
+    lear.get("/messages/1", &[]).err(401, "UNAUTHORIZED");
+    // Credentials, when sent, are checked, and a user reads as themselves.
+    anonymous
+        .with_auth(HAMLET, "wrong")
+        .get("/messages", &[("anchor", "newest")])
+        .err(401, "INVALID_API_KEY");
+    hamlet
+        .post(
+            "/messages",
+            &[("type", "stream"), ("to", "core team"), ("topic", "t"), ("content", "x")],
+        )
+        .ok();
+    let r = get(&hamlet, Some(narrow(&[r#"["stream", "core team"]"#]))).ok();
+    assert_eq!(r["messages"].as_array().unwrap().last().unwrap()["content"], "<p>x</p>");
+}

@@ -30,10 +30,12 @@ pub mod register;
 pub mod resources;
 pub mod scheduled;
 pub mod settings;
+pub mod spectators;
 pub mod streams;
 pub mod subscriptions;
 pub mod typing;
 pub mod user_json;
+pub mod user_lists;
 pub mod users;
 
 use std::sync::{Arc, OnceLock};

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::json::{self, MessageOptions};
-use super::{App, Call, Reply};
+use super::{register, spectators, App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::http::request::Params;
 use crate::markdown::escape_html;
@@ -47,6 +47,9 @@ enum Source {
     Topic(ChannelId, String),
     /// A channel whose history the caller may read, or a conversation.
     Recipient(RecipientId),
+    /// Several channels' histories, merged by id (a spectator's
+    /// web-public channels).
+    Recipients(Vec<RecipientId>),
     /// The caller's delivered messages.
     User(UserId),
     /// The caller's unread messages.
@@ -77,6 +80,13 @@ impl Source {
                 unknown(state.topic_ids_before(&(*channel, topic.clone()), before, n))
             }
             Source::Recipient(r) => unknown(state.recipient_ids_before(*r, before, n)),
+            Source::Recipients(rs) => {
+                let mut ids: Vec<MessageId> =
+                    rs.iter().flat_map(|r| state.recipient_ids_before(*r, before, n)).collect();
+                ids.sort_unstable_by(|a, b| b.cmp(a));
+                ids.truncate(n);
+                unknown(ids)
+            }
             Source::User(u) => known(state.user_entries_before(*u, before, n)),
             Source::Unread(u) => unknown(state.unread_ids_before(*u, before, n)),
             Source::Starred(u) => unknown(state.starred_ids_before(*u, before, n)),
@@ -92,6 +102,13 @@ impl Source {
                 unknown(state.topic_ids_from(&(*channel, topic.clone()), from, n))
             }
             Source::Recipient(r) => unknown(state.recipient_ids_from(*r, from, n)),
+            Source::Recipients(rs) => {
+                let mut ids: Vec<MessageId> =
+                    rs.iter().flat_map(|r| state.recipient_ids_from(*r, from, n)).collect();
+                ids.sort_unstable();
+                ids.truncate(n);
+                unknown(ids)
+            }
             Source::User(u) => known(state.user_entries_from(*u, from, n)),
             Source::Unread(u) => unknown(state.unread_ids_from(*u, from, n)),
             Source::Starred(u) => unknown(state.starred_ids_from(*u, from, n)),
@@ -124,6 +141,17 @@ fn source(state: &State, viewer: &User, narrow: &Narrow) -> Source {
             Some(recipient) => Source::Recipient(recipient),
             None => Source::Nothing,
         };
+    }
+    if register::is_spectator(viewer) {
+        // No account: what a spectator may read is every web-public
+        // channel's history.
+        let recipients = state
+            .channels
+            .collect_sorted(|_, c| c.realm == viewer.realm && c.is_web_public)
+            .into_iter()
+            .map(|(_, c)| c.recipient)
+            .collect();
+        return Source::Recipients(recipients);
     }
     if narrow.is(Is::Starred) {
         return Source::Starred(viewer.id);
@@ -289,8 +317,16 @@ fn count(params: &mut Params, name: &str) -> ApiResult<u64> {
 }
 
 /// `GET /messages`: a window of messages around an anchor, in a narrow.
+/// Without credentials, a spectator's read of web-public channels
+/// (`spectators` has Zulip's rules).
 pub fn get_messages(app: &App, call: &mut Call) -> ApiResult<Reply> {
-    let me = call.caller().clone();
+    let Some(me) = call.caller.clone() else {
+        spectators::check_realm(&call.realm)?;
+        let viewer = register::spectator(&call.realm);
+        let value = call.params.json("narrow")?;
+        let narrow = spectators::narrow(&app.state, &call.realm, &viewer, value.as_ref())?;
+        return fetch(&app.state, &call.realm, &viewer, &narrow, &mut call.params);
+    };
     get_messages_for(&app.state, &call.realm, &me, &mut call.params)
 }
 
@@ -302,18 +338,49 @@ pub fn get_messages_for(
     me: &User,
     params: &mut Params,
 ) -> ApiResult<Reply> {
-    if let Some(ids) = params.json("message_ids")? {
-        return get_by_ids(state, realm, me, params, &ids);
-    }
-    let bounds = WindowBounds::parse(params)?;
-    let options = message_options(params)?;
     let narrow = match params.json("narrow")? {
         Some(value) => Narrow::parse(state, me, &value)?,
         None => Narrow::default(),
     };
+    fetch(state, realm, me, &narrow, params)
+}
+
+/// How a message in a reply appears to `me`: as stored, or for a spectator
+/// as Zulip shows them, read and not marked historical.
+fn shown(me: &User, view: MessageView) -> MessageView {
+    if register::is_spectator(me) {
+        MessageView { flags: Flags::READ, historical: false }
+    } else {
+        view
+    }
+}
+
+/// Message options from the parameters; a spectator's avatars are always
+/// URLs (no address is public to them).
+fn options_for(me: &User, params: &mut Params) -> ApiResult<MessageOptions> {
+    let mut options = message_options(params)?;
+    if register::is_spectator(me) {
+        options.client_gravatar = false;
+    }
+    Ok(options)
+}
+
+/// `GET /messages` once the narrow is parsed.
+fn fetch(
+    state: &State,
+    realm: &Realm,
+    me: &User,
+    narrow: &Narrow,
+    params: &mut Params,
+) -> ApiResult<Reply> {
+    if let Some(ids) = params.json("message_ids")? {
+        return get_by_ids(state, realm, me, params, &ids, narrow);
+    }
+    let bounds = WindowBounds::parse(params)?;
+    let options = options_for(me, params)?;
 
     let Window { anchor, before, at_anchor, after, found_oldest, found_newest } =
-        window(state, me, &narrow, bounds);
+        window(state, me, narrow, bounds);
     let found_anchor = at_anchor.is_some();
 
     let words = narrow.search_words();
@@ -323,7 +390,7 @@ pub fn get_messages_for(
         .chain(at_anchor)
         .chain(after)
         .map(|(message, view)| {
-            let mut value = json::message(state, realm, me, &message, view, options);
+            let mut value = json::message(state, realm, me, &message, shown(me, view), options);
             if !words.is_empty() {
                 let (content, subject) = search_match(&message, &words);
                 value["match_content"] = Value::String(content);
@@ -407,6 +474,7 @@ fn get_by_ids(
     me: &User,
     params: &mut Params,
     ids: &Value,
+    narrow: &Narrow,
 ) -> ApiResult<Reply> {
     for conflicting in ["anchor", "num_before", "num_after", "include_anchor"] {
         if params.raw(conflicting).is_some() {
@@ -430,16 +498,12 @@ fn get_by_ids(
         .ok_or_else(invalid)?;
     ids.sort_unstable();
     ids.dedup();
-    let options = message_options(params)?;
-    let narrow = match params.json("narrow")? {
-        Some(value) => Narrow::parse(state, me, &value)?,
-        None => Narrow::default(),
-    };
+    let options = options_for(me, params)?;
     let viewer = Viewer::new(state, me);
     let messages: Vec<Value> = ids
         .iter()
-        .flat_map(|id| scan(&viewer, &narrow, &Source::Single(*id), *id, Direction::Newer, 1))
-        .map(|(message, view)| json::message(state, realm, me, &message, view, options))
+        .flat_map(|id| scan(&viewer, narrow, &Source::Single(*id), *id, Direction::Newer, 1))
+        .map(|(message, view)| json::message(state, realm, me, &message, shown(me, view), options))
         .collect();
     Ok(reply! { "messages" => messages, "history_limited" => false })
 }

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use super::json::Subscribers;
 use super::json::{self as shapes, UserOptions};
 use super::realm::{realm_url, FEATURE_LEVEL, VERSION};
-use super::{channels, reading, user_json, App, Call, RawFields, Reply};
+use super::{channels, reading, user_lists, App, Call, RawFields, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::events::queue::{Capabilities, IncludeSubscribers, QueueError, QueueOptions};
 use crate::narrow::Narrow;
@@ -119,7 +119,7 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
     };
     let options = parse_options(app, call, &user)?;
     let realm = call.realm.clone();
-    let (mut out, users) = app.committer.read_consistent(|state, seq| {
+    let (mut out, cut) = app.committer.read_consistent(|state, seq| {
         let queues = &app.hub.realtime().queues;
         let queue_id = queues.create(user.id, user.realm, options.queue.clone(), seq).map_err(
             |e| match e {
@@ -136,8 +136,11 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
         out.insert("zulip_feature_level".into(), json!(FEATURE_LEVEL));
         out.insert("zulip_version".into(), json!(VERSION));
         out.insert("zulip_merge_base".into(), json!(VERSION));
-        let users = state.realm_users(realm.id);
-        let ctx = Ctx { app, state, realm: &realm, user: &user, options: &options, users: &users };
+        // The realm's accounts as of this cut, shared with every other
+        // register at the same users generation (`user_lists`).
+        let cut = app.hub.realtime().user_lists.cut(state, realm.id);
+        let ctx =
+            Ctx { app, state, realm: &realm, user: &user, options: &options, users: &cut.users };
         for (name, section) in SECTIONS {
             if options.wants(name) {
                 section(&ctx, &mut out);
@@ -161,22 +164,14 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
         for plugin in PLUGINS {
             plugin(app, &user, &wants, &mut out);
         }
-        Ok((out, users))
+        Ok((out, cut))
     })?;
-    // The users' JSON is the biggest part of the reply: it is rendered
-    // after the writer lock is released, from the accounts as they were in
-    // the cut (so the events after it still apply exactly once). Only the
-    // realm's email-visibility setting is read anew.
+    // The users' JSON is the biggest part of the reply: it comes after the
+    // writer lock is released, from the cut taken under it (immutable, so
+    // the events after the cut still apply exactly once; the argument is in
+    // `user_lists`), and is written once per viewer class, not per register.
     if options.wants("realm_user") {
-        let ctx = Ctx {
-            app,
-            state: &app.state,
-            realm: &realm,
-            user: &user,
-            options: &options,
-            users: &users,
-        };
-        realm_user_section(&ctx, &mut out, &mut call.raw_fields);
+        realm_user_section(&cut, &user, &options, &mut out, &mut call.raw_fields);
     }
     Ok(out)
 }
@@ -218,18 +213,20 @@ fn spectator_register(app: &App, call: &mut Call) -> ApiResult<Reply> {
     out.insert("zulip_feature_level".into(), json!(FEATURE_LEVEL));
     out.insert("zulip_version".into(), json!(VERSION));
     out.insert("zulip_merge_base".into(), json!(VERSION));
-    let users = state.realm_users(realm.id);
-    let ctx = Ctx { app, state, realm: &realm, user: &viewer, options: &options, users: &users };
+    // Under the writer lock: the only place cuts are made (`user_lists`).
+    let cut = app
+        .committer
+        .read_consistent(|state, _| app.hub.realtime().user_lists.cut(state, realm.id));
+    let ctx =
+        Ctx { app, state, realm: &realm, user: &viewer, options: &options, users: &cut.users };
     if options.wants("realm") {
         realm_section(&ctx, &mut out);
     }
     if options.wants("realm_user") {
         let public = UserOptions { client_gravatar: false, include_custom_profile_fields: false };
-        let (active, inactive): (Vec<&User>, Vec<&User>) = users.iter().partition(|u| u.is_active);
-        let list =
-            |users: Vec<&User>| user_json::users_array(state, None, users.into_iter(), public);
-        call.raw_fields.push(("realm_users".into(), list(active)));
-        call.raw_fields.push(("realm_non_active_users".into(), list(inactive)));
+        let (active, inactive) = cut.realm_users(None, public);
+        call.raw_fields.push(("realm_users".into(), active));
+        call.raw_fields.push(("realm_non_active_users".into(), inactive));
         insert(&mut out, "cross_realm_bots", cross_realm_bots(state, &viewer, false));
     }
     if options.wants("subscription") {
@@ -255,9 +252,14 @@ fn spectator_register(app: &App, call: &mut Call) -> ApiResult<Reply> {
     Ok(out)
 }
 
+/// Whether `user` is the stand-in for a logged-out spectator.
+pub(crate) fn is_spectator(user: &User) -> bool {
+    user.id == UserId(0)
+}
+
 /// The stand-in account a spectator's sections are read as: no id (0 is
 /// never an account's), the least-privileged role, no subscriptions.
-fn spectator(realm: &Realm) -> User {
+pub(crate) fn spectator(realm: &Realm) -> User {
     User {
         id: UserId(0),
         realm: realm.id,
@@ -481,25 +483,28 @@ pub fn web_public_access_enabled(state: &State, realm: &Realm) -> bool {
 }
 
 /// `realm_user`: every account of the realm, and the caller's own fields.
-/// The two user lists are written straight to JSON text (`user_json`),
-/// never built as `Value` maps: in a realm of thousands that was most of
-/// register's time.
-fn realm_user_section(ctx: &Ctx, out: &mut Reply, raw: &mut RawFields) {
-    let options = UserOptions {
-        client_gravatar: ctx.options.queue.client_gravatar,
+/// The two user lists are JSON text from the realm's cached cut
+/// (`user_lists`), never built as `Value` maps.
+fn realm_user_section(
+    cut: &user_lists::Cut,
+    me: &User,
+    options: &RegisterOptions,
+    out: &mut Reply,
+    raw: &mut RawFields,
+) {
+    // The caller as of the cut (the session's copy may be older).
+    let me = cut.account(me.id).unwrap_or(me);
+    let list_options = UserOptions {
+        client_gravatar: options.queue.client_gravatar,
         include_custom_profile_fields: true,
     };
-    let (active, inactive): (Vec<&User>, Vec<&User>) = ctx.users.iter().partition(|u| u.is_active);
-    let list = |users: Vec<&User>| {
-        user_json::users_array(ctx.state, Some(ctx.user), users.into_iter(), options)
-    };
-    raw.push(("realm_users".into(), list(active)));
-    raw.push(("realm_non_active_users".into(), list(inactive)));
-    let me = ctx.user;
+    let (active, inactive) = cut.realm_users(Some(me), list_options);
+    raw.push(("realm_users".into(), active));
+    raw.push(("realm_non_active_users".into(), inactive));
     let fields = json!({
         "cross_realm_bots": cross_realm_bots(ctx.state, me, options.client_gravatar),
         "user_id": me.id.0,
-        "email": ctx.state.api_email(me),
+        "email": cut.api_email(me),
         "delivery_email": me.delivery_email,
         "full_name": me.full_name,
         "avatar_source": "G",

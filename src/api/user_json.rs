@@ -5,11 +5,13 @@
 //! in a 10,000-user realm. The tests below check that both agree for every
 //! viewer class (email visibility × `client_gravatar`, bots, profile data).
 
+use std::collections::HashMap;
+
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::json::{avatar_url_string, Iso8601, UserOptions};
 use crate::state::access::can_see_email;
-use crate::state::{profile, Role, State, User};
+use crate::state::{profile, Role, State, User, UserId};
 
 /// One user as `json::user` shapes it, borrowed from the account.
 #[derive(serde::Serialize)]
@@ -32,7 +34,7 @@ struct UserOut<'a> {
     avatar_url: Option<String>,
     avatar_version: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    profile_data: Option<ProfileData>,
+    profile_data: Option<ProfileData<'a>>,
 }
 
 /// `email`: the API address, or the realm's placeholder, written in place.
@@ -60,12 +62,13 @@ impl Serialize for Date {
 }
 
 /// `profile_data`: `{"<field id>": {"value": …, "rendered_value"?: …}}`.
-struct ProfileData(profile::Values);
+struct ProfileData<'a>(Option<&'a profile::Values>);
 
-impl Serialize for ProfileData {
+impl Serialize for ProfileData<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(self.0.len()))?;
-        for (id, (value, rendered)) in &self.0 {
+        let Some(values) = self.0 else { return s.serialize_map(Some(0))?.end() };
+        let mut map = s.serialize_map(Some(values.len()))?;
+        for (id, (value, rendered)) in values {
             map.serialize_entry(&id.to_string(), &FieldValue { value, rendered })?;
         }
         map.end()
@@ -79,60 +82,104 @@ struct FieldValue<'a> {
     rendered: &'a Option<String>,
 }
 
+/// The realm-wide facts a user list is written from, read once per list
+/// (or once per cut, `user_lists`), so writing never touches shared state.
+pub struct ListSource<'a> {
+    /// The realm's placeholder address host when it hides real addresses.
+    pub placeholder_host: Option<&'a str>,
+    /// The users' custom profile values (users without any are absent).
+    pub profiles: &'a HashMap<UserId, profile::Values>,
+}
+
+/// Appends `user`'s JSON object to `out`; `sees_email`: whether the viewer
+/// sees this user's real address.
+pub fn write_user(
+    out: &mut Vec<u8>,
+    source: &ListSource,
+    user: &User,
+    sees_email: bool,
+    options: UserOptions,
+) {
+    let body = UserOut {
+        user_id: user.id.0,
+        delivery_email: sees_email.then_some(user.delivery_email.as_str()),
+        email: match source.placeholder_host {
+            Some(host) if !user.is_bot() => Email::Placeholder(user.id.0, host),
+            _ => Email::Real(&user.email),
+        },
+        full_name: &user.full_name,
+        date_joined: Date(user.date_joined),
+        is_active: user.is_active,
+        is_owner: user.role == Role::Owner,
+        is_admin: user.role.is_admin(),
+        is_guest: user.role == Role::Guest,
+        is_bot: user.is_bot(),
+        bot_type: user.bot_type.map(|t| t.code()),
+        bot_owner_id: user.is_bot().then(|| user.bot_owner.map(|o| o.0)),
+        role: user.role.code(),
+        timezone: &user.timezone,
+        avatar_url: avatar_url_string(user, options.client_gravatar && sees_email),
+        avatar_version: user.avatar_version,
+        profile_data: (options.include_custom_profile_fields && !user.is_bot())
+            .then(|| ProfileData(source.profiles.get(&user.id))),
+    };
+    serde_json::to_writer(&mut *out, &body).expect("users always serialize");
+}
+
+/// Writes the JSON array of `users` to `out`, each as `sees_email` says;
+/// with `spans`, records where each user's object lies in `out`.
+pub fn write_users<'a>(
+    out: &mut Vec<u8>,
+    source: &ListSource,
+    users: impl Iterator<Item = &'a User>,
+    sees_email: impl Fn(&User) -> bool,
+    options: UserOptions,
+    mut spans: Option<&mut Vec<(UserId, usize, usize)>>,
+) {
+    out.push(b'[');
+    for (i, user) in users.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let start = out.len();
+        write_user(out, source, user, sees_email(user), options);
+        if let Some(spans) = spans.as_deref_mut() {
+            spans.push((user.id, start, out.len()));
+        }
+    }
+    out.push(b']');
+}
+
 /// The JSON array of `users` (all of one realm) as `viewer` sees them
-/// (`None`: a logged-out spectator, who never sees a real address).
+/// (`None`: a logged-out spectator, who never sees a real address), read
+/// from live state. Register uses the cached lists of `user_lists`.
 pub fn users_array<'a>(
     state: &State,
     viewer: Option<&User>,
     users: impl ExactSizeIterator<Item = &'a User>,
     options: UserOptions,
 ) -> String {
+    let mut users = users.peekable();
+    // Every user is of one realm: its settings are read once.
+    let host = users.peek().and_then(|u| state.placeholder_host(u.realm));
+    let mut profiles = HashMap::new();
+    let listed: Vec<&User> = users.collect();
+    for user in &listed {
+        if let Some(v) = state.profile_values.get(&user.id) {
+            profiles.insert(user.id, v);
+        }
+    }
+    let source = ListSource { placeholder_host: host.as_deref(), profiles: &profiles };
     // About 350 bytes a user: sized once, so a big list is never copied
     // while it grows.
-    let mut out = Vec::with_capacity(64 + users.len() * 400);
-    // The realm's placeholder host, read once (every user is of one realm).
-    let mut placeholder_host: Option<Option<String>> = None;
-    out.push(b'[');
-    for (i, user) in users.enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        let sees_email = viewer.is_some_and(|v| can_see_email(state, v, user));
-        let body = UserOut {
-            user_id: user.id.0,
-            delivery_email: sees_email.then_some(user.delivery_email.as_str()),
-            email: if user.is_bot() {
-                Email::Real(&user.email)
-            } else {
-                match placeholder_host.get_or_insert_with(|| state.placeholder_host(user.realm)) {
-                    Some(host) => Email::Placeholder(user.id.0, host),
-                    None => Email::Real(&user.email),
-                }
-            },
-            full_name: &user.full_name,
-            date_joined: Date(user.date_joined),
-            is_active: user.is_active,
-            is_owner: user.role == Role::Owner,
-            is_admin: user.role.is_admin(),
-            is_guest: user.role == Role::Guest,
-            is_bot: user.is_bot(),
-            bot_type: user.bot_type.map(|t| t.code()),
-            bot_owner_id: user.is_bot().then(|| user.bot_owner.map(|o| o.0)),
-            role: user.role.code(),
-            timezone: &user.timezone,
-            avatar_url: avatar_url_string(user, options.client_gravatar && sees_email),
-            avatar_version: user.avatar_version,
-            profile_data: (options.include_custom_profile_fields && !user.is_bot())
-                .then(|| ProfileData(state.profile_values.get(&user.id).unwrap_or_default())),
-        };
-        serde_json::to_writer(&mut out, &body).expect("users always serialize");
-    }
-    out.push(b']');
+    let mut out = Vec::with_capacity(64 + listed.len() * 400);
+    let sees = |user: &User| viewer.is_some_and(|v| can_see_email(state, v, user));
+    write_users(&mut out, &source, listed.into_iter(), sees, options, None);
     String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use serde_json::Value;
 
     use super::*;
@@ -143,7 +190,7 @@ mod tests {
 
     /// A realm with every kind of account: roles, a bot, a deactivated
     /// user, custom profile values (one with a rendered form).
-    fn realm() -> (State, Vec<User>) {
+    pub(crate) fn realm() -> (State, Vec<User>) {
         let state = State::new();
         apply(&state, 1, &seed::realm(&state, "", "T", 0).unwrap());
         let realm = state.realm_by_subdomain("").unwrap();

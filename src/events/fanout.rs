@@ -13,14 +13,14 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::queue::{Outgoing, Queue};
+use super::queue::{members, Outgoing, Queue};
 use super::{Audience, Event, Realtime};
 use crate::api::json::{
     self as shapes, can_see_subscribers, MessageOptions, Subscribers, UserOptions,
 };
 use crate::api::register;
 use crate::state::access::role_in_system_group;
-use crate::state::access::{can_read_channel, can_see_channel, can_see_email, MessageView};
+use crate::state::access::{can_read_channel, can_see_channel, sees_others_emails, MessageView};
 use crate::state::{Destination, Flags, SystemGroup, UserId};
 
 /// Delivers one event (of mutation `seq`, or ephemeral if `None`) to the
@@ -287,8 +287,15 @@ fn message_event(
             }
         }
     }
-    // One rendering per (apply_markdown, null avatar, empty topic as "").
-    let mut rendered: HashMap<(bool, bool, bool), Arc<Map<String, Value>>> = HashMap::new();
+    // Read once for every queue: whether a viewer sees the sender's real
+    // address follows from the realm's setting and the viewer's role.
+    let visibility = realm.settings.email_address_visibility;
+    let sender_address_public = sender.is_bot();
+    // One rendering per (apply_markdown, null avatar, empty topic as ""),
+    // as JSON text shared by every queue of that shape.
+    let mut rendered: HashMap<(bool, bool, bool), Arc<str>> = HashMap::new();
+    // The per-queue `flags` member, written once per distinct flag set.
+    let mut flag_members: Vec<(Flags, Arc<str>)> = Vec::new();
     rt.queues.deliver(seq, &targets, |q: &Queue| {
         if !q.options.wants("message") {
             return None;
@@ -317,8 +324,13 @@ fn message_event(
                 return None;
             }
         }
+        // `can_see_email(viewer, sender)`, without re-reading the realm.
         let null_avatar = q.options.client_gravatar
-            && state.users.read(&q.user, |viewer| can_see_email(state, viewer, &sender))?;
+            && (q.user == sender.id
+                || sender_address_public
+                || state
+                    .users
+                    .read(&q.user, |viewer| sees_others_emails(visibility, viewer.role))?);
         let key = (q.options.apply_markdown, null_avatar, q.options.capabilities.empty_topic_name);
         let shared = rendered
             .entry(key)
@@ -334,17 +346,28 @@ fn message_event(
                 let mut body =
                     object(shapes::message(state, &realm, &sender, &message, view, options));
                 body.remove("flags");
-                Arc::new(object(json!({ "type": "message", "message": body })))
+                members(&object(json!({ "type": "message", "message": body })))
             })
             .clone();
-        let mut own = Map::new();
-        own.insert("flags".into(), json!(user_flags.names()));
-        if let Some((queue_id, local_id)) = &local {
-            if *queue_id == q.id && q.user == message.sender {
-                own.insert("local_id".into(), json!(local_id));
+        let flags_member = match flag_members.iter().find(|(f, _)| *f == user_flags) {
+            Some((_, text)) => Arc::clone(text),
+            None => {
+                let mut own = Map::new();
+                own.insert("flags".into(), json!(user_flags.names()));
+                let text = members(&own);
+                flag_members.push((user_flags, Arc::clone(&text)));
+                text
             }
-        }
-        Some(Outgoing { shared, own })
+        };
+        let own = match &local {
+            Some((queue_id, local_id)) if *queue_id == q.id && q.user == message.sender => {
+                let mut own = Map::new();
+                own.insert("local_id".into(), json!(local_id));
+                Arc::from(format!("{flags_member},{}", members(&own)))
+            }
+            _ => flags_member,
+        };
+        Some(Outgoing::text(shared, Some(own)))
     });
 }
 

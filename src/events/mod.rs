@@ -126,6 +126,8 @@ pub struct Realtime {
     pub queues: queue::Queues,
     /// Who is online.
     pub presence: presence::Presences,
+    /// Register's user lists, cached per realm and users generation.
+    pub user_lists: crate::api::user_lists::UserLists,
 }
 
 impl Realtime {
@@ -135,6 +137,7 @@ impl Realtime {
             state,
             queues: queue::Queues::new(config),
             presence: presence::Presences::default(),
+            user_lists: crate::api::user_lists::UserLists::default(),
         }
     }
 }

@@ -137,39 +137,94 @@ impl QueueOptions {
     }
 }
 
-/// One queued event: JSON shared by every queue that got the same event,
-/// plus this queue's own fields (flags, local_id…). Rendered at poll time
-/// with `id` added, so a fan-out to many queues clones no JSON.
+/// One queued event: the JSON members shared by every queue that got the
+/// same event, plus this queue's own members (flags, local_id…), both as
+/// JSON text without the braces. A poll writes `{shared,own,"id":N}`
+/// straight into its reply, so neither fan-out nor polling builds, clones
+/// or re-serializes any JSON value per queue.
 #[derive(Clone, Debug)]
 pub struct Queued {
     id: i64,
-    shared: Arc<Map<String, Value>>,
-    own: Map<String, Value>,
+    shared: Arc<str>,
+    own: Option<Arc<str>>,
 }
 
 impl Queued {
-    fn render(&self) -> Value {
-        let mut out = (*self.shared).clone();
-        for (k, v) in &self.own {
-            out.insert(k.clone(), v.clone());
+    fn write(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        out.push('{');
+        let mut first = true;
+        for part in [Some(&*self.shared), self.own.as_deref()].into_iter().flatten() {
+            if !part.is_empty() {
+                if !first {
+                    out.push(',');
+                }
+                out.push_str(part);
+                first = false;
+            }
         }
-        out.insert("id".into(), Value::from(self.id));
-        Value::Object(out)
+        if !first {
+            out.push(',');
+        }
+        let _ = write!(out, "\"id\":{}}}", self.id);
     }
+}
+
+/// The members of a JSON object, as text without its braces.
+pub fn members(map: &Map<String, Value>) -> Arc<str> {
+    let text = serde_json::to_string(map).expect("JSON values always serialize");
+    Arc::from(&text[1..text.len() - 1])
 }
 
 /// An event body ready to be queued.
 pub struct Outgoing {
-    /// The JSON common to every recipient.
-    pub shared: Arc<Map<String, Value>>,
-    /// Per-queue fields, merged over `shared`.
-    pub own: Map<String, Value>,
+    shared: Body,
+    own: Option<Arc<str>>,
+}
+
+/// An event map shared by many queues.
+type SharedMap = Arc<Map<String, Value>>;
+
+/// The shared part of an event: a map (serialized once per deliver call
+/// for all the queues that share it) or ready text.
+enum Body {
+    Map(Arc<Map<String, Value>>),
+    Text(Arc<str>),
 }
 
 impl Outgoing {
     /// An event with no per-queue fields.
     pub fn shared(shared: Arc<Map<String, Value>>) -> Self {
-        Outgoing { shared, own: Map::new() }
+        Outgoing { shared: Body::Map(shared), own: None }
+    }
+
+    /// An event with per-queue fields (`own` is merged over `shared`).
+    pub fn with_own(shared: Arc<Map<String, Value>>, own: &Map<String, Value>) -> Self {
+        Outgoing { shared: Body::Map(shared), own: (!own.is_empty()).then(|| members(own)) }
+    }
+
+    /// An event already as text: the shared members (`members`) and this
+    /// queue's own, if any.
+    pub fn text(shared: Arc<str>, own: Option<Arc<str>>) -> Self {
+        Outgoing { shared: Body::Text(shared), own }
+    }
+}
+
+/// The events one poll returns, as the JSON array text of the reply.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Polled {
+    /// `[{…},…]`.
+    pub json: String,
+    /// How many events.
+    pub count: usize,
+    /// The newest event's id, if any.
+    pub newest: Option<i64>,
+}
+
+impl Polled {
+    /// The events as values (tests, the clean-shutdown file).
+    pub fn values(&self) -> Vec<Value> {
+        serde_json::from_str(&self.json).expect("queued events are JSON")
     }
 }
 
@@ -214,16 +269,30 @@ impl Queue {
         }
     }
 
-    fn push(&mut self, shared: Arc<Map<String, Value>>, own: Map<String, Value>) {
+    fn push(&mut self, shared: Arc<str>, own: Option<Arc<str>>) {
         self.last_id += 1;
         self.events.push_back(Queued { id: self.last_id, shared, own });
         if let Some(waiter) = self.waiter.take() {
+            // The woken poll is still under way until its coroutine runs:
+            // the queue must not count as idle meanwhile (on a busy box,
+            // or with short test timeouts, that wait can be long).
+            self.last_active = Instant::now();
             waiter.post();
         }
     }
 
-    fn render_all(&self) -> Vec<Value> {
-        self.events.iter().map(Queued::render).collect()
+    fn render_all(&self) -> Polled {
+        let size: usize = self.events.iter().map(|e| e.shared.len() + 32).sum();
+        let mut json = String::with_capacity(2 + size);
+        json.push('[');
+        for (i, event) in self.events.iter().enumerate() {
+            if i > 0 {
+                json.push(',');
+            }
+            event.write(&mut json);
+        }
+        json.push(']');
+        Polled { json, count: self.events.len(), newest: self.events.back().map(|e| e.id) }
     }
 
     fn expired(&self, now: Instant, timeout: Duration) -> bool {
@@ -391,13 +460,13 @@ impl Queues {
     /// arrives — a heartbeat, at the latest, which `tick` queues once the
     /// poll has waited the heartbeat interval. The park has no timeout of
     /// its own: 10,000 parked polls then cost no timers at all.
-    pub fn poll(
+    pub fn poll_json(
         &self,
         id: &str,
         user: UserId,
         last_event_id: Option<i64>,
         dont_block: bool,
-    ) -> Result<Vec<Value>, QueueError> {
+    ) -> Result<Polled, QueueError> {
         let cell = self.owned(id, user)?;
         let mut mine: Option<Arc<may::sync::Semphore>> = None;
         loop {
@@ -442,6 +511,17 @@ impl Queues {
         }
     }
 
+    /// `poll_json`, with the events as values.
+    pub fn poll(
+        &self,
+        id: &str,
+        user: UserId,
+        last_event_id: Option<i64>,
+        dont_block: bool,
+    ) -> Result<Vec<Value>, QueueError> {
+        self.poll_json(id, user, last_event_id, dont_block).map(|p| p.values())
+    }
+
     /// Ends every queue of `user` (a deactivated account): parked polls
     /// wake, and every later poll gets `BAD_EVENT_QUEUE_ID`.
     pub fn end_user(&self, user: UserId) {
@@ -462,11 +542,12 @@ impl Queues {
     pub fn tick(&self) {
         let now = Instant::now();
         let heartbeat = self.config.heartbeat;
+        let beat: Arc<str> = Arc::from(r#""type":"heartbeat""#);
         let cells: Vec<Arc<QueueCell>> = self.registry.read().by_id.values().cloned().collect();
         for cell in cells {
             let mut q = cell.lock();
             if q.waiter.is_some() && now.duration_since(q.poll_started) >= heartbeat {
-                q.push(Arc::new(heartbeat_body()), Map::new());
+                q.push(Arc::clone(&beat), None);
             }
         }
         self.collect_expired();
@@ -507,6 +588,8 @@ impl Queues {
         mut render: impl FnMut(&Queue) -> Option<Outgoing>,
     ) {
         let mut overflowed = Vec::new();
+        // Maps shared by many queues are serialized once: (map, its text).
+        let mut texts: Vec<(SharedMap, Arc<str>)> = Vec::new();
         for cell in targets {
             let mut q = cell.lock();
             if q.dead || !q.accepts_seq(seq) {
@@ -523,7 +606,18 @@ impl Queues {
                 overflowed.push(q.id.clone());
                 continue;
             }
-            q.push(out.shared, out.own);
+            let shared = match out.shared {
+                Body::Text(text) => text,
+                Body::Map(map) => match texts.iter().find(|(m, _)| Arc::ptr_eq(m, &map)) {
+                    Some((_, text)) => Arc::clone(text),
+                    None => {
+                        let text = members(&map);
+                        texts.push((map, Arc::clone(&text)));
+                        text
+                    }
+                },
+            };
+            q.push(shared, out.own);
         }
         if !overflowed.is_empty() {
             let mut registry = self.registry.write();
@@ -595,7 +689,7 @@ impl Queues {
                         realm: q.realm,
                         options: q.options.clone(),
                         last_id: q.last_id,
-                        events: q.render_all(),
+                        events: q.render_all().values(),
                     }
                 })
                 .collect();
@@ -642,7 +736,7 @@ impl Queues {
                 .filter_map(|v| match v {
                     Value::Object(mut map) => {
                         let id = map.remove("id")?.as_i64()?;
-                        Some(Queued { id, shared: Arc::new(map), own: Map::new() })
+                        Some(Queued { id, shared: members(&map), own: None })
                     }
                     _ => None,
                 })
@@ -666,12 +760,6 @@ impl Queues {
         std::fs::remove_file(&path)?;
         Ok(count)
     }
-}
-
-fn heartbeat_body() -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("type".into(), Value::from("heartbeat"));
-    m
 }
 
 /// A fresh, unguessable queue id: `<unix seconds>:<random>`, like Zulip's
@@ -699,6 +787,15 @@ mod tests {
         Outgoing::shared(Arc::new(m))
     }
 
+    impl Outgoing {
+        fn shared_map(&self) -> Map<String, Value> {
+            match &self.shared {
+                Body::Map(map) => (**map).clone(),
+                Body::Text(_) => Map::new(),
+            }
+        }
+    }
+
     #[test]
     fn events_are_acknowledged_by_id_and_skipped_below_the_floor() {
         let qs = queues();
@@ -714,6 +811,33 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert_eq!(got[0]["type"], "b");
         assert_eq!(qs.poll(&id, UserId(2), Some(0), true), Err(QueueError::BadQueue));
+    }
+
+    #[test]
+    fn text_events_render_with_their_own_members_and_id() {
+        let qs = queues();
+        let id = qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0).unwrap();
+        let targets = qs.of_users([UserId(1)]);
+        let shared: Arc<str> = Arc::from(r#""type":"x","n":[1,{"a":"}"}]"#);
+        let own: Arc<str> = Arc::from(r#""flags":["read"]"#);
+        qs.deliver(None, &targets, |_| {
+            Some(Outgoing::text(Arc::clone(&shared), Some(own.clone())))
+        });
+        let mut local = Map::new();
+        local.insert("local_id".into(), Value::from("1.5"));
+        let y = Arc::new(body("y").shared_map());
+        qs.deliver(None, &targets, |_| Some(Outgoing::with_own(Arc::clone(&y), &local)));
+        let polled = qs.poll_json(&id, UserId(1), None, true).unwrap();
+        assert_eq!((polled.count, polled.newest), (2, Some(1)));
+        assert_eq!(
+            polled.values(),
+            vec![
+                serde_json::json!({"type": "x", "n": [1, {"a": "}"}], "flags": ["read"], "id": 0}),
+                serde_json::json!({"type": "y", "local_id": "1.5", "id": 1}),
+            ]
+        );
+        let empty = qs.poll_json(&id, UserId(1), Some(1), true).unwrap();
+        assert_eq!((empty.json.as_str(), empty.count, empty.newest), ("[]", 0, None));
     }
 
     #[test]

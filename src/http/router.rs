@@ -64,8 +64,9 @@ pub static ROUTES: &[Route] = &[
     Route {
         method: "GET",
         pattern: "/messages/{message_id}",
-        access: Access::User,
-        handler: api::messages::get_one,
+        // Spectators may read a web-public channel's message (real time).
+        access: Access::Optional,
+        handler: api::spectators::get_message,
     },
     // --- Real time (realtime branch): register, event queues, presence ---
     Route {
@@ -97,7 +98,8 @@ pub static ROUTES: &[Route] = &[
     Route {
         method: "GET",
         pattern: "/messages",
-        access: Access::User,
+        // Spectators may read web-public channels (api/spectators.rs).
+        access: Access::Optional,
         handler: api::reading::get_messages,
     },
     Route {

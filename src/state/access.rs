@@ -80,11 +80,17 @@ pub fn can_see_email(state: &State, viewer: &User, target: &User) -> bool {
     else {
         return false;
     };
+    sees_others_emails(visibility, viewer.role)
+}
+
+/// Whether a viewer of `role` sees the real addresses of other humans
+/// under the realm's `visibility` setting (their own and bots' always).
+pub fn sees_others_emails(visibility: EmailVisibility, role: Role) -> bool {
     match visibility {
         EmailVisibility::Everyone => true,
-        EmailVisibility::Members => viewer.role <= Role::Member,
-        EmailVisibility::Moderators => viewer.role <= Role::Moderator,
-        EmailVisibility::Admins => viewer.role.is_admin(),
+        EmailVisibility::Members => role <= Role::Member,
+        EmailVisibility::Moderators => role <= Role::Moderator,
+        EmailVisibility::Admins => role.is_admin(),
         EmailVisibility::Nobody => false,
     }
 }

@@ -106,6 +106,12 @@ pub struct State {
     pub former_subscriptions: Sharded<UserId, BTreeMap<ChannelId, Subscription>>,
     /// Not snapshotted: the shared copies of stored messages' client names.
     pub names: interner::Interner,
+    /// Not snapshotted: bumped by `apply` for every mutation that may
+    /// change an account, profile data or a realm (everything but the
+    /// message, channel and group changes `apply::keeps_users`
+    /// lists), so register's per-realm user lists, cached by generation,
+    /// are rebuilt exactly when they may have changed.
+    pub users_generation: AtomicU64,
 }
 
 /// `State` as key-sorted data: the snapshot format. Taken from live state
