@@ -14,6 +14,10 @@
 //! alternating rounds with the same connection count, and the ratio of
 //! their throughputs.
 //!
+//! `--kind mix` simulates users (`natter_load/mix.rs`): a realistic action
+//! mix with a long-poll each, fixed-rate or ramped, HDR percentiles per
+//! endpoint, and the "supported users" figure.
+//!
 //! Only loopback targets are accepted: load is never sent to another host.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -24,6 +28,14 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use clap::{Parser, ValueEnum};
+use client::request;
+
+#[path = "natter_load/client.rs"]
+mod client;
+#[path = "natter_load/hist.rs"]
+mod hist;
+#[path = "natter_load/mix.rs"]
+mod mix;
 
 /// Load generator for natter's HTTP API (loopback targets only).
 #[derive(Debug, Parser)]
@@ -57,6 +69,9 @@ struct Args {
     /// Rounds per server with `--versus` (requests are split evenly).
     #[arg(long, default_value_t = 3)]
     rounds: u64,
+    /// Options of `--kind mix`.
+    #[command(flatten)]
+    mix: mix::MixArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -69,6 +84,11 @@ enum Kind {
     Settings,
     /// GET /fixed with no auth: for `natter-ceiling`'s fixed-JSON servers.
     Fixed,
+    /// GET /users/me.
+    Me,
+    /// Simulated users doing a realistic mix (see `--users`, `--rate`,
+    /// `--ramp-from`); `--connections` is their shared pool.
+    Mix,
 }
 
 struct Conn {
@@ -108,18 +128,6 @@ impl Conn {
         self.reader.read_exact(&mut body)?;
         Ok((status, body))
     }
-}
-
-fn request(method: &str, path: &str, auth: Option<&str>, body: &str) -> Vec<u8> {
-    let mut r = format!("{method} {path} HTTP/1.1\r\nHost: load\r\nUser-Agent: NatterLoad/1.0\r\n");
-    if let Some(auth) = auth {
-        r.push_str(&format!("Authorization: Basic {auth}\r\n"));
-    }
-    if !body.is_empty() {
-        r.push_str("Content-Type: application/x-www-form-urlencoded\r\n");
-    }
-    r.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-    r.into_bytes()
 }
 
 fn json_field(body: &[u8], field: &str) -> Option<serde_json::Value> {
@@ -239,6 +247,10 @@ fn run(args: &Args) -> Result<(), String> {
         return Err("--connections, --requests and --rounds must be at least 1".into());
     }
     let deadline = Instant::now() + Duration::from_secs(args.seconds);
+    if let Kind::Mix = args.kind {
+        mix::configure(&args.mix);
+        return mix::run(addr, &args.mix, args.connections as usize);
+    }
     if let Kind::Fixed = args.kind {
         let template = request("GET", "/fixed", None, "");
         let Some(versus) = versus else {
@@ -278,7 +290,8 @@ fn run(args: &Args) -> Result<(), String> {
             request("GET", &format!("/api/v1/messages/{id}"), Some(&auth), "")
         }
         Kind::Settings => request("GET", "/api/v1/server_settings", None, ""),
-        Kind::Fixed => unreachable!("handled above"),
+        Kind::Me => request("GET", "/api/v1/users/me", Some(&auth), ""),
+        Kind::Fixed | Kind::Mix => unreachable!("handled above"),
     };
     if let Some(versus) = versus {
         return compare(args, addr, versus, &template, deadline);
