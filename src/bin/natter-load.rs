@@ -20,15 +20,14 @@
 //!
 //! Only loopback targets are accepted: load is never sent to another host.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use clap::{Parser, ValueEnum};
-use client::request;
+use client::{request, MayClient};
 
 #[path = "natter_load/client.rs"]
 mod client;
@@ -89,45 +88,6 @@ enum Kind {
     /// Simulated users doing a realistic mix (see `--users`, `--rate`,
     /// `--ramp-from`); `--connections` is their shared pool.
     Mix,
-}
-
-struct Conn {
-    stream: TcpStream,
-    reader: BufReader<TcpStream>,
-}
-
-impl Conn {
-    fn open(addr: SocketAddr) -> std::io::Result<Conn> {
-        let stream = TcpStream::connect(addr)?;
-        stream.set_nodelay(true)?;
-        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-        let reader = BufReader::new(stream.try_clone()?);
-        Ok(Conn { stream, reader })
-    }
-
-    /// Sends one request and returns (status, body).
-    fn call(&mut self, request: &[u8]) -> std::io::Result<(u16, Vec<u8>)> {
-        self.stream.write_all(request)?;
-        let mut line = String::new();
-        self.reader.read_line(&mut line)?;
-        let status = line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-        let mut length = 0usize;
-        loop {
-            line.clear();
-            self.reader.read_line(&mut line)?;
-            if line == "\r\n" || line.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = line.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-            }
-        }
-        let mut body = vec![0; length];
-        self.reader.read_exact(&mut body)?;
-        Ok((status, body))
-    }
 }
 
 fn json_field(body: &[u8], field: &str) -> Option<serde_json::Value> {
@@ -191,7 +151,8 @@ impl Stats {
 }
 
 /// `requests` copies of `template` over `connections` keep-alive
-/// connections (one thread each), stopping at `deadline`.
+/// connections (one may coroutine each, on `--client-threads` threads),
+/// stopping at `deadline`.
 fn measure(
     addr: SocketAddr,
     template: &[u8],
@@ -202,13 +163,14 @@ fn measure(
     let remaining = Arc::new(AtomicU64::new(requests));
     let errors = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
+    let timeout = Duration::from_secs(30);
     let handles: Vec<_> = (0..connections)
         .map(|_| {
             let (template, remaining, errors) =
                 (template.to_vec(), Arc::clone(&remaining), Arc::clone(&errors));
-            std::thread::spawn(move || -> Vec<Duration> {
+            may::go!(move || -> Vec<Duration> {
                 let mut latencies = Vec::new();
-                let Ok(mut conn) = Conn::open(addr) else {
+                let Ok(mut conn) = MayClient::connect(addr, timeout) else {
                     errors.fetch_add(1, Ordering::Relaxed);
                     return latencies;
                 };
@@ -225,7 +187,7 @@ fn measure(
                         }
                         Err(_) => {
                             errors.fetch_add(1, Ordering::Relaxed);
-                            match Conn::open(addr) {
+                            match MayClient::connect(addr, timeout) {
                                 Ok(c) => conn = c,
                                 Err(_) => break,
                             }
@@ -247,8 +209,8 @@ fn run(args: &Args) -> Result<(), String> {
         return Err("--connections, --requests and --rounds must be at least 1".into());
     }
     let deadline = Instant::now() + Duration::from_secs(args.seconds);
+    mix::configure(&args.mix);
     if let Kind::Mix = args.kind {
-        mix::configure(&args.mix);
         return mix::run(addr, &args.mix, args.connections as usize);
     }
     if let Kind::Fixed = args.kind {
@@ -260,7 +222,8 @@ fn run(args: &Args) -> Result<(), String> {
         };
         return compare(args, addr, versus, &template, deadline);
     }
-    let mut setup = Conn::open(addr).map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    let mut setup = MayClient::connect(addr, Duration::from_secs(30))
+        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
     let key = match &args.key {
         Some(key) => key.clone(),
         None if matches!(args.kind, Kind::Settings) => String::new(),
