@@ -68,6 +68,11 @@ struct Args {
     /// Rounds per server with `--versus` (requests are split evenly).
     #[arg(long, default_value_t = 3)]
     rounds: u64,
+    /// Fixed-request kinds: send at most this many requests a second in
+    /// all (open loop, spread over the connections); latency then counts
+    /// from when each request was due. 0 = as fast as replies come.
+    #[arg(long, default_value_t = 0)]
+    rate_limit: u64,
     /// Options of `--kind mix`.
     #[command(flatten)]
     mix: mix::MixArgs,
@@ -159,17 +164,23 @@ fn measure(
     connections: u64,
     requests: u64,
     deadline: Instant,
+    rate_limit: u64,
 ) -> Stats {
+    // With a rate limit, each connection sends one request per `gap`,
+    // staggered, and a late reply does not delay the schedule.
+    let gap =
+        (rate_limit > 0).then(|| Duration::from_secs_f64(connections as f64 / rate_limit as f64));
     let remaining = Arc::new(AtomicU64::new(requests));
     let errors = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let timeout = Duration::from_secs(30);
     let handles: Vec<_> = (0..connections)
-        .map(|_| {
+        .map(|i| {
             let (template, remaining, errors) =
                 (template.to_vec(), Arc::clone(&remaining), Arc::clone(&errors));
             may::go!(move || -> Vec<Duration> {
                 let mut latencies = Vec::new();
+                let mut due = gap.map(|g| started + g.mul_f64(i as f64 / connections as f64));
                 let Ok(mut conn) = MayClient::connect(addr, timeout) else {
                     errors.fetch_add(1, Ordering::Relaxed);
                     return latencies;
@@ -179,7 +190,14 @@ fn measure(
                         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
                         .is_ok()
                 {
-                    let t = Instant::now();
+                    let mut t = Instant::now();
+                    if let (Some(at), Some(gap)) = (due.as_mut(), gap) {
+                        if *at > t {
+                            may::coroutine::sleep(*at - t);
+                        }
+                        t = *at;
+                        *at += gap;
+                    }
                     match conn.call(&template) {
                         Ok((200, _)) => latencies.push(t.elapsed()),
                         Ok(_) => {
@@ -216,7 +234,7 @@ fn run(args: &Args) -> Result<(), String> {
     if let Kind::Fixed = args.kind {
         let template = request("GET", "/fixed", None, "");
         let Some(versus) = versus else {
-            measure(addr, &template, args.connections, args.requests, deadline)
+            measure(addr, &template, args.connections, args.requests, deadline, args.rate_limit)
                 .print("Fixed", args.connections);
             return Ok(());
         };
@@ -259,7 +277,7 @@ fn run(args: &Args) -> Result<(), String> {
     if let Some(versus) = versus {
         return compare(args, addr, versus, &template, deadline);
     }
-    measure(addr, &template, args.connections, args.requests, deadline)
+    measure(addr, &template, args.connections, args.requests, deadline, args.rate_limit)
         .print(&format!("{:?}", args.kind), args.connections);
     Ok(())
 }
@@ -280,7 +298,8 @@ fn compare(
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for which in order {
             let target = if which == 0 { addr } else { versus };
-            let mut stats = measure(target, template, args.connections, per_round, deadline);
+            let mut stats =
+                measure(target, template, args.connections, per_round, deadline, args.rate_limit);
             let label = format!("round {} {target}", round + 1);
             stats.print(&label, args.connections);
             totals[which].0 += stats.latencies.len();
