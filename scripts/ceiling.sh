@@ -27,10 +27,19 @@ WORKERS=${WORKERS:-2}
 ROWS=${*:-fixed me send send-never half}
 TMP=$(mktemp -d)
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do while kill -0 "$p" 2>/dev/null; do sleep 0.1; done; done
+  # natter's clean-shutdown summary: writer-lock time, records per fsync.
+  for f in "$TMP"/always.err "$TMP"/never.err; do
+    [ -f "$f" ] && sed -n "s|^natter: commit path|$(basename "$f" .err): commit path|p" "$f"
+  done
+  rm -rf "$TMP"
+}
 trap cleanup EXIT
 
-# start_natter NAME ARGS...: a --dev natter on a free port; prints its address.
+# start_natter NAME ARGS...: a --dev natter on a free port; sets ADDR.
+# (Not run in a $(…) subshell: its pid must reach PIDS for the cleanup.)
 start_natter() {
   local name=$1; shift
   "$BIN/natter" --dev --data-dir "$TMP/$name" --listen 127.0.0.1:0 --workers "$WORKERS" ${NATTER_ARGS:-} "$@" \
@@ -38,7 +47,7 @@ start_natter() {
   PIDS+=($!)
   for _ in $(seq 100); do
     if grep -q "listening on" "$TMP/$name.out" 2>/dev/null; then
-      sed -n 's|natter: listening on http://||p' "$TMP/$name.out"; return
+      ADDR=$(sed -n 's|natter: listening on http://||p' "$TMP/$name.out"); return
     fi
     sleep 0.1
   done
@@ -50,8 +59,10 @@ PIDS+=($!)
 for _ in $(seq 100); do grep -q may_minihttp "$TMP/ceiling.out" 2>/dev/null && break; sleep 0.1; done
 LOOP=$(sed -n 's|natter-ceiling: natter loop http://||p' "$TMP/ceiling.out")
 BARE=$(sed -n 's|natter-ceiling: may_minihttp http://||p' "$TMP/ceiling.out")
-ALWAYS=$(start_natter always --fsync always)
-NEVER=$(start_natter never --fsync never)
+start_natter always --fsync always
+ALWAYS=$ADDR
+start_natter never --fsync never
+NEVER=$ADDR
 
 # compare ADDR KIND REQUESTS: one --versus run against the ceiling; prints
 # natter's line, the ceiling's and the ratio.

@@ -78,6 +78,7 @@ PEAK_RSS=$(rss_kb "$PID" VmHWM)
 echo "after loading: RSS $((LOADED_RSS / 1024)) MB, peak (VmHWM) $((PEAK_RSS / 1024)) MB"
 stop
 echo "clean shutdown (final snapshot at $MESSAGES messages): $SECS s"
+grep "commit path" "$DATA/err" | sed "s/^natter: /while loading: /"
 echo "snapshot files: $(du -sh "$DATA/data" | cut -f1) data dir"
 : >"$DATA/err"
 start always
@@ -87,3 +88,5 @@ sleep 1
 RESTARTED_RSS=$(rss_kb "$PID" VmRSS)
 echo "after restart: RSS $((RESTARTED_RSS / 1024)) MB = $(( (RESTARTED_RSS - EMPTY_RSS) * 1024 / MESSAGES )) B per message beyond the empty server"
 echo "durable sends at this size (--fsync always): $(send 50000)"
+stop
+grep "commit path" "$DATA/err" | sed "s/^natter: /durable sends: /"
