@@ -34,18 +34,35 @@ use crate::state::{State, StateImage};
 pub struct Durable {
     seq: may::sync::Mutex<u64>,
     advanced: may::sync::Condvar,
+    /// How many times durability advanced (one per fsync that covered new
+    /// records), for the records-per-fsync figure.
+    advances: AtomicU64,
+    /// Records those advances covered.
+    covered: AtomicU64,
 }
 
 impl Durable {
     /// Starts at `seq` (everything recovered at startup is durable).
     pub fn new(seq: u64) -> Self {
-        Durable { seq: may::sync::Mutex::new(seq), advanced: may::sync::Condvar::new() }
+        Durable {
+            seq: may::sync::Mutex::new(seq),
+            advanced: may::sync::Condvar::new(),
+            advances: AtomicU64::new(0),
+            covered: AtomicU64::new(0),
+        }
+    }
+
+    /// `(fsyncs that made records durable, records they covered)`.
+    pub fn gathering(&self) -> (u64, u64) {
+        (self.advances.load(Ordering::Relaxed), self.covered.load(Ordering::Relaxed))
     }
 
     /// Records that everything through `seq` is durable.
     pub fn advance(&self, seq: u64) {
         let mut durable = self.seq.lock().expect("durable lock poisoned");
         if seq > *durable {
+            self.advances.fetch_add(1, Ordering::Relaxed);
+            self.covered.fetch_add(seq - *durable, Ordering::Relaxed);
             *durable = seq;
             self.advanced.notify_all();
         }
@@ -78,6 +95,25 @@ pub struct Committer {
     /// Wakes the snapshot thread; `None` once shutdown has begun.
     snapshot_tick: parking_lot::Mutex<Option<std::sync::mpsc::Sender<()>>>,
     snapshot_thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Time commits held the writer lock, for the shutdown summary.
+    held: LockTime,
+}
+
+/// How long commits held the writer lock: count, total and longest.
+#[derive(Default)]
+struct LockTime {
+    commits: AtomicU64,
+    total_nanos: AtomicU64,
+    max_nanos: AtomicU64,
+}
+
+impl LockTime {
+    fn record(&self, held: std::time::Duration) {
+        let nanos = held.as_nanos() as u64;
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.total_nanos.fetch_add(nanos, Ordering::Relaxed);
+        self.max_nanos.fetch_max(nanos, Ordering::Relaxed);
+    }
 }
 
 /// What the committer shares with its snapshot thread.
@@ -144,6 +180,7 @@ impl Committer {
             hub,
             snapshot_tick: parking_lot::Mutex::new(Some(tick)),
             snapshot_thread: parking_lot::Mutex::new(Some(handle)),
+            held: LockTime::default(),
         }
     }
 
@@ -160,6 +197,7 @@ impl Committer {
     ) -> ApiResult<T> {
         let shared = &*self.shared;
         let writer = shared.writer.lock().expect("writer lock poisoned");
+        let locked = std::time::Instant::now();
         let (mutation, reply) = build(&shared.state)?;
         let record = encode_mutation(&mutation);
         let seq = match shared.wal.append(&record) {
@@ -173,6 +211,7 @@ impl Committer {
         let events = apply(&shared.state, seq, &mutation);
         drop(guard);
         drop(writer);
+        self.held.record(locked.elapsed());
         let every = shared.policy.every;
         let due = every > 0 && seq - shared.last_snapshot.load(Ordering::Acquire) >= every;
         if due && !shared.snapshot_pending.swap(true, Ordering::AcqRel) {
@@ -204,6 +243,22 @@ impl Committer {
         };
         self.durable.wait(seq);
         out
+    }
+
+    /// One line on the commit path since start: commits, time under the
+    /// writer lock (mean and longest, excluding refused builds), and how
+    /// many records each fsync made durable (group commit's gathering).
+    pub fn summary(&self) -> String {
+        let commits = self.held.commits.load(Ordering::Relaxed);
+        let total = self.held.total_nanos.load(Ordering::Relaxed);
+        let max = self.held.max_nanos.load(Ordering::Relaxed);
+        let (fsyncs, records) = self.durable.gathering();
+        format!(
+            "commit path: {commits} commits, writer lock held {:.1} µs on average, {:.1} µs at most; {fsyncs} log syncs made {records} records durable ({:.1} per sync)",
+            total as f64 / commits.max(1) as f64 / 1000.0,
+            max as f64 / 1000.0,
+            records as f64 / fsyncs.max(1) as f64,
+        )
     }
 
     /// Clean shutdown: stops the snapshot thread, then takes a final
@@ -301,6 +356,11 @@ mod tests {
         assert_eq!(err.code, "BAD_REQUEST");
         assert_eq!((c.shared.wal.last_seq(), c.state().applied_seq()), (2, 2));
         assert!(events.try_recv().is_err());
+        // The summary counts the two commits (not the refusal), and every
+        // logged record was made durable by some sync.
+        assert!(c.summary().starts_with("commit path: 2 commits, "), "{}", c.summary());
+        let (syncs, records) = c.durable.gathering();
+        assert!((1..=2).contains(&syncs) && records == 2, "{syncs} syncs, {records} records");
     }
 
     #[test]

@@ -109,6 +109,7 @@ fn spawn_queue_collector(realtime: &Arc<Realtime>) {
 /// Clean shutdown: the final snapshot (after which nothing commits), then
 /// the live event queues, so clients resume them after the restart.
 pub fn shutdown(app: &App) {
+    eprintln!("natter: {}", app.committer.summary());
     app.committer.shutdown();
     match app.hub.realtime().queues.save(&app.config.data_dir) {
         Ok(n) => eprintln!("natter: saved {n} event queues"),

@@ -78,9 +78,11 @@ pub fn avatar_url_string(user: &User, client_computes: bool) -> Option<String> {
     let digest = Md5::digest(user.delivery_email.trim().to_lowercase().as_bytes());
     let mut url = String::with_capacity(96);
     url.push_str("https://secure.gravatar.com/avatar/");
+    // Hex by table: `write!("{b:02x}")` per byte was a third of the cost.
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     for b in digest.iter() {
-        use std::fmt::Write;
-        let _ = write!(url, "{b:02x}");
+        url.push(char::from(HEX[usize::from(b >> 4)]));
+        url.push(char::from(HEX[usize::from(b & 15)]));
     }
     let _ = std::fmt::Write::write_fmt(
         &mut url,
@@ -466,5 +468,27 @@ mod tests {
         assert_eq!(iso8601(0), "1970-01-01T00:00:00+00:00");
         assert_eq!(iso8601(951_782_400), "2000-02-29T00:00:00+00:00");
         assert_eq!(iso8601(1_700_000_000), "2023-11-14T22:13:20+00:00");
+    }
+}
+
+#[cfg(test)]
+mod avatar_tests {
+    use crate::state::Role;
+    use crate::testkit::World;
+
+    #[test]
+    fn gravatar_urls_hash_the_trimmed_lowercased_real_email() {
+        let mut w = World::new();
+        let mut user = w.user("", "hamlet@natter.test", Role::Member);
+        user.delivery_email = " Hamlet@Natter.TEST ".into();
+        // md5("hamlet@natter.test")
+        assert_eq!(
+            super::avatar_url_string(&user, false).unwrap(),
+            format!(
+                "https://secure.gravatar.com/avatar/29a955a77770d5073b7fcf55033f9bec?d=identicon&version={}",
+                user.avatar_version
+            )
+        );
+        assert_eq!(super::avatar_url_string(&user, true), None);
     }
 }

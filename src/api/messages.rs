@@ -202,25 +202,46 @@ struct Resolved {
 /// recipients and the realm's direct-message permission.
 fn resolve_target(state: &State, sender: &User, target: &Target) -> ApiResult<Resolved> {
     match target {
-        Target::Channel { channel, topic } => {
-            let channel = find_channel(state, sender, channel)?;
-            if access::send_refusal(state, sender, &channel).is_some() {
-                return Err(ApiError::bad_request(format!(
-                    "Not authorized to send to channel '{}'",
-                    channel.name
-                )));
-            }
+        Target::Channel { channel: by, topic } => {
+            // Checked and collected under the channel's shard read lock:
+            // no copy of the channel (its subscriber set can be large),
+            // and this runs under the writer lock.
             let realm_policy = state
                 .realms
                 .read(&sender.realm, |r| r.settings.topics_policy)
                 .unwrap_or(TopicsPolicy::AllowEmptyTopic);
-            check_topic_policy(&channel, realm_policy, topic)?;
-            let mut recipients: Vec<UserId> = channel.subscribers.iter().copied().collect();
-            if !channel.subscribers.contains(&sender.id) {
-                recipients.push(sender.id);
+            let not_found = || match by {
+                ChannelRef::Name(name) => ApiError::no_channel_named(name),
+                ChannelRef::Id(id) => ApiError::no_channel_id(*id),
+            };
+            let id = match by {
+                ChannelRef::Name(name) => {
+                    state.channel_by_name.get(&(sender.realm, name.to_lowercase()))
+                }
+                ChannelRef::Id(id) => Some(ChannelId(*id)),
             }
-            let destination = Destination::Channel { channel: channel.id, topic: topic.clone() };
-            Ok(Resolved { destination, recipient: channel.recipient, recipients })
+            .ok_or_else(not_found)?;
+            let resolve = |channel: &Channel| -> ApiResult<Resolved> {
+                if channel.realm != sender.realm || !can_see_channel(sender, channel) {
+                    return Err(not_found());
+                }
+                if access::send_refusal(state, sender, channel).is_some() {
+                    return Err(ApiError::bad_request(format!(
+                        "Not authorized to send to channel '{}'",
+                        channel.name
+                    )));
+                }
+                check_topic_policy(channel, realm_policy, topic)?;
+                let mut recipients = Vec::with_capacity(channel.subscribers.len() + 1);
+                recipients.extend(channel.subscribers.iter().copied());
+                if !channel.subscribers.contains(&sender.id) {
+                    recipients.push(sender.id);
+                }
+                let destination =
+                    Destination::Channel { channel: channel.id, topic: topic.clone() };
+                Ok(Resolved { destination, recipient: channel.recipient, recipients })
+            };
+            state.channels.read(&id, resolve).unwrap_or_else(|| Err(not_found()))
         }
         Target::Direct(refs) => {
             let mut participants = BTreeSet::from([sender.id]);

@@ -14,16 +14,27 @@
 //! alternating rounds with the same connection count, and the ratio of
 //! their throughputs.
 //!
+//! `--kind mix` simulates users (`natter_load/mix.rs`): a realistic action
+//! mix with a long-poll each, fixed-rate or ramped, HDR percentiles per
+//! endpoint, and the "supported users" figure.
+//!
 //! Only loopback targets are accepted: load is never sent to another host.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use clap::{Parser, ValueEnum};
+use client::{request, MayClient};
+
+#[path = "natter_load/client.rs"]
+mod client;
+#[path = "natter_load/hist.rs"]
+mod hist;
+#[path = "natter_load/mix.rs"]
+mod mix;
 
 /// Load generator for natter's HTTP API (loopback targets only).
 #[derive(Debug, Parser)]
@@ -57,6 +68,14 @@ struct Args {
     /// Rounds per server with `--versus` (requests are split evenly).
     #[arg(long, default_value_t = 3)]
     rounds: u64,
+    /// Fixed-request kinds: send at most this many requests a second in
+    /// all (open loop, spread over the connections); latency then counts
+    /// from when each request was due. 0 = as fast as replies come.
+    #[arg(long, default_value_t = 0)]
+    rate_limit: u64,
+    /// Options of `--kind mix`.
+    #[command(flatten)]
+    mix: mix::MixArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -69,57 +88,11 @@ enum Kind {
     Settings,
     /// GET /fixed with no auth: for `natter-ceiling`'s fixed-JSON servers.
     Fixed,
-}
-
-struct Conn {
-    stream: TcpStream,
-    reader: BufReader<TcpStream>,
-}
-
-impl Conn {
-    fn open(addr: SocketAddr) -> std::io::Result<Conn> {
-        let stream = TcpStream::connect(addr)?;
-        stream.set_nodelay(true)?;
-        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-        let reader = BufReader::new(stream.try_clone()?);
-        Ok(Conn { stream, reader })
-    }
-
-    /// Sends one request and returns (status, body).
-    fn call(&mut self, request: &[u8]) -> std::io::Result<(u16, Vec<u8>)> {
-        self.stream.write_all(request)?;
-        let mut line = String::new();
-        self.reader.read_line(&mut line)?;
-        let status = line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-        let mut length = 0usize;
-        loop {
-            line.clear();
-            self.reader.read_line(&mut line)?;
-            if line == "\r\n" || line.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = line.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-            }
-        }
-        let mut body = vec![0; length];
-        self.reader.read_exact(&mut body)?;
-        Ok((status, body))
-    }
-}
-
-fn request(method: &str, path: &str, auth: Option<&str>, body: &str) -> Vec<u8> {
-    let mut r = format!("{method} {path} HTTP/1.1\r\nHost: load\r\nUser-Agent: NatterLoad/1.0\r\n");
-    if let Some(auth) = auth {
-        r.push_str(&format!("Authorization: Basic {auth}\r\n"));
-    }
-    if !body.is_empty() {
-        r.push_str("Content-Type: application/x-www-form-urlencoded\r\n");
-    }
-    r.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-    r.into_bytes()
+    /// GET /users/me.
+    Me,
+    /// Simulated users doing a realistic mix (see `--users`, `--rate`,
+    /// `--ramp-from`); `--connections` is their shared pool.
+    Mix,
 }
 
 fn json_field(body: &[u8], field: &str) -> Option<serde_json::Value> {
@@ -183,24 +156,32 @@ impl Stats {
 }
 
 /// `requests` copies of `template` over `connections` keep-alive
-/// connections (one thread each), stopping at `deadline`.
+/// connections (one may coroutine each, on `--client-threads` threads),
+/// stopping at `deadline`.
 fn measure(
     addr: SocketAddr,
     template: &[u8],
     connections: u64,
     requests: u64,
     deadline: Instant,
+    rate_limit: u64,
 ) -> Stats {
+    // With a rate limit, each connection sends one request per `gap`,
+    // staggered, and a late reply does not delay the schedule.
+    let gap =
+        (rate_limit > 0).then(|| Duration::from_secs_f64(connections as f64 / rate_limit as f64));
     let remaining = Arc::new(AtomicU64::new(requests));
     let errors = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
+    let timeout = Duration::from_secs(30);
     let handles: Vec<_> = (0..connections)
-        .map(|_| {
+        .map(|i| {
             let (template, remaining, errors) =
                 (template.to_vec(), Arc::clone(&remaining), Arc::clone(&errors));
-            std::thread::spawn(move || -> Vec<Duration> {
+            may::go!(move || -> Vec<Duration> {
                 let mut latencies = Vec::new();
-                let Ok(mut conn) = Conn::open(addr) else {
+                let mut due = gap.map(|g| started + g.mul_f64(i as f64 / connections as f64));
+                let Ok(mut conn) = MayClient::connect(addr, timeout) else {
                     errors.fetch_add(1, Ordering::Relaxed);
                     return latencies;
                 };
@@ -209,7 +190,14 @@ fn measure(
                         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
                         .is_ok()
                 {
-                    let t = Instant::now();
+                    let mut t = Instant::now();
+                    if let (Some(at), Some(gap)) = (due.as_mut(), gap) {
+                        if *at > t {
+                            may::coroutine::sleep(*at - t);
+                        }
+                        t = *at;
+                        *at += gap;
+                    }
                     match conn.call(&template) {
                         Ok((200, _)) => latencies.push(t.elapsed()),
                         Ok(_) => {
@@ -217,7 +205,7 @@ fn measure(
                         }
                         Err(_) => {
                             errors.fetch_add(1, Ordering::Relaxed);
-                            match Conn::open(addr) {
+                            match MayClient::connect(addr, timeout) {
                                 Ok(c) => conn = c,
                                 Err(_) => break,
                             }
@@ -239,16 +227,21 @@ fn run(args: &Args) -> Result<(), String> {
         return Err("--connections, --requests and --rounds must be at least 1".into());
     }
     let deadline = Instant::now() + Duration::from_secs(args.seconds);
+    mix::configure(&args.mix);
+    if let Kind::Mix = args.kind {
+        return mix::run(addr, &args.mix, args.connections as usize);
+    }
     if let Kind::Fixed = args.kind {
         let template = request("GET", "/fixed", None, "");
         let Some(versus) = versus else {
-            measure(addr, &template, args.connections, args.requests, deadline)
+            measure(addr, &template, args.connections, args.requests, deadline, args.rate_limit)
                 .print("Fixed", args.connections);
             return Ok(());
         };
         return compare(args, addr, versus, &template, deadline);
     }
-    let mut setup = Conn::open(addr).map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    let mut setup = MayClient::connect(addr, Duration::from_secs(30))
+        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
     let key = match &args.key {
         Some(key) => key.clone(),
         None if matches!(args.kind, Kind::Settings) => String::new(),
@@ -278,12 +271,13 @@ fn run(args: &Args) -> Result<(), String> {
             request("GET", &format!("/api/v1/messages/{id}"), Some(&auth), "")
         }
         Kind::Settings => request("GET", "/api/v1/server_settings", None, ""),
-        Kind::Fixed => unreachable!("handled above"),
+        Kind::Me => request("GET", "/api/v1/users/me", Some(&auth), ""),
+        Kind::Fixed | Kind::Mix => unreachable!("handled above"),
     };
     if let Some(versus) = versus {
         return compare(args, addr, versus, &template, deadline);
     }
-    measure(addr, &template, args.connections, args.requests, deadline)
+    measure(addr, &template, args.connections, args.requests, deadline, args.rate_limit)
         .print(&format!("{:?}", args.kind), args.connections);
     Ok(())
 }
@@ -304,7 +298,8 @@ fn compare(
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for which in order {
             let target = if which == 0 { addr } else { versus };
-            let mut stats = measure(target, template, args.connections, per_round, deadline);
+            let mut stats =
+                measure(target, template, args.connections, per_round, deadline, args.rate_limit);
             let label = format!("round {} {target}", round + 1);
             stats.print(&label, args.connections);
             totals[which].0 += stats.latencies.len();

@@ -11,12 +11,13 @@ pub fn authenticate(state: &State, realm: &Realm, header: Option<&[u8]>) -> ApiR
     let header = header.ok_or_else(|| {
         ApiError::unauthorized("Not logged in: API authentication or user session required")
     })?;
-    let (email, key) = parse_basic(header)
+    let credentials = parse_basic(header)
         .ok_or_else(|| ApiError::unauthorized("Invalid authorization header for basic auth"))?;
+    let (email, key) = credentials.parts();
     if realm.deactivated {
         return Err(ApiError::realm_deactivated());
     }
-    let user = state.user_by_email(realm.id, &email);
+    let user = state.user_by_email(realm.id, email);
     // Compare against something even when the user is unknown, so the
     // timing does not tell which emails exist.
     let expected = user.as_ref().map_or("", |u| u.api_key.as_str());
@@ -33,8 +34,21 @@ pub fn authenticate(state: &State, realm: &Realm, header: Option<&[u8]>) -> ApiR
     }
 }
 
-/// `Basic base64(email:key)` → `(email, key)`.
-fn parse_basic(header: &[u8]) -> Option<(String, String)> {
+/// Decoded `email:key` credentials, split without copying either part.
+#[derive(Debug, PartialEq)]
+struct Credentials {
+    decoded: String,
+    colon: usize,
+}
+
+impl Credentials {
+    fn parts(&self) -> (&str, &str) {
+        (&self.decoded[..self.colon], &self.decoded[self.colon + 1..])
+    }
+}
+
+/// `Basic base64(email:key)` → the decoded credentials.
+fn parse_basic(header: &[u8]) -> Option<Credentials> {
     let header = std::str::from_utf8(header).ok()?.trim();
     let (scheme, encoded) = header.split_once(' ')?;
     if !scheme.eq_ignore_ascii_case("basic") {
@@ -42,8 +56,8 @@ fn parse_basic(header: &[u8]) -> Option<(String, String)> {
     }
     let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).ok()?;
     let decoded = String::from_utf8(decoded).ok()?;
-    let (email, key) = decoded.split_once(':')?;
-    Some((email.to_owned(), key.to_owned()))
+    let colon = decoded.find(':')?;
+    Some(Credentials { decoded, colon })
 }
 
 /// Equality whose running time depends only on the lengths.
@@ -64,8 +78,8 @@ mod tests {
     #[test]
     fn basic_header_parsing() {
         // The example from the zulip client docs: bot@example.com / KEY123.
-        let parsed = parse_basic(b"Basic Ym90QGV4YW1wbGUuY29tOktFWTEyMw==");
-        assert_eq!(parsed, Some(("bot@example.com".into(), "KEY123".into())));
+        let parsed = parse_basic(b"Basic Ym90QGV4YW1wbGUuY29tOktFWTEyMw==").unwrap();
+        assert_eq!(parsed.parts(), ("bot@example.com", "KEY123"));
         assert_eq!(parse_basic(b"Bearer abc"), None);
         assert_eq!(parse_basic(b"Basic !!!"), None);
         assert_eq!(parse_basic(b"Basic bm9jb2xvbg=="), None); // "nocolon"

@@ -97,16 +97,28 @@ impl Service {
     /// subdomain, otherwise the realm on the bare host (subdomain `""`).
     fn realm_for_host(&self, host: &str) -> ApiResult<Realm> {
         let state = &self.app.state;
-        let name = strip_port(host).to_ascii_lowercase();
-        let base = strip_port(self.app.external_host()).to_ascii_lowercase();
-        let subdomain =
-            if name == base || name.parse::<std::net::IpAddr>().is_ok() || name == "localhost" {
-                ""
-            } else if let Some(sub) = name.strip_suffix(&format!(".{base}")) {
-                sub
-            } else {
-                name.strip_suffix(".localhost").unwrap_or_default()
-            };
+        let name = strip_port(host);
+        let base = strip_port(self.app.external_host());
+        // `<sub>.<suffix>` matched case-insensitively without allocating:
+        // the length of `<sub>` (the byte before the suffix is an ASCII
+        // `.`, so slicing there is on a char boundary).
+        let strip_suffix = |name: &str, suffix: &str| -> Option<usize> {
+            let at = name.len().checked_sub(suffix.len() + 1)?;
+            let bytes = name.as_bytes();
+            (bytes[at] == b'.' && bytes[at + 1..].eq_ignore_ascii_case(suffix.as_bytes()))
+                .then_some(at)
+        };
+        let subdomain = if name.eq_ignore_ascii_case(base)
+            || name.eq_ignore_ascii_case("localhost")
+            || name.parse::<std::net::IpAddr>().is_ok()
+        {
+            ""
+        } else if let Some(at) = strip_suffix(name, base) {
+            &name[..at]
+        } else {
+            strip_suffix(name, "localhost").map_or("", |at| &name[..at])
+        };
+        // `realm_by_subdomain` compares lowercased.
         state.realm_by_subdomain(subdomain).ok_or_else(|| ApiError::no_such_realm(host))
     }
 }

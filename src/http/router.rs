@@ -680,52 +680,96 @@ pub enum Match {
     NotFound,
 }
 
+/// Most segments a path may have (no route has more than a few).
+const MAX_SEGMENTS: usize = 16;
+
+/// A route with its pattern split once: `None` for a `{…}` segment.
+struct Compiled {
+    route: &'static Route,
+    parts: Vec<Option<&'static str>>,
+    literals: usize,
+}
+
+/// The routing table, split into segments on first use: matching a
+/// request then allocates nothing but the matched route's arguments.
+fn compiled() -> &'static [Compiled] {
+    static TABLE: std::sync::OnceLock<Vec<Compiled>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        ROUTES
+            .iter()
+            .map(|route| {
+                let parts: Vec<Option<&'static str>> = route
+                    .pattern
+                    .split('/')
+                    .map(|part| (!part.starts_with('{')).then_some(part))
+                    .collect();
+                let literals = parts.iter().filter(|p| p.is_some()).count();
+                Compiled { route, parts, literals }
+            })
+            .collect()
+    })
+}
+
 /// Finds the route for `method` and `path` (the part after `/api/v1`).
 /// Literal segments win over `{…}` segments (`/users/me` before `/users/{id}`).
 pub fn find(method: &str, path: &str) -> Match {
-    let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
-    let mut best: Option<(&'static Route, Vec<String>, usize)> = None;
+    let mut buf = [""; MAX_SEGMENTS];
+    let mut n = 0;
+    for segment in path.trim_end_matches('/').split('/') {
+        if n == MAX_SEGMENTS {
+            return Match::NotFound;
+        }
+        buf[n] = segment;
+        n += 1;
+    }
+    let segments = &buf[..n];
+    let mut best: Option<&Compiled> = None;
     let mut path_exists = false;
-    for route in ROUTES {
-        let Some((args, literals)) = match_pattern(route.pattern, &segments) else { continue };
-        path_exists = true;
-        if route.method != method {
+    for c in compiled() {
+        if !matches(c, segments) {
             continue;
         }
-        if best.as_ref().is_none_or(|(_, _, l)| literals > *l) {
-            best = Some((route, args, literals));
+        path_exists = true;
+        if c.route.method != method {
+            continue;
+        }
+        if best.is_none_or(|b| c.literals > b.literals) {
+            best = Some(c);
         }
     }
     match best {
-        Some((route, args, _)) => Match::Found(route, args),
+        Some(c) => Match::Found(c.route, arguments(c, segments)),
         None if path_exists => Match::WrongMethod,
         None => Match::NotFound,
     }
 }
 
-/// `Some((args, number of literal segments))` if the pattern matches.
-fn match_pattern(pattern: &str, segments: &[&str]) -> Option<(Vec<String>, usize)> {
-    let parts: Vec<&str> = pattern.split('/').collect();
-    if parts.len() != segments.len() {
-        return None;
-    }
-    let mut args = Vec::new();
-    let mut literals = 0;
-    for (part, segment) in parts.iter().zip(segments) {
-        if part.starts_with('{') {
-            if segment.is_empty() {
-                return None;
+/// Whether the split pattern matches: literals equal, every `{…}` segment
+/// non-empty and valid percent-encoded UTF-8.
+fn matches(c: &Compiled, segments: &[&str]) -> bool {
+    c.parts.len() == segments.len()
+        && c.parts.iter().zip(segments).all(|(part, segment)| match part {
+            Some(literal) => literal == segment,
+            None => {
+                !segment.is_empty()
+                    && percent_encoding::percent_decode_str(segment).decode_utf8().is_ok()
             }
-            args.push(
-                percent_encoding::percent_decode_str(segment).decode_utf8().ok()?.into_owned(),
-            );
-        } else if part == segment {
-            literals += 1;
-        } else {
-            return None;
-        }
-    }
-    Some((args, literals))
+        })
+}
+
+/// The decoded `{…}` segments of a matched route, in order.
+fn arguments(c: &Compiled, segments: &[&str]) -> Vec<String> {
+    c.parts
+        .iter()
+        .zip(segments)
+        .filter(|(part, _)| part.is_none())
+        .map(|(_, segment)| {
+            percent_encoding::percent_decode_str(segment)
+                .decode_utf8()
+                .map(|s| s.into_owned())
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -750,5 +794,20 @@ mod tests {
         }
         assert!(matches!(find("DELETE", "/server_settings"), Match::WrongMethod));
         assert!(matches!(find("GET", "/nope"), Match::NotFound));
+    }
+
+    #[test]
+    fn arguments_are_percent_decoded_and_odd_paths_do_not_match() {
+        match find("GET", "/users/a%40b.test/") {
+            Match::Found(route, args) => {
+                assert_eq!(route.pattern, "/users/{user_id}");
+                assert_eq!(args, vec!["a@b.test".to_owned()]);
+            }
+            _ => panic!("no match"),
+        }
+        // Not UTF-8 once decoded, empty, or far too deep: no route.
+        assert!(matches!(find("GET", "/users/%FF"), Match::NotFound));
+        assert!(matches!(find("GET", "/users//subscriptions/1"), Match::NotFound));
+        assert!(matches!(find("GET", &"/users".repeat(40)), Match::NotFound));
     }
 }

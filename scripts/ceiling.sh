@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The ceiling comparison of issue #7, in one run: bare may_minihttp
+# answering fixed JSON (`natter-ceiling`) against natter, with the same
+# client (`natter-load`, may coroutines on --client-threads threads), the
+# same connections and the same requests per round, rounds alternating
+# between the two servers; prints each row's ratio to the ceiling.
+#
+#   scripts/ceiling.sh                 # every row, 3 rounds each
+#   RUNS=5 scripts/ceiling.sh me       # one row, five times (median it)
+#
+# Rows: fixed (natter's HTTP loop), me (GET /users/me), send (durable
+# POST /messages, --fsync always), send-never (POST /messages, --fsync
+# never), half (durable sends at half of the measured peak: p99 there).
+# Environment: CONNECTIONS (64), REQUESTS per row (300000; sends 150000),
+# ROUNDS (3), RUNS (1), CLIENT_THREADS (2), WORKERS (natter's, 2),
+# NATTER_ARGS (extra natter options, e.g. "--snapshot-every 0" to leave
+# snapshot pauses out), NO_BUILD=1 to skip `cargo build --release`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -n "${NO_BUILD:-}" ] || cargo build --release --bin natter --bin natter-load --bin natter-ceiling >&2
+BIN=target/release
+CONNECTIONS=${CONNECTIONS:-64}
+ROUNDS=${ROUNDS:-3}
+RUNS=${RUNS:-1}
+CLIENT_THREADS=${CLIENT_THREADS:-2}
+WORKERS=${WORKERS:-2}
+ROWS=${*:-fixed me send send-never half}
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do while kill -0 "$p" 2>/dev/null; do sleep 0.1; done; done
+  # natter's clean-shutdown summary: writer-lock time, records per fsync.
+  for f in "$TMP"/always.err "$TMP"/never.err; do
+    [ -f "$f" ] && sed -n "s|^natter: commit path|$(basename "$f" .err): commit path|p" "$f"
+  done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# start_natter NAME ARGS...: a --dev natter on a free port; sets ADDR.
+# (Not run in a $(…) subshell: its pid must reach PIDS for the cleanup.)
+start_natter() {
+  local name=$1; shift
+  "$BIN/natter" --dev --data-dir "$TMP/$name" --listen 127.0.0.1:0 --workers "$WORKERS" ${NATTER_ARGS:-} "$@" \
+    >"$TMP/$name.out" 2>"$TMP/$name.err" &
+  PIDS+=($!)
+  for _ in $(seq 100); do
+    if grep -q "listening on" "$TMP/$name.out" 2>/dev/null; then
+      ADDR=$(sed -n 's|natter: listening on http://||p' "$TMP/$name.out"); return
+    fi
+    sleep 0.1
+  done
+  echo "natter $name did not start" >&2; cat "$TMP/$name.err" >&2; exit 1
+}
+
+"$BIN/natter-ceiling" --workers "$WORKERS" --seconds 36000 >"$TMP/ceiling.out" &
+PIDS+=($!)
+for _ in $(seq 100); do grep -q may_minihttp "$TMP/ceiling.out" 2>/dev/null && break; sleep 0.1; done
+LOOP=$(sed -n 's|natter-ceiling: natter loop http://||p' "$TMP/ceiling.out")
+BARE=$(sed -n 's|natter-ceiling: may_minihttp http://||p' "$TMP/ceiling.out")
+start_natter always --fsync always
+ALWAYS=$ADDR
+start_natter never --fsync never
+NEVER=$ADDR
+
+# compare ADDR KIND REQUESTS: one --versus run against the ceiling; prints
+# natter's line, the ceiling's and the ratio.
+compare() {
+  "$BIN/natter-load" --addr "$1" --versus "$BARE" --kind "$2" --requests "$3" \
+    --connections "$CONNECTIONS" --rounds "$ROUNDS" --client-threads "$CLIENT_THREADS" | tail -3
+}
+
+echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); natter --workers $WORKERS; $CONNECTIONS connections; client threads $CLIENT_THREADS"
+for row in $ROWS; do
+  for run in $(seq "$RUNS"); do
+    case $row in
+      fixed) echo "== fixed JSON through natter's loop (run $run)"; compare "$LOOP" fixed "${REQUESTS:-300000}" ;;
+      me) echo "== GET /users/me (run $run)"; compare "$ALWAYS" me "${REQUESTS:-300000}" ;;
+      send) echo "== durable POST /messages, --fsync always (run $run)"; compare "$ALWAYS" send "${REQUESTS:-150000}" ;;
+      send-never) echo "== POST /messages, --fsync never (run $run)"; compare "$NEVER" send "${REQUESTS:-150000}" ;;
+      half)
+        # Peak first, then a fixed rate of half of it: the p99 there.
+        peak=$("$BIN/natter-load" --addr "$ALWAYS" --kind send --requests "${REQUESTS:-150000}" \
+          --connections "$CONNECTIONS" --client-threads "$CLIENT_THREADS" | sed -n 's/.* = \([0-9]*\) req\/s.*/\1/p')
+        echo "== durable POST /messages at half of the peak ($peak/s → $((peak / 2))/s) (run $run)"
+        "$BIN/natter-load" --addr "$ALWAYS" --kind send --requests "${REQUESTS:-150000}" \
+          --connections "$CONNECTIONS" --client-threads "$CLIENT_THREADS" --rate-limit $((peak / 2)) | tail -1
+        ;;
+      *) echo "unknown row $row" >&2; exit 2 ;;
+    esac
+  done
+done

@@ -1,0 +1,178 @@
+//! The load generator's HTTP/1.1 client: one keep-alive connection, one
+//! request at a time, over any byte stream — a `may::net::TcpStream` for
+//! the coroutine-based mix (thousands of connections on one or two OS
+//! threads) or a std `TcpStream`. Replies are read into one reusable
+//! buffer and parsed with `httparse`; only `Content-Length` bodies are
+//! understood (natter never chunks its replies).
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// One keep-alive connection.
+pub struct Client<S> {
+    stream: S,
+    buf: Vec<u8>,
+    /// Bytes of `buf` already consumed by earlier replies.
+    start: usize,
+    /// Bytes of `buf` filled.
+    end: usize,
+}
+
+/// A coroutine client connection (parks its coroutine, never its thread).
+pub type MayClient = Client<may::net::TcpStream>;
+
+impl MayClient {
+    /// Connects to `addr`; reads time out after `timeout`.
+    pub fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<MayClient> {
+        let stream = may::net::TcpStream::connect(addr)?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(timeout))?;
+        Ok(Client::new(stream))
+    }
+}
+
+impl<S: Read + Write> Client<S> {
+    /// Wraps a connected stream.
+    pub fn new(stream: S) -> Self {
+        Client { stream, buf: vec![0; 16 * 1024], start: 0, end: 0 }
+    }
+
+    /// Sends one request and returns `(status, body)`.
+    pub fn call(&mut self, request: &[u8]) -> io::Result<(u16, Vec<u8>)> {
+        self.stream.write_all(request)?;
+        loop {
+            let buffered = self.end - self.start;
+            match self.parse_head()? {
+                Some((status, head, length)) if buffered >= head + length => {
+                    let body = self.buf[self.start + head..self.start + head + length].to_vec();
+                    self.start += head + length;
+                    if self.start == self.end {
+                        (self.start, self.end) = (0, 0);
+                    }
+                    return Ok((status, body));
+                }
+                Some((_, head, length)) => self.fill(head + length)?,
+                None => self.fill(buffered + 1)?,
+            }
+        }
+    }
+
+    /// `(status, head length, body length)` once a whole head is buffered.
+    fn parse_head(&self) -> io::Result<Option<(u16, usize, usize)>> {
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut response = httparse::Response::new(&mut headers);
+        let parsed = response
+            .parse(&self.buf[self.start..self.end])
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        let httparse::Status::Complete(head) = parsed else { return Ok(None) };
+        let mut length = 0usize;
+        for header in response.headers.iter() {
+            if header.name.eq_ignore_ascii_case("content-length") {
+                length = std::str::from_utf8(header.value)
+                    .ok()
+                    .and_then(|v| v.trim().parse().ok())
+                    .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "content-length"))?;
+            }
+        }
+        Ok(Some((response.code.unwrap_or(0), head, length)))
+    }
+
+    /// Reads more bytes, first making room for `need` bytes from the
+    /// start of the unconsumed part.
+    fn fill(&mut self, need: usize) -> io::Result<()> {
+        if self.start + need > self.buf.len() && self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            (self.start, self.end) = (0, self.end - self.start);
+        }
+        if need > self.buf.len() {
+            self.buf.resize(need.max(self.buf.len() * 2), 0);
+        }
+        let n = self.stream.read(&mut self.buf[self.end..])?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        self.end += n;
+        Ok(())
+    }
+}
+
+/// An HTTP/1.1 request; `auth` is the base64 of `email:key`.
+pub fn request(method: &str, path: &str, auth: Option<&str>, body: &str) -> Vec<u8> {
+    let mut r = format!("{method} {path} HTTP/1.1\r\nHost: load\r\nUser-Agent: NatterLoad/1.0\r\n");
+    if let Some(auth) = auth {
+        r.push_str(&format!("Authorization: Basic {auth}\r\n"));
+    }
+    if !body.is_empty() {
+        r.push_str("Content-Type: application/x-www-form-urlencoded\r\n");
+    }
+    r.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    r.into_bytes()
+}
+
+/// A form body or query string from name/value pairs.
+pub fn form(pairs: &[(&str, &str)]) -> String {
+    let mut s = form_urlencoded::Serializer::new(String::new());
+    for (name, value) in pairs {
+        s.append_pair(name, value);
+    }
+    s.finish()
+}
+
+/// The Basic credentials of `email:key`.
+pub fn basic(email: &str, key: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(format!("{email}:{key}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream that returns scripted bytes in small pieces.
+    struct Script {
+        input: Vec<u8>,
+        at: usize,
+        piece: usize,
+        written: Vec<u8>,
+    }
+
+    impl Read for Script {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.piece.min(out.len()).min(self.input.len() - self.at);
+            out[..n].copy_from_slice(&self.input[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    impl Write for Script {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.written.extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn replies_split_across_reads_and_pipelined_are_parsed() {
+        let big = "x".repeat(40_000);
+        let input = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhiHTTP/1.1 400 Bad\r\ncontent-length: {}\r\n\r\n{big}HTTP/1.1 204 No\r\n\r\n",
+            big.len()
+        );
+        for piece in [1, 7, 100_000] {
+            let script =
+                Script { input: input.clone().into_bytes(), at: 0, piece, written: Vec::new() };
+            let mut c = Client::new(script);
+            assert_eq!(c.call(b"A").unwrap(), (200, b"hi".to_vec()));
+            let (status, body) = c.call(b"B").unwrap();
+            assert_eq!((status, body.len()), (400, big.len()));
+            assert_eq!(c.call(b"C").unwrap(), (204, Vec::new()));
+            assert!(c.call(b"D").is_err(), "end of stream is an error");
+            assert_eq!(c.stream.written, b"ABCD");
+        }
+    }
+}

@@ -1,0 +1,616 @@
+//! `natter-load --kind mix`: simulated users doing what chat users do, and
+//! the "supported users" figure.
+//!
+//! Setup (through the API, as a realm administrator of a `--dev` server):
+//! every simulated user `load<N>@natter.test` is created (`POST /users`,
+//! kept from earlier runs), gets its own API key (`POST
+//! /dev_fetch_api_key`), and is subscribed with `--group-size` others to
+//! a channel `load-<G>` of their own, like a team.
+//!
+//! Each active user registers an event queue (`POST /register`) and keeps
+//! one long-poll `GET /events` parked on a connection of its own, and does
+//! `--rate` actions a second (Poisson arrivals): send to its channel (one
+//! of a few topics), read a narrow (`GET /messages`, newest 20 of a topic),
+//! react to a message it received, or mark what it received as read. The
+//! actions share a pool of `--connections` keep-alive connections. A
+//! request's latency runs from when it was *scheduled*, so a saturated
+//! server (or pool) shows up as latency instead of silently lowering the
+//! rate. Message delivery — from the send being scheduled to the event
+//! arriving at another member's long-poll — is reported beside.
+//!
+//! Everything runs on may coroutines on `--client-threads` OS threads: a
+//! parked long-poll costs a small stack and a socket, not a thread.
+//!
+//! "Supported users" is Mattermost's measure: the most users for which the
+//! p99 of all requests is under 50 ms and under 0.025% of them fail
+//! (long-polls excluded: they wait by design). `--ramp-from/--ramp-to/--step`
+//! measure a window per step until a step fails, then `--bisect` rounds
+//! narrow it down between the last passing and the first failing count
+//! (users above the count pause: they stay connected, idle).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use super::client::{basic, form, request, MayClient};
+use super::hist::{summary, Recorder, Window};
+
+/// The mix's options (see `natter-load --help`).
+#[derive(Clone, Debug, clap::Args)]
+pub struct MixArgs {
+    /// Simulated users of a fixed-rate run.
+    #[arg(long, default_value_t = 100)]
+    pub users: usize,
+    /// Actions per user per second (Poisson arrivals).
+    #[arg(long, default_value_t = 0.2)]
+    pub rate: f64,
+    /// Ramp: first user count (with `--ramp-to` and `--step`).
+    #[arg(long)]
+    pub ramp_from: Option<usize>,
+    /// Ramp: last user count.
+    #[arg(long)]
+    pub ramp_to: Option<usize>,
+    /// Ramp: users added per step.
+    #[arg(long, default_value_t = 1000)]
+    pub step: usize,
+    /// Bisection rounds after the ramp's first failing step.
+    #[arg(long, default_value_t = 3)]
+    pub bisect: u32,
+    /// Seconds to let a new user count settle before measuring.
+    #[arg(long, default_value_t = 5)]
+    pub warmup: u64,
+    /// Seconds measured per step (or of a fixed-rate run).
+    #[arg(long, default_value_t = 20)]
+    pub window: u64,
+    /// Users per `load-<G>` channel.
+    #[arg(long, default_value_t = 20)]
+    pub group_size: usize,
+    /// OS threads running the client's coroutines.
+    #[arg(long, default_value_t = 1)]
+    pub client_threads: usize,
+    /// Administrator that creates the simulated users (`--dev` realm).
+    #[arg(long, default_value = "iago@natter.test")]
+    pub admin: String,
+    /// p99 bound of "supported", in milliseconds.
+    #[arg(long, default_value_t = 50.0)]
+    pub p99_ms: f64,
+    /// Error-rate bound of "supported", in percent.
+    #[arg(long, default_value_t = 0.025)]
+    pub max_error_pct: f64,
+}
+
+/// Topics each channel's users talk in.
+const TOPICS: usize = 5;
+/// Received message ids a user remembers to react to or mark read.
+const REMEMBERED: usize = 64;
+/// Endpoints left out of the "supported" criteria.
+const NOT_REQUESTS: [&str; 3] =
+    ["GET /events (long-poll)", "delivery (send → event)", "POST /register"];
+
+/// One simulated user.
+struct User {
+    index: usize,
+    auth: String,
+    group: usize,
+    channel: String,
+    /// Received, not yet marked read.
+    unread: Mutex<Vec<u64>>,
+    /// Received, not yet reacted to.
+    unreacted: Mutex<Vec<u64>>,
+}
+
+/// What every coroutine shares.
+struct Run {
+    addr: SocketAddr,
+    rate: f64,
+    /// Users with index below this act; the others pause.
+    active: AtomicUsize,
+    /// Whether every spawned user has registered: until then nobody acts
+    /// (a backlog of actions scheduled during registration would be
+    /// measured as latency of the next window).
+    ready: AtomicBool,
+    /// Users whose queue is registered (counted once each).
+    registered: AtomicUsize,
+    stop: AtomicBool,
+    recorder: Recorder,
+    /// Idle action connections.
+    pool: Mutex<Vec<MayClient>>,
+    /// Narrow queries by `(group, topic)`.
+    narrows: Vec<Vec<String>>,
+}
+
+/// A small deterministic generator (xorshift64*), one per user.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Uniform in (0, 1].
+    fn unit(&mut self) -> f64 {
+        ((self.next() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn micros_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
+}
+
+fn json(body: &[u8]) -> Value {
+    serde_json::from_slice(body).unwrap_or(Value::Null)
+}
+
+/// Sets may's worker count; call before any coroutine runs.
+pub fn configure(args: &MixArgs) {
+    may::config().set_workers(args.client_threads.max(1)).set_stack_size(0x4000);
+}
+
+/// Runs the mix and prints its windows and verdict.
+pub fn run(addr: SocketAddr, args: &MixArgs, connections: usize) -> Result<(), String> {
+    if args.rate <= 0.0 || args.group_size == 0 || args.users == 0 || args.step == 0 {
+        return Err("--rate, --users, --step and --group-size must be positive".into());
+    }
+    let ramp = match (args.ramp_from, args.ramp_to) {
+        (Some(from), Some(to)) if from >= 1 && to >= from => Some((from, to)),
+        (None, None) => None,
+        _ => return Err("--ramp-from and --ramp-to go together, 1 ≤ from ≤ to".into()),
+    };
+    let most = ramp.map_or(args.users, |(_, to)| to);
+    raise_fd_limit(most + connections + 64);
+    let setup_started = Instant::now();
+    let users = setup(addr, args, most)?;
+    println!(
+        "mix: {most} users in {} channels ready in {:.1}s",
+        most.div_ceil(args.group_size),
+        setup_started.elapsed().as_secs_f64()
+    );
+    let narrows = (0..most.div_ceil(args.group_size))
+        .map(|g| {
+            (0..TOPICS)
+                .map(|t| {
+                    let narrow = format!(
+                        r#"[{{"operator":"channel","operand":"load-{g}"}},{{"operator":"topic","operand":"t{t}"}}]"#
+                    );
+                    form(&[
+                        ("anchor", "newest"),
+                        ("num_before", "20"),
+                        ("num_after", "0"),
+                        ("narrow", &narrow),
+                    ])
+                })
+                .collect()
+        })
+        .collect();
+    let run = Arc::new(Run {
+        addr,
+        rate: args.rate,
+        active: AtomicUsize::new(0),
+        registered: AtomicUsize::new(0),
+        ready: AtomicBool::new(false),
+        stop: AtomicBool::new(false),
+        recorder: Recorder::default(),
+        pool: Mutex::new(Vec::new()),
+        narrows,
+    });
+    for _ in 0..connections {
+        let c = MayClient::connect(addr, Duration::from_secs(60)).map_err(|e| e.to_string())?;
+        run.pool.lock().push(c);
+    }
+    let users: Vec<Arc<User>> = users.into_iter().map(Arc::new).collect();
+    let mut spawned = 0;
+    let mut measure = |n: usize| -> (bool, Window) {
+        if spawned < n {
+            run.ready.store(false, Ordering::Release);
+        }
+        while spawned < n {
+            spawn_user(&run, Arc::clone(&users[spawned]));
+            spawned += 1;
+        }
+        run.active.store(n, Ordering::Release);
+        // Registration is not part of the steady state: wait for it (timed
+        // here, outside the measured window).
+        let t = Instant::now();
+        while run.registered.load(Ordering::Acquire) < spawned {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if t.elapsed() > Duration::from_millis(100) {
+            println!(
+                "mix: {spawned} users registered (waited {:.1}s for new queues)",
+                t.elapsed().as_secs_f64()
+            );
+        }
+        run.ready.store(true, Ordering::Release);
+        std::thread::sleep(Duration::from_secs(args.warmup));
+        run.recorder.take();
+        let t = Instant::now();
+        std::thread::sleep(Duration::from_secs(args.window));
+        let window = run.recorder.take();
+        let pass = report(&window, n, t.elapsed(), args);
+        (pass, window)
+    };
+    match ramp {
+        None => {
+            let (pass, _) = measure(args.users);
+            println!(
+                "mix: {} users {} (p99 < {} ms and errors < {}%)",
+                args.users,
+                if pass { "supported" } else { "NOT supported" },
+                args.p99_ms,
+                args.max_error_pct
+            );
+        }
+        Some((from, to)) => {
+            let mut good = None;
+            let mut bad = None;
+            let mut n = from;
+            loop {
+                if measure(n).0 {
+                    good = Some(n);
+                } else {
+                    bad = Some(n);
+                    break;
+                }
+                if n >= to {
+                    break;
+                }
+                n = (n + args.step).min(to);
+            }
+            if let (Some(mut lo), Some(mut hi)) = (good, bad) {
+                for _ in 0..args.bisect {
+                    let mid = lo + (hi - lo) / 2;
+                    if mid == lo {
+                        break;
+                    }
+                    if measure(mid).0 {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                good = Some(lo);
+            }
+            match (good, bad) {
+                (Some(n), None) => println!(
+                    "supported users: ≥ {n} (every step up to --ramp-to passed: p99 < {} ms, errors < {}%)",
+                    args.p99_ms, args.max_error_pct
+                ),
+                (Some(n), Some(_)) => println!(
+                    "supported users: {n} (p99 < {} ms and errors < {}% at {} actions/user/s)",
+                    args.p99_ms, args.max_error_pct, args.rate
+                ),
+                (None, _) => println!("supported users: < {from} (the first step failed)"),
+            }
+        }
+    }
+    run.stop.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// Prints one window; whether it meets the "supported" criteria.
+fn report(window: &Window, users: usize, elapsed: Duration, args: &MixArgs) -> bool {
+    let secs = elapsed.as_secs_f64();
+    println!("-- {users} users, {secs:.1}s window:");
+    for (name, e) in &window.endpoints {
+        println!(
+            "  {name:<28} {:>8} ok {:>6} errors {:>8.0}/s  {}",
+            e.latency.len(),
+            e.errors,
+            e.latency.len() as f64 / secs,
+            summary(&e.latency)
+        );
+    }
+    let total = window.total(&NOT_REQUESTS);
+    let requests = total.latency.len() + total.errors;
+    let error_pct =
+        if requests == 0 { 100.0 } else { 100.0 * total.errors as f64 / requests as f64 };
+    let p99 = total.latency.value_at_quantile(0.99) as f64 / 1000.0;
+    let pass = requests > 0 && p99 < args.p99_ms && error_pct < args.max_error_pct;
+    println!(
+        "  {:<28} {:>8} ok {:>6} errors {:>8.0}/s  {}  => {}",
+        "ALL REQUESTS",
+        total.latency.len(),
+        total.errors,
+        requests as f64 / secs,
+        summary(&total.latency),
+        if pass { "pass" } else { "FAIL" }
+    );
+    pass
+}
+
+/// Raises the open-file limit so thousands of long-polls fit (the soft
+/// limit up to the hard one; root may raise both).
+fn raise_fd_limit(want: usize) {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else { return };
+    let want = want as u64;
+    if soft >= want {
+        return;
+    }
+    if setrlimit(Resource::RLIMIT_NOFILE, want, hard.max(want)).is_err() {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+        eprintln!("natter-load: open-file limit {hard} < {want} wanted: some connections may fail");
+    }
+}
+
+/// Creates (or finds) `count` users with their keys and channels.
+fn setup(addr: SocketAddr, args: &MixArgs, count: usize) -> Result<Vec<User>, String> {
+    let timeout = Duration::from_secs(60);
+    let mut admin = MayClient::connect(addr, timeout).map_err(|e| format!("connect: {e}"))?;
+    let key = fetch_key(&mut admin, &args.admin)?;
+    let admin_auth = basic(&args.admin, &key);
+    // Creating accounts is one durable commit each: do it from many
+    // coroutines at once so group commit can share the fsyncs.
+    let workers = 32.min(count);
+    let results: Arc<Mutex<Vec<Option<String>>>> = Arc::new(Mutex::new(vec![None; count]));
+    let failure: Arc<Mutex<Option<String>>> = Arc::default();
+    let handles: Vec<_> = (0..workers)
+        .map(|w| {
+            let (results, failure, admin_auth) =
+                (Arc::clone(&results), Arc::clone(&failure), admin_auth.clone());
+            may::go!(move || {
+                let work = || -> Result<(), String> {
+                    let mut c = MayClient::connect(addr, timeout).map_err(|e| e.to_string())?;
+                    for i in (w..count).step_by(workers) {
+                        let email = format!("load{i}@natter.test");
+                        let name = format!("Load User {i}");
+                        let body = form(&[("email", &email), ("full_name", &name)]);
+                        let (status, reply) = c
+                            .call(&request("POST", "/api/v1/users", Some(&admin_auth), &body))
+                            .map_err(|e| e.to_string())?;
+                        let msg = json(&reply)["msg"].as_str().unwrap_or("").to_owned();
+                        if status != 200 && !msg.contains("already in use") {
+                            return Err(format!("creating {email}: {status} {msg}"));
+                        }
+                        let key = fetch_key(&mut c, &email)?;
+                        results.lock()[i] = Some(basic(&email, &key));
+                    }
+                    Ok(())
+                };
+                if let Err(e) = work() {
+                    *failure.lock() = Some(e);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        let _ = h.join();
+    }
+    if let Some(e) = failure.lock().take() {
+        return Err(e);
+    }
+    // One channel per group, its members subscribed by the administrator.
+    for g in 0..count.div_ceil(args.group_size) {
+        let members: Vec<String> = (g * args.group_size..((g + 1) * args.group_size).min(count))
+            .map(|i| format!("\"load{i}@natter.test\""))
+            .collect();
+        let subs = format!(r#"[{{"name":"load-{g}"}}]"#);
+        let principals = format!("[{}]", members.join(","));
+        let body = form(&[("subscriptions", &subs), ("principals", &principals)]);
+        let (status, reply) = admin
+            .call(&request("POST", "/api/v1/users/me/subscriptions", Some(&admin_auth), &body))
+            .map_err(|e| e.to_string())?;
+        if status != 200 {
+            return Err(format!(
+                "subscribing group {g}: {status} {}",
+                String::from_utf8_lossy(&reply)
+            ));
+        }
+    }
+    let results = std::mem::take(&mut *results.lock());
+    Ok(results
+        .into_iter()
+        .enumerate()
+        .map(|(index, r)| User {
+            index,
+            auth: r.expect("every user was set up"),
+            group: index / args.group_size,
+            channel: format!("load-{}", index / args.group_size),
+            unread: Mutex::new(Vec::new()),
+            unreacted: Mutex::new(Vec::new()),
+        })
+        .collect())
+}
+
+/// `POST /dev_fetch_api_key` for `email`.
+fn fetch_key(c: &mut MayClient, email: &str) -> Result<String, String> {
+    let body = form(&[("username", email)]);
+    let (status, reply) = c
+        .call(&request("POST", "/api/v1/dev_fetch_api_key", None, &body))
+        .map_err(|e| format!("dev_fetch_api_key: {e}"))?;
+    json(&reply)["api_key"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or(format!("dev_fetch_api_key for {email} failed ({status}); is the server --dev?"))
+}
+
+/// Starts a user's long-poll and action coroutines.
+fn spawn_user(run: &Arc<Run>, user: Arc<User>) {
+    let (r, u) = (Arc::clone(run), Arc::clone(&user));
+    may::go!(move || poll_events(&r, &u));
+    let r = Arc::clone(run);
+    may::go!(move || act(&r, &user));
+}
+
+/// Registers a queue and long-polls it until the run stops, noting the
+/// messages received.
+fn poll_events(run: &Run, user: &User) {
+    let rec = &run.recorder;
+    let mut first = true;
+    let mut rng = Rng(0x9E37_79B9 ^ ((user.index as u64 + 1) * 0x1000_0001));
+    'register: while !run.stop.load(Ordering::Acquire) {
+        let conn = MayClient::connect(run.addr, Duration::from_secs(120));
+        let Ok(mut conn) = conn else {
+            rec.error("POST /register");
+            may::coroutine::sleep(Duration::from_millis(500 + rng.next() % 1000));
+            continue;
+        };
+        let body = form(&[
+            ("event_types", r#"["message"]"#),
+            ("fetch_event_types", r#"["message"]"#),
+            ("apply_markdown", "true"),
+        ]);
+        let t = Instant::now();
+        let reply = conn.call(&request("POST", "/api/v1/register", Some(&user.auth), &body));
+        let (queue, mut last) = match reply {
+            Ok((200, body)) => {
+                rec.ok("POST /register", t.elapsed());
+                let v = json(&body);
+                match (v["queue_id"].as_str(), v["last_event_id"].as_i64()) {
+                    (Some(q), Some(l)) => {
+                        if std::mem::take(&mut first) {
+                            run.registered.fetch_add(1, Ordering::AcqRel);
+                        }
+                        (q.to_owned(), l)
+                    }
+                    _ => {
+                        rec.error("POST /register");
+                        continue;
+                    }
+                }
+            }
+            _ => {
+                rec.error("POST /register");
+                may::coroutine::sleep(Duration::from_millis(500 + rng.next() % 1000));
+                continue;
+            }
+        };
+        while !run.stop.load(Ordering::Acquire) {
+            let query = form(&[("queue_id", &queue), ("last_event_id", &last.to_string())]);
+            let path = format!("/api/v1/events?{query}");
+            let t = Instant::now();
+            match conn.call(&request("GET", &path, Some(&user.auth), "")) {
+                Ok((200, body)) => {
+                    rec.ok("GET /events (long-poll)", t.elapsed());
+                    let now = micros_now();
+                    let v = json(&body);
+                    for event in v["events"].as_array().into_iter().flatten() {
+                        last = last.max(event["id"].as_i64().unwrap_or(last));
+                        if event["type"] != "message" {
+                            continue;
+                        }
+                        let message = &event["message"];
+                        let Some(id) = message["id"].as_u64() else { continue };
+                        if let Some(sent) = sent_at(message["content"].as_str().unwrap_or("")) {
+                            rec.ok(
+                                "delivery (send → event)",
+                                Duration::from_micros(now.saturating_sub(sent)),
+                            );
+                        }
+                        remember(&user.unread, id);
+                        remember(&user.unreacted, id);
+                    }
+                }
+                Ok((400, _)) => {
+                    // The queue is gone (garbage-collected): register again.
+                    rec.error("GET /events (long-poll)");
+                    continue 'register;
+                }
+                _ => {
+                    rec.error("GET /events (long-poll)");
+                    continue 'register;
+                }
+            }
+        }
+    }
+}
+
+fn remember(ids: &Mutex<Vec<u64>>, id: u64) {
+    let mut ids = ids.lock();
+    if ids.len() >= REMEMBERED {
+        ids.remove(0);
+    }
+    ids.push(id);
+}
+
+/// The `stamp <micros>` a load message carries.
+fn sent_at(content: &str) -> Option<u64> {
+    let at = content.find("stamp ")? + "stamp ".len();
+    let digits: String = content[at..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// The user's action loop: `rate` Poisson arrivals a second.
+fn act(run: &Run, user: &User) {
+    let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ ((user.index as u64 + 7) * 0x9E37_79B9));
+    let mut next = Instant::now() + interval(&mut rng, run.rate);
+    while !run.stop.load(Ordering::Acquire) {
+        let now = Instant::now();
+        if next > now {
+            may::coroutine::sleep(next - now);
+        }
+        let scheduled = next;
+        next += interval(&mut rng, run.rate);
+        if user.index >= run.active.load(Ordering::Acquire) || !run.ready.load(Ordering::Acquire) {
+            next = Instant::now() + interval(&mut rng, run.rate);
+            continue;
+        }
+        let topic = (rng.next() % TOPICS as u64) as usize;
+        let roll = rng.next() % 100;
+        let (endpoint, req): (&'static str, Vec<u8>) = if roll < 25 {
+            let stamp = micros_now();
+            let body = form(&[
+                ("type", "stream"),
+                ("to", &user.channel),
+                ("topic", &format!("t{topic}")),
+                ("content", &format!("hello from load user {} stamp {stamp}", user.index)),
+            ]);
+            ("POST /messages", request("POST", "/api/v1/messages", Some(&user.auth), &body))
+        } else if let Some(id) = (roll < 40).then(|| user.unreacted.lock().pop()).flatten() {
+            let body = form(&[("emoji_name", "thumbs_up")]);
+            let path = format!("/api/v1/messages/{id}/reactions");
+            ("POST /messages/{id}/reactions", request("POST", &path, Some(&user.auth), &body))
+        } else if roll < 60 && !user.unread.lock().is_empty() {
+            let ids = std::mem::take(&mut *user.unread.lock());
+            let list =
+                format!("[{}]", ids.iter().map(u64::to_string).collect::<Vec<_>>().join(","));
+            let body = form(&[("op", "add"), ("flag", "read"), ("messages", &list)]);
+            (
+                "POST /messages/flags",
+                request("POST", "/api/v1/messages/flags", Some(&user.auth), &body),
+            )
+        } else {
+            let path = format!("/api/v1/messages?{}", run.narrows[user.group][topic]);
+            ("GET /messages (narrow)", request("GET", &path, Some(&user.auth), ""))
+        };
+        let conn = run.pool.lock().pop();
+        let mut conn = match conn {
+            Some(c) => c,
+            None => match MayClient::connect(run.addr, Duration::from_secs(60)) {
+                Ok(c) => c,
+                Err(_) => {
+                    run.recorder.error(endpoint);
+                    continue;
+                }
+            },
+        };
+        match conn.call(&req) {
+            Ok((200, _)) => {
+                run.recorder.ok(endpoint, scheduled.elapsed());
+                run.pool.lock().push(conn);
+            }
+            Ok((status, body)) => {
+                // The first few refusals are shown: they point at a bug.
+                static SHOWN: AtomicUsize = AtomicUsize::new(0);
+                if SHOWN.fetch_add(1, Ordering::Relaxed) < 10 {
+                    eprintln!("{endpoint}: {status} {}", String::from_utf8_lossy(&body));
+                }
+                run.recorder.error(endpoint);
+                run.pool.lock().push(conn);
+            }
+            // A broken connection is dropped; the next one is opened anew.
+            Err(_) => run.recorder.error(endpoint),
+        }
+    }
+}
+
+/// An exponentially distributed gap with mean `1 / rate` seconds.
+fn interval(rng: &mut Rng, rate: f64) -> Duration {
+    Duration::from_secs_f64(-rng.unit().ln() / rate)
+}
