@@ -415,8 +415,8 @@ fn change_all_moves_respect_the_time_limit_for_every_message() {
                 timestamp: now - age,
                 client: "test".into(),
                 is_me_message: false,
-                reactions: Vec::new(),
-                edit_history: Vec::new(),
+                reactions: Default::default(),
+                edit_history: Default::default(),
                 last_edit_timestamp: None,
                 last_moved_timestamp: None,
             };

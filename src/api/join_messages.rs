@@ -63,10 +63,10 @@ pub fn on_join(state: &State, invite: &Invite, user: &User, now: i64) -> Vec<Mut
                 content,
                 rendered_content: rendered.html,
                 timestamp: now,
-                client: "Internal".to_owned(),
+                client: "Internal".into(),
                 is_me_message: false,
-                reactions: Vec::new(),
-                edit_history: Vec::new(),
+                reactions: Default::default(),
+                edit_history: Default::default(),
                 last_edit_timestamp: None,
                 last_moved_timestamp: None,
             };

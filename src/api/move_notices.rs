@@ -177,10 +177,10 @@ fn notice(
         content,
         rendered_content: rendered.html,
         timestamp: m.now,
-        client: "Internal".to_owned(),
+        client: "Internal".into(),
         is_me_message: false,
-        reactions: Vec::new(),
-        edit_history: Vec::new(),
+        reactions: Default::default(),
+        edit_history: Default::default(),
         last_edit_timestamp: None,
         last_moved_timestamp: None,
     };

@@ -171,7 +171,7 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
     // the events after the cut still apply exactly once; the argument is in
     // `user_lists`), and is written once per viewer class, not per register.
     if options.wants("realm_user") {
-        realm_user_section(&cut, &user, &options, &mut out, &mut call.raw_fields);
+        realm_user_section(&app.state, &cut, &user, &options, &mut out, &mut call.raw_fields);
     }
     Ok(out)
 }
@@ -486,6 +486,7 @@ pub fn web_public_access_enabled(state: &State, realm: &Realm) -> bool {
 /// The two user lists are JSON text from the realm's cached cut
 /// (`user_lists`), never built as `Value` maps.
 fn realm_user_section(
+    state: &State,
     cut: &user_lists::Cut,
     me: &User,
     options: &RegisterOptions,
@@ -502,7 +503,7 @@ fn realm_user_section(
     raw.push(("realm_users".into(), active));
     raw.push(("realm_non_active_users".into(), inactive));
     let fields = json!({
-        "cross_realm_bots": cross_realm_bots(ctx.state, me, options.client_gravatar),
+        "cross_realm_bots": cross_realm_bots(state, me, options.queue.client_gravatar),
         "user_id": me.id.0,
         "email": cut.api_email(me),
         "delivery_email": me.delivery_email,
