@@ -116,7 +116,9 @@ pub fn register_state(app: &App, user: &User, wants: &dyn Fn(&str) -> bool, out:
     let bots: Vec<Value> = app
         .state
         .users
-        .collect_sorted(|_, b| b.realm == user.realm && b.is_bot() && administers(user, b))
+        .collect_sorted(|_, b| {
+            b.realm == user.realm && b.is_bot() && !b.is_system_bot() && administers(user, b)
+        })
         .iter()
         .map(|(_, bot)| bot_json(bot))
         .collect();
