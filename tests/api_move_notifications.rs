@@ -118,6 +118,11 @@ fn system_bots_are_cross_realm_bots_not_realm_users() {
     assert_eq!(e["msg"], format!("Invalid user ID: {bot_id}"));
     let bots = iago.get("/bots", &[]).ok()["bots"].clone();
     assert!(!listed(&bots), "administrators do not manage system bots: {bots}");
+    // Logged-out spectators see them too.
+    let spectator =
+        server.anonymous().post("/register", &[("fetch_event_types", r#"["realm_user"]"#)]).ok();
+    assert_eq!(spectator["cross_realm_bots"][0]["user_id"], bot_id);
+    assert!(!listed(&spectator["realm_users"]));
     // Another realm has its own, with other ids.
     let king = server.client("king@lear.test").with_host("lear.localhost");
     let lear = king.post("/register", &[("fetch_event_types", r#"["realm_user"]"#)]).ok();
