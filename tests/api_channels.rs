@@ -545,6 +545,10 @@ fn announcing_a_new_channel() {
     assert_eq!(m["message"]["display_recipient"], "general");
     assert_eq!(m["message"]["subject"], "new channels");
     assert_eq!(m["message"]["sender_email"], "notification-bot@zulip.com");
+    // Rendered: a silent mention of the creator and a link to the channel.
+    let html = m["message"]["content"].as_str().unwrap();
+    assert!(html.contains("class=\"user-mention silent\""), "{html}");
+    assert!(html.contains("class=\"stream\"") && html.contains(">#news</a>"), "{html}");
     assert!(m["raw_content"].as_str().unwrap().contains("#**news**"), "{m}");
 }
 

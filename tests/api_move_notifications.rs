@@ -118,6 +118,11 @@ fn system_bots_are_cross_realm_bots_not_realm_users() {
     assert_eq!(e["msg"], format!("Invalid user ID: {bot_id}"));
     let bots = iago.get("/bots", &[]).ok()["bots"].clone();
     assert!(!listed(&bots), "administrators do not manage system bots: {bots}");
+    // Logged-out spectators see them too.
+    let spectator =
+        server.anonymous().post("/register", &[("fetch_event_types", r#"["realm_user"]"#)]).ok();
+    assert_eq!(spectator["cross_realm_bots"][0]["user_id"], bot_id);
+    assert!(!listed(&spectator["realm_users"]));
     // Another realm has its own, with other ids.
     let king = server.client("king@lear.test").with_host("lear.localhost");
     let lear = king.post("/register", &[("fetch_event_types", r#"["realm_user"]"#)]).ok();
@@ -527,4 +532,54 @@ fn joining_sends_the_referrer_notice_and_the_welcome_text() {
     server.restart();
     let iago = server.client(IAGO);
     assert_eq!(dms(&iago).len(), 1);
+}
+
+/// A scheduled message the send rules refuse at delivery time: the real
+/// scheduler marks it failed and the Notification Bot tells its owner why.
+#[test]
+fn a_failed_scheduled_delivery_is_reported_by_the_notification_bot() {
+    use std::time::{Duration, Instant};
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let denmark =
+        hamlet.get("/get_stream_id", &[("stream", "Denmark")]).ok()["stream_id"].as_u64().unwrap();
+    let now = natter::entropy::now();
+    let at = (now + 2).to_string();
+    let to = denmark.to_string();
+    let params = [
+        ("type", "stream"),
+        ("to", to.as_str()),
+        ("topic", "later"),
+        ("content", "see you"),
+        ("scheduled_delivery_timestamp", at.as_str()),
+    ];
+    hamlet.post("/scheduled_messages", &params).ok();
+    // Archived before it is due: the delivery is refused.
+    server.client(IAGO).request("DELETE", &format!("/streams/{denmark}"), &[]).ok();
+    let narrow = json!([["is", "dm"]]).to_string();
+    let dms = || {
+        let params = [
+            ("anchor", "newest"),
+            ("num_before", "5"),
+            ("num_after", "0"),
+            ("narrow", narrow.as_str()),
+            ("apply_markdown", "false"),
+        ];
+        hamlet.get("/messages", &params).ok()["messages"].as_array().unwrap().clone()
+    };
+    let start = Instant::now();
+    let told = loop {
+        if let Some(m) = dms().into_iter().find(|m| m["sender_email"] == NOTIFICATION_BOT) {
+            break m;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no notice from the Notification Bot");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let content = told["content"].as_str().unwrap();
+    assert!(content.starts_with("The message you scheduled for <time:"), "{content}");
+    assert!(content.contains("was not sent because of the following error:\n\n> "), "{content}");
+    assert!(content.ends_with("[View scheduled messages](#scheduled)"), "{content}");
+    let listed = hamlet.get("/scheduled_messages", &[]).ok()["scheduled_messages"].clone();
+    assert_eq!(listed[0]["failed"], true);
+    assert!(content.contains(listed[0]["failure_message"].as_str().unwrap()));
 }

@@ -1163,3 +1163,41 @@ fn message_move_with_notices() {
     );
     assert_eq!(events[1]["flags"], json!(["read"]), "resolve notices arrive read by default");
 }
+
+/// An invited user joins: the inviter's queue gets, among the account's
+/// events, the Notification Bot's direct message, which folds into
+/// `unread_msgs` and `recent_private_conversations` as a fresh register
+/// shows them.
+#[test]
+fn join_notice_to_the_inviter() {
+    let h = Harness::new();
+    let invite = [
+        ("invitee_emails", "ophelia@elsinore.test"),
+        ("stream_ids", "[]"),
+        ("welcome_message_custom_text", "Welcome!"),
+    ];
+    h.call(IAGO, api::invites::send_invites, &invite).unwrap();
+    let key = h.app.state.settings.invites.collect_sorted(|_, _| true).pop().unwrap().1.key;
+    let join = move |h: &Harness| {
+        let p = [("full_name", "Ophelia"), ("password", "rosemary")];
+        call_path(h, IAGO, api::invites::register_invitee, &[&key], &p);
+    };
+    let events = h.verify_action(
+        IAGO,
+        ALL,
+        join,
+        &[
+            "realm_user",
+            "user_group",
+            "user_group",
+            "user_group",
+            "user_group",
+            "invites_changed",
+            "message",
+        ],
+    );
+    let message = &events[6]["message"];
+    assert_eq!(message["sender_email"], "notification-bot@zulip.com");
+    assert_eq!(message["type"], "private");
+    assert_eq!(events[6]["flags"], json!([]));
+}

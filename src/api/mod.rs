@@ -5,13 +5,13 @@
 pub mod accounts;
 pub mod auth;
 pub mod auto_topics;
+pub mod bot_messages;
 pub mod channels;
 pub mod events;
 pub mod flags;
 pub mod group_setting;
 pub mod groups;
 pub mod invites;
-pub mod join_messages;
 pub mod json;
 pub mod mentions;
 pub mod message_edit;

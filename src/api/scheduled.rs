@@ -325,7 +325,16 @@ pub fn deliver(app: &App, id: ScheduledId, now: i64) -> Delivery {
             }
             Err(e) => {
                 let out = Delivery::Failed(e.msg.clone());
-                (Mutation::FailScheduled { id, reason: e.msg }, out)
+                // The Notification Bot tells the owner, in the same record.
+                let owner = state.users.get(&s.sender);
+                let notice = owner.and_then(|owner| {
+                    super::bot_messages::scheduled_failure(state, &owner, s.deliver_at, &e.msg, now)
+                });
+                let failed = Mutation::FailScheduled { id, reason: e.msg };
+                match notice {
+                    Some(notice) => (Mutation::Batch(vec![failed, notice]), out),
+                    None => (failed, out),
+                }
             }
         })
     });
@@ -342,6 +351,7 @@ mod tests {
     use crate::events::{Audience, Event};
     use crate::http::request::Params;
     use crate::seed::{self, NewUser};
+    use crate::state::system_bots::SystemBot;
     use crate::state::{Role, Subscription};
 
     struct Fixture {
@@ -429,6 +439,25 @@ mod tests {
         let listed = listing(&app.state, hamlet.id);
         assert_eq!(listed[0]["failed"], true);
         assert_eq!(listed[0]["failure_message"], why);
+        // The Notification Bot told Hamlet why, in the same record.
+        let bot = app.state.system_bot(hamlet.realm, SystemBot::Notification).unwrap();
+        let last = crate::state::MessageId(app.state.ids.peek(crate::state::IdKind::Message) - 1);
+        let notice = app.state.messages.get(&last).unwrap();
+        assert_eq!(notice.sender, bot.id);
+        let shown = crate::api::json::iso8601(at).replacen('T', " ", 1);
+        assert_eq!(
+            notice.content,
+            format!(
+                "The message you scheduled for <time:{shown}>  was not sent because of the \
+                 following error:\n\n> {why}\n\n[View scheduled messages](#scheduled)"
+            )
+        );
+        assert!(notice.rendered_content.starts_with(&format!(
+            "<p>The message you scheduled for <time datetime=\"{}\">{shown}</time>",
+            crate::api::json::iso8601(at).replace("+00:00", "Z")
+        )));
+        assert!(notice.rendered_content.contains("<blockquote>"), "{}", notice.rendered_content);
+        assert_eq!(app.state.flags(hamlet.id, last), Some(crate::state::Flags::default()));
         assert_eq!(deliver(app, id, at + 10), Delivery::Gone, "failed ones wait for an edit");
         assert!(app.state.scheduled.due(at + 10).0.is_empty());
 

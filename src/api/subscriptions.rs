@@ -427,7 +427,10 @@ fn announcement(
     }
     let content =
         format!("@_**{}|{}** created a new channel {}.", me.full_name, me.id, names.join(", "));
-    let rendered = markdown::render(&content);
+    // Rendered like any message; the new channels (created in the same
+    // record) resolve too.
+    let resolver = Announcing { visible: super::mentions::Visible::new(s, me), created };
+    let rendered = markdown::render_message(&content, &resolver).html;
     let message = Message {
         id: MessageId(s.ids.peek(IdKind::Message)),
         realm: realm.id,
@@ -453,6 +456,32 @@ fn announcement(
         channel_wildcard: false,
         topic_wildcard: Vec::new(),
     }))
+}
+
+/// The creator's view of the realm plus the channels being created (not
+/// in state yet), for the announcement's links.
+struct Announcing<'a> {
+    visible: super::mentions::Visible<'a>,
+    created: &'a [(ChannelId, String)],
+}
+
+impl markdown::Resolver for Announcing<'_> {
+    fn user_by_name(&self, name: &str) -> Option<(u64, String)> {
+        self.visible.user_by_name(name)
+    }
+
+    fn user_by_id(&self, id: u64) -> Option<(u64, String)> {
+        self.visible.user_by_id(id)
+    }
+
+    fn group_by_name(&self, name: &str) -> Option<(u64, String)> {
+        self.visible.group_by_name(name)
+    }
+
+    fn channel_by_name(&self, name: &str) -> Option<(u64, String)> {
+        let new = self.created.iter().find(|(_, n)| n.eq_ignore_ascii_case(name));
+        new.map(|(id, n)| (id.0, n.clone())).or_else(|| self.visible.channel_by_name(name))
+    }
 }
 
 /// `DELETE /users/me/subscriptions`: unsubscribe the caller or `principals`.
