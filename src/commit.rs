@@ -4,15 +4,25 @@
 //! 2. Run the caller's `build` against current state: it re-checks its
 //!    preconditions and resolves ids from the counters, so two racing
 //!    requests can never both claim the same name or id.
-//! 3. Append the encoded mutation to the log (the log assigns `seq`).
-//! 4. `apply` it, collecting events.
-//! 5. Release the lock, then wait until `seq` is durable (group commit:
-//!    while this writer waits, others append and share the next fsync).
+//! 3. Encode the mutation, take the next `seq`, `apply` it (collecting
+//!    events) and queue the record for the log, in seq order.
+//! 4. Release the lock, then append the queued records to the log in seq
+//!    order (whoever holds the append lock appends every queued record),
+//!    so the log's `write(2)` — which can wait for the disk while an fsync
+//!    writes the same page back — is not paid under the writer lock.
+//! 5. Wait until `seq` is durable (group commit: while this writer waits,
+//!    others append and share the next fsync).
 //! 6. Publish the events, and only then let the handler reply.
+//!
+//! Nothing is acknowledged, published or snapshotted before its record is
+//! durable, so applying a record before it reaches the log changes no
+//! guarantee: a crash in between loses only unacknowledged changes, and
+//! replay applies the same records in the same order.
 //!
 //! A log write error, like an fsync error, is fatal: the process aborts
 //! rather than acknowledge or retry anything (PostgreSQL's "fsyncgate").
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -130,11 +140,20 @@ struct Shared {
     /// Set from the moment a snapshot is due until the snapshot thread has
     /// written it, so that writers signal it once instead of on every commit.
     snapshot_pending: AtomicBool,
+    /// The seq the next mutation gets (changed only under the writer lock;
+    /// the log must assign the same one, which `append_queued` checks).
+    next_seq: AtomicU64,
+    /// Applied records not yet appended to the log, in seq order.
+    queued: parking_lot::Mutex<VecDeque<(u64, Vec<u8>)>>,
+    /// Held while appending queued records, so they reach the log in order.
+    /// A may mutex: a coroutine waiting for it parks.
+    appender: may::sync::Mutex<()>,
 }
 
 /// Aborts the process if dropped during a panic: a panic inside `apply` at
-/// runtime leaves state half-changed after the record was logged, and the
-/// only safe continuation is a restart that replays (or refuses) it.
+/// runtime leaves state half-changed (with its record queued for the log),
+/// and the only safe continuation is a restart that replays (or refuses)
+/// what the log holds.
 struct AbortOnPanic;
 
 impl Drop for AbortOnPanic {
@@ -158,10 +177,13 @@ impl Committer {
         let shared = Arc::new(Shared {
             last_snapshot: AtomicU64::new(state.applied_seq()),
             state,
-            wal,
             policy,
             writer: may::sync::Mutex::new(()),
             snapshot_pending: AtomicBool::new(false),
+            next_seq: AtomicU64::new(wal.last_seq() + 1),
+            wal,
+            queued: parking_lot::Mutex::new(VecDeque::new()),
+            appender: may::sync::Mutex::new(()),
         });
         let (tick, ticks) = std::sync::mpsc::channel::<()>();
         let thread_shared = Arc::clone(&shared);
@@ -200,18 +222,14 @@ impl Committer {
         let locked = std::time::Instant::now();
         let (mutation, reply) = build(&shared.state)?;
         let record = encode_mutation(&mutation);
-        let seq = match shared.wal.append(&record) {
-            Ok(seq) => seq,
-            Err(e) => {
-                eprintln!("natter: fatal: cannot append to the write-ahead log: {e}");
-                std::process::abort();
-            }
-        };
+        let seq = shared.next_seq.fetch_add(1, Ordering::Relaxed);
         let guard = AbortOnPanic;
         let events = apply(&shared.state, seq, &mutation);
         drop(guard);
+        shared.queued.lock().push_back((seq, record));
         drop(writer);
         self.held.record(locked.elapsed());
+        shared.append_queued();
         let every = shared.policy.every;
         let due = every > 0 && seq - shared.last_snapshot.load(Ordering::Acquire) >= every;
         if due && !shared.snapshot_pending.swap(true, Ordering::AcqRel) {
@@ -279,6 +297,27 @@ impl Committer {
 }
 
 impl Shared {
+    /// Appends every queued record to the log, in seq order. Returns once
+    /// the queue was empty under the append lock, so every record queued
+    /// before the call is in the log.
+    fn append_queued(&self) {
+        let _appender = self.appender.lock().expect("append lock poisoned");
+        loop {
+            let Some((seq, record)) = self.queued.lock().pop_front() else { return };
+            match self.wal.append(&record) {
+                Ok(logged) if logged == seq => {}
+                Ok(logged) => {
+                    eprintln!("natter: fatal: the log numbered record {seq} as {logged}; aborting");
+                    std::process::abort();
+                }
+                Err(e) => {
+                    eprintln!("natter: fatal: cannot append to the write-ahead log: {e}");
+                    std::process::abort();
+                }
+            }
+        }
+    }
+
     /// Clones a consistent cut under the writer lock, then writes it with
     /// no lock held. Runs on the snapshot thread.
     fn snapshot(&self) {
