@@ -62,6 +62,14 @@ impl Durable {
         }
     }
 
+    /// Starts the gathering counts from here: what the log already held
+    /// (durable since it was opened) is not a sync of this process.
+    fn count_from(&self, seq: u64) {
+        self.advance(seq);
+        self.advances.store(0, Ordering::Relaxed);
+        self.covered.store(0, Ordering::Relaxed);
+    }
+
     /// `(fsyncs that made records durable, records they covered)`.
     pub fn gathering(&self) -> (u64, u64) {
         (self.advances.load(Ordering::Relaxed), self.covered.load(Ordering::Relaxed))
@@ -148,6 +156,9 @@ struct Shared {
     /// Held while appending queued records, so they reach the log in order.
     /// A may mutex: a coroutine waiting for it parks.
     appender: may::sync::Mutex<()>,
+    /// The highest seq appended to the log: a committer whose record an
+    /// earlier holder of `appender` already appended skips the lock.
+    appended: AtomicU64,
 }
 
 /// Aborts the process if dropped during a panic: a panic inside `apply` at
@@ -174,16 +185,19 @@ impl Committer {
         hub: Arc<Hub>,
         policy: SnapshotPolicy,
     ) -> Self {
+        let logged = wal.last_seq();
+        durable.count_from(wal.durable_seq());
         let shared = Arc::new(Shared {
             last_snapshot: AtomicU64::new(state.applied_seq()),
             state,
             policy,
             writer: may::sync::Mutex::new(()),
             snapshot_pending: AtomicBool::new(false),
-            next_seq: AtomicU64::new(wal.last_seq() + 1),
+            next_seq: AtomicU64::new(logged + 1),
             wal,
             queued: parking_lot::Mutex::new(VecDeque::new()),
             appender: may::sync::Mutex::new(()),
+            appended: AtomicU64::new(logged),
         });
         let (tick, ticks) = std::sync::mpsc::channel::<()>();
         let thread_shared = Arc::clone(&shared);
@@ -229,7 +243,7 @@ impl Committer {
         shared.queued.lock().push_back((seq, record));
         drop(writer);
         self.held.record(locked.elapsed());
-        shared.append_queued();
+        shared.append_queued(seq);
         let every = shared.policy.every;
         let due = every > 0 && seq - shared.last_snapshot.load(Ordering::Acquire) >= every;
         if due && !shared.snapshot_pending.swap(true, Ordering::AcqRel) {
@@ -297,15 +311,17 @@ impl Committer {
 }
 
 impl Shared {
-    /// Appends every queued record to the log, in seq order. Returns once
-    /// the queue was empty under the append lock, so every record queued
-    /// before the call is in the log.
-    fn append_queued(&self) {
+    /// Appends every queued record to the log, in seq order, unless `seq`
+    /// is already there; returns once the log holds `seq`.
+    fn append_queued(&self, seq: u64) {
+        if self.appended.load(Ordering::Acquire) >= seq {
+            return;
+        }
         let _appender = self.appender.lock().expect("append lock poisoned");
         loop {
             let Some((seq, record)) = self.queued.lock().pop_front() else { return };
             match self.wal.append(&record) {
-                Ok(logged) if logged == seq => {}
+                Ok(logged) if logged == seq => self.appended.store(seq, Ordering::Release),
                 Ok(logged) => {
                     eprintln!("natter: fatal: the log numbered record {seq} as {logged}; aborting");
                     std::process::abort();
