@@ -4,15 +4,25 @@
 //! 2. Run the caller's `build` against current state: it re-checks its
 //!    preconditions and resolves ids from the counters, so two racing
 //!    requests can never both claim the same name or id.
-//! 3. Append the encoded mutation to the log (the log assigns `seq`).
-//! 4. `apply` it, collecting events.
-//! 5. Release the lock, then wait until `seq` is durable (group commit:
-//!    while this writer waits, others append and share the next fsync).
+//! 3. Encode the mutation, take the next `seq`, `apply` it (collecting
+//!    events) and queue the record for the log, in seq order.
+//! 4. Release the lock, then append the queued records to the log in seq
+//!    order (whoever holds the append lock appends every queued record),
+//!    so the log's `write(2)` — which can wait for the disk while an fsync
+//!    writes the same page back — is not paid under the writer lock.
+//! 5. Wait until `seq` is durable (group commit: while this writer waits,
+//!    others append and share the next fsync).
 //! 6. Publish the events, and only then let the handler reply.
+//!
+//! Nothing is acknowledged, published or snapshotted before its record is
+//! durable, so applying a record before it reaches the log changes no
+//! guarantee: a crash in between loses only unacknowledged changes, and
+//! replay applies the same records in the same order.
 //!
 //! A log write error, like an fsync error, is fatal: the process aborts
 //! rather than acknowledge or retry anything (PostgreSQL's "fsyncgate").
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -50,6 +60,14 @@ impl Durable {
             advances: AtomicU64::new(0),
             covered: AtomicU64::new(0),
         }
+    }
+
+    /// Starts the gathering counts from here: what the log already held
+    /// (durable since it was opened) is not a sync of this process.
+    fn count_from(&self, seq: u64) {
+        self.advance(seq);
+        self.advances.store(0, Ordering::Relaxed);
+        self.covered.store(0, Ordering::Relaxed);
     }
 
     /// `(fsyncs that made records durable, records they covered)`.
@@ -130,11 +148,23 @@ struct Shared {
     /// Set from the moment a snapshot is due until the snapshot thread has
     /// written it, so that writers signal it once instead of on every commit.
     snapshot_pending: AtomicBool,
+    /// The seq the next mutation gets (changed only under the writer lock;
+    /// the log must assign the same one, which `append_queued` checks).
+    next_seq: AtomicU64,
+    /// Applied records not yet appended to the log, in seq order.
+    queued: parking_lot::Mutex<VecDeque<(u64, Vec<u8>)>>,
+    /// Held while appending queued records, so they reach the log in order.
+    /// A may mutex: a coroutine waiting for it parks.
+    appender: may::sync::Mutex<()>,
+    /// The highest seq appended to the log: a committer whose record an
+    /// earlier holder of `appender` already appended skips the lock.
+    appended: AtomicU64,
 }
 
 /// Aborts the process if dropped during a panic: a panic inside `apply` at
-/// runtime leaves state half-changed after the record was logged, and the
-/// only safe continuation is a restart that replays (or refuses) it.
+/// runtime leaves state half-changed (with its record queued for the log),
+/// and the only safe continuation is a restart that replays (or refuses)
+/// what the log holds.
 struct AbortOnPanic;
 
 impl Drop for AbortOnPanic {
@@ -155,13 +185,19 @@ impl Committer {
         hub: Arc<Hub>,
         policy: SnapshotPolicy,
     ) -> Self {
+        let logged = wal.last_seq();
+        durable.count_from(wal.durable_seq());
         let shared = Arc::new(Shared {
             last_snapshot: AtomicU64::new(state.applied_seq()),
             state,
-            wal,
             policy,
             writer: may::sync::Mutex::new(()),
             snapshot_pending: AtomicBool::new(false),
+            next_seq: AtomicU64::new(logged + 1),
+            wal,
+            queued: parking_lot::Mutex::new(VecDeque::new()),
+            appender: may::sync::Mutex::new(()),
+            appended: AtomicU64::new(logged),
         });
         let (tick, ticks) = std::sync::mpsc::channel::<()>();
         let thread_shared = Arc::clone(&shared);
@@ -200,18 +236,14 @@ impl Committer {
         let locked = std::time::Instant::now();
         let (mutation, reply) = build(&shared.state)?;
         let record = encode_mutation(&mutation);
-        let seq = match shared.wal.append(&record) {
-            Ok(seq) => seq,
-            Err(e) => {
-                eprintln!("natter: fatal: cannot append to the write-ahead log: {e}");
-                std::process::abort();
-            }
-        };
+        let seq = shared.next_seq.fetch_add(1, Ordering::Relaxed);
         let guard = AbortOnPanic;
         let events = apply(&shared.state, seq, &mutation);
         drop(guard);
+        shared.queued.lock().push_back((seq, record));
         drop(writer);
         self.held.record(locked.elapsed());
+        shared.append_queued(seq);
         let every = shared.policy.every;
         let due = every > 0 && seq - shared.last_snapshot.load(Ordering::Acquire) >= every;
         if due && !shared.snapshot_pending.swap(true, Ordering::AcqRel) {
@@ -279,6 +311,29 @@ impl Committer {
 }
 
 impl Shared {
+    /// Appends every queued record to the log, in seq order, unless `seq`
+    /// is already there; returns once the log holds `seq`.
+    fn append_queued(&self, seq: u64) {
+        if self.appended.load(Ordering::Acquire) >= seq {
+            return;
+        }
+        let _appender = self.appender.lock().expect("append lock poisoned");
+        loop {
+            let Some((seq, record)) = self.queued.lock().pop_front() else { return };
+            match self.wal.append(&record) {
+                Ok(logged) if logged == seq => self.appended.store(seq, Ordering::Release),
+                Ok(logged) => {
+                    eprintln!("natter: fatal: the log numbered record {seq} as {logged}; aborting");
+                    std::process::abort();
+                }
+                Err(e) => {
+                    eprintln!("natter: fatal: cannot append to the write-ahead log: {e}");
+                    std::process::abort();
+                }
+            }
+        }
+    }
+
     /// Takes a consistent cut under the writer lock — `State::image`
     /// freezes the copy-on-write shards and chunks, a few thousand pointer
     /// copies whatever the size — then encodes and writes it with no lock

@@ -38,9 +38,24 @@ impl<S: Read + Write> Client<S> {
         Client { stream, buf: vec![0; 16 * 1024], start: 0, end: 0 }
     }
 
-    /// Sends one request and returns `(status, body)`.
+    /// Sends one request and returns `(status, body)`. A connection the
+    /// server closed before any byte of the reply (an idle keep-alive
+    /// connection it timed out) fails with `ErrorKind::ConnectionAborted`:
+    /// the request was not processed, so it may be sent again.
     pub fn call(&mut self, request: &[u8]) -> io::Result<(u16, Vec<u8>)> {
-        self.stream.write_all(request)?;
+        let closed = |e: io::Error, nothing_read: bool| match e.kind() {
+            io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::BrokenPipe
+                if nothing_read =>
+            {
+                io::Error::new(io::ErrorKind::ConnectionAborted, e)
+            }
+            _ => e,
+        };
+        if let Err(e) = self.stream.write_all(request) {
+            return Err(closed(e, self.start == self.end));
+        }
         loop {
             let buffered = self.end - self.start;
             match self.parse_head()? {
@@ -53,7 +68,7 @@ impl<S: Read + Write> Client<S> {
                     return Ok((status, body));
                 }
                 Some((_, head, length)) => self.fill(head + length)?,
-                None => self.fill(buffered + 1)?,
+                None => self.fill(buffered + 1).map_err(|e| closed(e, buffered == 0))?,
             }
         }
     }
@@ -171,8 +186,18 @@ mod tests {
             let (status, body) = c.call(b"B").unwrap();
             assert_eq!((status, body.len()), (400, big.len()));
             assert_eq!(c.call(b"C").unwrap(), (204, Vec::new()));
-            assert!(c.call(b"D").is_err(), "end of stream is an error");
+            let e = c.call(b"D").unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::ConnectionAborted, "closed before replying");
             assert_eq!(c.stream.written, b"ABCD");
+            // Cut inside a reply: not retryable.
+            let cut = Script {
+                input: b"HTTP/1.1 200 OK\r\nContent-Le".to_vec(),
+                at: 0,
+                piece,
+                written: Vec::new(),
+            };
+            let e = Client::new(cut).call(b"E").unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
         }
     }
 }

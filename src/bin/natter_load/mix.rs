@@ -117,8 +117,9 @@ struct Run {
     registered: AtomicUsize,
     stop: AtomicBool,
     recorder: Recorder,
-    /// Idle action connections.
-    pool: Mutex<Vec<MayClient>>,
+    /// Idle action connections, used in turn (first in, first out), so
+    /// none sits idle long enough for the server to time it out.
+    pool: Mutex<std::collections::VecDeque<MayClient>>,
     /// Narrow queries by `(group, topic)`.
     narrows: Vec<Vec<String>>,
 }
@@ -196,12 +197,12 @@ pub fn run(addr: SocketAddr, args: &MixArgs, connections: usize) -> Result<(), S
         ready: AtomicBool::new(false),
         stop: AtomicBool::new(false),
         recorder: Recorder::default(),
-        pool: Mutex::new(Vec::new()),
+        pool: Mutex::new(std::collections::VecDeque::new()),
         narrows,
     });
     for _ in 0..connections {
         let c = MayClient::connect(addr, Duration::from_secs(60)).map_err(|e| e.to_string())?;
-        run.pool.lock().push(c);
+        run.pool.lock().push_back(c);
     }
     let users: Vec<Arc<User>> = users.into_iter().map(Arc::new).collect();
     let mut spawned = 0;
@@ -579,21 +580,28 @@ fn act(run: &Run, user: &User) {
             let path = format!("/api/v1/messages?{}", run.narrows[user.group][topic]);
             ("GET /messages (narrow)", request("GET", &path, Some(&user.auth), ""))
         };
-        let conn = run.pool.lock().pop();
-        let mut conn = match conn {
-            Some(c) => c,
-            None => match MayClient::connect(run.addr, Duration::from_secs(60)) {
-                Ok(c) => c,
-                Err(_) => {
-                    run.recorder.error(endpoint);
-                    continue;
-                }
-            },
+        let conn = run.pool.lock().pop_front();
+        let fresh = || MayClient::connect(run.addr, Duration::from_secs(60));
+        let mut conn = match conn.map_or_else(fresh, Ok) {
+            Ok(c) => c,
+            Err(_) => {
+                run.recorder.error(endpoint);
+                continue;
+            }
         };
-        match conn.call(&req) {
+        let mut reply = conn.call(&req);
+        // The server closed this connection before reading the request
+        // (idle time-out): send it once more on a new connection.
+        if matches!(&reply, Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted) {
+            if let Ok(c) = fresh() {
+                conn = c;
+                reply = conn.call(&req);
+            }
+        }
+        match reply {
             Ok((200, _)) => {
                 run.recorder.ok(endpoint, scheduled.elapsed());
-                run.pool.lock().push(conn);
+                run.pool.lock().push_back(conn);
             }
             Ok((status, body)) => {
                 // The first few refusals are shown: they point at a bug.
@@ -602,10 +610,17 @@ fn act(run: &Run, user: &User) {
                     eprintln!("{endpoint}: {status} {}", String::from_utf8_lossy(&body));
                 }
                 run.recorder.error(endpoint);
-                run.pool.lock().push(conn);
+                run.pool.lock().push_back(conn);
             }
-            // A broken connection is dropped; the next one is opened anew.
-            Err(_) => run.recorder.error(endpoint),
+            // A broken connection is dropped (and shown); the next request
+            // opens a new one.
+            Err(e) => {
+                static SHOWN: AtomicUsize = AtomicUsize::new(0);
+                if SHOWN.fetch_add(1, Ordering::Relaxed) < 10 {
+                    eprintln!("{endpoint}: {e}");
+                }
+                run.recorder.error(endpoint);
+            }
         }
     }
 }
