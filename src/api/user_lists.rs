@@ -108,7 +108,21 @@ pub struct Cut {
 
 impl Cut {
     fn read(state: &State, realm: RealmId, generation: u64, previous: Option<Arc<Cut>>) -> Self {
-        let users = state.realm_users(realm);
+        // `State::realm_users` sorts (id, account) pairs, moving ~200-byte
+        // values about n log n times: here the accounts are cloned in shard
+        // order (the keep callback sees each entry once and keeps none),
+        // their ids sorted, and each account moved once into place.
+        let mut unsorted: Vec<Option<User>> = Vec::new();
+        state.users.collect_sorted(|_, u| {
+            if u.realm == realm {
+                unsorted.push(Some(u.clone()));
+            }
+            false
+        });
+        let mut order: Vec<(UserId, usize)> =
+            unsorted.iter().enumerate().filter_map(|(i, u)| Some((u.as_ref()?.id, i))).collect();
+        order.sort_unstable();
+        let users: Vec<User> = order.into_iter().filter_map(|(_, i)| unsorted[i].take()).collect();
         let profiles = users
             .iter()
             .filter_map(|u| state.profile_values.get(&u.id).map(|v| (u.id, v)))
