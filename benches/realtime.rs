@@ -4,7 +4,9 @@
 //!   long-poll parked on its queue (a may coroutine each); the time from
 //!   the send until the last poll has returned with the event.
 //! - `register`: `POST /register` (every section) for a user of a realm
-//!   with 10,000 users.
+//!   with 10,000 users; and the first register after a user changed, which
+//!   copies the realm's accounts and writes their JSON again (the others
+//!   share the cached lists, `api::user_lists`).
 //!
 //! Run: `cargo bench --bench realtime -- --warm-up-time 1 --measurement-time 3`
 
@@ -20,7 +22,7 @@ use natter::api::{events, messages, register, App, Call};
 use natter::config::Cli;
 use natter::events::queue::QueueOptions;
 use natter::http::request::Params;
-use natter::mutation::Mutation;
+use natter::mutation::{Mutation, UserChange};
 use natter::seed;
 use natter::server;
 use natter::state::{Role, Subscription, User, UserId};
@@ -197,6 +199,30 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let queue = register_to_bytes(&app, &hamlet);
             events::delete_queue(&app, &mut call(&app, &hamlet, &[("queue_id", &queue)])).unwrap();
+        })
+    });
+    // The first register after a change to some user: the realm's accounts
+    // are copied again under the writer lock and this viewer class's lists
+    // written again (every later register until the next such change
+    // shares them, as in the bench above).
+    let mut renamed = 0u64;
+    group.bench_function("register: first after a user change, 10,000-user realm", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                renamed += 1;
+                let name = format!("Renamed {renamed}");
+                let change = vec![(users[0], UserChange::FullName(name))];
+                app.committer
+                    .commit(|_| Ok((Mutation::UpdateUsers { changes: change }, ())))
+                    .unwrap();
+                let start = Instant::now();
+                let queue = register_to_bytes(&app, &hamlet);
+                total += start.elapsed();
+                events::delete_queue(&app, &mut call(&app, &hamlet, &[("queue_id", &queue)]))
+                    .unwrap();
+            }
+            total
         })
     });
     group.finish();

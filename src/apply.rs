@@ -70,7 +70,38 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::EditScheduled(_)
         | Mutation::DeleteScheduled { .. }
         | Mutation::DeliverScheduled { .. }
-        | Mutation::FailScheduled { .. } => true,
+        | Mutation::FailScheduled { .. }
+        | Mutation::SetPassword { .. }
+        | Mutation::StartEmailChange(_) => true,
+        // Only the name and time zone of the settings live in the account.
+        Mutation::UpdateSettings(change) => change.full_name.is_none() && change.timezone.is_none(),
+        // Drafts, mutes, topic policies (a send's automatic follows ride
+        // in its batch), statuses, invitations… but accepting an
+        // invitation creates an account.
+        Mutation::Personal(change) => {
+            use crate::state::personal::PersonalChange as P;
+            matches!(
+                change,
+                P::SetAlertWords { .. }
+                    | P::AddDrafts { .. }
+                    | P::EditDraft { .. }
+                    | P::DeleteDraft { .. }
+                    | P::SetStatus { .. }
+                    | P::SetMuted { .. }
+                    | P::SetUserTopic { .. }
+                    | P::PutNavigationView { .. }
+                    | P::RemoveNavigationView { .. }
+                    | P::PutSnippet { .. }
+                    | P::DeleteSnippet { .. }
+                    | P::AddPushToken { .. }
+                    | P::RemovePushToken { .. }
+                    | P::AddPlayground { .. }
+                    | P::RemovePlayground { .. }
+                    | P::CreateInvites { .. }
+                    | P::RevokeInvite { .. }
+                    | P::ResendInvite { .. }
+            )
+        }
         _ => false,
     }
 }

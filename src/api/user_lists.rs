@@ -40,7 +40,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::json::UserOptions;
-use super::user_json::{write_user, write_users, ListSource};
+use super::user_json::{write_user, ListSource};
 use crate::state::access::sees_others_emails;
 use crate::state::{profile, EmailVisibility, RealmId, State, User, UserId};
 
@@ -60,7 +60,8 @@ impl UserLists {
                 return Arc::clone(cut);
             }
         }
-        let cut = Arc::new(Cut::read(state, realm, generation));
+        let previous = self.cuts.lock().get(&realm).cloned();
+        let cut = Arc::new(Cut::read(state, realm, generation, previous));
         self.cuts.lock().insert(realm, Arc::clone(&cut));
         cut
     }
@@ -98,11 +99,30 @@ pub struct Cut {
     visibility: EmailVisibility,
     placeholder_host: Option<String>,
     rendered: Mutex<HashMap<Class, Arc<Lists>>>,
+    /// The realm's cut before this one, while this one's lists are still
+    /// to be written: the users unchanged since are copied from its lists
+    /// instead of written again (one level only: its own predecessor is
+    /// dropped when this cut is made).
+    previous: Mutex<Option<Arc<Cut>>>,
 }
 
 impl Cut {
-    fn read(state: &State, realm: RealmId, generation: u64) -> Self {
-        let users = state.realm_users(realm);
+    fn read(state: &State, realm: RealmId, generation: u64, previous: Option<Arc<Cut>>) -> Self {
+        // `State::realm_users` sorts (id, account) pairs, moving ~200-byte
+        // values about n log n times: here the accounts are cloned in shard
+        // order (the keep callback sees each entry once and keeps none),
+        // their ids sorted, and each account moved once into place.
+        let mut unsorted: Vec<Option<User>> = Vec::new();
+        state.users.collect_sorted(|_, u| {
+            if u.realm == realm {
+                unsorted.push(Some(u.clone()));
+            }
+            false
+        });
+        let mut order: Vec<(UserId, usize)> =
+            unsorted.iter().enumerate().filter_map(|(i, u)| Some((u.as_ref()?.id, i))).collect();
+        order.sort_unstable();
+        let users: Vec<User> = order.into_iter().filter_map(|(_, i)| unsorted[i].take()).collect();
         let profiles = users
             .iter()
             .filter_map(|u| state.profile_values.get(&u.id).map(|v| (u.id, v)))
@@ -118,6 +138,7 @@ impl Cut {
             visibility,
             placeholder_host: state.placeholder_host(realm),
             rendered: Mutex::new(HashMap::new()),
+            previous: Mutex::new(previous.inspect(|p| drop(p.previous.lock().take()))),
         }
     }
 
@@ -176,16 +197,57 @@ impl Cut {
             Some(others) => others || user.is_bot(),
         };
         let source = self.source();
+        // The previous cut's lists of this class, if written under the same
+        // address settings: unchanged users are copied from them.
+        let previous = self.previous.lock().clone().and_then(|p| {
+            let same =
+                p.visibility == self.visibility && p.placeholder_host == self.placeholder_host;
+            let lists = p.rendered.lock().get(&class).cloned().filter(|_| same)?;
+            Some((p, lists))
+        });
         let render = |active: bool| {
-            let users: Vec<&User> = self.users.iter().filter(|u| u.is_active == active).collect();
+            let users = self.users.iter().filter(|u| u.is_active == active);
             // About 350 bytes a user: sized once, never copied while it grows.
-            let mut out = Vec::with_capacity(64 + users.len() * 400);
-            let mut spans = Vec::with_capacity(users.len());
-            write_users(&mut out, &source, users.into_iter(), sees, options, Some(&mut spans));
+            let mut out = Vec::with_capacity(64 + self.users.len() * 400);
+            let mut spans = Vec::with_capacity(self.users.len());
+            out.push(b'[');
+            for (i, user) in users.enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                let start = out.len();
+                let profile = self.profiles.get(&user.id);
+                match previous.as_ref().and_then(|(p, lists)| p.fragment(lists, user, profile)) {
+                    Some(bytes) => out.extend_from_slice(bytes),
+                    None => write_user(&mut out, &source, user, sees(user), options),
+                }
+                spans.push((user.id, start, out.len()));
+            }
+            out.push(b']');
             Rendered { text: String::from_utf8(out).expect("serde_json writes UTF-8"), spans }
         };
         let lists = Arc::new(Lists { active: render(true), inactive: render(false) });
         Arc::clone(self.rendered.lock().entry(class).or_insert(lists))
+    }
+}
+
+impl Cut {
+    /// `user`'s object as `lists` (this cut's, of one class) wrote it, if
+    /// the account and its profile values are unchanged in the new cut.
+    fn fragment<'a>(
+        &self,
+        lists: &'a Lists,
+        user: &User,
+        profile: Option<&profile::Values>,
+    ) -> Option<&'a [u8]> {
+        let before = self.account(user.id)?;
+        if before != user || self.profiles.get(&user.id) != profile {
+            return None;
+        }
+        let list = if before.is_active { &lists.active } else { &lists.inactive };
+        let i = list.spans.binary_search_by_key(&user.id, |s| s.0).ok()?;
+        let (_, start, end) = list.spans[i];
+        Some(&list.text.as_bytes()[start..end])
     }
 }
 
@@ -207,6 +269,56 @@ fn splice(list: &Rendered, own: Option<&(UserId, Vec<u8>)>) -> String {
 mod tests {
     use super::*;
     use crate::api::user_json::users_array;
+    use crate::state::Role;
+
+    /// Every viewer's lists from `cut` equal those written from live state.
+    fn assert_fresh(state: &State, users: &[User], cut: &Cut) {
+        let viewers = users.iter().map(Some).chain([None]);
+        for viewer in viewers {
+            for client_gravatar in [false, true] {
+                for include_custom_profile_fields in [false, true] {
+                    let options = UserOptions { client_gravatar, include_custom_profile_fields };
+                    let (active, inactive): (Vec<&User>, Vec<&User>) =
+                        users.iter().partition(|u| u.is_active);
+                    let want = (
+                        users_array(state, viewer, active.into_iter(), options),
+                        users_array(state, viewer, inactive.into_iter(), options),
+                    );
+                    let got = cut.realm_users(viewer, options);
+                    assert_eq!(got, want, "{options:?} {:?}", viewer.map(|v| v.id));
+                }
+            }
+        }
+    }
+
+    /// After a change, the new cut copies the unchanged users from the
+    /// previous cut's lists and writes the changed ones: still the same
+    /// bytes as fresh lists, for every viewer class.
+    #[test]
+    fn a_new_cut_reuses_unchanged_users_exactly() {
+        let (state, users) = crate::api::user_json::tests::realm();
+        let realm = users[0].realm;
+        let lists = UserLists::default();
+        let first = lists.cut(&state, realm);
+        assert_fresh(&state, &users, &first);
+        // A rename, a deactivation, a role change and new profile data.
+        state.users.update(&users[1].id, |u| u.full_name = "Renamed \"Ü\"".into());
+        state.users.update(&users[0].id, |u| u.is_active = false);
+        state.users.update(&users[4].id, |u| u.role = Role::Moderator);
+        let mut values = profile::Values::new();
+        values.insert(3, ("new".into(), None));
+        state.profile_values.insert(users[1].id, values);
+        state.users_generation.fetch_add(1, Ordering::AcqRel);
+        let second = lists.cut(&state, realm);
+        assert!(second.previous.lock().is_some(), "the first cut is reused");
+        let users = state.realm_users(realm);
+        assert_fresh(&state, &users, &second);
+        // Cuts never chain: the first one lets go of nothing older.
+        state.users_generation.fetch_add(1, Ordering::AcqRel);
+        let third = lists.cut(&state, realm);
+        assert!(second.previous.lock().is_none());
+        assert_fresh(&state, &users, &third);
+    }
 
     /// The cached, spliced lists are byte for byte what writing each
     /// viewer's lists from live state gives, for every viewer class.
@@ -222,7 +334,7 @@ mod tests {
             EmailVisibility::Nobody,
         ] {
             state.realms.update(&realm, |r| r.settings.email_address_visibility = visibility);
-            let cut = Cut::read(&state, realm, 0);
+            let cut = Cut::read(&state, realm, 0, None);
             let viewers = users.iter().map(Some).chain([None]);
             for viewer in viewers {
                 for client_gravatar in [false, true] {
