@@ -236,9 +236,7 @@ impl State {
         for channel in image.channels {
             state.index_channel(channel);
         }
-        for message in image.messages {
-            state.index_message(message);
-        }
+        state.index_messages(image.messages);
         for group in image.groups {
             state.groups.insert(group.id, group);
         }
