@@ -377,6 +377,23 @@ mod tests {
         let created = crate::seed::user(&state, users[0].realm, &new, "n".repeat(32), 0).unwrap();
         apply(&state, state.applied_seq() + 1, &Mutation::Batch(vec![created]));
         assert_eq!(generation(), before + 1, "a batch creating a user moves it");
+        // Settings: only the name and time zone live in the account.
+        let settings = |full_name: Option<&str>| {
+            Mutation::UpdateSettings(crate::state::settings::SettingsChange {
+                user: users[0].id,
+                full_name: full_name.map(str::to_owned),
+                timezone: None,
+                settings: Vec::new(),
+            })
+        };
+        apply(&state, state.applied_seq() + 1, &settings(None));
+        assert_eq!(generation(), before + 1, "a change of other settings keeps it");
+        apply(&state, state.applied_seq() + 1, &settings(Some("New Name")));
+        assert_eq!(generation(), before + 2, "a rename moves it");
+        assert!(crate::apply::keeps_users(&Mutation::SetPassword {
+            user: users[0].id,
+            hash: String::new()
+        }));
     }
 
     #[test]
