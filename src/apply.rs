@@ -72,7 +72,8 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::DeliverScheduled { .. }
         | Mutation::FailScheduled { .. }
         | Mutation::SetPassword { .. }
-        | Mutation::StartEmailChange(_) => true,
+        | Mutation::StartEmailChange(_)
+        | Mutation::SendNotice { .. } => true,
         // Only the name and time zone of the settings live in the account.
         Mutation::UpdateSettings(change) => change.full_name.is_none() && change.timezone.is_none(),
         // Drafts, mutes, topic policies (a send's automatic follows ride

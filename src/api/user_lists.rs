@@ -110,11 +110,12 @@ impl Cut {
     fn read(state: &State, realm: RealmId, generation: u64, previous: Option<Arc<Cut>>) -> Self {
         // `State::realm_users` sorts (id, account) pairs, moving ~200-byte
         // values about n log n times: here the accounts are cloned in shard
-        // order (the keep callback sees each entry once and keeps none),
-        // their ids sorted, and each account moved once into place.
+        // order (the keep callback sees each entry once and keeps none;
+        // system bots are cross-realm bots, not realm users), their ids
+        // sorted, and each account moved once into place.
         let mut unsorted: Vec<Option<User>> = Vec::new();
         state.users.collect_sorted(|_, u| {
-            if u.realm == realm {
+            if u.realm == realm && !u.is_system_bot() {
                 unsorted.push(Some(u.clone()));
             }
             false
