@@ -180,6 +180,17 @@ impl TestServer {
 impl Drop for TestServer {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
+            // A server that died under a test is the likeliest cause of
+            // its failure: say so, with what it wrote, before the data dir
+            // (and its stderr.log) is deleted.
+            if let Ok(Some(status)) = child.try_wait() {
+                eprintln!("natter exited during the test ({status}); its stderr:\n{}", self.stderr());
+            } else if std::thread::panicking() {
+                let stderr = self.stderr();
+                let tail: Vec<&str> = stderr.lines().rev().take(40).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                eprintln!("natter's stderr (last 40 lines):\n{}", tail.join("\n"));
+            }
             let _ = child.kill();
             let _ = child.wait();
         }
