@@ -184,7 +184,10 @@ impl Drop for TestServer {
             // its failure: say so, with what it wrote, before the data dir
             // (and its stderr.log) is deleted.
             if let Ok(Some(status)) = child.try_wait() {
-                eprintln!("natter exited during the test ({status}); its stderr:\n{}", self.stderr());
+                eprintln!(
+                    "natter exited during the test ({status}); its stderr:\n{}",
+                    self.stderr()
+                );
             } else if std::thread::panicking() {
                 let stderr = self.stderr();
                 let tail: Vec<&str> = stderr.lines().rev().take(40).collect();
