@@ -262,14 +262,20 @@ fn send_message(state: &State, new: &NewMessage, read_by: &[UserId]) -> Vec<Even
 
     let audience: Vec<UserId> = match &message.destination {
         Destination::Channel { channel, .. } => {
-            let subscribers = state
+            // Read the subscribers in place (no copy of the set); write
+            // the channel only for its first message.
+            let (first, mut audience) = state
                 .channels
-                .update(channel, |c| {
-                    c.first_message_id.get_or_insert(message.id);
-                    c.subscribers.clone()
+                .read(channel, |c| {
+                    (
+                        c.first_message_id.is_none(),
+                        c.subscribers.iter().copied().collect::<Vec<_>>(),
+                    )
                 })
                 .unwrap_or_else(|| panic!("apply: no channel {channel}"));
-            let mut audience: Vec<UserId> = subscribers.into_iter().collect();
+            if first {
+                state.channels.update(channel, |c| c.first_message_id = Some(message.id));
+            }
             if !audience.contains(&message.sender) {
                 audience.push(message.sender);
             }

@@ -42,19 +42,31 @@ fn in_group_inner(
     if depth > MAX_GROUP_DEPTH || !seen.insert(id) {
         return false;
     }
-    let Some(group) = state.groups.get(&id) else { return false };
-    if group.realm != user.realm {
-        return false;
-    }
-    if let Some(system) = group.system {
-        if user.is_active && role_in_system_group(user.role, system) {
-            return true;
+    // Decided under the shard's read lock where it can be (a send asks
+    // this twice: cloning the group and its settings cost more than the
+    // question); only the subgroups to follow are copied out, and they are
+    // followed after the lock is released.
+    let subgroups = state.groups.read(&id, |group| {
+        if group.realm != user.realm {
+            return Err(false);
+        }
+        if let Some(system) = group.system {
+            if user.is_active && role_in_system_group(user.role, system) {
+                return Err(true);
+            }
+        }
+        if group.direct_members.contains(&user.id) {
+            return Err(true);
+        }
+        Ok(group.direct_subgroups.iter().copied().collect::<Vec<GroupId>>())
+    });
+    match subgroups {
+        None => false,
+        Some(Err(decided)) => decided,
+        Some(Ok(subgroups)) => {
+            subgroups.into_iter().any(|sub| in_group_inner(state, user, sub, seen, depth + 1))
         }
     }
-    if group.direct_members.contains(&user.id) {
-        return true;
-    }
-    group.direct_subgroups.iter().any(|sub| in_group_inner(state, user, *sub, seen, depth + 1))
 }
 
 /// Whether `user` holds a permission expressed as a group-setting value.

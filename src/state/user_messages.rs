@@ -149,19 +149,20 @@ impl IdSet {
 
     /// Adds `id`; whether it was new.
     pub fn insert(&mut self, id: MessageId) -> bool {
-        let at = self.locate(id);
-        if at == self.chunks.len() {
-            // Above every id: the common case, an append.
+        // Above every id: the common case (a new message), an append
+        // without a search.
+        if self.last().is_none_or(|last| last < id) {
             match self.chunks.last_mut() {
-                Some(last) if last.len() < CHUNK && last.offset(id).is_some() => {
-                    let offset = last.offset(id).expect("checked");
-                    Arc::make_mut(last).offsets.push(offset);
-                }
+                Some(last) if last.len() < CHUNK => match last.offset(id) {
+                    Some(offset) => Arc::make_mut(last).offsets.push(offset),
+                    None => self.chunks.push(Arc::new(Chunk::single(id))),
+                },
                 _ => self.chunks.push(Arc::new(Chunk::single(id))),
             }
             self.len += 1;
             return true;
         }
+        let at = self.locate(id);
         let Err(pos) = self.chunks[at].find(id) else { return false };
         let chunk = &self.chunks[at];
         if id < chunk.first() && chunk.last().0 - id.0 > u64::from(u32::MAX) {
@@ -191,6 +192,9 @@ impl IdSet {
 
     /// Removes `id`; whether it was there.
     pub fn remove(&mut self, id: MessageId) -> bool {
+        if self.last().is_none_or(|last| last < id) {
+            return false;
+        }
         let at = self.locate(id);
         let Some(Ok(pos)) = self.chunks.get(at).map(|c| c.find(id)) else {
             return false;
@@ -374,10 +378,18 @@ impl UserMessages {
 
     /// Sets the row for `id` to `flags`, adding the row if absent.
     pub fn set(&mut self, id: MessageId, flags: Flags) {
-        self.ids.insert(id);
-        self.unread.set(id, !flags.contains(Flags::READ));
+        // Every set holds only rows of `ids`: a new row is in none of them,
+        // so only the flags it has need a write (a send sets one or two).
+        let new = self.ids.insert(id);
+        let unread = !flags.contains(Flags::READ);
+        if unread || !new {
+            self.unread.set(id, unread);
+        }
         for (i, set) in self.flags.iter_mut().enumerate() {
-            set.set(id, flags.contains(Flags(1 << (i + 1))));
+            let on = flags.contains(Flags(1 << (i + 1)));
+            if on || !new {
+                set.set(id, on);
+            }
         }
     }
 
