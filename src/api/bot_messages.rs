@@ -124,29 +124,9 @@ fn direct(
         RecipientId(next.recipient - 1)
     });
     next.message += 1;
-    let message = Message {
-        id: MessageId(next.message - 1),
-        realm: bot.realm,
-        sender: bot.id,
-        recipient,
-        destination: Destination::Direct { participants },
-        content,
-        rendered_content: html,
-        timestamp: now,
-        client: "Internal".into(),
-        is_me_message: false,
-        reactions: Default::default(),
-        edit_history: Default::default(),
-        last_edit_timestamp: None,
-        last_moved_timestamp: None,
-    };
-    Mutation::SendMessage(NewMessage {
-        message,
-        read_by_sender: true,
-        mentioned: Vec::new(),
-        channel_wildcard: false,
-        topic_wildcard: Vec::new(),
-    })
+    let destination = Destination::Direct { participants };
+    let id = MessageId(next.message - 1);
+    Mutation::SendMessage(posted(id, bot, recipient, destination, content, html, now))
 }
 
 /// The bot's view of the realm plus the account being created (not in
@@ -174,5 +154,42 @@ impl Resolver for Joining<'_> {
 
     fn channel_by_name(&self, name: &str) -> Option<(u64, String)> {
         self.visible.channel_by_name(name)
+    }
+}
+
+/// A message the server posts as `sender` (a system bot, or the acting
+/// user where a realm has none) because of some change: already rendered,
+/// client "Internal", read by its sender, delivered as any message.
+pub fn posted(
+    id: MessageId,
+    sender: &User,
+    recipient: RecipientId,
+    destination: Destination,
+    content: String,
+    html: String,
+    now: i64,
+) -> NewMessage {
+    let message = Message {
+        id,
+        realm: sender.realm,
+        sender: sender.id,
+        recipient,
+        destination,
+        content,
+        rendered_content: html,
+        timestamp: now,
+        client: "Internal".into(),
+        is_me_message: false,
+        reactions: Default::default(),
+        edit_history: Default::default(),
+        last_edit_timestamp: None,
+        last_moved_timestamp: None,
+    };
+    NewMessage {
+        message,
+        read_by_sender: true,
+        mentioned: Vec::new(),
+        channel_wildcard: false,
+        topic_wildcard: Vec::new(),
     }
 }

@@ -24,10 +24,10 @@
 
 use super::mentions::Visible;
 use crate::markdown::{self, hash_encode};
-use crate::mutation::{Mutation, NewMessage, PropagateMode};
+use crate::mutation::{Mutation, PropagateMode};
 use crate::state::access::message_view;
 use crate::state::system_bots::SystemBot;
-use crate::state::{Channel, Destination, Message, MessageId, State, User, UserId};
+use crate::state::{Channel, Destination, MessageId, State, User, UserId};
 
 /// A resolve undone within this many seconds of its notice deletes the
 /// notice instead of posting another (Zulip's
@@ -168,29 +168,16 @@ fn notice(
     read_by: Vec<UserId>,
 ) -> Mutation {
     let rendered = markdown::render_message(&content, &Visible::new(state, m.editor));
-    let message = Message {
+    let destination = Destination::Channel { channel: channel.id, topic: topic.to_owned() };
+    let message = super::bot_messages::posted(
         id,
-        realm: channel.realm,
-        sender: bot.id,
-        recipient: channel.recipient,
-        destination: Destination::Channel { channel: channel.id, topic: topic.to_owned() },
+        bot,
+        channel.recipient,
+        destination,
         content,
-        rendered_content: rendered.html,
-        timestamp: m.now,
-        client: "Internal".into(),
-        is_me_message: false,
-        reactions: Default::default(),
-        edit_history: Default::default(),
-        last_edit_timestamp: None,
-        last_moved_timestamp: None,
-    };
-    let message = NewMessage {
-        message,
-        read_by_sender: true,
-        mentioned: Vec::new(),
-        channel_wildcard: false,
-        topic_wildcard: Vec::new(),
-    };
+        rendered.html,
+        m.now,
+    );
     Mutation::SendNotice { message, read_by }
 }
 

@@ -16,15 +16,13 @@ use super::{App, Call, Reply};
 use crate::entropy;
 use crate::error::{ApiError, ApiResult};
 use crate::markdown;
-use crate::mutation::{
-    ChannelPermission, Mutation, NewMessage, NotificationSetting, SubscriptionChange,
-};
+use crate::mutation::{ChannelPermission, Mutation, NotificationSetting, SubscriptionChange};
 use crate::reply;
 use crate::seed;
 use crate::state::access::{self, can_see_channel};
 use crate::state::{
-    Channel, ChannelId, Destination, GroupSetting, IdKind, Message, MessageId, Realm, RecipientId,
-    Role, State, TopicsPolicy, User, UserId,
+    Channel, ChannelId, Destination, GroupSetting, IdKind, MessageId, Realm, RecipientId, Role,
+    State, TopicsPolicy, User, UserId,
 };
 
 /// Longest channel name in characters (register's `max_stream_name_length`).
@@ -431,31 +429,22 @@ fn announcement(
     // record) resolve too.
     let resolver = Announcing { visible: super::mentions::Visible::new(s, me), created };
     let rendered = markdown::render_message(&content, &resolver).html;
-    let message = Message {
-        id: MessageId(s.ids.peek(IdKind::Message)),
-        realm: realm.id,
-        sender: s
-            .system_bot(realm.id, crate::state::system_bots::SystemBot::Notification)
-            .map_or(me.id, |bot| bot.id),
-        recipient: target.recipient,
-        destination: Destination::Channel { channel: target.id, topic: ANNOUNCE_TOPIC.to_owned() },
+    // From the Notification Bot; from the creator where the realm has none.
+    let sender = s
+        .system_bot(realm.id, crate::state::system_bots::SystemBot::Notification)
+        .unwrap_or_else(|| me.clone());
+    let id = MessageId(s.ids.peek(IdKind::Message));
+    let destination = Destination::Channel { channel: target.id, topic: ANNOUNCE_TOPIC.to_owned() };
+    let message = super::bot_messages::posted(
+        id,
+        &sender,
+        target.recipient,
+        destination,
         content,
-        rendered_content: rendered,
-        timestamp: now,
-        client: "Internal".into(),
-        is_me_message: false,
-        reactions: Default::default(),
-        edit_history: Default::default(),
-        last_edit_timestamp: None,
-        last_moved_timestamp: None,
-    };
-    Some(Mutation::SendMessage(NewMessage {
-        message,
-        read_by_sender: true,
-        mentioned: Vec::new(),
-        channel_wildcard: false,
-        topic_wildcard: Vec::new(),
-    }))
+        rendered,
+        now,
+    );
+    Some(Mutation::SendMessage(message))
 }
 
 /// The creator's view of the realm plus the channels being created (not
