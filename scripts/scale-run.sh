@@ -16,11 +16,12 @@
 # Environment: MESSAGES (1000000), SNAPSHOT_EVERY (unset: natter's default
 # schedule, by bytes of log; a number: --snapshot-every N), CONNECTIONS
 # (64), CLIENT_THREADS (2), WORKERS (2), DATA (a temp dir; kept if set),
-# NO_BUILD=1 to skip `cargo build --release`.
+# NO_BUILD=1 to skip `cargo build --release`, BIN (target/release) for
+# binaries built elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -n "${NO_BUILD:-}" ] || cargo build --release --bin natter --bin natter-load >&2
-BIN=target/release
+BIN=${BIN:-target/release}
 MESSAGES=${MESSAGES:-1000000}
 SNAPSHOT_EVERY=${SNAPSHOT_EVERY:-}
 SNAPSHOT_ARGS=()

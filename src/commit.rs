@@ -175,23 +175,37 @@ pub struct Committer {
     snapshot_thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Time commits held the writer lock, for the shutdown summary.
     held: LockTime,
+    /// Of which snapshot cuts (`State::image`).
+    cuts: LockTime,
 }
 
-/// How long commits held the writer lock: count, total and longest.
+/// How long commits held the writer lock: count, total and longest, and
+/// the most CPU time one hold used (a long hold that used little CPU was
+/// its thread waiting for a core, not work under the lock).
 #[derive(Default)]
 struct LockTime {
     commits: AtomicU64,
     total_nanos: AtomicU64,
     max_nanos: AtomicU64,
+    max_cpu_nanos: AtomicU64,
 }
 
 impl LockTime {
-    fn record(&self, held: std::time::Duration) {
+    fn record(&self, held: std::time::Duration, cpu: u64) {
         let nanos = held.as_nanos() as u64;
         self.commits.fetch_add(1, Ordering::Relaxed);
         self.total_nanos.fetch_add(nanos, Ordering::Relaxed);
         self.max_nanos.fetch_max(nanos, Ordering::Relaxed);
+        self.max_cpu_nanos.fetch_max(cpu, Ordering::Relaxed);
     }
+}
+
+/// CPU time the calling thread has used, in nanoseconds (0 if unknown).
+fn thread_cpu_nanos() -> u64 {
+    use nix::time::{clock_gettime, ClockId};
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).map_or(0, |t| {
+        (t.tv_sec() as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec() as u64)
+    })
 }
 
 /// A snapshot cut taken by a committer, for the snapshot thread to write.
@@ -302,6 +316,7 @@ impl Committer {
             snapshot_tick: parking_lot::Mutex::new(Some(tick)),
             snapshot_thread: parking_lot::Mutex::new(Some(handle)),
             held: LockTime::default(),
+            cuts: LockTime::default(),
         }
     }
 
@@ -319,6 +334,7 @@ impl Committer {
         let shared = &*self.shared;
         let writer = shared.writer.lock().expect("writer lock poisoned");
         let locked = std::time::Instant::now();
+        let cpu = thread_cpu_nanos();
         let (mutation, reply) = build(&shared.state)?;
         let record = encode_mutation(&mutation);
         let seq = shared.next_seq.fetch_add(1, Ordering::Relaxed);
@@ -332,10 +348,14 @@ impl Committer {
         // copies a few thousand pointers (`State::image`), and the snapshot
         // thread never takes the writer lock, so its low priority cannot
         // hold writers up.
-        let cut =
-            shared.snapshot_due(seq, logged).then(|| Cut { image: shared.state.image(), logged });
+        let cut = shared.snapshot_due(seq, logged).then(|| {
+            let (started, cpu) = (std::time::Instant::now(), thread_cpu_nanos());
+            let image = shared.state.image();
+            self.cuts.record(started.elapsed(), thread_cpu_nanos().saturating_sub(cpu));
+            Cut { image, logged }
+        });
         drop(writer);
-        self.held.record(locked.elapsed());
+        self.held.record(locked.elapsed(), thread_cpu_nanos().saturating_sub(cpu));
         shared.append_queued(seq);
         if let Some(cut) = cut {
             match self.snapshot_tick.lock().as_ref() {
@@ -374,11 +394,19 @@ impl Committer {
         let total = self.held.total_nanos.load(Ordering::Relaxed);
         let max = self.held.max_nanos.load(Ordering::Relaxed);
         let (fsyncs, records) = self.durable.gathering();
+        let max_cpu = self.held.max_cpu_nanos.load(Ordering::Relaxed);
+        let cuts = self.cuts.commits.load(Ordering::Relaxed);
+        let cut_max = self.cuts.max_nanos.load(Ordering::Relaxed);
+        let cut_cpu = self.cuts.max_cpu_nanos.load(Ordering::Relaxed);
+        let us = |nanos: u64| nanos as f64 / 1000.0;
         format!(
-            "commit path: {commits} commits, writer lock held {:.1} µs on average, {:.1} µs at most; {fsyncs} log syncs made {records} records durable ({:.1} per sync)",
-            total as f64 / commits.max(1) as f64 / 1000.0,
-            max as f64 / 1000.0,
+            "commit path: {commits} commits, writer lock held {:.1} µs on average, {:.1} µs at most (the most CPU one hold used: {:.1} µs); {fsyncs} log syncs made {records} records durable ({:.1} per sync); {cuts} snapshot cuts, the longest {:.1} µs ({:.1} µs of CPU at most)",
+            us(total) / commits.max(1) as f64,
+            us(max),
+            us(max_cpu),
             records as f64 / fsyncs.max(1) as f64,
+            us(cut_max),
+            us(cut_cpu),
         )
     }
 
