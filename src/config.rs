@@ -42,8 +42,11 @@ pub struct Cli {
     /// fraction of the last snapshot's size (and at least
     /// --snapshot-min-log-mib): restart replays at most about this much
     /// log per byte of snapshot, and encoding snapshots costs a share of
-    /// the CPU that does not grow with the data.
-    #[arg(long, default_value_t = 1.0)]
+    /// the CPU that does not grow with the data. A log byte costs a
+    /// restart 1-3x what a snapshot byte costs, so 0.25 adds at most
+    /// ≈ 25-75% to the snapshot's load time, and snapshots take ≈ 5% of a
+    /// core while sending flat out at 10M messages.
+    #[arg(long, default_value_t = 0.25)]
     pub snapshot_log_ratio: f64,
 
     /// The fewest MiB of log between two snapshots.
