@@ -480,13 +480,17 @@ impl Shared {
     }
 }
 
-/// Puts the calling thread (the snapshot thread) in Linux's `SCHED_IDLE`
-/// class, or failing that at nice 19: encoding a snapshot is seconds of
-/// CPU at millions of messages, and on a small box it must yield the core
-/// to request threads at once rather than share it with them (what made
-/// p99 at half of the peak 25–111 ms). It holds no lock a request needs
-/// while it encodes (it never takes the writer lock; the cut is taken by
-/// a committer). Elsewhere it does nothing.
+/// Runs the calling thread (the snapshot thread) at nice 19: encoding a
+/// snapshot is seconds of CPU at millions of messages, and on a small box
+/// it must yield the core to request threads when they wake rather than
+/// share it with them (what made p99 at half of the peak 25–111 ms). Not
+/// `SCHED_IDLE`, tried first: an idle-class thread gets next to no CPU
+/// while the cores are saturated, so a snapshot could stall for as long
+/// as the load lasts (the log, and a restart's tail, growing meanwhile;
+/// a clean shutdown waiting for it), where nice 19 still gets ≈ 1.5% of a
+/// busy core per competing thread. It holds no lock a request needs while
+/// it encodes (it never takes the writer lock; the cut is taken by a
+/// committer). Elsewhere it does nothing.
 fn lower_thread_priority() {
     #[cfg(target_os = "linux")]
     {
@@ -494,13 +498,8 @@ fn lower_thread_priority() {
             set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy,
             ThreadPriority, ThreadSchedulePolicy,
         };
-        let to = |policy| {
-            let policy = ThreadSchedulePolicy::Normal(policy);
-            set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, policy)
-        };
-        if to(NormalThreadSchedulePolicy::Idle).is_err()
-            && to(NormalThreadSchedulePolicy::Other).is_err()
-        {
+        let other = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Other);
+        if set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, other).is_err() {
             eprintln!("natter: warning: could not lower the snapshot thread's priority");
         }
     }
