@@ -349,3 +349,13 @@ pub fn read_to_close(stream: &mut TcpStream) -> Vec<u8> {
 pub fn basic_auth(email: &str, key: &str) -> String {
     format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{email}:{key}")))
 }
+
+/// The id of the account `email` (asked as that account).
+pub fn user_id(server: &TestServer, email: &str) -> u64 {
+    server.client(email).get("/users/me", &[]).ok()["user_id"].as_u64().unwrap()
+}
+
+/// The id of the channel `name`, as `c` sees it (`GET /get_stream_id`).
+pub fn channel_id(c: &Client, name: &str) -> u64 {
+    c.get("/get_stream_id", &[("stream", name)]).ok()["stream_id"].as_u64().unwrap()
+}
