@@ -15,16 +15,13 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 use natter::api::{events, messages, register, App, Call};
-use natter::config::Cli;
 use natter::events::queue::QueueOptions;
 use natter::http::request::Params;
 use natter::mutation::{Mutation, UserChange};
 use natter::seed;
-use natter::server;
 use natter::state::{Role, Subscription, User, UserId};
 
 const USERS: usize = 10_000;
@@ -42,20 +39,7 @@ fn process_cpu() -> Duration {
 
 /// A dev realm grown to `USERS` extra members, all subscribed to general.
 fn app(dir: &std::path::Path) -> Arc<App> {
-    let cli = Cli::parse_from([
-        "natter",
-        "--dev",
-        "--snapshot-every",
-        "0",
-        "--fsync",
-        "never",
-        "--max-queues-per-user",
-        "1000000",
-        "--data-dir",
-        dir.to_str().unwrap(),
-    ]);
-    let app = server::open_app(cli.resolve().unwrap()).unwrap();
-    seed::seed_dev(&app).unwrap();
+    let app = seed::in_process_dev_app(dir, &["--max-queues-per-user", "1000000"]);
     let realm = app.state.realm_by_subdomain("").unwrap();
     let mut ids = Vec::with_capacity(USERS);
     for i in 0..USERS {

@@ -14,11 +14,9 @@
 
 use std::sync::Arc;
 
-use clap::Parser;
 use serde_json::{json, Value};
 
 use natter::api::{self, App, Call, Handler, Reply};
-use natter::config::Cli;
 use natter::error::ApiResult;
 use natter::http::request::Params;
 use natter::mutation::Mutation;
@@ -39,19 +37,7 @@ pub struct Harness {
 impl Harness {
     pub fn new() -> Harness {
         let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data");
-        let cli = Cli::parse_from([
-            "natter",
-            "--dev",
-            "--snapshot-every",
-            "0",
-            "--fsync",
-            "never",
-            "--data-dir",
-            data.to_str().unwrap(),
-        ]);
-        let app = natter::server::open_app(cli.resolve().unwrap()).unwrap();
-        seed::seed_dev(&app).unwrap();
+        let app = natter::seed::in_process_dev_app(&dir.path().join("data"), &[]);
         Harness { app, _dir: dir }
     }
 
