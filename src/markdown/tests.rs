@@ -71,6 +71,32 @@ const TABLE: &[(&str, &str)] = &[
         "(https://e.com/wiki/A_(b))",
         "<p>(<a href=\"https://e.com/wiki/A_(b)\">https://e.com/wiki/A_(b)</a>)</p>",
     ),
+    // Global times: UTC in `datetime`, the text as typed.
+    (
+        "at <time:2017-06-05T22:30:00Z>",
+        "<p>at <time datetime=\"2017-06-05T22:30:00Z\">2017-06-05T22:30:00Z</time></p>",
+    ),
+    (
+        "<time:2020-08-14T16:00:00+05:30>",
+        "<p><time datetime=\"2020-08-14T10:30:00Z\">2020-08-14T16:00:00+05:30</time></p>",
+    ),
+    (
+        "<time:2020-08-14 16:00>",
+        "<p><time datetime=\"2020-08-14T16:00:00Z\">2020-08-14 16:00</time></p>",
+    ),
+    ("<time:2020-08-14>", "<p><time datetime=\"2020-08-14T00:00:00Z\">2020-08-14</time></p>"),
+    ("<time:1496701800>", "<p><time datetime=\"2017-06-05T22:30:00Z\">1496701800</time></p>"),
+    (
+        "<time:1496701800.5>",
+        "<p><time datetime=\"2017-06-05T22:30:00.500Z\">1496701800.5</time></p>",
+    ),
+    (
+        "<time:soon <b>>",
+        "<p><span class=\"timestamp-error\">Invalid time format: soon &lt;b</span>&gt;</p>",
+    ),
+    ("<time:NaN>", "<p><span class=\"timestamp-error\">Invalid time format: NaN</span></p>"),
+    ("`<time:1496701800>`", "<p><code>&lt;time:1496701800&gt;</code></p>"),
+    ("<time:1496701800", "<p>&lt;time:1496701800</p>"),
     // User mentions.
     (
         "@**King Hamlet** hi",
