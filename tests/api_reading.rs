@@ -714,3 +714,59 @@ fn search_hits_are_highlighted_and_matches_narrow_checks_ids() {
         .get("/messages/matches_narrow", &[("msg_ids", &list), ("narrow", r#"[["bogus","x"]]"#)])
         .err(400, "BAD_NARROW");
 }
+
+/// `with:<id>`: the narrow follows the message to wherever it lives now;
+/// a message the caller cannot read (or that does not exist) leaves the
+/// narrow as given, and bad `with` terms are refused.
+#[test]
+fn with_follows_a_message_to_its_current_conversation() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let first = post(&hamlet, "Denmark", "old place", "one");
+    let second = post(&hamlet, "Denmark", "old place", "two");
+    let patch = [("topic", "new place"), ("propagate_mode", "change_all")];
+    hamlet.request("PATCH", &format!("/messages/{first}"), &patch).ok();
+    let old = r#"[["channel","Denmark"],["topic","old place"]]"#;
+    assert_eq!(narrowed(&hamlet, old), Vec::<u64>::new());
+    let with = format!(
+        r#"[{{"operator":"channel","operand":"Denmark"}},{{"operator":"topic","operand":"old place"}},{{"operator":"with","operand":{first}}}]"#
+    );
+    // Both messages, then the Notification Bot's notice of the move.
+    let followed = narrowed(&hamlet, &with);
+    assert_eq!((&followed[..2], followed.len()), (&[first, second][..], 3));
+    // A stale channel name is replaced too, and other terms still filter.
+    let renamed =
+        format!(r#"[["channel","no such channel"],["with","{second}"],["sender","{OTHELLO}"]]"#);
+    assert_eq!(narrowed(&hamlet, &renamed), Vec::<u64>::new());
+
+    // A direct message: the narrow becomes its conversation.
+    let private = dm(&hamlet, &format!("[\"{OTHELLO}\"]"), "between us");
+    let othello = server.client(OTHELLO);
+    let to_dm = format!(r#"[["channel","general"],["with",{private}]]"#);
+    assert_eq!(narrowed(&othello, &to_dm), vec![private]);
+
+    // Cordelia cannot read the DM: the narrow stays as given.
+    let cordelia = server.client(CORDELIA);
+    let general = post(&cordelia, "general", "hi", "visible");
+    assert!(narrowed(&cordelia, &to_dm).contains(&general));
+    assert!(!narrowed(&cordelia, &to_dm).contains(&private));
+    // A private channel's message the caller does not see: no leak.
+    let secret = post(&hamlet, "core team", "secret", "hidden");
+    let probe = format!(r#"[["channel","general"],["with",{secret}]]"#);
+    let seen = narrowed(&cordelia, &probe);
+    assert!(seen.contains(&general) && !seen.contains(&secret));
+    // No such message: unchanged.
+    let missing = r#"[["channel","general"],["with",999999]]"#;
+    assert!(narrowed(&cordelia, missing).contains(&general));
+
+    // Refusals.
+    let twice = format!(r#"[["with",{first}],["with",{second}]]"#);
+    let e = hamlet
+        .get("/messages", &[("anchor", "newest"), ("num_before", "5"), ("narrow", &twice)])
+        .err(400, "BAD_NARROW");
+    assert_eq!(e["msg"], "Invalid narrow operator combination: Duplicate 'with' operators.");
+    let not_an_id = r#"[["with","the first one"]]"#;
+    hamlet
+        .get("/messages", &[("anchor", "newest"), ("num_before", "5"), ("narrow", not_an_id)])
+        .err(400, "BAD_NARROW");
+}
