@@ -284,7 +284,7 @@ fn is_recently_active(state: &State, channel: &Channel, now: i64) -> bool {
     if channel.date_created >= since {
         return true;
     }
-    let newest = state.by_recipient.read(&channel.recipient, |ids| ids.last().copied()).flatten();
+    let newest = state.recipient_last(channel.recipient);
     newest.and_then(|id| state.messages.read(&id, |m| m.timestamp)).is_some_and(|ts| ts >= since)
 }
 

@@ -551,7 +551,7 @@ fn recent_private_conversations_section(ctx: &Ctx, out: &mut Reply) {
         .collect_sorted(|participants, _| participants.contains(&me))
         .into_iter()
         .filter_map(|(participants, recipient)| {
-            let max = state.by_recipient.read(&recipient, |ids| ids.last().copied()).flatten()?;
+            let max = state.recipient_last(recipient)?;
             let others: Vec<u64> = participants.iter().filter(|u| **u != me).map(|u| u.0).collect();
             Some((max.0, others))
         })
