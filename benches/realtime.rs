@@ -93,6 +93,7 @@ fn call(app: &App, user: &User, params: &[(&str, &str)]) -> Call {
         path: Vec::new(),
         client: "bench".into(),
         raw_fields: Vec::new(),
+        sorted_reply: None,
     }
 }
 

@@ -316,11 +316,23 @@ pub enum QueueError {
 struct Registry {
     by_id: HashMap<String, Arc<QueueCell>>,
     by_user: HashMap<UserId, Vec<Arc<QueueCell>>>,
+    /// The `all_public_streams` queues of each realm: every public
+    /// channel's message looks for them, and walking (and locking) every
+    /// queue of the server per message for the few that are was
+    /// proportional to the users online.
+    all_public: HashMap<RealmId, Vec<Arc<QueueCell>>>,
 }
 
 impl Registry {
     fn insert(&mut self, id: String, user: UserId, cell: Arc<QueueCell>) {
         self.by_user.entry(user).or_default().push(Arc::clone(&cell));
+        let (realm, all_public) = {
+            let q = cell.lock();
+            (q.realm, q.options.all_public_streams)
+        };
+        if all_public {
+            self.all_public.entry(realm).or_default().push(Arc::clone(&cell));
+        }
         self.by_id.insert(id, cell);
     }
 
@@ -338,6 +350,16 @@ impl Registry {
             list.retain(|c| !Arc::ptr_eq(c, &cell));
             if list.is_empty() {
                 self.by_user.remove(&user);
+            }
+        }
+        let (realm, all_public) = {
+            let q = cell.lock();
+            (q.realm, q.options.all_public_streams)
+        };
+        if let Some(list) = self.all_public.get_mut(&realm).filter(|_| all_public) {
+            list.retain(|c| !Arc::ptr_eq(c, &cell));
+            if list.is_empty() {
+                self.all_public.remove(&realm);
             }
         }
     }
@@ -576,6 +598,11 @@ impl Queues {
     pub fn of_realm(&self, realm: RealmId) -> Vec<Arc<QueueCell>> {
         let registry = self.registry.read();
         registry.by_id.values().filter(|c| c.lock().realm == realm).cloned().collect()
+    }
+
+    /// The live `all_public_streams` queues of a realm.
+    pub fn of_realm_all_public(&self, realm: RealmId) -> Vec<Arc<QueueCell>> {
+        self.registry.read().all_public.get(&realm).cloned().unwrap_or_default()
     }
 
     /// Pushes a rendered event into each queue for which `render` returns
