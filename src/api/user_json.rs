@@ -212,7 +212,9 @@ pub fn write_user_members(
         None => out.null("bot_type"),
     }
     let date = out.member("date_joined");
-    let _ = write!(date, "\"{}\"", Iso8601(user.date_joined));
+    date.push(b'"');
+    Iso8601(user.date_joined).write_to(date);
+    date.push(b'"');
     if sees_email {
         out.string("delivery_email", &user.delivery_email);
     } else {
@@ -357,6 +359,22 @@ pub(crate) mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn dates_written_by_hand_equal_their_display() {
+        let mut secs = -86_400 * 366 * 3000;
+        while secs < 86_400 * 366 * 9000 {
+            let mut out = Vec::new();
+            Iso8601(secs).write_to(&mut out);
+            assert_eq!(String::from_utf8(out).unwrap(), Iso8601(secs).to_string(), "{secs}");
+            secs += 7_777_777;
+        }
+        for secs in [0, -1, 59, 86_399, 86_400, 951_782_400, 1_700_000_000, 253_402_300_799] {
+            let mut out = Vec::new();
+            Iso8601(secs).write_to(&mut out);
+            assert_eq!(String::from_utf8(out).unwrap(), Iso8601(secs).to_string(), "{secs}");
         }
     }
 
