@@ -13,8 +13,6 @@
 //! success_sorted`) slots its own members in where the map would have put
 //! them. The bytes are the map's bytes (`users.rs` tests compare them).
 
-use std::io::Write;
-
 /// An object's members as JSON text (`"k":v,"k2":v2`, no braces), in
 /// ascending key order, with where each member starts.
 #[derive(Debug, Default)]
@@ -77,8 +75,7 @@ impl SortedMembers {
 
     /// Member `key` with an unsigned integer value.
     pub fn unsigned(&mut self, key: &'static str, value: u64) {
-        let out = self.member(key);
-        let _ = write!(out, "{value}");
+        unsigned(self.member(key), value);
     }
 
     /// Member `key` with a boolean value.
@@ -107,7 +104,13 @@ impl SortedMembers {
                 out.push(b',');
             }
             *first = false;
-            string(out, key);
+            if key.bytes().all(|b| b != b'"' && b != b'\\' && b >= 0x20) {
+                out.push(b'"');
+                out.extend_from_slice(key.as_bytes());
+                out.push(b'"');
+            } else {
+                string(out, key);
+            }
             out.push(b':');
             out.extend_from_slice(value);
         };
@@ -129,6 +132,22 @@ impl SortedMembers {
         }
         out.push(b'}');
     }
+}
+
+/// Appends the decimal digits of `value` (what serde_json writes for it),
+/// without the formatting machinery.
+pub fn unsigned(out: &mut Vec<u8>, mut value: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 /// Appends `value` as a JSON string, escaped exactly as serde_json does.
@@ -166,6 +185,11 @@ mod tests {
                 map.insert((*k).into(), serde_json::from_slice(v).unwrap());
             }
             assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(&map).unwrap());
+        }
+        for n in [0, 7, 10, 99, 1234567890, u64::MAX] {
+            let mut out = Vec::new();
+            unsigned(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
         }
         let mut out = Vec::new();
         SortedMembers::default().write_object(&mut out, &[("msg", b"\"\"")]);

@@ -2,7 +2,7 @@
 
 use super::json::UserOptions;
 use super::sorted_reply::SortedMembers;
-use super::{user_json, App, Call, Reply};
+use super::{sorted_reply, user_json, App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::state::UserId;
 
@@ -26,7 +26,9 @@ pub fn get_me(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let mut members = SortedMembers::with_capacity(512);
     user_json::write_user_members(&mut members, &app.state, me, me, options);
     let max_id = app.state.max_user_message(me.id).map_or(0, |id| id.0);
-    members.insert("max_message_id", max_id.to_string().into_bytes());
+    let mut max = Vec::with_capacity(20);
+    sorted_reply::unsigned(&mut max, max_id);
+    members.insert("max_message_id", max);
     call.sorted_reply = Some(members);
     Ok(Reply::new())
 }
