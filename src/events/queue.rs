@@ -886,6 +886,24 @@ mod tests {
         assert_eq!(qs.poll(&b, UserId(1), None, true), Err(QueueError::BadQueue));
     }
 
+    #[test]
+    fn all_public_streams_queues_are_found_by_realm_until_gone() {
+        let qs = queues();
+        let all = QueueOptions { all_public_streams: true, ..QueueOptions::default() };
+        let a = qs.create(UserId(1), RealmId(1), all.clone(), 0).unwrap();
+        qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0).unwrap();
+        let b = qs.create(UserId(2), RealmId(2), all, 0).unwrap();
+        let ids = |realm| -> Vec<String> {
+            qs.of_realm_all_public(RealmId(realm)).iter().map(|c| c.lock().id.clone()).collect()
+        };
+        assert_eq!(ids(1), vec![a.clone()]);
+        assert_eq!(ids(2), vec![b]);
+        qs.delete(&a, UserId(1)).unwrap();
+        assert!(ids(1).is_empty());
+        qs.end_user(UserId(2));
+        assert!(ids(2).is_empty());
+    }
+
     /// Runs `tick` in the background, as the server's collector does.
     fn ticking(qs: &Arc<Queues>) {
         let weak = Arc::downgrade(qs);
