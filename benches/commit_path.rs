@@ -33,6 +33,7 @@ fn send(app: &App, i: u64) {
         path: Vec::new(),
         client: "bench".into(),
         raw_fields: Vec::new(),
+        sorted_reply: None,
     };
     messages::send(app, &mut call).expect("send");
 }

@@ -30,6 +30,7 @@ fn call(app: &App, pairs: &[(&str, &str)], path: Vec<String>) -> Call {
         path,
         client: "bench".into(),
         raw_fields: Vec::new(),
+        sorted_reply: None,
     }
 }
 

@@ -172,6 +172,7 @@ impl Realm {
             path: path.to_vec(),
             client: "test".into(),
             raw_fields: Vec::new(),
+            sorted_reply: None,
         };
         handler(&self.app, &mut call)
     }

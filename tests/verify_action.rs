@@ -69,6 +69,7 @@ impl Harness {
             path: path.iter().map(|p| p.to_string()).collect(),
             client: "test".into(),
             raw_fields: Vec::new(),
+            sorted_reply: None,
         };
         let mut reply = handler(&self.app, &mut call)?;
         // Fields the handler serialized itself (register's user lists), as
