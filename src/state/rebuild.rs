@@ -81,7 +81,7 @@ impl State {
             }
         }
         for (recipient, lists) in by_recipient {
-            self.by_recipient.insert(recipient, join(lists));
+            self.by_recipient.insert(recipient, join(lists).into_iter().collect());
         }
 
         // Topics: spellings grouped by their lowercased key.
@@ -111,12 +111,11 @@ impl State {
             if topic.mixed {
                 topic.ids.sort_unstable();
             }
-            topic.ids.shrink_to_fit();
             let entry = TopicEntry { name: topic.name.to_owned(), max_id: topic.max_id };
             self.channel_topics.upsert(channel, |all| {
                 all.insert(lower.clone(), entry);
             });
-            self.by_topic.insert((channel, lower), topic.ids);
+            self.by_topic.insert((channel, lower), topic.ids.into_iter().collect());
         }
 
         // Client names: decoding shared one copy per name, which becomes
