@@ -318,7 +318,13 @@ fn plan(state: &State, editor: &User, req: &Request, now: i64) -> ApiResult<Opti
                 now,
                 realm_url: &req.realm_url,
             };
-            move_notices::notices(state, &m)
+            let mut companions = move_notices::notices(state, &m);
+            if req.mode == PropagateMode::ChangeAll {
+                companions.extend(super::auto_topics::policies_follow_a_move(
+                    state, from.id, from_topic, to, to_topic, now,
+                ));
+            }
+            companions
         }
         _ => Vec::new(),
     };

@@ -22,6 +22,7 @@ pub mod messages;
 pub mod personal;
 pub mod profile;
 pub mod realm;
+pub mod rebuild;
 pub mod scheduled;
 pub mod settings;
 pub mod shard;
@@ -133,9 +134,12 @@ pub struct StateImage {
     pub channels: Values<ChannelId, Channel>,
     /// Subscriptions per user.
     pub subscriptions: Entries<UserId, BTreeMap<ChannelId, Subscription>>,
-    /// Every message, by id.
+    /// Every message, by id. Not in the image's own encoding: the
+    /// snapshot writes it as blocks after it (`persist::snapshot`).
+    #[serde(skip)]
     pub messages: MessagesImage,
-    /// Each user's rows and flags.
+    /// Each user's rows and flags; written as blocks like `messages`.
+    #[serde(skip)]
     pub user_messages: Entries<UserId, UserMessages>,
     /// Direct conversation recipients.
     pub direct_recipients: Entries<Vec<UserId>, RecipientId>,
@@ -215,7 +219,12 @@ impl State {
 
     /// Rebuilds the maps and every derived index from a snapshot.
     pub fn from_image(image: StateImage) -> Self {
-        let state = State {
+        Self::from_image_on(image, rebuild::threads())
+    }
+
+    /// `from_image`, rebuilding the message indexes on `threads` threads.
+    pub fn from_image_on(image: StateImage, threads: usize) -> Self {
+        let mut state = State {
             applied_seq: AtomicU64::new(image.applied_seq),
             ids: Counters::from_image(&image.ids),
             subscriptions: image.subscriptions.into_iter().collect(),
@@ -237,7 +246,10 @@ impl State {
         for channel in image.channels {
             state.index_channel(channel);
         }
-        state.index_messages(image.messages);
+        match image.messages {
+            MessagesImage::Frozen(frozen) => state.index_frozen(frozen, threads),
+            MessagesImage::Decoded(messages) => state.index_messages(messages),
+        }
         for group in image.groups {
             state.groups.insert(group.id, group);
         }
