@@ -82,6 +82,9 @@ fn system_bots_are_cross_realm_bots_not_realm_users() {
     assert!(!listed(&register["realm_non_active_users"]));
     assert!(!listed(&hamlet.get("/users", &[]).ok()["members"]));
     assert!(server.accounts.iter().all(|a| !a.email.ends_with("@zulip.com")));
+    // By id it is found, marked as a system bot, as in register.
+    let one = hamlet.get(&format!("/users/{bot_id}"), &[]).ok();
+    assert_eq!(one["user"], bots[0]);
     // The same id on every register, and after a restart.
     let again = hamlet.post("/register", &[("fetch_event_types", r#"["realm_user"]"#)]).ok();
     assert_eq!(again["cross_realm_bots"][0]["user_id"], bot_id);

@@ -71,6 +71,13 @@ pub fn get_one(app: &App, call: &mut Call) -> ApiResult<Reply> {
         .state
         .user_in_realm(me.realm, id)
         .ok_or_else(|| ApiError::bad_request("No such user"))?;
+    if user.is_system_bot() {
+        // Rare: the Notification and Welcome Bots, marked as Zulip marks
+        // its cross-realm bots.
+        let bot = super::json::system_bot(&app.state, me, &user, options.client_gravatar);
+        call.raw_fields.push(("user".into(), bot.to_string()));
+        return Ok(Reply::new());
+    }
     // `user` sorts after `msg` and `result`: appended, it is where the
     // map would have put it.
     let mut members = SortedMembers::with_capacity(512);
