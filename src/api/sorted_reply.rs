@@ -99,11 +99,29 @@ impl SortedMembers {
         out.reserve(self.text.len() + 2 + extra_bytes);
         out.push(b'{');
         let mut first = true;
-        let put_extra = |out: &mut Vec<u8>, key: &str, value: &[u8], first: &mut bool| {
+        // Members [from, to) in one copy: the text between them already
+        // holds their commas.
+        let copy = |out: &mut Vec<u8>, from: usize, to: usize, first: &mut bool| {
+            if from >= to {
+                return;
+            }
             if !*first {
                 out.push(b',');
             }
             *first = false;
+            let start = self.starts[from].1;
+            let end = self.starts.get(to).map_or(self.text.len(), |(_, next)| next - 1);
+            out.extend_from_slice(&self.text[start..end]);
+        };
+        let mut next = 0;
+        for (key, value) in extra {
+            let at = next + self.starts[next..].partition_point(|(k, _)| *k < key);
+            copy(out, next, at, &mut first);
+            next = at;
+            if !first {
+                out.push(b',');
+            }
+            first = false;
             if key.bytes().all(|b| b != b'"' && b != b'\\' && b >= 0x20) {
                 out.push(b'"');
                 out.extend_from_slice(key.as_bytes());
@@ -113,23 +131,8 @@ impl SortedMembers {
             }
             out.push(b':');
             out.extend_from_slice(value);
-        };
-        let mut extra = extra.iter().peekable();
-        for (i, (key, start)) in self.starts.iter().enumerate() {
-            while let Some((k, v)) = extra.next_if(|(k, _)| *k < *key) {
-                put_extra(out, k, v, &mut first);
-            }
-            // The member's text without the comma before it.
-            let end = self.starts.get(i + 1).map_or(self.text.len(), |(_, next)| next - 1);
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            out.extend_from_slice(&self.text[*start..end]);
         }
-        for (k, v) in extra {
-            put_extra(out, k, v, &mut first);
-        }
+        copy(out, next, self.starts.len(), &mut first);
         out.push(b'}');
     }
 }

@@ -6,13 +6,12 @@
 //! viewer class (email visibility × `client_gravatar`, bots, profile data).
 
 use std::collections::HashMap;
-use std::io::Write;
 
 use md5::{Digest, Md5};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::json::{avatar_url_string, Iso8601, UserOptions};
-use super::sorted_reply::{string, SortedMembers};
+use super::sorted_reply::{string, unsigned, SortedMembers};
 use crate::state::access::can_see_email;
 use crate::state::{profile, Role, State, User, UserId};
 
@@ -286,7 +285,9 @@ fn write_avatar_url(out: &mut Vec<u8>, user: &User) {
         out.push(HEX[usize::from(b & 15)]);
     }
     // Nothing here needs escaping in JSON.
-    let _ = write!(out, "?d=identicon&version={}\"", user.avatar_version);
+    out.extend_from_slice(b"?d=identicon&version=");
+    unsigned(out, u64::from(user.avatar_version));
+    out.push(b'"');
 }
 
 #[cfg(test)]

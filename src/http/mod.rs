@@ -63,7 +63,10 @@ impl Service {
             user_agent: text("user-agent").unwrap_or(""),
         };
         match self.dispatch(&head, req.body) {
-            Ok((_, _, ignored, Some(sorted))) => response::success_sorted(&sorted, ignored),
+            Ok((fields, raw, ignored, Some(sorted))) => {
+                debug_assert!(fields.is_empty() && raw.is_empty(), "a reply written twice");
+                response::success_sorted(&sorted, ignored)
+            }
             Ok((fields, raw, ignored, None)) => response::success_with(fields, raw, ignored),
             Err(e) => response::error(&e),
         }
