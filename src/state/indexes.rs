@@ -147,6 +147,7 @@ impl State {
     /// their recipient and topic index entries, as `index_message` would
     /// one by one, but in bulk: each id list is built locally and stored
     /// once, and each distinct topic is lowercased once (restart speed).
+    /// Their names are shared beforehand (`Interner::share_all`).
     pub(crate) fn index_messages(&self, messages: impl IntoIterator<Item = Arc<Message>>) {
         let mut by_recipient: HashMap<RecipientId, Vec<MessageId>> = HashMap::new();
         let mut by_channel: HashMap<ChannelId, HashMap<String, (Vec<MessageId>, TopicEntry)>> =
