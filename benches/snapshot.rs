@@ -16,7 +16,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 
 use natter::apply::apply;
 use natter::mutation::{Mutation, NewMessage};
-use natter::persist::{decode_mutation, encode_mutation, snapshot};
+use natter::persist::{self, decode_mutation, encode_mutation, snapshot};
 use natter::seed::{self, NewChannel, NewUser};
 use natter::state::{Destination, IdKind, Message, MessageId, MessageParts, Role, State};
 
@@ -158,6 +158,21 @@ fn bench(c: &mut Criterion) {
             },
             BatchSize::PerIteration,
         )
+    });
+    // The restart path itself: `persist::open` on a data dir holding only
+    // the log (records read, checked and decoded on a thread of their own,
+    // applied on this one).
+    let data = tempfile::tempdir().unwrap();
+    {
+        let never = wal::Options { sync: wal::SyncMode::Never, ..Default::default() };
+        let (wal, _) = wal::Wal::open(persist::wal_dir(data.path()), never).unwrap();
+        for record in &log {
+            wal.append(record).unwrap();
+        }
+        wal.close().unwrap();
+    }
+    group.bench_function(label("open: replay the log (read + decode thread, apply)"), |b| {
+        b.iter(|| persist::open(data.path(), Default::default()).unwrap().0)
     });
     group.finish();
 }

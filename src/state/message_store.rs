@@ -22,7 +22,7 @@ use super::ids::MessageId;
 use super::messages::Message;
 
 /// Ids per chunk.
-const CHUNK: usize = 4096;
+pub(crate) const CHUNK: usize = 4096;
 
 /// The slots of `CHUNK` consecutive ids (only as long as the highest
 /// filled slot: the newest chunk grows as messages arrive).
@@ -115,6 +115,90 @@ impl MessageStore {
     /// per chunk. Only a consistent cut while no writer runs.
     pub fn freeze(&self) -> FrozenMessages {
         FrozenMessages { chunks: self.chunks.read().clone(), len: self.len() }
+    }
+}
+
+impl MessageStore {
+    /// A store holding the chunks of a frozen or decoded cut (no message
+    /// is copied; chunks still shared with a live store copy on write).
+    pub fn from_frozen(frozen: FrozenMessages) -> Self {
+        MessageStore { chunks: RwLock::new(frozen.chunks), len: AtomicUsize::new(frozen.len) }
+    }
+}
+
+/// One chunk being filled, in ascending id order, by a snapshot decoder
+/// (`persist::snapshot`): the chunk is built in place, with no list of
+/// all messages in between.
+#[derive(Default)]
+pub struct ChunkBuilder {
+    number: Option<usize>,
+    slots: Vec<Option<Arc<Message>>>,
+    len: usize,
+}
+
+impl ChunkBuilder {
+    /// Adds the next message; `false` (and nothing added) unless its id
+    /// is above the previous one and in the same chunk.
+    pub fn push(&mut self, message: Arc<Message>) -> bool {
+        let Some((number, slot)) = place(&message.id) else { return false };
+        match self.number {
+            None => {
+                self.number = Some(number);
+                self.slots.reserve_exact(CHUNK);
+            }
+            Some(n) if n != number || slot < self.slots.len() => return false,
+            Some(_) => {}
+        }
+        self.slots.resize(slot, None);
+        self.slots.push(Some(message));
+        self.len += 1;
+        true
+    }
+}
+
+impl FrozenMessages {
+    /// Assembles decoded chunks, given in ascending chunk order; `None` if
+    /// two name the same chunk or are out of order. Empty builders are
+    /// skipped.
+    pub fn from_builders(builders: impl IntoIterator<Item = ChunkBuilder>) -> Option<Self> {
+        let mut chunks: Vec<Arc<Chunk>> = Vec::new();
+        let mut len = 0;
+        for mut builder in builders {
+            let Some(number) = builder.number else { continue };
+            if number < chunks.len() {
+                return None;
+            }
+            chunks.resize_with(number, Arc::default);
+            builder.slots.shrink_to_fit();
+            len += builder.len;
+            chunks.push(Arc::new(Chunk { slots: builder.slots }));
+        }
+        Some(FrozenMessages { chunks, len })
+    }
+
+    /// The messages chunk by chunk, each in id order (the snapshot's
+    /// blocks), skipping empty chunks.
+    pub fn blocks(&self) -> impl Iterator<Item = impl Iterator<Item = &Arc<Message>> + '_> + '_ {
+        self.chunks
+            .iter()
+            .filter(|c| c.slots.iter().any(Option::is_some))
+            .map(|c| c.slots.iter().flatten())
+    }
+
+    /// The messages of chunks `from..to` (of `parts()`), in id order: a
+    /// share of the store for one thread of the restart's index rebuild.
+    pub fn iter_chunks(&self, from: usize, to: usize) -> impl Iterator<Item = &Arc<Message>> + '_ {
+        self.chunks[from..to].iter().flat_map(|c| c.slots.iter().flatten())
+    }
+
+    /// Number of messages.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 

@@ -22,6 +22,7 @@ pub mod messages;
 pub mod personal;
 pub mod profile;
 pub mod realm;
+pub mod rebuild;
 pub mod scheduled;
 pub mod settings;
 pub mod shard;
@@ -78,15 +79,16 @@ pub struct State {
     /// it. `apply` writes it through `State::set_flags` and the other
     /// row methods in `indexes`.
     pub user_messages: Sharded<UserId, UserMessages>,
-    /// Message ids per recipient (channel or conversation), ascending.
-    pub by_recipient: Sharded<RecipientId, Vec<MessageId>>,
+    /// Derived (not snapshotted): message ids per recipient (channel or
+    /// conversation), ascending, in chunks (`indexes`).
+    pub by_recipient: Sharded<RecipientId, IdSet>,
     /// Recipient id of each direct conversation, keyed by sorted participants.
     pub direct_recipients: Sharded<Vec<UserId>, RecipientId>,
     /// User groups, system groups included.
     pub groups: Sharded<GroupId, Group>,
     /// Derived (not snapshotted): message ids per (channel, lowercased
-    /// topic), ascending.
-    pub by_topic: Sharded<indexes::TopicKey, Vec<MessageId>>,
+    /// topic), ascending, in chunks (`indexes`).
+    pub by_topic: Sharded<indexes::TopicKey, IdSet>,
     /// Derived (not snapshotted): each channel's topics by lowercased name.
     pub channel_topics: Sharded<ChannelId, BTreeMap<String, indexes::TopicEntry>>,
     /// Personal settings and the other per-user resources of that area.
@@ -133,9 +135,12 @@ pub struct StateImage {
     pub channels: Values<ChannelId, Channel>,
     /// Subscriptions per user.
     pub subscriptions: Entries<UserId, BTreeMap<ChannelId, Subscription>>,
-    /// Every message, by id.
+    /// Every message, by id. Not in the image's own encoding: the
+    /// snapshot writes it as blocks after it (`persist::snapshot`).
+    #[serde(skip)]
     pub messages: MessagesImage,
-    /// Each user's rows and flags.
+    /// Each user's rows and flags; written as blocks like `messages`.
+    #[serde(skip)]
     pub user_messages: Entries<UserId, UserMessages>,
     /// Direct conversation recipients.
     pub direct_recipients: Entries<Vec<UserId>, RecipientId>,
@@ -215,7 +220,12 @@ impl State {
 
     /// Rebuilds the maps and every derived index from a snapshot.
     pub fn from_image(image: StateImage) -> Self {
-        let state = State {
+        Self::from_image_on(image, rebuild::threads())
+    }
+
+    /// `from_image`, rebuilding the message indexes on `threads` threads.
+    pub fn from_image_on(image: StateImage, threads: usize) -> Self {
+        let mut state = State {
             applied_seq: AtomicU64::new(image.applied_seq),
             ids: Counters::from_image(&image.ids),
             subscriptions: image.subscriptions.into_iter().collect(),
@@ -237,7 +247,12 @@ impl State {
         for channel in image.channels {
             state.index_channel(channel);
         }
-        state.index_messages(state.names.share_all(image.messages));
+        match image.messages {
+            MessagesImage::Frozen(frozen) => state.index_frozen(frozen, threads),
+            MessagesImage::Decoded(messages) => {
+                state.index_messages(state.names.share_all(messages))
+            }
+        }
         for group in image.groups {
             state.groups.insert(group.id, group);
         }
@@ -267,7 +282,7 @@ impl State {
     /// Inserts a message and adds it to the recipient and topic indexes.
     pub(crate) fn index_message(&self, mut message: Arc<Message>) {
         self.names.share(&mut message);
-        self.by_recipient.upsert(message.recipient, |ids| indexes::insert_sorted(ids, message.id));
+        self.by_recipient.upsert(message.recipient, |ids| ids.insert(message.id));
         self.index_topic(&message);
         self.messages.insert(message.id, message);
     }

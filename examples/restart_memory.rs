@@ -1,0 +1,124 @@
+//! Resident memory of a restarted state against the same state built by
+//! `apply` (issue #7: a restart used to hold ≈ 150 B per message more).
+//!
+//! `restart_memory build N DIR` applies N short messages from 10 users
+//! (as `benches/snapshot.rs` does), prints the RSS the live state added
+//! and writes a snapshot into DIR; `restart_memory load DIR` loads it as
+//! a restart does (`persist::open`) and prints the RSS after each step.
+//! Run both with `cargo run --release --example restart_memory -- …`;
+//! each in its own process, so neither sees the other's freed memory.
+
+use natter::apply::apply;
+use natter::mutation::{Mutation, NewMessage};
+use natter::persist::{self, snapshot};
+use natter::seed::{self, NewChannel, NewUser};
+use natter::state::{Destination, IdKind, Message, MessageId, MessageParts, Role, State};
+
+/// Resident memory of this process, in bytes (Linux; 0 elsewhere).
+fn rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+    kb.unwrap_or(0) * 1024
+}
+
+fn build(messages: u64, users: u64) -> State {
+    let state = State::new();
+    let step = |m: Mutation| apply(&state, state.applied_seq() + 1, &m);
+    step(seed::realm(&state, "", "Bench", 0).unwrap());
+    let realm = state.realm_by_subdomain("").unwrap();
+    let mut ids = Vec::new();
+    for i in 0..users {
+        let email = format!("user{i}@b.test");
+        let new = NewUser { email: &email, full_name: &email, role: Role::Member, bot: None };
+        step(seed::user(&state, realm.id, &new, String::new(), 0).unwrap());
+        ids.push(state.user_by_email(realm.id, &email).unwrap().id);
+    }
+    for name in ["general", "other"] {
+        let new = NewChannel {
+            name,
+            description: "",
+            invite_only: false,
+            creator: None,
+            subscribers: &ids,
+        };
+        step(seed::channel(&state, &realm, &new, 0).unwrap());
+    }
+    let general = state.channel_by_name(realm.id, "general").unwrap();
+    let other = state.channel_by_name(realm.id, "other").unwrap();
+    for i in 0..messages {
+        let (channel, topic) = if i % 10 == 9 {
+            (&other, "elsewhere".to_owned())
+        } else {
+            (&general, format!("topic {}", i % 1_000))
+        };
+        let content = format!("hello number {i}");
+        let message = Message::from(MessageParts {
+            id: MessageId(state.ids.peek(IdKind::Message)),
+            realm: realm.id,
+            sender: ids[(i % users) as usize],
+            recipient: channel.recipient,
+            destination: Destination::Channel { channel: channel.id, topic: topic.into() },
+            rendered_content: format!("<p>{content}</p>"),
+            content,
+            timestamp: 1_700_000_000 + i as i64,
+            client: "bench".into(),
+            is_me_message: false,
+        });
+        step(Mutation::SendMessage(NewMessage {
+            message,
+            read_by_sender: true,
+            mentioned: vec![],
+            channel_wildcard: false,
+            topic_wildcard: vec![],
+        }));
+    }
+    state
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mb = |b: u64| b as f64 / 1e6;
+    match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["build", n, dir] => {
+            let n: u64 = n.parse().expect("a message count");
+            let before = rss();
+            let state = build(n, 10);
+            let live = rss() - before;
+            println!("live state built by apply: {:.0} MB = {} B per message", mb(live), live / n);
+            let dir = std::path::Path::new(dir);
+            snapshot::write(&persist::snapshot_dir(dir), &state.image()).unwrap();
+        }
+        ["load", dir] => {
+            // What `persist::open` does with the newest snapshot, step by step.
+            let before = rss();
+            let step = |what: &str| println!("{what}: RSS +{:.0} MB", mb(rss() - before));
+            let (_, path) = snapshot::list(&persist::snapshot_dir(std::path::Path::new(dir)))
+                .unwrap()
+                .remove(0);
+            let started = std::time::Instant::now();
+            let bytes = std::fs::read(&path).unwrap();
+            step("file read");
+            let image = snapshot::decode(&bytes, &path).unwrap();
+            let decoded = started.elapsed();
+            step("decoded");
+            drop(bytes);
+            step("file buffer dropped");
+            let state = State::from_image(image);
+            let rebuilt = started.elapsed() - decoded;
+            step("rebuilt");
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            let n = state.messages.len().max(1) as u64;
+            let loaded = rss() - before;
+            println!(
+                "restarted state (decode {decoded:.2?}, rebuild {rebuilt:.2?}), a second later: \
+                 {:.0} MB = {} B per message",
+                mb(loaded),
+                loaded / n
+            );
+        }
+        _ => eprintln!("usage: restart_memory build N DIR | restart_memory load DIR"),
+    }
+}
