@@ -13,7 +13,9 @@ use natter::apply::apply;
 use natter::http::request::Params;
 use natter::mutation::{Mutation, NewMessage};
 use natter::seed::{self, NewChannel, NewUser};
-use natter::state::{Destination, IdKind, Message, MessageId, Realm, Role, State, User};
+use natter::state::{
+    Destination, IdKind, Message, MessageId, MessageParts, Realm, Role, State, User,
+};
 
 const MESSAGES: u64 = 1_000_000;
 const TOPICS: u64 = 1_000;
@@ -55,22 +57,18 @@ fn build() -> (State, Realm, User) {
             (&general, format!("topic {}", i % TOPICS))
         };
         let content = format!("hello number {i}");
-        let message = Message {
+        let message = Message::from(MessageParts {
             id: MessageId(state.ids.peek(IdKind::Message)),
             realm: realm.id,
             sender: sender.id,
             recipient: channel.recipient,
-            destination: Destination::Channel { channel: channel.id, topic },
+            destination: Destination::Channel { channel: channel.id, topic: topic.into() },
             rendered_content: format!("<p>{content}</p>"),
             content,
             timestamp: 1_700_000_000 + i as i64,
             client: "bench".into(),
             is_me_message: false,
-            reactions: Default::default(),
-            edit_history: Default::default(),
-            last_edit_timestamp: None,
-            last_moved_timestamp: None,
-        };
+        });
         // The reader "sends" (so it starts read) all but the last 100.
         let read = i < MESSAGES - 100;
         let mut message = message;

@@ -18,7 +18,7 @@ use natter::apply::apply;
 use natter::mutation::{Mutation, NewMessage};
 use natter::persist::{self, decode_mutation, encode_mutation, snapshot};
 use natter::seed::{self, NewChannel, NewUser};
-use natter::state::{Destination, IdKind, Message, MessageId, Role, State};
+use natter::state::{Destination, IdKind, Message, MessageId, MessageParts, Role, State};
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -60,22 +60,18 @@ fn build(messages: u64, users: u64) -> (State, Vec<Vec<u8>>) {
             (&general, format!("topic {}", i % 1_000))
         };
         let content = format!("hello number {i}");
-        let message = Message {
+        let message = Message::from(MessageParts {
             id: MessageId(state.ids.peek(IdKind::Message)),
             realm: realm.id,
             sender: ids[(i % users) as usize],
             recipient: channel.recipient,
-            destination: Destination::Channel { channel: channel.id, topic },
+            destination: Destination::Channel { channel: channel.id, topic: topic.into() },
             rendered_content: format!("<p>{content}</p>"),
             content,
             timestamp: 1_700_000_000 + i as i64,
             client: "bench".into(),
             is_me_message: false,
-            reactions: Default::default(),
-            edit_history: Default::default(),
-            last_edit_timestamp: None,
-            last_moved_timestamp: None,
-        };
+        });
         step(Mutation::SendMessage(NewMessage {
             message,
             read_by_sender: true,

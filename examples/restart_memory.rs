@@ -12,7 +12,7 @@ use natter::apply::apply;
 use natter::mutation::{Mutation, NewMessage};
 use natter::persist::{self, snapshot};
 use natter::seed::{self, NewChannel, NewUser};
-use natter::state::{Destination, IdKind, Message, MessageId, Role, State};
+use natter::state::{Destination, IdKind, Message, MessageId, MessageParts, Role, State};
 
 /// Resident memory of this process, in bytes (Linux; 0 elsewhere).
 fn rss() -> u64 {
@@ -55,22 +55,18 @@ fn build(messages: u64, users: u64) -> State {
             (&general, format!("topic {}", i % 1_000))
         };
         let content = format!("hello number {i}");
-        let message = Message {
+        let message = Message::from(MessageParts {
             id: MessageId(state.ids.peek(IdKind::Message)),
             realm: realm.id,
             sender: ids[(i % users) as usize],
             recipient: channel.recipient,
-            destination: Destination::Channel { channel: channel.id, topic },
+            destination: Destination::Channel { channel: channel.id, topic: topic.into() },
             rendered_content: format!("<p>{content}</p>"),
             content,
             timestamp: 1_700_000_000 + i as i64,
             client: "bench".into(),
             is_me_message: false,
-            reactions: Default::default(),
-            edit_history: Default::default(),
-            last_edit_timestamp: None,
-            last_moved_timestamp: None,
-        };
+        });
         step(Mutation::SendMessage(NewMessage {
             message,
             read_by_sender: true,

@@ -282,8 +282,8 @@ fn send_message(state: &State, new: &NewMessage, read_by: &[UserId]) -> Vec<Even
             audience
         }
         Destination::Direct { participants } => {
-            state.direct_recipients.insert(participants.clone(), message.recipient);
-            participants.clone()
+            state.direct_recipients.insert(participants.to_vec(), message.recipient);
+            participants.to_vec()
         }
     };
 
@@ -306,7 +306,7 @@ fn send_message(state: &State, new: &NewMessage, read_by: &[UserId]) -> Vec<Even
             flags = flags.with(Flags::TOPIC_WILDCARD_MENTIONED);
         }
         // Alert words and mutes are state too, so this stays deterministic.
-        if alerts && user != message.sender && settings.has_alert_word(user, &message.content) {
+        if alerts && user != message.sender && settings.has_alert_word(user, message.content()) {
             flags = flags.with(Flags::HAS_ALERT_WORD);
         }
         // Messages from a muted user arrive read (Zulip's rule).
@@ -344,11 +344,11 @@ fn react(state: &State, id: MessageId, reaction: &Reaction, add: bool) -> Vec<Ev
         .messages
         .update(&id, |m| {
             let m = Arc::make_mut(m);
-            let existing = m.reactions.iter().position(same);
+            let existing = m.reactions().iter().position(same);
             match (add, existing) {
-                (true, None) => m.reactions.push(reaction.clone()),
+                (true, None) => m.add_reaction(reaction.clone()),
                 (false, Some(i)) => {
-                    m.reactions.remove(i);
+                    m.remove_reaction(i);
                 }
                 _ => panic!("apply: reaction on message {id} is not in the expected state"),
             }
@@ -493,9 +493,11 @@ fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
         state.messages.get(&target).unwrap_or_else(|| panic!("apply: no message {target}"));
     let mut audience: BTreeSet<UserId> = state.message_audience(&before).into_iter().collect();
     let (old_channel, old_topic) = match &before.destination {
-        Destination::Channel { channel, topic } => (Some(*channel), topic.clone()),
+        Destination::Channel { channel, topic } => (Some(*channel), topic.to_string()),
         Destination::Direct { .. } => (None, String::new()),
     };
+    // One shared copy of the new topic for every moved message.
+    let new_topic = edit.topic.as_deref().map(|topic| state.names.intern_str(topic));
     let new_channel = edit
         .channel
         .map(|id| state.channels.get(&id).unwrap_or_else(|| panic!("apply: no channel {id}")));
@@ -528,19 +530,19 @@ fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
                 };
                 if *id == target {
                     if let Some(new) = &edit.content {
-                        record.prev_content = Some((m.content.clone(), m.rendered_content.clone()));
-                        m.content = new.content.clone();
-                        m.rendered_content = new.rendered.clone();
+                        record.prev_content =
+                            Some((m.content().to_owned(), m.rendered().to_owned()));
+                        m.set_text(&new.content, &new.rendered);
                         m.is_me_message = new.is_me_message;
-                        m.last_edit_timestamp = Some(edit.timestamp);
+                        m.set_last_edit_timestamp(edit.timestamp);
                     }
                 }
                 if edit.moved.binary_search(id).is_ok() {
                     if let Destination::Channel { channel, topic } = &mut m.destination {
-                        if let Some(new_topic) = &edit.topic {
-                            if topic != new_topic {
-                                record.prev_topic =
-                                    Some(std::mem::replace(topic, new_topic.clone()));
+                        if let Some(new_topic) = &new_topic {
+                            if **topic != **new_topic {
+                                let old = std::mem::replace(topic, Arc::clone(new_topic));
+                                record.prev_topic = Some(old.to_string());
                             }
                         }
                         if let Some(new) = &new_channel {
@@ -555,14 +557,14 @@ fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
                     if edit.counts_as_move
                         && (record.prev_topic.is_some() || record.prev_channel.is_some())
                     {
-                        m.last_moved_timestamp = Some(edit.timestamp);
+                        m.set_last_moved_timestamp(edit.timestamp);
                     }
                 }
                 if record.prev_content.is_some()
                     || record.prev_topic.is_some()
                     || record.prev_channel.is_some()
                 {
-                    m.edit_history.push(record);
+                    m.push_edit(record);
                 }
                 // Only a channel move needs the message afterwards.
                 old_recipient.map(|_| m.clone())
@@ -622,8 +624,8 @@ fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
         "rendering_only": false,
     });
     if let Some(new) = &edit.content {
-        event["orig_content"] = json!(before.content);
-        event["orig_rendered_content"] = json!(before.rendered_content);
+        event["orig_content"] = json!(before.content());
+        event["orig_rendered_content"] = json!(before.rendered());
         event["content"] = json!(new.content);
         event["rendered_content"] = json!(new.rendered);
         event["is_me_message"] = json!(new.is_me_message);

@@ -252,7 +252,7 @@ fn conversation_of(state: &State, viewer: &User, id: MessageId) -> Option<Vec<Te
         Destination::Channel { channel, topic } => {
             vec![term(Filter::Channel(*channel)), term(Filter::Topic(topic.to_lowercase()))]
         }
-        Destination::Direct { participants } => vec![term(Filter::Dm(participants.clone()))],
+        Destination::Direct { participants } => vec![term(Filter::Dm(participants.to_vec()))],
     })
 }
 
@@ -590,7 +590,7 @@ impl Filter {
             },
             Filter::Dm(users) => matches!(
                 &message.destination,
-                Destination::Direct { participants } if participants == users
+                Destination::Direct { participants } if **participants == **users
             ),
             Filter::DmIncluding(user) => matches!(
                 &message.destination,
@@ -610,21 +610,21 @@ impl Filter {
                 Destination::Channel { topic, .. } if is_resolved_topic(topic)
             ),
             Filter::Is(Is::Alerted) => flags.contains(Flags::HAS_ALERT_WORD),
-            Filter::Has(Has::Link) => message.rendered_content.contains("<a "),
+            Filter::Has(Has::Link) => message.rendered().contains("<a "),
             Filter::Has(Has::Image) => {
-                message.rendered_content.contains("<img ")
-                    || message.rendered_content.contains("message_inline_image")
+                message.rendered().contains("<img ")
+                    || message.rendered().contains("message_inline_image")
             }
-            Filter::Has(Has::Attachment) => message.rendered_content.contains("/user_uploads/"),
-            Filter::Has(Has::Reaction) => !message.reactions.is_empty(),
+            Filter::Has(Has::Attachment) => message.rendered().contains("/user_uploads/"),
+            Filter::Has(Has::Reaction) => !message.reactions().is_empty(),
             Filter::Id(id) => message.id == *id,
             Filter::Near(_) | Filter::InAll => true,
             Filter::Search(words) => {
                 let topic = match &message.destination {
-                    Destination::Channel { topic, .. } => topic.as_str(),
+                    Destination::Channel { topic, .. } => topic,
                     Destination::Direct { .. } => "",
                 };
-                words.iter().all(|w| text_has_word(&message.content, w) || text_has_word(topic, w))
+                words.iter().all(|w| text_has_word(message.content(), w) || text_has_word(topic, w))
             }
             Filter::InHome => match &message.destination {
                 Destination::Channel { channel, .. } => !state

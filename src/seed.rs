@@ -14,8 +14,8 @@ use crate::markdown;
 use crate::mutation::{Mutation, NewMessage};
 use crate::state::{
     BotType, Channel, ChannelId, ChannelPermissions, Destination, Group, GroupId, GroupSetting,
-    IdKind, Message, MessageId, Realm, RealmId, RealmSettings, RecipientId, Role, State,
-    Subscription, SystemGroup, SystemGroups, TopicsPolicy, User, UserId,
+    IdKind, Message, MessageId, MessageParts, Realm, RealmId, RealmSettings, RecipientId, Role,
+    State, Subscription, SystemGroup, SystemGroups, TopicsPolicy, User, UserId,
 };
 
 /// Zulip's palette for new subscriptions, picked in turn per user.
@@ -334,22 +334,18 @@ fn seed_realm(
     let rendered = markdown::render(&content);
     c.commit(|s| {
         let recipient = s.channels.read(&channel, |ch| ch.recipient).expect("seeded channel");
-        let message = Message {
+        let message = Message::from(MessageParts {
             id: MessageId(s.ids.peek(IdKind::Message)),
             realm: realm.id,
             sender: owner,
             recipient,
-            destination: Destination::Channel { channel, topic: "welcome".to_owned() },
+            destination: Destination::Channel { channel, topic: "welcome".into() },
             content,
             rendered_content: rendered,
             timestamp: now,
             client: "natter".into(),
             is_me_message: false,
-            reactions: Default::default(),
-            edit_history: Default::default(),
-            last_edit_timestamp: None,
-            last_moved_timestamp: None,
-        };
+        });
         Ok((
             Mutation::SendMessage(NewMessage {
                 message,

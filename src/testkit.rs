@@ -6,8 +6,8 @@ use crate::events::Event;
 use crate::mutation::{Mutation, NewMessage};
 use crate::seed::{self, NewChannel, NewUser};
 use crate::state::{
-    Channel, ChannelId, Destination, IdKind, Message, MessageId, Realm, RecipientId, Role, State,
-    User, UserId,
+    Channel, ChannelId, Destination, IdKind, Message, MessageId, MessageParts, Realm, RecipientId,
+    Role, State, User, UserId,
 };
 
 /// A state and the seq of the last applied mutation.
@@ -74,7 +74,7 @@ impl World {
         mentioned: &[&User],
     ) -> MessageId {
         let id = MessageId(self.state.ids.peek(IdKind::Message));
-        let message = Message {
+        let message = Message::from(MessageParts {
             id,
             realm: sender.realm,
             sender: sender.id,
@@ -85,11 +85,7 @@ impl World {
             timestamp: 1_000 + id.0 as i64,
             client: "test".into(),
             is_me_message: false,
-            reactions: Default::default(),
-            edit_history: Default::default(),
-            last_edit_timestamp: None,
-            last_moved_timestamp: None,
-        };
+        });
         let mentioned = mentioned.iter().map(|u| u.id).collect();
         self.apply(Mutation::SendMessage(NewMessage {
             message,
@@ -122,7 +118,7 @@ impl World {
         mentioned: &[&User],
     ) -> MessageId {
         let recipient = self.state.channels.read(&channel, |c| c.recipient).unwrap();
-        let d = Destination::Channel { channel, topic: topic.to_owned() };
+        let d = Destination::Channel { channel, topic: topic.into() };
         self.send(sender, d, recipient, content, mentioned)
     }
 
@@ -137,6 +133,12 @@ impl World {
             .direct_recipients
             .get(&participants)
             .unwrap_or_else(|| RecipientId(self.state.ids.peek(IdKind::Recipient)));
-        self.send(sender, Destination::Direct { participants }, recipient, content, &[])
+        self.send(
+            sender,
+            Destination::Direct { participants: participants.into() },
+            recipient,
+            content,
+            &[],
+        )
     }
 }

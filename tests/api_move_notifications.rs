@@ -393,7 +393,7 @@ fn realm_create_gives_the_new_realm_its_system_bots() {
 fn change_all_moves_respect_the_time_limit_for_every_message() {
     use natter::api;
     use natter::mutation::{Mutation, NewMessage};
-    use natter::state::{Destination, IdKind, Message, MessageId};
+    use natter::state::{Destination, IdKind, Message, MessageId, MessageParts};
     let h = crate::verify_action::Harness::new();
     let hamlet = h.user(HAMLET);
     let realm = h.app.state.realm_by_subdomain("").unwrap();
@@ -403,7 +403,7 @@ fn change_all_moves_respect_the_time_limit_for_every_message() {
     // from an hour ago.
     for age in [8 * 24 * 3600, 8 * 24 * 3600 - 1, 3600] {
         h.commit(|s| {
-            let message = Message {
+            let message = Message::from(MessageParts {
                 id: MessageId(s.ids.peek(IdKind::Message)),
                 realm: realm.id,
                 sender: hamlet.id,
@@ -414,11 +414,7 @@ fn change_all_moves_respect_the_time_limit_for_every_message() {
                 timestamp: now - age,
                 client: "test".into(),
                 is_me_message: false,
-                reactions: Default::default(),
-                edit_history: Default::default(),
-                last_edit_timestamp: None,
-                last_moved_timestamp: None,
-            };
+            });
             Mutation::SendMessage(NewMessage {
                 message,
                 read_by_sender: true,

@@ -99,7 +99,7 @@ pub(super) fn policy_changes(new: &NewMessage, changes: &[AutoPolicy]) -> Vec<Mu
             Mutation::Personal(PersonalChange::SetUserTopic {
                 user: c.user,
                 channel: *channel,
-                topic: topic.clone(),
+                topic: topic.to_string(),
                 policy: c.policy,
                 when: new.message.timestamp,
             })

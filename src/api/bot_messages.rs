@@ -23,7 +23,9 @@ use crate::markdown::{self, Resolver};
 use crate::mutation::{Mutation, NewMessage};
 use crate::state::personal::Invite;
 use crate::state::system_bots::SystemBot;
-use crate::state::{Destination, IdKind, Message, MessageId, RecipientId, State, User, UserId};
+use crate::state::{
+    Destination, IdKind, Message, MessageId, MessageParts, RecipientId, State, User, UserId,
+};
 
 /// The messages for `user` (being created in the same record) joining
 /// through `invite`.
@@ -124,7 +126,7 @@ fn direct(
         RecipientId(next.recipient - 1)
     });
     next.message += 1;
-    let destination = Destination::Direct { participants };
+    let destination = Destination::Direct { participants: participants.into() };
     let id = MessageId(next.message - 1);
     Mutation::SendMessage(posted(id, bot, recipient, destination, content, html, now))
 }
@@ -169,7 +171,7 @@ pub fn posted(
     html: String,
     now: i64,
 ) -> NewMessage {
-    let message = Message {
+    let message = Message::from(MessageParts {
         id,
         realm: sender.realm,
         sender: sender.id,
@@ -180,11 +182,7 @@ pub fn posted(
         timestamp: now,
         client: "Internal".into(),
         is_me_message: false,
-        reactions: Default::default(),
-        edit_history: Default::default(),
-        last_edit_timestamp: None,
-        last_moved_timestamp: None,
-    };
+    });
     NewMessage {
         message,
         read_by_sender: true,

@@ -127,10 +127,10 @@ pub fn message(
     );
     out.insert("client".into(), json!(message.client));
     if options.apply_markdown {
-        out.insert("content".into(), json!(message.rendered_content));
+        out.insert("content".into(), json!(message.rendered()));
         out.insert("content_type".into(), json!("text/html"));
     } else {
-        out.insert("content".into(), json!(message.content));
+        out.insert("content".into(), json!(message.content()));
         out.insert("content_type".into(), json!("text/x-markdown"));
     }
     match &message.destination {
@@ -142,7 +142,7 @@ pub fn message(
             let shown = if topic.is_empty() && !options.allow_empty_topic_name {
                 realm.settings.empty_topic_display_name.as_str()
             } else {
-                topic.as_str()
+                topic
             };
             out.insert("subject".into(), json!(shown));
         }
@@ -159,13 +159,13 @@ pub fn message(
     out.insert("timestamp".into(), json!(message.timestamp));
     out.insert("topic_links".into(), json!([]));
     out.insert("flags".into(), json!(view.flag_names()));
-    if let Some(ts) = message.last_edit_timestamp {
+    if let Some(ts) = message.last_edit_timestamp() {
         out.insert("last_edit_timestamp".into(), json!(ts));
     }
-    if let Some(ts) = message.last_moved_timestamp {
+    if let Some(ts) = message.last_moved_timestamp() {
         out.insert("last_moved_timestamp".into(), json!(ts));
     }
-    if !message.edit_history.is_empty() && realm.settings.allow_edit_history {
+    if !message.edit_history().is_empty() && realm.settings.allow_edit_history {
         let is_channel = matches!(message.destination, Destination::Channel { .. });
         let show = |topic: &str| {
             if topic.is_empty() && is_channel && !options.allow_empty_topic_name {
@@ -193,7 +193,7 @@ fn display_recipient(state: &State, participants: &[UserId]) -> Vec<Value> {
 /// Reactions with both `user_id` and the deprecated `user` object.
 fn reactions(state: &State, message: &Message) -> Value {
     let list: Vec<Value> = message
-        .reactions
+        .reactions()
         .iter()
         .map(|r| {
             let user = state.users.get(&r.user);

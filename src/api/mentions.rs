@@ -285,7 +285,7 @@ mod tests {
             notify(&r.state, member, &big(&r), &ids[..WILDCARD_MENTION_THRESHOLD], &all).is_ok()
         );
         // Direct messages ignore wildcards.
-        let dm = Destination::Direct { participants: ids.clone() };
+        let dm = Destination::Direct { participants: ids.clone().into() };
         assert!(!notify(&r.state, member, &dm, &ids, &all).unwrap().channel_wildcard);
         // The realm may open it to everyone.
         let mut realm = r.state.realm_by_subdomain("").unwrap();
@@ -308,7 +308,7 @@ mod tests {
         let recipient = r.state.channels.read(channel, |c| c.recipient).unwrap();
         for (i, u) in users.iter().enumerate() {
             let id = crate::state::MessageId(r.state.ids.peek(crate::state::IdKind::Message));
-            let message = crate::state::Message {
+            let message = crate::state::Message::from(crate::state::MessageParts {
                 id,
                 realm: u.realm,
                 sender: u.id,
@@ -319,11 +319,7 @@ mod tests {
                 timestamp: 0,
                 client: "".into(),
                 is_me_message: false,
-                reactions: Default::default(),
-                edit_history: Default::default(),
-                last_edit_timestamp: None,
-                last_moved_timestamp: None,
-            };
+            });
             r.step(Mutation::SendMessage(crate::mutation::NewMessage {
                 message,
                 read_by_sender: true,

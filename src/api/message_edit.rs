@@ -144,7 +144,7 @@ fn plan(state: &State, editor: &User, req: &Request, now: i64) -> ApiResult<Opti
         .ok_or_else(|| ApiError::bad_request("Invalid message(s)"))?;
     let settings = &realm.settings;
     let age = now.saturating_sub(message.timestamp);
-    let content = req.content.as_ref().filter(|(c, _)| *c != message.content);
+    let content = req.content.as_ref().filter(|(c, _)| *c != message.content());
     if req.content.is_some() {
         if message.sender != editor.id {
             return Err(ApiError::bad_request("You don't have permission to edit this message"));
@@ -177,7 +177,7 @@ fn plan(state: &State, editor: &User, req: &Request, now: i64) -> ApiResult<Opti
             (Vec::new(), None, None, false)
         }
         Destination::Channel { channel, topic } => {
-            let new_topic = req.topic.clone().filter(|t| t != topic);
+            let new_topic = req.topic.clone().filter(|t| **t != **topic);
             let new_channel = req.channel.filter(|c| c != channel);
             let moderator = editor.role <= Role::Moderator;
             if new_topic.is_some() {
@@ -242,7 +242,7 @@ fn plan(state: &State, editor: &User, req: &Request, now: i64) -> ApiResult<Opti
             if new_topic.is_none() && target.is_none() {
                 (Vec::new(), None, None, false)
             } else {
-                let dest_topic = new_topic.clone().unwrap_or_else(|| topic.clone());
+                let dest_topic = new_topic.clone().unwrap_or_else(|| topic.to_string());
                 let dest = target.clone().unwrap_or_else(|| {
                     state.channels.get(channel).expect("message's channel exists")
                 });
@@ -272,7 +272,7 @@ fn plan(state: &State, editor: &User, req: &Request, now: i64) -> ApiResult<Opti
                         check_topic_age(state, editor, &from, topic, deadline, now)?;
                     }
                 }
-                place = Some((from, topic.clone(), dest, dest_topic));
+                place = Some((from, topic.to_string(), dest, dest_topic));
                 (moved, new_topic, target.map(|c| c.id), !resolve_only)
             }
         }
@@ -427,17 +427,17 @@ pub struct Version {
 /// message right after `edit_history[k - 1]`.
 pub fn versions(message: &Message) -> Vec<Version> {
     let (topic, channel) = match &message.destination {
-        Destination::Channel { channel, topic } => (topic.clone(), Some(*channel)),
+        Destination::Channel { channel, topic } => (topic.to_string(), Some(*channel)),
         Destination::Direct { .. } => (String::new(), None),
     };
     let mut current = Version {
-        content: message.content.clone(),
-        rendered: message.rendered_content.clone(),
+        content: message.content().to_owned(),
+        rendered: message.rendered().to_owned(),
         topic,
         channel,
     };
     let mut out = vec![current.clone()];
-    for record in message.edit_history.iter().rev() {
+    for record in message.edit_history().iter().rev() {
         if let Some((content, rendered)) = &record.prev_content {
             current.content = content.clone();
             current.rendered = rendered.clone();
@@ -483,7 +483,7 @@ fn record_fields(
 pub fn edit_history_json(message: &Message, show: &dyn Fn(&str) -> String) -> Vec<Value> {
     let versions = versions(message);
     message
-        .edit_history
+        .edit_history()
         .iter()
         .enumerate()
         .rev()
@@ -520,7 +520,7 @@ pub fn history(app: &App, call: &mut Call) -> ApiResult<Reply> {
         "timestamp": message.timestamp,
         "user_id": message.sender.0,
     })];
-    for (k, record) in message.edit_history.iter().enumerate() {
+    for (k, record) in message.edit_history().iter().enumerate() {
         let (before, after) = (&versions[k], &versions[k + 1]);
         let mut fields = record_fields(record, after, &show);
         fields.insert("topic".into(), json!(show(&after.topic)));
@@ -651,6 +651,7 @@ fn lcs_ops<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<Op<'a>> {
 mod tests {
     use super::*;
     use crate::state::system_bots::SystemBot;
+    use crate::state::MessageParts;
 
     #[test]
     fn html_diff_marks_changed_words() {
@@ -741,7 +742,7 @@ mod tests {
     /// The text of the notice a plan posts (its only one).
     fn notice_text(notices: &[Mutation]) -> String {
         match notices {
-            [Mutation::SendNotice { message, .. }] => message.message.content.clone(),
+            [Mutation::SendNotice { message, .. }] => message.message.content().to_owned(),
             other => panic!("expected one notice, got {other:?}"),
         }
     }
@@ -827,7 +828,7 @@ mod tests {
         }
         let public = state.channel_by_name(realm.id, "pub").unwrap();
         let private = state.channel_by_name(realm.id, "priv").unwrap();
-        let message = Message {
+        let message = Message::from(MessageParts {
             id: MessageId(state.ids.peek(IdKind::Message)),
             realm: realm.id,
             sender: users[0].id,
@@ -838,11 +839,7 @@ mod tests {
             timestamp: 100,
             client: "".into(),
             is_me_message: false,
-            reactions: Default::default(),
-            edit_history: Default::default(),
-            last_edit_timestamp: None,
-            last_moved_timestamp: None,
-        };
+        });
         step(Mutation::SendMessage(NewMessage {
             message: message.clone(),
             read_by_sender: true,
@@ -905,7 +902,7 @@ mod tests {
             ]
         );
         let m = state.messages.get(&message.id).unwrap();
-        assert_eq!((m.last_edit_timestamp, m.last_moved_timestamp), (Some(200), Some(200)));
+        assert_eq!((m.last_edit_timestamp(), m.last_moved_timestamp()), (Some(200), Some(200)));
         let v = versions(&m);
         assert_eq!((v[0].content.as_str(), v[0].topic.as_str()), ("x", "t"));
         assert_eq!((v[1].content.as_str(), v[1].topic.as_str()), ("y", "u"));

@@ -25,8 +25,8 @@ use crate::mutation::{Mutation, NewMessage};
 use crate::reply;
 use crate::state::access::{self, can_see_channel};
 use crate::state::{
-    Channel, ChannelId, Destination, IdKind, Message, MessageId, RecipientId, State, TopicsPolicy,
-    User, UserId,
+    Channel, ChannelId, Destination, IdKind, Message, MessageId, MessageParts, RecipientId, State,
+    TopicsPolicy, User, UserId,
 };
 
 /// Longest message content in characters (`max_message_length`).
@@ -161,7 +161,7 @@ impl Draft {
             &resolved.recipients,
             &self.rendered.mentions,
         )?;
-        let message = Message {
+        let message = Message::from(MessageParts {
             id: MessageId(state.ids.peek(IdKind::Message)),
             realm: sender.realm,
             sender: sender.id,
@@ -172,11 +172,7 @@ impl Draft {
             timestamp: self.timestamp,
             client: self.client.as_str().into(),
             is_me_message: self.is_me_message,
-            reactions: Default::default(),
-            edit_history: Default::default(),
-            last_edit_timestamp: None,
-            last_moved_timestamp: None,
-        };
+        });
         Ok(NewMessage {
             message,
             read_by_sender: self.read_by_sender,
@@ -238,7 +234,7 @@ fn resolve_target(state: &State, sender: &User, target: &Target) -> ApiResult<Re
                     recipients.push(sender.id);
                 }
                 let destination =
-                    Destination::Channel { channel: channel.id, topic: topic.clone() };
+                    Destination::Channel { channel: channel.id, topic: topic.as_str().into() };
                 Ok(Resolved { destination, recipient: channel.recipient, recipients })
             };
             state.channels.read(&id, resolve).unwrap_or_else(|| Err(not_found()))
@@ -279,7 +275,7 @@ fn resolve_target(state: &State, sender: &User, target: &Target) -> ApiResult<Re
                 .unwrap_or_else(|| RecipientId(state.ids.peek(IdKind::Recipient)));
             Ok(Resolved {
                 recipients: participants.clone(),
-                destination: Destination::Direct { participants },
+                destination: Destination::Direct { participants: participants.into() },
                 recipient,
             })
         }
@@ -439,7 +435,7 @@ pub fn get_one(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let message = app.state.messages.get(&id).ok_or_else(invalid)?;
     let view = access::message_view(&app.state, me, &message).ok_or_else(invalid)?;
     let body = json::message(&app.state, &call.realm, me, &message, view, options);
-    Ok(reply! { "message" => body, "raw_content" => message.content })
+    Ok(reply! { "message" => body, "raw_content" => message.content() })
 }
 
 /// `DELETE /messages/{message_id}`: delete a message (see

@@ -168,7 +168,7 @@ fn notice(
     read_by: Vec<UserId>,
 ) -> Mutation {
     let rendered = markdown::render_message(&content, &Visible::new(state, m.editor));
-    let destination = Destination::Channel { channel: channel.id, topic: topic.to_owned() };
+    let destination = Destination::Channel { channel: channel.id, topic: topic.into() };
     let message = super::bot_messages::posted(
         id,
         bot,
@@ -213,8 +213,8 @@ fn undoable_notice(state: &State, m: &Move<'_>, bot: UserId) -> Option<MessageId
         topic_ids(state, m.to, m.to_topic).into_iter().chain(m.moved.iter().copied()).max()?;
     let message = state.messages.get(&last)?;
     let is_notice = message.sender == bot
-        && (message.content.ends_with(" has marked this topic as resolved.")
-            || message.content.ends_with(" has marked this topic as unresolved."));
+        && (message.content().ends_with(" has marked this topic as resolved.")
+            || message.content().ends_with(" has marked this topic as unresolved."));
     (is_notice && m.now - message.timestamp <= RESOLVE_UNDO_GRACE_SECONDS).then_some(last)
 }
 

@@ -86,7 +86,7 @@ pub fn add(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let reaction = Reaction { emoji_name: name, emoji_code, reaction_type, user: user.id };
     app.committer.commit(|state| {
         let message = visible_message(state, &user, id)?;
-        if message.reactions.iter().any(|r| same(r, &reaction)) {
+        if message.reactions().iter().any(|r| same(r, &reaction)) {
             return Err(ApiError::reaction_exists());
         }
         Ok((Mutation::AddReaction { message: id, reaction }, ()))
@@ -105,7 +105,7 @@ pub fn remove(app: &App, call: &mut Call) -> ApiResult<Reply> {
         let probe =
             Reaction { emoji_name: String::new(), emoji_code, reaction_type, user: user.id };
         let existing = message
-            .reactions
+            .reactions()
             .iter()
             .find(|r| same(r, &probe))
             .cloned()
@@ -130,7 +130,8 @@ mod tests {
     use crate::state::access::delete_refusal;
     use crate::state::messages::{Reaction, ReactionType};
     use crate::state::{
-        Destination, GroupSetting, IdKind, Message, MessageId, Role, State, SystemGroup, User,
+        Destination, GroupSetting, IdKind, Message, MessageId, MessageParts, Role, State,
+        SystemGroup, User,
     };
 
     /// A realm: owner, two members, a guest; a private channel with the
@@ -159,7 +160,7 @@ mod tests {
         };
         step(seed::channel(&state, &realm, &new, 0).unwrap());
         let channel = state.channel_by_name(realm.id, "secret").unwrap();
-        let message = Message {
+        let message = Message::from(MessageParts {
             id: MessageId(state.ids.peek(IdKind::Message)),
             realm: realm.id,
             sender: users[1].id,
@@ -170,11 +171,7 @@ mod tests {
             timestamp: 1000,
             client: "".into(),
             is_me_message: false,
-            reactions: Default::default(),
-            edit_history: Default::default(),
-            last_edit_timestamp: None,
-            last_moved_timestamp: None,
-        };
+        });
         step(Mutation::SendMessage(NewMessage {
             message: message.clone(),
             read_by_sender: true,
@@ -221,7 +218,10 @@ mod tests {
                 event: expected
             }]
         );
-        assert_eq!(state.messages.get(&message.id).unwrap().reactions, vec![reaction.clone()]);
+        assert_eq!(
+            state.messages.get(&message.id).unwrap().reactions(),
+            std::slice::from_ref(&reaction)
+        );
         let events =
             apply(&state, seq + 2, &Mutation::RemoveReaction { message: message.id, reaction });
         let Event::Broadcast { event, .. } = &events[0] else { panic!("{events:?}") };
@@ -236,7 +236,7 @@ mod tests {
         );
         let Event::Broadcast { audience, .. } = &events[0] else { panic!("{events:?}") };
         assert_eq!(audience, &Audience::Users(vec![users[0].id, users[1].id, users[2].id]));
-        assert_eq!(state.messages.get(&message.id).unwrap().reactions.len(), 1);
+        assert_eq!(state.messages.get(&message.id).unwrap().reactions().len(), 1);
     }
 
     #[test]

@@ -413,10 +413,10 @@ fn fetch(
 /// (`match_content`, `match_subject`).
 fn search_match(message: &Message, words: &[&str]) -> (String, String) {
     let topic = match &message.destination {
-        Destination::Channel { topic, .. } => topic.as_str(),
+        Destination::Channel { topic, .. } => topic,
         Destination::Direct { .. } => "",
     };
-    (highlight(&message.rendered_content, words), highlight(&escape_html(topic), words))
+    (highlight(message.rendered(), words), highlight(&escape_html(topic), words))
 }
 
 /// `GET /messages/matches_narrow`: which of `msg_ids` (among the
@@ -656,7 +656,7 @@ pub fn topics_for(
                 continue;
             };
             if c == channel.id {
-                newest.insert(topic.to_lowercase(), (id, topic));
+                newest.insert(topic.to_lowercase(), (id, topic.to_string()));
             }
         }
         let mut list: Vec<(MessageId, String)> = newest.into_values().collect();
@@ -719,7 +719,7 @@ pub fn unread_msgs(state: &State, user: &User, allow_empty_topic_name: bool) -> 
                         participants.iter().copied().find(|u| *u != user.id).unwrap_or(user.id);
                     pms.entry(other).or_default().push(id.0);
                 } else {
-                    huddles.entry(participants.clone()).or_default().push(id.0);
+                    huddles.entry(participants.to_vec()).or_default().push(id.0);
                 }
                 count += 1;
                 false
@@ -730,7 +730,7 @@ pub fn unread_msgs(state: &State, user: &User, allow_empty_topic_name: bool) -> 
                 let topic = if topic.is_empty() && !allow_empty_topic_name {
                     empty_name.clone()
                 } else {
-                    topic.clone()
+                    topic.to_string()
                 };
                 streams.entry((*channel, topic)).or_default().push(id.0);
                 // As Zulip: a muted channel's unmuted or followed topics

@@ -447,17 +447,17 @@ mod tests {
         assert_eq!(notice.sender, bot.id);
         let shown = crate::api::json::iso8601(at).replacen('T', " ", 1);
         assert_eq!(
-            notice.content,
+            notice.content(),
             format!(
                 "The message you scheduled for <time:{shown}>  was not sent because of the \
                  following error:\n\n> {why}\n\n[View scheduled messages](#scheduled)"
             )
         );
-        assert!(notice.rendered_content.starts_with(&format!(
+        assert!(notice.rendered().starts_with(&format!(
             "<p>The message you scheduled for <time datetime=\"{}\">{shown}</time>",
             crate::api::json::iso8601(at).replace("+00:00", "Z")
         )));
-        assert!(notice.rendered_content.contains("<blockquote>"), "{}", notice.rendered_content);
+        assert!(notice.rendered().contains("<blockquote>"), "{}", notice.rendered());
         assert_eq!(app.state.flags(hamlet.id, last), Some(crate::state::Flags::default()));
         assert_eq!(deliver(app, id, at + 10), Delivery::Gone, "failed ones wait for an edit");
         assert!(app.state.scheduled.due(at + 10).0.is_empty());
@@ -468,7 +468,7 @@ mod tests {
         assert_eq!(listing(&app.state, hamlet.id)[0]["failed"], false);
         let Delivery::Sent(message) = deliver(app, id, at) else { panic!("not sent") };
         let sent = app.state.messages.get(&message).unwrap();
-        assert_eq!((sent.sender, sent.content.as_str()), (hamlet.id, "meeting"));
+        assert_eq!((sent.sender, sent.content()), (hamlet.id, "meeting"));
         assert!(app.state.scheduled.by_id.get(&id).is_none());
         assert_eq!(deliver(app, id, at), Delivery::Gone, "never twice");
 

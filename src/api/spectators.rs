@@ -146,5 +146,5 @@ pub fn get_message(app: &App, call: &mut Call) -> ApiResult<Reply> {
     access::message_view(&app.state, &viewer, &message).ok_or_else(invalid)?;
     let view = MessageView { flags: Flags::READ, historical: false };
     let body = json::message(&app.state, &call.realm, &viewer, &message, view, options);
-    Ok(reply! { "message" => body, "raw_content" => message.content })
+    Ok(reply! { "message" => body, "raw_content" => message.content() })
 }

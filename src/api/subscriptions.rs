@@ -434,7 +434,7 @@ fn announcement(
         .system_bot(realm.id, crate::state::system_bots::SystemBot::Notification)
         .unwrap_or_else(|| me.clone());
     let id = MessageId(s.ids.peek(IdKind::Message));
-    let destination = Destination::Channel { channel: target.id, topic: ANNOUNCE_TOPIC.to_owned() };
+    let destination = Destination::Channel { channel: target.id, topic: ANNOUNCE_TOPIC.into() };
     let message = super::bot_messages::posted(
         id,
         &sender,

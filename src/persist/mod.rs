@@ -237,7 +237,7 @@ mod tests {
     use super::*;
     use crate::mutation::NewMessage;
     use crate::seed::{self, NewChannel, NewUser};
-    use crate::state::{Destination, IdKind, Message, MessageId, Role};
+    use crate::state::{Destination, IdKind, Message, MessageId, MessageParts, Role};
 
     /// Message number `i`, as first sent (no reactions, no edits).
     fn test_message(
@@ -248,7 +248,7 @@ mod tests {
         destination: Destination,
         i: u64,
     ) -> Message {
-        Message {
+        Message::from(MessageParts {
             id: MessageId(state.ids.peek(IdKind::Message)),
             realm,
             sender,
@@ -259,11 +259,7 @@ mod tests {
             timestamp: 1_700_000_100 + i as i64,
             client: "test".into(),
             is_me_message: false,
-            reactions: Default::default(),
-            edit_history: Default::default(),
-            last_edit_timestamp: None,
-            last_moved_timestamp: None,
-        }
+        })
     }
 
     /// A realm, two users, a channel and `n` messages, as mutations that
@@ -292,7 +288,7 @@ mod tests {
         let channel = state.channel_by_name(realm.id, "general").unwrap();
         for i in 0..n {
             let destination =
-                Destination::Channel { channel: channel.id, topic: format!("t{}", i % 3) };
+                Destination::Channel { channel: channel.id, topic: format!("t{}", i % 3).into() };
             let sender = users[(i % 2) as usize];
             let message = test_message(state, realm.id, sender, channel.recipient, destination, i);
             step(Mutation::SendMessage(NewMessage {
@@ -634,7 +630,7 @@ mod tests {
                         (
                             Destination::Channel {
                                 channel: channel.id,
-                                topic: format!("t{}", rng.below(3)),
+                                topic: format!("t{}", rng.below(3)).into(),
                             },
                             channel.recipient,
                         )
@@ -646,7 +642,7 @@ mod tests {
                         let recipient = state.direct_recipients.get(&participants).unwrap_or(
                             crate::state::RecipientId(state.ids.peek(IdKind::Recipient)),
                         );
-                        (Destination::Direct { participants }, recipient)
+                        (Destination::Direct { participants: participants.into() }, recipient)
                     };
                     let message =
                         test_message(state, realm.id, sender, recipient, destination, i as u64);

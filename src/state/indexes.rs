@@ -137,10 +137,10 @@ impl State {
         self.channel_topics.upsert(*channel, |topics| {
             let entry = topics
                 .entry(key)
-                .or_insert_with(|| TopicEntry { name: topic.clone(), max_id: message.id });
+                .or_insert_with(|| TopicEntry { name: topic.to_string(), max_id: message.id });
             if message.id >= entry.max_id {
                 entry.max_id = message.id;
-                entry.name.clone_from(topic);
+                entry.name.replace_range(.., topic);
             }
         });
     }
@@ -149,45 +149,32 @@ impl State {
     /// their recipient and topic index entries, as `index_message` would
     /// one by one, but in bulk: each id list is built locally and stored
     /// once, and each distinct topic is lowercased once (restart speed).
+    /// Their names are shared beforehand (`Interner::share_all`).
     pub(crate) fn index_messages(&self, messages: impl IntoIterator<Item = Arc<Message>>) {
         let mut by_recipient: HashMap<RecipientId, IdSet> = HashMap::new();
         let mut by_channel: HashMap<ChannelId, HashMap<String, (IdSet, TopicEntry)>> =
             HashMap::new();
         let mut lowered: HashMap<String, String> = HashMap::new();
-        let mut client: Option<Arc<str>> = None;
-        for mut message in messages {
-            // Runs of the same client name: compare before interning.
-            match &client {
-                Some(shared) if **shared == *message.client => {
-                    if !Arc::ptr_eq(shared, &message.client) {
-                        Arc::make_mut(&mut message).client = Arc::clone(shared);
-                    }
-                }
-                _ => {
-                    let shared = self.names.intern(&message.client);
-                    if !Arc::ptr_eq(&shared, &message.client) {
-                        Arc::make_mut(&mut message).client = Arc::clone(&shared);
-                    }
-                    client = Some(shared);
-                }
-            }
+        for message in messages {
             by_recipient.entry(message.recipient).or_default().insert(message.id);
             if let Destination::Channel { channel, topic } = &message.destination {
-                let lower = match lowered.get(topic.as_str()) {
+                let lower = match lowered.get(&**topic) {
                     Some(lower) => lower,
-                    None => lowered.entry(topic.clone()).or_insert_with(|| topic.to_lowercase()),
+                    None => {
+                        lowered.entry(topic.to_string()).or_insert_with(|| topic.to_lowercase())
+                    }
                 };
                 let topics = by_channel.entry(*channel).or_default();
                 let entry = match topics.get_mut(lower.as_str()) {
                     Some(entry) => entry,
                     None => topics.entry(lower.clone()).or_insert_with(|| {
-                        (IdSet::new(), TopicEntry { name: topic.clone(), max_id: message.id })
+                        (IdSet::new(), TopicEntry { name: topic.to_string(), max_id: message.id })
                     }),
                 };
                 entry.0.insert(message.id);
                 if message.id >= entry.1.max_id {
                     entry.1.max_id = message.id;
-                    entry.1.name.clone_from(topic);
+                    entry.1.name.replace_range(.., topic);
                 }
             }
             self.messages.insert(message.id, message);

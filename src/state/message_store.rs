@@ -313,32 +313,28 @@ impl std::fmt::Debug for MessagesImage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::{Destination, RealmId, RecipientId, UserId};
+    use crate::state::{Destination, MessageParts, RealmId, RecipientId, UserId};
 
     fn message(id: u64) -> Arc<Message> {
-        Arc::new(Message {
+        Arc::new(Message::from(MessageParts {
             id: MessageId(id),
             realm: RealmId(1),
             sender: UserId(1),
             recipient: RecipientId(1),
-            destination: Destination::Direct { participants: vec![UserId(1)] },
+            destination: Destination::Direct { participants: vec![UserId(1)].into() },
             content: format!("m{id}"),
             rendered_content: String::new(),
             timestamp: 0,
             client: "".into(),
             is_me_message: false,
-            reactions: Default::default(),
-            edit_history: Default::default(),
-            last_edit_timestamp: None,
-            last_moved_timestamp: None,
-        })
+        }))
     }
 
     #[test]
     fn lookups_inserts_removals_and_frozen_cuts() {
         let store: MessageStore = (1..=10_000).map(message).collect();
         assert_eq!(store.len(), 10_000);
-        assert_eq!(store.get(&MessageId(4096)).unwrap().content, "m4096");
+        assert_eq!(store.get(&MessageId(4096)).unwrap().content(), "m4096");
         assert!(!store.contains(&MessageId(0)));
         assert!(!store.contains(&MessageId(10_001)));
         assert!(!store.contains(&MessageId(u64::MAX)));
@@ -346,16 +342,16 @@ mod tests {
         assert_eq!(frozen.parts(), 3, "one pointer per chunk of {CHUNK}");
         // Writes after the cut leave it as it was.
         store.remove(&MessageId(5));
-        store.update(&MessageId(6), |m| Arc::make_mut(m).content = "edited".into());
+        store.update(&MessageId(6), |m| Arc::make_mut(m).set_text("edited", ""));
         store.insert(MessageId(20_000), message(20_000));
         assert_eq!(store.remove(&MessageId(5)), None);
         assert_eq!(store.len(), 10_000);
-        assert_eq!(store.get(&MessageId(6)).unwrap().content, "edited");
+        assert_eq!(store.get(&MessageId(6)).unwrap().content(), "edited");
         let image = MessagesImage::Frozen(frozen);
         assert_eq!(image.len(), 10_000);
         let ids: Vec<u64> = image.iter().map(|m| m.id.0).collect();
         assert_eq!(ids, (1..=10_000).collect::<Vec<_>>());
-        assert_eq!(image.iter().nth(5).unwrap().content, "m6");
+        assert_eq!(image.iter().nth(5).unwrap().content(), "m6");
         // Frozen and decoded forms encode the same bytes as a plain vector.
         let config = bincode::config::standard();
         let plain: Vec<Message> = (1..=10_000).map(|i| (*message(i)).clone()).collect();

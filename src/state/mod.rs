@@ -40,7 +40,7 @@ pub use channels::{Channel, ChannelPermissions, Subscription, TopicsPolicy};
 pub use groups::{Group, GroupSetting};
 pub use ids::{ChannelId, Counters, GroupId, IdKind, MessageId, RealmId, RecipientId, UserId};
 pub use message_store::{MessageStore, MessagesImage};
-pub use messages::{Destination, Flags, Message};
+pub use messages::{Destination, Flags, Message, MessageParts};
 pub use realm::{EmailVisibility, Realm, RealmSettings, SystemGroup, SystemGroups};
 pub use shard::{Entries, Sharded, Values};
 pub use user_messages::{IdSet, UserMessages};
@@ -106,7 +106,8 @@ pub struct State {
     /// Each user's past subscriptions (channels they left), with the
     /// settings they had: register's `unsubscribed`.
     pub former_subscriptions: Sharded<UserId, BTreeMap<ChannelId, Subscription>>,
-    /// Not snapshotted: the shared copies of stored messages' client names.
+    /// Not snapshotted: the shared copies of stored messages' client names
+    /// and topics.
     pub names: interner::Interner,
     /// Not snapshotted: bumped by `apply` for every mutation that may
     /// change an account, profile data or a realm (everything but the
@@ -248,7 +249,9 @@ impl State {
         }
         match image.messages {
             MessagesImage::Frozen(frozen) => state.index_frozen(frozen, threads),
-            MessagesImage::Decoded(messages) => state.index_messages(messages),
+            MessagesImage::Decoded(messages) => {
+                state.index_messages(state.names.share_all(messages))
+            }
         }
         for group in image.groups {
             state.groups.insert(group.id, group);
@@ -278,10 +281,7 @@ impl State {
 
     /// Inserts a message and adds it to the recipient and topic indexes.
     pub(crate) fn index_message(&self, mut message: Arc<Message>) {
-        let client = self.names.intern(&message.client);
-        if !Arc::ptr_eq(&client, &message.client) {
-            Arc::make_mut(&mut message).client = client;
-        }
+        self.names.share(&mut message);
         self.by_recipient.upsert(message.recipient, |ids| ids.insert(message.id));
         self.index_topic(&message);
         self.messages.insert(message.id, message);
@@ -353,22 +353,18 @@ mod tests {
         let (a, b) = (UserId(1), UserId(2));
         for i in 1..=n {
             let id = MessageId(i);
-            let message = Message {
+            let message = Message::from(MessageParts {
                 id,
                 realm: RealmId(1),
                 sender: a,
                 recipient: RecipientId(1),
-                destination: Destination::Direct { participants: vec![a, b] },
+                destination: Destination::Direct { participants: vec![a, b].into() },
                 content: String::new(),
                 rendered_content: String::new(),
                 timestamp: i as i64,
                 client: "".into(),
                 is_me_message: false,
-                reactions: Default::default(),
-                edit_history: Default::default(),
-                last_edit_timestamp: None,
-                last_moved_timestamp: None,
-            };
+            });
             state.messages.insert(id, Arc::new(message));
             state.set_flags(a, id, Flags::READ);
             state.set_flags(b, id, Flags::default());

@@ -33,7 +33,7 @@ impl<'a> Run<'a> {
     fn add(&mut self, message: &'a Message) {
         self.by_recipient.entry(message.recipient).or_default().push(message.id);
         if let Destination::Channel { channel, topic } = &message.destination {
-            self.topics.entry((*channel, topic.as_str())).or_default().push(message.id);
+            self.topics.entry((*channel, &**topic)).or_default().push(message.id);
         }
         if self.clients.last().is_none_or(|last| !Arc::ptr_eq(last, &message.client)) {
             self.clients.push(&message.client);
