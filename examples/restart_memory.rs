@@ -103,13 +103,9 @@ fn main() {
                 .unwrap()
                 .remove(0);
             let started = std::time::Instant::now();
-            let bytes = std::fs::read(&path).unwrap();
-            step("file read");
-            let image = snapshot::decode(&bytes, &path).unwrap();
+            let image = snapshot::read(&path, snapshot::threads()).unwrap();
             let decoded = started.elapsed();
-            step("decoded");
-            drop(bytes);
-            step("file buffer dropped");
+            step("decoded (the file read a block at a time)");
             let state = State::from_image(image);
             let rebuilt = started.elapsed() - decoded;
             step("rebuilt");
