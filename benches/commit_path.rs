@@ -6,29 +6,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use natter::api::{messages, App, Call};
-use natter::config::Cli;
 use natter::http::request::Params;
 use natter::seed;
-use natter::server;
 
 fn app(fsync: &str, dir: &std::path::Path) -> Arc<App> {
-    let cli = Cli::parse_from([
-        "natter",
-        "--dev",
-        "--snapshot-every",
-        "0",
-        "--fsync",
-        fsync,
-        "--data-dir",
-        dir.to_str().unwrap(),
-    ]);
-    let app = server::open_app(cli.resolve().unwrap()).unwrap();
-    seed::seed_dev(&app).unwrap();
-    app
+    seed::in_process_dev_app(dir, &["--fsync", fsync])
 }
 
 fn send(app: &App, i: u64) {
@@ -48,6 +33,7 @@ fn send(app: &App, i: u64) {
         path: Vec::new(),
         client: "bench".into(),
         raw_fields: Vec::new(),
+        sorted_reply: None,
     };
     messages::send(app, &mut call).expect("send");
 }

@@ -8,31 +8,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Parser;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use natter::api::{message_edit, messages, App, Call};
-use natter::config::Cli;
 use natter::http::request::Params;
 use natter::seed;
-use natter::server;
 
 const TOPIC_SIZE: usize = 10_000;
 
 fn app(dir: &std::path::Path) -> Arc<App> {
-    let cli = Cli::parse_from([
-        "natter",
-        "--dev",
-        "--snapshot-every",
-        "0",
-        "--fsync",
-        "never",
-        "--data-dir",
-        dir.to_str().unwrap(),
-    ]);
-    let app = server::open_app(cli.resolve().unwrap()).unwrap();
-    seed::seed_dev(&app).unwrap();
-    app
+    seed::in_process_dev_app(dir, &[])
 }
 
 fn call(app: &App, pairs: &[(&str, &str)], path: Vec<String>) -> Call {
@@ -45,6 +30,7 @@ fn call(app: &App, pairs: &[(&str, &str)], path: Vec<String>) -> Call {
         path,
         client: "bench".into(),
         raw_fields: Vec::new(),
+        sorted_reply: None,
     }
 }
 

@@ -6,7 +6,9 @@
 //! - `register`: `POST /register` (every section) for a user of a realm
 //!   with 10,000 users; and the first register after a user changed, which
 //!   copies the realm's accounts and writes their JSON again (the others
-//!   share the cached lists, `api::user_lists`).
+//!   share the cached lists, `api::user_lists`); and, of that first
+//!   register, the time the users' cut holds the writer lock, copied under
+//!   it (as before) and only frozen under it (as now).
 //!
 //! Run: `cargo bench --bench realtime -- --warm-up-time 1 --measurement-time 3`
 
@@ -15,16 +17,13 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 use natter::api::{events, messages, register, App, Call};
-use natter::config::Cli;
 use natter::events::queue::QueueOptions;
 use natter::http::request::Params;
 use natter::mutation::{Mutation, UserChange};
 use natter::seed;
-use natter::server;
 use natter::state::{Role, Subscription, User, UserId};
 
 const USERS: usize = 10_000;
@@ -42,20 +41,7 @@ fn process_cpu() -> Duration {
 
 /// A dev realm grown to `USERS` extra members, all subscribed to general.
 fn app(dir: &std::path::Path) -> Arc<App> {
-    let cli = Cli::parse_from([
-        "natter",
-        "--dev",
-        "--snapshot-every",
-        "0",
-        "--fsync",
-        "never",
-        "--max-queues-per-user",
-        "1000000",
-        "--data-dir",
-        dir.to_str().unwrap(),
-    ]);
-    let app = server::open_app(cli.resolve().unwrap()).unwrap();
-    seed::seed_dev(&app).unwrap();
+    let app = seed::in_process_dev_app(dir, &["--max-queues-per-user", "1000000"]);
     let realm = app.state.realm_by_subdomain("").unwrap();
     let mut ids = Vec::with_capacity(USERS);
     for i in 0..USERS {
@@ -93,6 +79,7 @@ fn call(app: &App, user: &User, params: &[(&str, &str)]) -> Call {
         path: Vec::new(),
         client: "bench".into(),
         raw_fields: Vec::new(),
+        sorted_reply: None,
     }
 }
 
@@ -202,7 +189,7 @@ fn bench(c: &mut Criterion) {
         })
     });
     // The first register after a change to some user: the realm's accounts
-    // are copied again under the writer lock and this viewer class's lists
+    // are copied again (after the writer lock) and this viewer class's lists
     // written again (every later register until the next such change
     // shares them, as in the bench above).
     let mut renamed = 0u64;
@@ -225,6 +212,41 @@ fn bench(c: &mut Criterion) {
             total
         })
     });
+    // The part of that first register held under the writer lock for the
+    // users: before, the whole copy of the realm's accounts
+    // (`UserLists::cut`); now only freezing their shards
+    // (`UserLists::pending`), the copy following after the lock. Each
+    // iteration renames a user first, so no cut is cached.
+    let lists = &app.hub.realtime().user_lists;
+    for (name, frozen_only) in [
+        ("register's user cut under the writer lock, copied there (before)", false),
+        ("register's user cut under the writer lock, frozen only (now)", true),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut held = Duration::ZERO;
+                for _ in 0..iters {
+                    renamed += 1;
+                    let change =
+                        vec![(users[0], UserChange::FullName(format!("Renamed {renamed}")))];
+                    app.committer
+                        .commit(|_| Ok((Mutation::UpdateUsers { changes: change }, ())))
+                        .unwrap();
+                    let (took, cut) = app.committer.read_consistent(|state, _| {
+                        let start = Instant::now();
+                        let pending = lists.pending(state, realm.id);
+                        let cut =
+                            if frozen_only { Err(pending) } else { Ok(pending.finish(lists)) };
+                        (start.elapsed(), cut)
+                    });
+                    held += took;
+                    let cut = cut.unwrap_or_else(|pending| pending.finish(lists));
+                    assert!(cut.users.len() >= USERS);
+                }
+                held
+            })
+        });
+    }
     group.finish();
 }
 

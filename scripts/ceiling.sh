@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -n "${NO_BUILD:-}" ] || cargo build --release --bin natter --bin natter-load --bin natter-ceiling >&2
-BIN=target/release
+BIN=${BIN:-target/release}
 CONNECTIONS=${CONNECTIONS:-64}
 ROUNDS=${ROUNDS:-3}
 RUNS=${RUNS:-1}

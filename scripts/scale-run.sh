@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The scale run of issue #7: load MESSAGES short messages into a --dev
-# natter over HTTP (with --fsync never, to get there fast; snapshots every
-# SNAPSHOT_EVERY changes as configured), then report
+# natter over HTTP (with --fsync never, to get there fast; snapshots as
+# natter schedules them, or every SNAPSHOT_EVERY changes), then report
 #   - send throughput and the longest single request, per tenth of the load
 #     (is it flat as the data grows? how long is the worst stall?),
 #   - RSS after loading and its peak (VmHWM),
@@ -13,15 +13,19 @@
 #   scripts/scale-run.sh                       # 1M messages
 #   MESSAGES=10000000 scripts/scale-run.sh     # 10M
 #
-# Environment: MESSAGES (1000000), SNAPSHOT_EVERY (10000), CONNECTIONS
+# Environment: MESSAGES (1000000), SNAPSHOT_EVERY (unset: natter's default
+# schedule, by bytes of log; a number: --snapshot-every N), CONNECTIONS
 # (64), CLIENT_THREADS (2), WORKERS (2), DATA (a temp dir; kept if set),
-# NO_BUILD=1 to skip `cargo build --release`.
+# NO_BUILD=1 to skip `cargo build --release`, BIN (target/release) for
+# binaries built elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -n "${NO_BUILD:-}" ] || cargo build --release --bin natter --bin natter-load >&2
-BIN=target/release
+BIN=${BIN:-target/release}
 MESSAGES=${MESSAGES:-1000000}
-SNAPSHOT_EVERY=${SNAPSHOT_EVERY:-10000}
+SNAPSHOT_EVERY=${SNAPSHOT_EVERY:-}
+SNAPSHOT_ARGS=()
+[ -z "$SNAPSHOT_EVERY" ] || SNAPSHOT_ARGS=(--snapshot-every "$SNAPSHOT_EVERY")
 CONNECTIONS=${CONNECTIONS:-64}
 CLIENT_THREADS=${CLIENT_THREADS:-2}
 WORKERS=${WORKERS:-2}
@@ -38,7 +42,7 @@ start() {
   # (the redirection below truncates only once the child runs).
   rm -f "$DATA/out"
   "$BIN/natter" --dev --data-dir "$DATA/data" --listen 127.0.0.1:0 --workers "$WORKERS" \
-    --fsync "$1" --snapshot-every "$SNAPSHOT_EVERY" >"$DATA/out" 2>>"$DATA/err" &
+    --fsync "$1" "${SNAPSHOT_ARGS[@]}" >"$DATA/out" 2>>"$DATA/err" &
   PID=$!
   until grep -q "listening on" "$DATA/out" 2>/dev/null; do
     kill -0 "$PID" 2>/dev/null || { cat "$DATA/err" >&2; exit 1; }
@@ -64,7 +68,9 @@ send() { # send N FSYNC-LABEL: one natter-load send run; prints its result line
     --connections "$CONNECTIONS" --client-threads "$CLIENT_THREADS" | tail -1
 }
 
-echo "scale run: $MESSAGES messages, snapshot every $SNAPSHOT_EVERY, $CONNECTIONS connections; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+SCHEDULE="by log bytes (natter's default)"
+[ -z "$SNAPSHOT_EVERY" ] || SCHEDULE="every $SNAPSHOT_EVERY changes"
+echo "scale run: $MESSAGES messages, snapshots $SCHEDULE, $CONNECTIONS connections; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 start never
 EMPTY_RSS=$(rss_kb "$PID" VmRSS)
 echo "empty server RSS: $((EMPTY_RSS / 1024)) MB"

@@ -572,23 +572,15 @@ fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
             state.index_topic(&state.messages.get(id).expect("just moved"));
         }
         if let (Some(old), Some(new), Some(message)) = (old_recipient, &new_channel, message) {
-            state.by_recipient.update(&old, |ids| {
-                if let Ok(i) = ids.binary_search(id) {
-                    ids.remove(i);
-                }
-            });
-            state.by_recipient.upsert(new.recipient, |ids| {
-                if let Err(i) = ids.binary_search(id) {
-                    ids.insert(i, *id);
-                }
-            });
+            state.by_recipient.update(&old, |ids| ids.remove(*id));
+            state.by_recipient.upsert(new.recipient, |ids| ids.insert(*id));
             lost.push((*id, move_rows(state, &message, new)));
         }
     }
     for channel in old_channel.iter().chain(new_channel.as_ref().map(|c| &c.id)) {
         let recipient = state.channels.read(channel, |c| c.recipient);
-        let first = recipient.and_then(|r| state.by_recipient.read(&r, |ids| ids.first().copied()));
-        state.channels.update(channel, |c| c.first_message_id = first.flatten());
+        let first = recipient.and_then(|r| state.recipient_first(r));
+        state.channels.update(channel, |c| c.first_message_id = first);
     }
     if let Some(new) = &edit.content {
         for user in state.message_holders(&state.messages.get(&target).expect("just edited")) {

@@ -32,9 +32,30 @@ pub struct Cli {
     pub fsync: String,
 
     /// Write a snapshot after this many logged changes (0 = only at clean
-    /// shutdown). Snapshots bound restart time and let the log be trimmed.
-    #[arg(long, default_value_t = 10_000)]
-    pub snapshot_every: u64,
+    /// shutdown) instead of by log size (the default: see
+    /// --snapshot-log-ratio). Snapshots bound restart time and let the log
+    /// be trimmed.
+    #[arg(long)]
+    pub snapshot_every: Option<u64>,
+
+    /// Write a snapshot once the log written since the last one is this
+    /// fraction of the last snapshot's size (and at least
+    /// --snapshot-min-log-mib): restart replays at most about this much
+    /// log per byte of snapshot, and encoding snapshots costs a share of
+    /// the CPU that does not grow with the data. A log byte costs a
+    /// restart 1-3x what a snapshot byte costs, so 0.25 adds at most
+    /// ≈ 25-75% to the snapshot's load time, and snapshots take ≈ 5% of a
+    /// core while sending flat out at 10M messages.
+    #[arg(long, default_value_t = 0.25)]
+    pub snapshot_log_ratio: f64,
+
+    /// The fewest MiB of log between two snapshots.
+    #[arg(long, default_value_t = 16)]
+    pub snapshot_min_log_mib: u64,
+
+    /// The fewest seconds from the end of one snapshot to the next.
+    #[arg(long, default_value_t = 10)]
+    pub snapshot_min_interval_secs: u64,
 
     /// Log segment size in bytes before rotating to a new file.
     #[arg(long, default_value_t = 64 * 1024 * 1024)]
@@ -148,8 +169,8 @@ pub struct Config {
     pub dev: bool,
     /// Log sync policy.
     pub fsync: FsyncPolicy,
-    /// Snapshot cadence in records (0 = shutdown only).
-    pub snapshot_every: u64,
+    /// When to snapshot (the directory is set from `data_dir` at start-up).
+    pub snapshots: SnapshotConfig,
     /// Log segment size.
     pub segment_bytes: u64,
     /// HTTP worker threads.
@@ -163,6 +184,19 @@ pub struct Config {
     pub wire: crate::http::conn::Limits,
     /// Event queue limits and timings.
     pub queues: QueueConfig,
+}
+
+/// When to write snapshots (`commit::SnapshotPolicy`).
+#[derive(Clone, Debug)]
+pub struct SnapshotConfig {
+    /// A fixed cadence in changes (0 = shutdown only) instead of by log size.
+    pub every: Option<u64>,
+    /// Log bytes between snapshots per byte of the last snapshot.
+    pub log_ratio: f64,
+    /// The fewest log bytes between snapshots.
+    pub min_log_bytes: u64,
+    /// The least time from one snapshot's end to the next.
+    pub min_interval: Duration,
 }
 
 /// Event queue limits and timings.
@@ -258,6 +292,15 @@ impl Cli {
         if self.max_queue_events == 0 || self.max_queues_per_user == 0 {
             return Err("--max-queue-events and --max-queues-per-user must be at least 1".into());
         }
+        if !(self.snapshot_log_ratio.is_finite() && self.snapshot_log_ratio > 0.0) {
+            return Err("--snapshot-log-ratio must be a number above 0".into());
+        }
+        let snapshots = SnapshotConfig {
+            every: self.snapshot_every,
+            log_ratio: self.snapshot_log_ratio,
+            min_log_bytes: self.snapshot_min_log_mib.saturating_mul(1 << 20),
+            min_interval: Duration::from_secs(self.snapshot_min_interval_secs),
+        };
         let queues = QueueConfig {
             timeout: Duration::from_secs(self.event_queue_timeout_secs),
             heartbeat: Duration::from_secs(self.heartbeat_secs),
@@ -271,7 +314,7 @@ impl Cli {
             data_dir: self.data_dir,
             dev: self.dev,
             fsync,
-            snapshot_every: self.snapshot_every,
+            snapshots,
             segment_bytes: self.segment_bytes,
             workers,
             max_body_bytes: self.max_body_bytes,

@@ -126,7 +126,9 @@ pub(crate) fn bad_operator(desc: impl std::fmt::Display) -> ApiError {
 impl Narrow {
     /// Parses a narrow in either syntax, resolving names against
     /// `viewer`'s realm. Channels the viewer may not know about are
-    /// "unknown", like nonexistent ones.
+    /// "unknown", like nonexistent ones. A `with` term is resolved first:
+    /// when it names a message the viewer may read, that message's
+    /// conversation replaces the narrow's conversation terms.
     pub fn parse(state: &State, viewer: &User, value: &Value) -> Result<Narrow, ApiError> {
         let items = match value {
             Value::Array(items) => items,
@@ -136,9 +138,23 @@ impl Narrow {
         if items.len() > MAX_TERMS {
             return Err(malformed(&format!("more than {MAX_TERMS} terms")));
         }
-        let mut terms = Vec::with_capacity(items.len());
-        for item in items {
-            let (operator, operand, negated) = split_term(item)?;
+        let split = items.iter().map(split_term).collect::<Result<Vec<_>, _>>()?;
+        let mut with = split.iter().filter(|(operator, ..)| operator.eq_ignore_ascii_case("with"));
+        let focus = match (with.next(), with.next()) {
+            (Some(_), Some(_)) => {
+                return Err(bad_combination("Duplicate 'with' operators."));
+            }
+            (Some((operator, operand, _)), None) => {
+                conversation_of(state, viewer, MessageId(operand_id(operator, operand)?))
+            }
+            (None, _) => None,
+        };
+        let replaced = focus.is_some();
+        let mut terms = focus.unwrap_or_default();
+        for (operator, operand, negated) in split {
+            if operator.eq_ignore_ascii_case("with") || (replaced && names_conversation(operator)) {
+                continue;
+            }
             let filter = resolve(state, viewer, operator, operand)?;
             terms.push(Term { filter, negated });
         }
@@ -211,6 +227,39 @@ impl Narrow {
         self.positive()
             .any(|f| matches!(f, Filter::Dm(_) | Filter::DmIncluding(_) | Filter::Is(Is::Dm)))
     }
+}
+
+/// Zulip's error for terms that cannot go together.
+fn bad_combination(why: &str) -> ApiError {
+    ApiError {
+        status: 400,
+        code: "BAD_NARROW",
+        msg: format!("Invalid narrow operator combination: {why}"),
+        extra: vec![("var_name", Value::from("narrow"))],
+    }
+}
+
+/// The terms of the conversation that holds message `id` now (`with:`):
+/// its channel and topic, or its direct conversation — `None` when there
+/// is no such message or `viewer` may not read it, and the narrow then
+/// stays as given (Zulip's rule: a link to a moved or deleted message
+/// still opens its old place).
+fn conversation_of(state: &State, viewer: &User, id: MessageId) -> Option<Vec<Term>> {
+    let message = state.messages.get(&id)?;
+    crate::state::access::message_view(state, viewer, &message)?;
+    let term = |filter| Term { filter, negated: false };
+    Some(match &message.destination {
+        Destination::Channel { channel, topic } => {
+            vec![term(Filter::Channel(*channel)), term(Filter::Topic(topic.to_lowercase()))]
+        }
+        Destination::Direct { participants } => vec![term(Filter::Dm(participants.clone()))],
+    })
+}
+
+/// Whether `operator` names a conversation (`with:` replaces those).
+fn names_conversation(operator: &str) -> bool {
+    let normalized = operator.to_ascii_lowercase().replace('_', "-");
+    matches!(normalized.as_str(), "channel" | "stream" | "topic" | "subject" | "dm" | "pm-with")
 }
 
 /// `(operator, operand, negated)` of every term of a narrow in either

@@ -5,6 +5,7 @@
 //! `Committer::commit` (under the writer lock).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use crate::api::App;
 use crate::entropy;
@@ -182,6 +183,27 @@ pub struct Credential {
     pub email: String,
     /// API key.
     pub api_key: String,
+}
+
+/// An in-process server (no HTTP listener) on a seeded dev realm in
+/// `data_dir`, with snapshots off and no fsync unless `extra_args` (more
+/// command-line flags) set those flags themselves: the fixture
+/// of the benches and of the in-process tests.
+pub fn in_process_dev_app(data_dir: &std::path::Path, extra_args: &[&str]) -> Arc<App> {
+    use clap::Parser;
+    let data = data_dir.to_str().expect("a UTF-8 data dir path");
+    let mut args = vec!["natter", "--dev"];
+    for (flag, default) in [("--snapshot-every", "0"), ("--fsync", "never")] {
+        if !extra_args.contains(&flag) {
+            args.extend([flag, default]);
+        }
+    }
+    args.extend_from_slice(extra_args);
+    args.extend(["--data-dir", data]);
+    let config = crate::config::Cli::parse_from(args).resolve().expect("valid flags");
+    let app = crate::server::open_app(config).expect("an openable data dir");
+    seed_dev(&app).expect("the dev seed");
+    app
 }
 
 /// Seeds the development realms if the data dir is empty; returns every

@@ -70,7 +70,10 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
     spawn_queue_collector(&realtime);
     let policy = SnapshotPolicy {
         dir: persist::snapshot_dir(&config.data_dir),
-        every: config.snapshot_every,
+        every: config.snapshots.every,
+        log_ratio: config.snapshots.log_ratio,
+        min_log_bytes: config.snapshots.min_log_bytes,
+        min_interval: config.snapshots.min_interval,
     };
     let committer =
         Committer::new(Arc::clone(&state), Arc::new(wal), durable, Arc::clone(&hub), policy);

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use crate::util::{Client, TestServer};
+use crate::util::{channel_id, user_id, Client, TestServer};
 
 const OWNER: &str = "desdemona@natter.test";
 const ADMIN: &str = "iago@natter.test"; // general, Denmark, core team
@@ -14,15 +14,6 @@ const HAMLET: &str = "hamlet@natter.test"; // member: general, Denmark, core tea
 const OTHELLO: &str = "othello@natter.test"; // member: general, Denmark
 const CORDELIA: &str = "cordelia@natter.test"; // member: general
 const GUEST: &str = "polonius@natter.test"; // guest: general
-
-fn user_id(server: &TestServer, email: &str) -> u64 {
-    let me = server.client(email).get("/users/me", &[]).ok();
-    me["user_id"].as_u64().unwrap()
-}
-
-fn stream_id(c: &Client, name: &str) -> u64 {
-    c.get("/get_stream_id", &[("stream", name)]).ok()["stream_id"].as_u64().unwrap()
-}
 
 fn subscribe(c: &Client, params: &[(&str, &str)]) -> crate::util::Response {
     c.post("/users/me/subscriptions", params)
@@ -67,7 +58,7 @@ fn creating_channels_with_every_option() {
     assert_eq!(r["already_subscribed"], json!({}));
     assert!(r.get("unauthorized").is_none());
 
-    let id = stream_id(&hamlet, "PLANS");
+    let id = channel_id(&hamlet, "PLANS");
     let s = hamlet.get(&format!("/streams/{id}"), &[]).ok()["stream"].clone();
     assert_eq!(s["name"], "plans");
     assert_eq!(s["description"], "Our **plans**");
@@ -118,11 +109,11 @@ fn creating_channels_with_every_option() {
     )
     .ok();
     let open =
-        owner.get(&format!("/streams/{}", stream_id(&owner, "open")), &[]).ok()["stream"].clone();
+        owner.get(&format!("/streams/{}", channel_id(&owner, "open")), &[]).ok()["stream"].clone();
     assert_eq!(open["history_public_to_subscribers"], true);
     assert_eq!(open["message_retention_days"], -1);
     assert_eq!(open["is_default"], true);
-    assert_eq!(stream_id(&owner, "forever"), stream_id(&owner, "open") + 1);
+    assert_eq!(channel_id(&owner, "forever"), channel_id(&owner, "open") + 1);
 }
 
 #[test]
@@ -178,8 +169,8 @@ fn subscribing_others_and_authorization_errors() {
     let hamlet = server.client(HAMLET);
     let cid = user_id(&server, CORDELIA);
     let oid = user_id(&server, OTHELLO);
-    let denmark = stream_id(&hamlet, "Denmark");
-    let core = stream_id(&hamlet, "core team");
+    let denmark = channel_id(&hamlet, "Denmark");
+    let core = channel_id(&hamlet, "core team");
 
     // A member subscribes others to a public channel, by email and by id.
     let r = subscribe(
@@ -241,7 +232,7 @@ fn unsubscribing() {
     let hamlet = server.client(HAMLET);
     let othello = server.client(OTHELLO);
     let oid = user_id(&server, OTHELLO);
-    let denmark = stream_id(&hamlet, "Denmark");
+    let denmark = channel_id(&hamlet, "Denmark");
     let remove = |c: &Client, p: &[(&str, &str)]| c.request("DELETE", "/users/me/subscriptions", p);
 
     let r = remove(&othello, &[("subscriptions", r#"["Denmark", "core team"]"#)]);
@@ -269,7 +260,7 @@ fn unsubscribing() {
     remove(&hamlet, &[]).err(400, "REQUEST_VARIABLE_MISSING");
 
     // Leaving a private channel: messages sent while away are not readable.
-    let core = stream_id(&hamlet, "core team");
+    let core = channel_id(&hamlet, "core team");
     remove(&hamlet, &[("subscriptions", r#"["core team"]"#)]).ok();
     hamlet.get(&format!("/streams/{core}"), &[]).err(400, "STREAM_DOES_NOT_EXIST");
     let sent = server
@@ -288,7 +279,7 @@ fn unsubscribing() {
 fn subscription_properties() {
     let server = TestServer::start();
     let hamlet = server.client(HAMLET);
-    let denmark = stream_id(&hamlet, "Denmark");
+    let denmark = channel_id(&hamlet, "Denmark");
     let set = |data: Value| {
         hamlet
             .post("/users/me/subscriptions/properties", &[("subscription_data", &data.to_string())])
@@ -361,8 +352,8 @@ fn updating_channels() {
     let owner = server.client(OWNER);
     let admin = server.client(ADMIN);
     let hamlet = server.client(HAMLET);
-    let denmark = stream_id(&hamlet, "Denmark");
-    let core = stream_id(&hamlet, "core team");
+    let denmark = channel_id(&hamlet, "Denmark");
+    let core = channel_id(&hamlet, "core team");
     let patch =
         |c: &Client, id: u64, p: &[(&str, &str)]| c.request("PATCH", &format!("/streams/{id}"), p);
     let get = |id: u64| owner.get(&format!("/streams/{id}"), &[]).ok()["stream"].clone();
@@ -470,7 +461,7 @@ fn updating_channels() {
     patch(&admin, core, &[("can_send_message_group", "5")]).err(400, "BAD_REQUEST");
 
     // Default channels, retention, folders, topics policy.
-    let general = stream_id(&hamlet, "general");
+    let general = channel_id(&hamlet, "general");
     patch(&hamlet, general, &[("is_default_stream", "false")]).err(400, "BAD_REQUEST");
     patch(&admin, core, &[("is_default_stream", "true")]).err(400, "BAD_REQUEST");
     patch(&admin, general, &[("message_retention_days", "10")]).err(400, "BAD_REQUEST");
@@ -489,7 +480,7 @@ fn updating_channels() {
     patch(&admin, general, &[("topics_policy", "allow_empty_topic")]).ok();
     assert_eq!(get(general)["topics_policy"], "allow_empty_topic");
     subscribe(&hamlet, &[("subscriptions", r#"[{"name": "quiet"}]"#)]).ok();
-    let quiet = stream_id(&hamlet, "quiet");
+    let quiet = channel_id(&hamlet, "quiet");
     hamlet
         .post("/messages", &[("type", "stream"), ("to", "quiet"), ("topic", ""), ("content", "x")])
         .ok();
@@ -505,7 +496,7 @@ fn archiving_and_unarchiving() {
     let server = TestServer::start();
     let admin = server.client(ADMIN);
     let hamlet = server.client(HAMLET);
-    let denmark = stream_id(&hamlet, "Denmark");
+    let denmark = channel_id(&hamlet, "Denmark");
     hamlet.request("DELETE", &format!("/streams/{denmark}"), &[]).err(400, "BAD_REQUEST");
     admin.request("DELETE", &format!("/streams/{denmark}"), &[]).ok();
     admin.request("DELETE", &format!("/streams/{denmark}"), &[]).err(400, "BAD_REQUEST");
@@ -561,7 +552,7 @@ fn web_public_channels_are_shown_to_spectators() {
         &[("subscriptions", r#"[{"name": "town square"}]"#), ("is_web_public", "true")],
     )
     .ok();
-    let id = stream_id(&owner, "town square");
+    let id = channel_id(&owner, "town square");
     let channel = owner.get(&format!("/streams/{id}"), &[]).ok()["stream"].clone();
     assert_eq!(
         (channel["is_web_public"].as_bool(), channel["invite_only"].as_bool()),

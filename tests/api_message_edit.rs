@@ -301,3 +301,65 @@ fn moved_messages_are_found_under_their_new_topic_and_channel() {
     assert_eq!(in_topic("general", "new place"), [b]);
     assert!(topics(general).contains(&"new place".to_owned()));
 }
+
+/// The caller's visibility policies as `POST /register` gives them:
+/// (channel id, topic, policy), sorted.
+fn user_topics(c: &Client) -> Vec<(u64, String, u64)> {
+    let r = c.post("/register", &[("fetch_event_types", r#"["user_topic"]"#)]).ok();
+    let mut out: Vec<_> = r["user_topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let topic = t["topic_name"].as_str().unwrap().to_owned();
+            (t["stream_id"].as_u64().unwrap(), topic, t["visibility_policy"].as_u64().unwrap())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn set_policy(c: &Client, channel: u64, topic: &str, policy: u8) {
+    let params = [
+        ("stream_id", channel.to_string()),
+        ("topic", topic.to_owned()),
+        ("visibility_policy", policy.to_string()),
+    ];
+    let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    c.post("/user_topics", &params).ok();
+}
+
+/// A whole-topic move carries the visibility policies along: they leave the
+/// old topic, apply to the new one (the more attentive one stays where the
+/// user had a policy there too), and are dropped for users who cannot read
+/// the destination channel. A partial move leaves them.
+#[test]
+fn moving_a_whole_topic_moves_its_follows_and_mutes() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let othello = server.client(OTHELLO);
+    let iago = server.client("iago@natter.test");
+    let denmark = channel_id(&hamlet, "Denmark");
+    let first = send(&hamlet, "Denmark", "plans", "one");
+    send(&hamlet, "Denmark", "plans", "two");
+    set_policy(&othello, denmark, "plans", 3); // follows
+    set_policy(&iago, denmark, "plans", 1); // mutes…
+    set_policy(&iago, denmark, "dest", 3); // …but follows the destination
+
+    // A partial move (`change_one`) moves no policy.
+    patch(&hamlet, first, &[("topic", "elsewhere"), ("propagate_mode", "change_one")]).ok();
+    assert_eq!(user_topics(&othello), vec![(denmark, "plans".into(), 3)]);
+    patch(&hamlet, first, &[("topic", "plans"), ("propagate_mode", "change_one")]).ok();
+
+    patch(&hamlet, first, &[("topic", "dest"), ("propagate_mode", "change_all")]).ok();
+    assert_eq!(user_topics(&othello), vec![(denmark, "dest".into(), 3)]);
+    assert_eq!(user_topics(&iago), vec![(denmark, "dest".into(), 3)]);
+
+    // To a private channel Othello cannot read: his follow is dropped.
+    let core = channel_id(&hamlet, "core team");
+    let to_core = [("stream_id", core.to_string()), ("propagate_mode", "change_all".into())];
+    let to_core: Vec<(&str, &str)> = to_core.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    patch(&hamlet, first, &to_core).ok();
+    assert_eq!(user_topics(&othello), vec![]);
+    assert_eq!(user_topics(&iago), vec![(core, "dest".into(), 3)]);
+}

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::util::{Client, TestServer};
+use crate::util::{user_id, Client, TestServer};
 
 const HAMLET: &str = "hamlet@natter.test"; // member; in general, Denmark, core team
 const OTHELLO: &str = "othello@natter.test"; // member; in general, Denmark
@@ -17,10 +17,6 @@ fn send(c: &Client, params: &[(&str, &str)]) -> u64 {
 
 fn get(c: &Client, id: u64) -> Value {
     c.get(&format!("/messages/{id}"), &[]).ok()
-}
-
-fn user_id(server: &TestServer, email: &str) -> u64 {
-    server.client(email).get("/users/me", &[]).ok()["user_id"].as_u64().unwrap()
 }
 
 fn channel_id(server: &TestServer, name: &str) -> u64 {

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::util::{Client, Response, TestServer};
+use crate::util::{Client, Response, TestServer, ACME};
 
 const HAMLET: &str = "hamlet@natter.test"; // member; in general, Denmark, core team
 const OTHELLO: &str = "othello@natter.test"; // member; in general, Denmark
@@ -370,16 +370,7 @@ fn a_data_dir_from_before_system_bots_gets_them() {
 fn realm_create_gives_the_new_realm_its_system_bots() {
     let mut server = TestServer::start();
     server.stop();
-    let data = server.data_dir().join("data");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_natter"))
-        .args(["realm", "create", "--subdomain", "acme", "--name", "Acme"])
-        .args(["--owner-email", "boss@acme.test", "--owner-name", "The Boss", "--data-dir"])
-        .arg(&data)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let key = stdout.lines().find_map(|l| l.strip_prefix("api_key: ")).unwrap().trim().to_owned();
+    let key = server.realm_create_ok(&ACME);
     server.restart_with_args(vec![]);
     let boss = server.anonymous().with_auth("boss@acme.test", &key).with_host("acme.localhost");
     let register = boss.post("/register", &[("fetch_event_types", r#"["realm_user"]"#)]).ok();

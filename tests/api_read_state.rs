@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::util::{Client, TestServer};
+use crate::util::{channel_id, Client, TestServer};
 
 const IAGO: &str = "iago@natter.test"; // administrator; general, Denmark, core team
 const HAMLET: &str = "hamlet@natter.test"; // member; general, Denmark, core team
@@ -23,18 +23,6 @@ fn post(c: &Client, channel: &str, topic: &str, content: &str) -> u64 {
 
 fn dm(c: &Client, to: &str, content: &str) -> u64 {
     c.post("/messages", &[("type", "direct"), ("to", to), ("content", content)]).ok()["id"]
-        .as_u64()
-        .unwrap()
-}
-
-fn channel_id(c: &Client, name: &str) -> u64 {
-    let streams = c.get("/streams", &[]).ok();
-    streams["streams"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == name)
-        .unwrap_or_else(|| panic!("no channel {name}"))["stream_id"]
         .as_u64()
         .unwrap()
 }

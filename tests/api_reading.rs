@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::util::{Client, TestServer};
+use crate::util::{channel_id, user_id, Client, TestServer};
 
 const DESDEMONA: &str = "desdemona@natter.test"; // owner; general, core team
 const IAGO: &str = "iago@natter.test"; // administrator; general, Denmark, core team
@@ -52,22 +52,6 @@ fn ids(reply: &Value) -> Vec<u64> {
 /// Ids in `narrow` (JSON text) for `c`, newest window of 1000.
 fn narrowed(c: &Client, narrow: &str) -> Vec<u64> {
     ids(&fetch(c, &[("anchor", "newest"), ("num_before", "1000"), ("narrow", narrow)]))
-}
-
-fn user_id(server: &TestServer, email: &str) -> u64 {
-    server.client(email).get("/users/me", &[]).ok()["user_id"].as_u64().unwrap()
-}
-
-fn stream_id(c: &Client, name: &str) -> u64 {
-    let r = c.get("/streams", &[("include_all", "true")]).ok();
-    r["streams"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == name)
-        .unwrap_or_else(|| panic!("no channel {name}"))["stream_id"]
-        .as_u64()
-        .unwrap()
 }
 
 fn flags(c: &Client, op: &str, flag: &str, messages: &[u64]) -> Value {
@@ -158,7 +142,7 @@ fn every_operator_and_negation_in_both_syntaxes() {
     let server = TestServer::start();
     let hamlet = server.client(HAMLET);
     let othello = server.client(OTHELLO);
-    let general = stream_id(&hamlet, "general");
+    let general = channel_id(&hamlet, "general");
     let othello_id = user_id(&server, OTHELLO);
     let hamlet_id = user_id(&server, HAMLET);
     let cordelia_id = user_id(&server, CORDELIA);
@@ -254,8 +238,8 @@ fn private_channels_and_other_realms_never_leak() {
     let secret = post(&hamlet, "core team", "plans", "secret soup");
     let public = post(&hamlet, "general", "plans", "public soup");
     let court = post(&king, "general", "plans", "court soup");
-    let core_team = stream_id(&server.client(IAGO), "core team");
-    let lear_general = stream_id(&king, "general");
+    let core_team = channel_id(&server.client(IAGO), "core team");
+    let lear_general = channel_id(&king, "general");
 
     // A member not subscribed to the private channel: not in any narrow,
     // and naming the channel is "unknown channel", by name or id.
@@ -337,7 +321,7 @@ fn channel_history_is_readable_and_flaggable_by_non_subscribers() {
         .err(400, "BAD_REQUEST");
     assert_eq!(e["msg"], "Invalid message(s)");
     // Marking a message of an unsubscribed channel unread is skipped.
-    let denmark = stream_id(&hamlet, "Denmark");
+    let denmark = channel_id(&hamlet, "Denmark");
     let r = cordelia
         .post("/messages/flags", &[("op", "remove"), ("flag", "read"), ("messages", &list)])
         .ok();
@@ -426,8 +410,8 @@ fn topics_most_recent_first_for_readers_only() {
     let a = post(&hamlet, "Denmark", "alpha", "1");
     let b = post(&hamlet, "Denmark", "beta", "2");
     let a2 = post(&hamlet, "Denmark", "Alpha", "3");
-    let denmark = stream_id(&hamlet, "Denmark");
-    let core_team = stream_id(&hamlet, "core team");
+    let denmark = channel_id(&hamlet, "Denmark");
+    let core_team = channel_id(&hamlet, "core team");
     let path = format!("/users/me/{denmark}/topics");
     let r = hamlet.get(&path, &[]).ok();
     assert_eq!(
@@ -451,7 +435,7 @@ fn topics_most_recent_first_for_readers_only() {
     hamlet.get("/users/me/abc/topics", &[]).err(400, "BAD_REQUEST");
     // The seed's welcome message: the empty-topic display name is not used
     // for a named topic.
-    let general = stream_id(&hamlet, "general");
+    let general = channel_id(&hamlet, "general");
     let r = hamlet.get(&format!("/users/me/{general}/topics"), &[]).ok();
     assert_eq!(r["topics"][0]["name"], "welcome");
 }
@@ -728,5 +712,61 @@ fn search_hits_are_highlighted_and_matches_narrow_checks_ids() {
         .err(400, "BAD_REQUEST");
     hamlet
         .get("/messages/matches_narrow", &[("msg_ids", &list), ("narrow", r#"[["bogus","x"]]"#)])
+        .err(400, "BAD_NARROW");
+}
+
+/// `with:<id>`: the narrow follows the message to wherever it lives now;
+/// a message the caller cannot read (or that does not exist) leaves the
+/// narrow as given, and bad `with` terms are refused.
+#[test]
+fn with_follows_a_message_to_its_current_conversation() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let first = post(&hamlet, "Denmark", "old place", "one");
+    let second = post(&hamlet, "Denmark", "old place", "two");
+    let patch = [("topic", "new place"), ("propagate_mode", "change_all")];
+    hamlet.request("PATCH", &format!("/messages/{first}"), &patch).ok();
+    let old = r#"[["channel","Denmark"],["topic","old place"]]"#;
+    assert_eq!(narrowed(&hamlet, old), Vec::<u64>::new());
+    let with = format!(
+        r#"[{{"operator":"channel","operand":"Denmark"}},{{"operator":"topic","operand":"old place"}},{{"operator":"with","operand":{first}}}]"#
+    );
+    // Both messages, then the Notification Bot's notice of the move.
+    let followed = narrowed(&hamlet, &with);
+    assert_eq!((&followed[..2], followed.len()), (&[first, second][..], 3));
+    // A stale channel name is replaced too, and other terms still filter.
+    let renamed =
+        format!(r#"[["channel","no such channel"],["with","{second}"],["sender","{OTHELLO}"]]"#);
+    assert_eq!(narrowed(&hamlet, &renamed), Vec::<u64>::new());
+
+    // A direct message: the narrow becomes its conversation.
+    let private = dm(&hamlet, &format!("[\"{OTHELLO}\"]"), "between us");
+    let othello = server.client(OTHELLO);
+    let to_dm = format!(r#"[["channel","general"],["with",{private}]]"#);
+    assert_eq!(narrowed(&othello, &to_dm), vec![private]);
+
+    // Cordelia cannot read the DM: the narrow stays as given.
+    let cordelia = server.client(CORDELIA);
+    let general = post(&cordelia, "general", "hi", "visible");
+    assert!(narrowed(&cordelia, &to_dm).contains(&general));
+    assert!(!narrowed(&cordelia, &to_dm).contains(&private));
+    // A private channel's message the caller does not see: no leak.
+    let secret = post(&hamlet, "core team", "secret", "hidden");
+    let probe = format!(r#"[["channel","general"],["with",{secret}]]"#);
+    let seen = narrowed(&cordelia, &probe);
+    assert!(seen.contains(&general) && !seen.contains(&secret));
+    // No such message: unchanged.
+    let missing = r#"[["channel","general"],["with",999999]]"#;
+    assert!(narrowed(&cordelia, missing).contains(&general));
+
+    // Refusals.
+    let twice = format!(r#"[["with",{first}],["with",{second}]]"#);
+    let e = hamlet
+        .get("/messages", &[("anchor", "newest"), ("num_before", "5"), ("narrow", &twice)])
+        .err(400, "BAD_NARROW");
+    assert_eq!(e["msg"], "Invalid narrow operator combination: Duplicate 'with' operators.");
+    let not_an_id = r#"[["with","the first one"]]"#;
+    hamlet
+        .get("/messages", &[("anchor", "newest"), ("num_before", "5"), ("narrow", not_an_id)])
         .err(400, "BAD_NARROW");
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use crate::util::{Client, TestServer};
+use crate::util::{channel_id, Client, TestServer};
 
 const IAGO: &str = "iago@natter.test"; // administrator; general, Denmark, core team
 const HAMLET: &str = "hamlet@natter.test"; // member; general, Denmark, core team
@@ -24,13 +24,6 @@ fn king(server: &TestServer) -> Client {
 
 fn user_id(c: &Client) -> u64 {
     c.get("/users/me", &[]).ok()["user_id"].as_u64().unwrap()
-}
-
-fn channel_id(c: &Client, name: &str) -> u64 {
-    let streams = c.get("/streams", &[]).ok();
-    streams["streams"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap()["stream_id"]
-        .as_u64()
-        .unwrap()
 }
 
 fn scheduled(c: &Client) -> Vec<Value> {

@@ -131,19 +131,14 @@ fn spectator_register_refusals() {
 fn realm_create_public_opens_the_realm_to_spectators() {
     let mut server = TestServer::start();
     server.stop();
-    let data = server.data_dir().join("data");
     for (subdomain, public) in [("open", true), ("closed", false)] {
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_natter"));
-        command
-            .args(["realm", "create", "--subdomain", subdomain, "--name", subdomain])
-            .args(["--owner-email", &format!("boss@{subdomain}.test"), "--owner-name", "Boss"])
-            .arg("--data-dir")
-            .arg(&data);
+        let owner = format!("boss@{subdomain}.test");
+        let mut args = vec!["--subdomain", subdomain, "--name", subdomain];
+        args.extend(["--owner-email", &owner, "--owner-name", "Boss"]);
         if public {
-            command.arg("--public");
+            args.push("--public");
         }
-        let out = command.output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        server.realm_create_ok(&args);
     }
     server.restart_with_args(vec![]);
     let open = server.anonymous().with_host("open.localhost");

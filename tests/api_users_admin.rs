@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use crate::util::{Client, TestServer};
+use crate::util::{Client, TestServer, ACME};
 
 const OWNER: &str = "desdemona@natter.test";
 const ADMIN: &str = "iago@natter.test";
@@ -385,23 +385,18 @@ fn custom_profile_fields() {
 fn realm_create_makes_a_usable_realm() {
     let mut server = TestServer::start();
     server.stop();
-    let data = server.data_dir().join("data");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_natter"))
-        .args(["realm", "create", "--subdomain", "acme", "--name", "Acme"])
-        .args(["--owner-email", "boss@acme.test", "--owner-name", "The Boss", "--data-dir"])
-        .arg(&data)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let key = stdout.lines().find_map(|l| l.strip_prefix("api_key: ")).unwrap().trim().to_owned();
+    let key = server.realm_create_ok(&ACME);
     // The same subdomain again is refused.
-    let again = std::process::Command::new(env!("CARGO_BIN_EXE_natter"))
-        .args(["realm", "create", "--subdomain", "acme", "--name", "Acme"])
-        .args(["--owner-email", "x@acme.test", "--owner-name", "Another", "--data-dir"])
-        .arg(&data)
-        .output()
-        .unwrap();
+    let again = server.realm_create(&[
+        "--subdomain",
+        "acme",
+        "--name",
+        "Acme",
+        "--owner-email",
+        "x@acme.test",
+        "--owner-name",
+        "Another",
+    ]);
     assert!(!again.status.success());
     server.restart_with_args(vec![]);
     let boss = server.anonymous().with_auth("boss@acme.test", &key).with_host("acme.localhost");

@@ -15,11 +15,9 @@
 
 use std::sync::Arc;
 
-use clap::Parser;
 use serde_json::json;
 
 use natter::api::{self, App, Call, Handler, Reply};
-use natter::config::Cli;
 use natter::error::ApiResult;
 use natter::http::request::Params;
 use natter::mutation::{ChannelChange, Mutation};
@@ -94,19 +92,7 @@ impl Realm {
     /// (its only subscriber), with one message from her.
     fn new(kind: Kind, subscribed: bool) -> Realm {
         let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data");
-        let cli = Cli::parse_from([
-            "natter",
-            "--dev",
-            "--snapshot-every",
-            "0",
-            "--fsync",
-            "never",
-            "--data-dir",
-            data.to_str().unwrap(),
-        ]);
-        let app = natter::server::open_app(cli.resolve().unwrap()).unwrap();
-        seed::seed_dev(&app).unwrap();
+        let app = natter::seed::in_process_dev_app(&dir.path().join("data"), &[]);
         let realm = app.state.realm_by_subdomain("").unwrap();
         let creator = app.state.user_by_email(realm.id, CREATOR).unwrap();
         let private = matches!(kind, Kind::Private | Kind::ProtectedHistory);
@@ -186,6 +172,7 @@ impl Realm {
             path: path.to_vec(),
             client: "test".into(),
             raw_fields: Vec::new(),
+            sorted_reply: None,
         };
         handler(&self.app, &mut call)
     }

@@ -148,6 +148,27 @@ impl TestServer {
         self.spawn().unwrap_or_else(|e| panic!("natter did not restart: {e}"));
     }
 
+    /// Runs `natter realm create <args>` on this (stopped) server's data
+    /// dir.
+    pub fn realm_create(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new(env!("CARGO_BIN_EXE_natter"))
+            .args(["realm", "create"])
+            .args(args)
+            .arg("--data-dir")
+            .arg(self.data_dir().join("data"))
+            .output()
+            .unwrap()
+    }
+
+    /// `realm create` with `args`, which must succeed; the owner's API key
+    /// it prints.
+    pub fn realm_create_ok(&self, args: &[&str]) -> String {
+        let out = self.realm_create(args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        stdout.lines().find_map(|l| l.strip_prefix("api_key: ")).unwrap().trim().to_owned()
+    }
+
     /// Starts on the same data dir expecting failure; returns stderr.
     pub fn start_expecting_failure(&mut self) -> String {
         match self.spawn() {
@@ -349,3 +370,26 @@ pub fn read_to_close(stream: &mut TcpStream) -> Vec<u8> {
 pub fn basic_auth(email: &str, key: &str) -> String {
     format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{email}:{key}")))
 }
+
+/// The id of the account `email` (asked as that account).
+pub fn user_id(server: &TestServer, email: &str) -> u64 {
+    server.client(email).get("/users/me", &[]).ok()["user_id"].as_u64().unwrap()
+}
+
+/// The id of the channel `name`, as `c` sees it (`GET /get_stream_id`).
+pub fn channel_id(c: &Client, name: &str) -> u64 {
+    c.get("/get_stream_id", &[("stream", name)]).ok()["stream_id"].as_u64().unwrap()
+}
+
+/// `realm create` arguments for the `acme` realm owned by "The Boss"
+/// (boss@acme.test).
+pub const ACME: [&str; 8] = [
+    "--subdomain",
+    "acme",
+    "--name",
+    "Acme",
+    "--owner-email",
+    "boss@acme.test",
+    "--owner-name",
+    "The Boss",
+];

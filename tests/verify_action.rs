@@ -14,11 +14,9 @@
 
 use std::sync::Arc;
 
-use clap::Parser;
 use serde_json::{json, Value};
 
 use natter::api::{self, App, Call, Handler, Reply};
-use natter::config::Cli;
 use natter::error::ApiResult;
 use natter::http::request::Params;
 use natter::mutation::Mutation;
@@ -39,19 +37,7 @@ pub struct Harness {
 impl Harness {
     pub fn new() -> Harness {
         let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data");
-        let cli = Cli::parse_from([
-            "natter",
-            "--dev",
-            "--snapshot-every",
-            "0",
-            "--fsync",
-            "never",
-            "--data-dir",
-            data.to_str().unwrap(),
-        ]);
-        let app = natter::server::open_app(cli.resolve().unwrap()).unwrap();
-        seed::seed_dev(&app).unwrap();
+        let app = natter::seed::in_process_dev_app(&dir.path().join("data"), &[]);
         Harness { app, _dir: dir }
     }
 
@@ -83,6 +69,7 @@ impl Harness {
             path: path.iter().map(|p| p.to_string()).collect(),
             client: "test".into(),
             raw_fields: Vec::new(),
+            sorted_reply: None,
         };
         let mut reply = handler(&self.app, &mut call)?;
         // Fields the handler serialized itself (register's user lists), as
@@ -1146,8 +1133,12 @@ fn message_move_with_notices() {
         ];
         call_path(h, HAMLET, api::message_edit::update, &[&first], &p);
     };
-    let events =
-        h.verify_action(HAMLET, ALL, move_topic, &["update_message", "message", "message"]);
+    // Hamlet started the topic, so he follows it (automatic follow on
+    // initiation): his follow moves along with it.
+    let moved_follow = ["muted_topics", "user_topic", "muted_topics", "user_topic"];
+    let expected: Vec<&str> =
+        ["update_message", "message", "message"].into_iter().chain(moved_follow).collect();
+    let events = h.verify_action(HAMLET, ALL, move_topic, &expected);
     assert_eq!(events[1]["message"]["sender_email"], "notification-bot@zulip.com");
     assert_eq!(events[1]["flags"], json!(["read"]));
     // Othello hears of it too, with the notices unread.
@@ -1162,6 +1153,42 @@ fn message_move_with_notices() {
         &["update_message", "message"],
     );
     assert_eq!(events[1]["flags"], json!(["read"]), "resolve notices arrive read by default");
+}
+
+/// A whole-topic move carries a follower's policy: the follower's queue
+/// gets the move, the notice, and the policy leaving the old topic and
+/// arriving at the new one, as a fresh register shows them.
+#[test]
+fn message_move_carries_topic_policies() {
+    let h = Harness::new();
+    let params = [("type", "stream"), ("to", "Denmark"), ("topic", "old"), ("content", "x")];
+    let first = send(&h, HAMLET, &params).to_string();
+    let denmark = h.app.state.channel_by_name(h.user(HAMLET).realm, "Denmark").unwrap().id.0;
+    let follow = [
+        ("stream_id", denmark.to_string()),
+        ("topic", "old".to_owned()),
+        ("visibility_policy", "3".to_owned()),
+    ];
+    let follow: Vec<(&str, &str)> = follow.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    h.call(OTHELLO, api::personal::update_user_topic, &follow).unwrap();
+    let move_topic = move |h: &Harness| {
+        let p = [("topic", "new"), ("propagate_mode", "change_all")];
+        call_path(h, HAMLET, api::message_edit::update, &[&first], &p);
+    };
+    let events = h.verify_action(
+        OTHELLO,
+        ALL,
+        move_topic,
+        &["update_message", "message", "muted_topics", "user_topic", "muted_topics", "user_topic"],
+    );
+    assert_eq!(
+        (events[3]["topic_name"].as_str(), events[3]["visibility_policy"].as_u64()),
+        (Some("old"), Some(0))
+    );
+    assert_eq!(
+        (events[5]["topic_name"].as_str(), events[5]["visibility_policy"].as_u64()),
+        (Some("new"), Some(3))
+    );
 }
 
 /// An invited user joins: the inviter's queue gets, among the account's

@@ -167,8 +167,15 @@ fn call_path(
     let caller = Some(h.user(email));
     let params = Params::from_pairs(params.iter().copied());
     let path = path.iter().map(|s| s.to_string()).collect();
-    let mut call =
-        Call { realm, caller, params, path, client: "test".into(), raw_fields: Vec::new() };
+    let mut call = Call {
+        realm,
+        caller,
+        params,
+        path,
+        client: "test".into(),
+        raw_fields: Vec::new(),
+        sorted_reply: None,
+    };
     handler(&h.app, &mut call)
 }
 

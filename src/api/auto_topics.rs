@@ -11,13 +11,23 @@
 //! message, so the message and the policy change are durable together. A
 //! followed topic is never "downgraded" to unmuted, and nothing is logged
 //! when the policy would not change.
+//!
+//! Moving a whole topic (`change_all`) carries its visibility policies
+//! along (`policies_follow_a_move`), logged in the move's batch: each
+//! user's policy leaves the old topic and applies to the new one — if the
+//! user can still read the destination channel; where the user already has
+//! a policy for the destination topic, the more attentive of the two stays
+//! (followed > unmuted > muted), so a move never hides a topic someone
+//! followed.
 
 use crate::mutation::{Mutation, NewMessage};
+use crate::state::access::can_read_channel;
 use crate::state::personal::PersonalChange;
 use crate::state::settings::SettingValue;
 use crate::state::{ChannelId, Destination, State, UserId};
 
 /// `visibility_policy` values.
+const MUTED: u8 = 1;
 const UNMUTED: u8 = 2;
 const FOLLOWED: u8 = 3;
 
@@ -95,6 +105,58 @@ pub(super) fn policy_changes(new: &NewMessage, changes: &[AutoPolicy]) -> Vec<Mu
             })
         })
         .collect()
+}
+
+/// The `SetUserTopic` mutations that move every visibility policy of
+/// topic `from_topic` in `from` to `to_topic` in `to` (a `change_all` move
+/// made at `now`): the old topic's policy is cleared, and the user's new
+/// topic gets it unless they cannot read `to`, or already hold a more
+/// attentive policy there. In user-id order (deterministic).
+pub(super) fn policies_follow_a_move(
+    state: &State,
+    from: ChannelId,
+    from_topic: &str,
+    to: &crate::state::Channel,
+    to_topic: &str,
+    now: i64,
+) -> Vec<Mutation> {
+    let old_key = (from, from_topic.to_lowercase());
+    if old_key == (to.id, to_topic.to_lowercase()) {
+        return Vec::new();
+    }
+    let holders = state.settings.user_topics.collect_sorted(|_, t| t.contains_key(&old_key));
+    let set = |user, channel, topic: &str, policy| {
+        Mutation::Personal(PersonalChange::SetUserTopic {
+            user,
+            channel,
+            topic: topic.to_owned(),
+            policy,
+            when: now,
+        })
+    };
+    let mut out = Vec::new();
+    for (user, topics) in holders {
+        let Some(moved) = topics.get(&old_key).map(|t| t.policy) else { continue };
+        out.push(set(user, from, from_topic, 0));
+        let may_read = state.users.get(&user).is_some_and(|u| can_read_channel(&u, to));
+        let there = current_policy(state, user, to.id, to_topic);
+        if may_read && attention(moved) > attention(there) {
+            out.push(set(user, to.id, to_topic, moved));
+        }
+    }
+    out
+}
+
+/// How much attention a policy asks for, for merging a moved policy with
+/// the destination's: followed > unmuted > muted > none (a moved mute
+/// still applies where the user had no policy).
+fn attention(policy: u8) -> u8 {
+    match policy {
+        FOLLOWED => 3,
+        UNMUTED => 2,
+        MUTED => 1,
+        _ => 0,
+    }
 }
 
 /// The policy a user has set for a topic (0 = inherit).

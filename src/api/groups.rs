@@ -194,10 +194,9 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
     Ok(Reply::new())
 }
 
-/// `POST /user_groups/{id}/members`: `add`, `delete` (user ids).
-pub fn update_members(app: &App, call: &mut Call) -> ApiResult<Reply> {
-    let id = group_by_path(app, call)?.id;
-    let me = call.caller().clone();
+/// The `add` and `delete` id lists of a membership or subgroup change; at
+/// least one must name something.
+fn add_and_delete(call: &mut Call) -> ApiResult<(Vec<u64>, Vec<u64>)> {
     let add = id_list(call, "add")?;
     let delete = id_list(call, "delete")?;
     if add.is_empty() && delete.is_empty() {
@@ -205,6 +204,14 @@ pub fn update_members(app: &App, call: &mut Call) -> ApiResult<Reply> {
             "Nothing to do. Specify at least one of 'add' or 'delete'.",
         ));
     }
+    Ok((add, delete))
+}
+
+/// `POST /user_groups/{id}/members`: `add`, `delete` (user ids).
+pub fn update_members(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let id = group_by_path(app, call)?.id;
+    let me = call.caller().clone();
+    let (add, delete) = add_and_delete(call)?;
     app.committer.commit(|s| {
         let g = managed(s, &me, id)?;
         let add = users(s, &me, &add)?;
@@ -245,13 +252,7 @@ fn reachable(s: &State, start: GroupId) -> BTreeSet<GroupId> {
 pub fn update_subgroups(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let id = group_by_path(app, call)?.id;
     let me = call.caller().clone();
-    let add = id_list(call, "add")?;
-    let delete = id_list(call, "delete")?;
-    if add.is_empty() && delete.is_empty() {
-        return Err(ApiError::bad_request(
-            "Nothing to do. Specify at least one of 'add' or 'delete'.",
-        ));
-    }
+    let (add, delete) = add_and_delete(call)?;
     app.committer.commit(|s| {
         let g = managed(s, &me, id)?;
         let add = groups(s, &me, &add)?;

@@ -284,7 +284,7 @@ fn is_recently_active(state: &State, channel: &Channel, now: i64) -> bool {
     if channel.date_created >= since {
         return true;
     }
-    let newest = state.by_recipient.read(&channel.recipient, |ids| ids.last().copied()).flatten();
+    let newest = state.recipient_last(channel.recipient);
     newest.and_then(|id| state.messages.read(&id, |m| m.timestamp)).is_some_and(|ts| ts >= since)
 }
 
@@ -415,8 +415,9 @@ pub fn iso8601(secs: i64) -> String {
 /// `iso8601` as a `Display`, to write a date without allocating.
 pub struct Iso8601(pub i64);
 
-impl std::fmt::Display for Iso8601 {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl Iso8601 {
+    /// (year, month, day, hour, minute, second) in UTC.
+    fn parts(&self) -> (i64, i64, i64, i64, i64, i64) {
         let secs = self.0;
         let days = secs.div_euclid(86_400);
         let rem = secs.rem_euclid(86_400);
@@ -430,13 +431,42 @@ impl std::fmt::Display for Iso8601 {
         let day = doy - (153 * mp + 2) / 5 + 1;
         let month = if mp < 10 { mp + 3 } else { mp - 9 };
         let year = yoe + era * 400 + i64::from(month <= 2);
-        write!(
-            f,
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}+00:00",
-            rem / 3600,
-            rem % 3600 / 60,
-            rem % 60
-        )
+        (year, month, day, rem / 3600, rem % 3600 / 60, rem % 60)
+    }
+
+    /// Appends the same text as `Display` to `out`, digit by digit: the
+    /// formatting machinery was a few thousand instructions per date.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        let (year, month, day, hour, minute, second) = self.parts();
+        if !(0..=9999).contains(&year) {
+            use std::io::Write;
+            let _ = write!(out, "{self}");
+            return;
+        }
+        let two = |out: &mut Vec<u8>, n: i64| {
+            out.push(b'0' + (n / 10) as u8);
+            out.push(b'0' + (n % 10) as u8);
+        };
+        two(out, year / 100);
+        two(out, year % 100);
+        out.push(b'-');
+        two(out, month);
+        out.push(b'-');
+        two(out, day);
+        out.push(b'T');
+        two(out, hour);
+        out.push(b':');
+        two(out, minute);
+        out.push(b':');
+        two(out, second);
+        out.extend_from_slice(b"+00:00");
+    }
+}
+
+impl std::fmt::Display for Iso8601 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (year, month, day, hour, minute, second) = self.parts();
+        write!(f, "{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}+00:00")
     }
 }
 

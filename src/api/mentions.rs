@@ -152,19 +152,10 @@ fn topic_participants(
     sender: UserId,
 ) -> BTreeSet<UserId> {
     let mut participants = BTreeSet::from([sender]);
-    let Some(recipient) = state.channels.read(&channel, |c| c.recipient) else {
-        return participants;
-    };
-    let ids = state.by_recipient.get(&recipient).unwrap_or_default();
-    let topic = topic.to_lowercase();
-    for id in ids {
-        state.messages.read(&id, |m| {
-            if let Destination::Channel { topic: t, .. } = &m.destination {
-                if t.to_lowercase() == topic {
-                    participants.insert(m.sender);
-                }
-            }
-        });
+    // The topic's own index (keyed by the lowercased topic): not a scan of
+    // the whole channel, which a busy channel makes millions of messages.
+    for id in state.topic_ids(&(channel, topic.to_lowercase())).iter() {
+        state.messages.read(&id, |m| participants.insert(m.sender));
     }
     participants
 }

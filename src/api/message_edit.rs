@@ -318,7 +318,13 @@ fn plan(state: &State, editor: &User, req: &Request, now: i64) -> ApiResult<Opti
                 now,
                 realm_url: &req.realm_url,
             };
-            move_notices::notices(state, &m)
+            let mut companions = move_notices::notices(state, &m);
+            if req.mode == PropagateMode::ChangeAll {
+                companions.extend(super::auto_topics::policies_follow_a_move(
+                    state, from.id, from_topic, to, to_topic, now,
+                ));
+            }
+            companions
         }
         _ => Vec::new(),
     };
@@ -348,10 +354,10 @@ fn check_topic_age(
     deadline: i64,
     now: i64,
 ) -> ApiResult<()> {
-    let ids = state.by_topic.get(&(channel.id, topic.to_lowercase())).unwrap_or_default();
+    let ids = state.topic_ids(&(channel.id, topic.to_lowercase()));
     let whole_history = access::can_read_history(editor, channel);
     let mut seen: Vec<(i64, MessageId)> = ids
-        .into_iter()
+        .iter()
         .filter(|id| whole_history || state.flags(editor.id, *id).is_some())
         .filter_map(|id| state.messages.read(&id, |m| (m.timestamp, id)))
         .collect();
@@ -395,23 +401,13 @@ fn topic_messages(
     if mode == PropagateMode::ChangeOne {
         return vec![message.id];
     }
-    let Some(recipient) = state.channels.read(&channel, |c| c.recipient) else {
-        return vec![message.id];
+    // The topic's own index: not a scan of the whole channel.
+    let ids = state.topic_ids(&(channel, topic.to_lowercase()));
+    let from = match mode {
+        PropagateMode::ChangeAll => MessageId(0),
+        _ => message.id,
     };
-    let ids = state.by_recipient.get(&recipient).unwrap_or_default();
-    let topic = topic.to_lowercase();
-    ids.into_iter()
-        .filter(|id| mode == PropagateMode::ChangeAll || *id >= message.id)
-        .filter(|id| {
-            state
-                .messages
-                .read(id, |m| match &m.destination {
-                    Destination::Channel { topic: t, .. } => t.to_lowercase() == topic,
-                    Destination::Direct { .. } => false,
-                })
-                .unwrap_or(false)
-        })
-        .collect()
+    ids.iter_from(from).filter(|id| state.messages.contains(id)).collect()
 }
 
 /// One version of a message: what it looked like after an edit.
@@ -942,7 +938,10 @@ mod tests {
         assert!(state.flags(users[1].id, message.id).is_none());
         assert!(state.flags(users[0].id, message.id).is_some());
         let recipient = state.channels.read(&private, |c| c.recipient).unwrap();
-        assert_eq!(state.by_recipient.get(&recipient).unwrap(), vec![message.id]);
+        assert_eq!(
+            state.by_recipient.get(&recipient).unwrap().iter().collect::<Vec<_>>(),
+            [message.id]
+        );
         assert_eq!(state.channels.get(&private).unwrap().first_message_id, Some(message.id));
     }
 }

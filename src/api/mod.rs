@@ -30,6 +30,7 @@ pub mod register;
 pub mod resources;
 pub mod scheduled;
 pub mod settings;
+pub mod sorted_reply;
 pub mod spectators;
 pub mod streams;
 pub mod subscriptions;
@@ -92,6 +93,10 @@ pub struct Call {
     /// as register's `realm_users`), spliced into the reply's JSON as they
     /// are instead of going through `Value` maps.
     pub raw_fields: RawFields,
+    /// The whole reply written as JSON text in key order, when the
+    /// handler wrote it so (`sorted_reply`): then the `Reply` it returns
+    /// is empty and `raw_fields` unused.
+    pub sorted_reply: Option<sorted_reply::SortedMembers>,
 }
 
 /// Pre-serialized reply fields: (name, JSON text). The text is natter's

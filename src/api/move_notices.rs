@@ -183,7 +183,7 @@ fn notice(
 
 /// The ids of `channel` > `topic` (case-insensitive), ascending.
 fn topic_ids(state: &State, channel: &Channel, topic: &str) -> Vec<MessageId> {
-    state.by_topic.get(&(channel.id, topic.to_lowercase())).unwrap_or_default()
+    state.topic_ids(&(channel.id, topic.to_lowercase())).iter().collect()
 }
 
 /// Whether the editor can see a message of `channel` > `topic` that does

@@ -25,7 +25,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::events::queue::{Capabilities, IncludeSubscribers, QueueError, QueueOptions};
 use crate::narrow::Narrow;
 use crate::state::access::role_in_system_group;
-use crate::state::{Realm, State, User, UserId};
+use crate::state::{Group, Realm, RealmId, State, User, UserId};
 
 /// A section another area contributes: inserts its fields into `out` when
 /// `wants("<fetch type>")`.
@@ -76,8 +76,6 @@ pub struct Ctx<'a> {
     pub user: &'a User,
     /// The register parameters.
     pub options: &'a RegisterOptions,
-    /// Every account of the realm, by id (read once, shared by sections).
-    pub users: &'a [User],
 }
 
 type Section = fn(&Ctx, &mut Reply);
@@ -85,10 +83,10 @@ type Section = fn(&Ctx, &mut Reply);
 /// This file's sections: (fetch type, builder).
 const SECTIONS: &[(&str, Section)] = &[
     ("realm", realm_section),
-    // `realm_user` is built after the lock, in `register`.
-    ("presence", presence_section),
+    // `realm_user`, `presence` and `realm_user_groups` read the realm's
+    // accounts: they are finished after the lock, from the cut, in
+    // `register`.
     ("recent_private_conversations", recent_private_conversations_section),
-    ("realm_user_groups", user_groups_section),
     // Resources natter has no storage for yet: truly empty until their
     // endpoints exist (their areas replace these through PLUGINS).
     ("realm_emoji", |_, out| insert(out, "realm_emoji", json!({}))),
@@ -119,7 +117,7 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
     };
     let options = parse_options(app, call, &user)?;
     let realm = call.realm.clone();
-    let (mut out, cut) = app.committer.read_consistent(|state, seq| {
+    let (mut out, pending, groups) = app.committer.read_consistent(|state, seq| {
         let queues = &app.hub.realtime().queues;
         let queue_id = queues.create(user.id, user.realm, options.queue.clone(), seq).map_err(
             |e| match e {
@@ -137,15 +135,21 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
         out.insert("zulip_version".into(), json!(VERSION));
         out.insert("zulip_merge_base".into(), json!(VERSION));
         // The realm's accounts as of this cut, shared with every other
-        // register at the same users generation (`user_lists`).
-        let cut = app.hub.realtime().user_lists.cut(state, realm.id);
-        let ctx =
-            Ctx { app, state, realm: &realm, user: &user, options: &options, users: &cut.users };
+        // register at the same users generation (`user_lists`): cached,
+        // or frozen here (pointer copies) and copied out after the lock.
+        let pending = app.hub.realtime().user_lists.pending(state, realm.id);
+        let ctx = Ctx { app, state, realm: &realm, user: &user, options: &options };
         for (name, section) in SECTIONS {
             if options.wants(name) {
                 section(&ctx, &mut out);
             }
         }
+        // The groups as of the cut; the members of system groups follow
+        // from the accounts' roles, read from the cut after the lock.
+        let with_deactivated = options.queue.capabilities.include_deactivated_groups;
+        let groups = options
+            .wants("realm_user_groups")
+            .then(|| realm_groups(state, realm.id, with_deactivated));
         let wants = |name: &str| options.wants(name);
         // The reading area's sections, with this register's options:
         // max_message_id, unread_msgs, starred_messages; subscriptions.
@@ -164,8 +168,15 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
         for plugin in PLUGINS {
             plugin(app, &user, &wants, &mut out);
         }
-        Ok((out, cut))
+        Ok((out, pending, groups))
     })?;
+    let cut = pending.finish(&app.hub.realtime().user_lists);
+    if options.wants("presence") {
+        presence_section(app, &cut.users, &options, &mut out);
+    }
+    if let Some(groups) = groups {
+        user_groups_section(&groups, &cut.users, &mut out);
+    }
     // The users' JSON is the biggest part of the reply: it comes after the
     // writer lock is released, from the cut taken under it (immutable, so
     // the events after the cut still apply exactly once; the argument is in
@@ -213,12 +224,12 @@ fn spectator_register(app: &App, call: &mut Call) -> ApiResult<Reply> {
     out.insert("zulip_feature_level".into(), json!(FEATURE_LEVEL));
     out.insert("zulip_version".into(), json!(VERSION));
     out.insert("zulip_merge_base".into(), json!(VERSION));
-    // Under the writer lock: the only place cuts are made (`user_lists`).
-    let cut = app
-        .committer
-        .read_consistent(|state, _| app.hub.realtime().user_lists.cut(state, realm.id));
-    let ctx =
-        Ctx { app, state, realm: &realm, user: &viewer, options: &options, users: &cut.users };
+    // Taken under the writer lock (the only place cuts are taken), copied
+    // out after it (`user_lists`).
+    let lists = &app.hub.realtime().user_lists;
+    let cut =
+        app.committer.read_consistent(|state, _| lists.pending(state, realm.id)).finish(lists);
+    let ctx = Ctx { app, state, realm: &realm, user: &viewer, options: &options };
     if options.wants("realm") {
         realm_section(&ctx, &mut out);
     }
@@ -531,12 +542,12 @@ fn realm_user_section(
 }
 
 /// `presence`: the realm's presences, legacy (email-keyed) or slim.
-fn presence_section(ctx: &Ctx, out: &mut Reply) {
+fn presence_section(app: &App, users: &[User], options: &RegisterOptions, out: &mut Reply) {
     let now = crate::entropy::now();
-    let days = ctx.options.presence_history_limit_days.unwrap_or(14);
+    let days = options.presence_history_limit_days.unwrap_or(14);
     let since = now.saturating_sub(days.saturating_mul(86_400));
-    let presence = &ctx.app.hub.realtime().presence;
-    insert(out, "presences", presence.render(ctx.users, since, 0, ctx.options.slim_presence));
+    let presence = &app.hub.realtime().presence;
+    insert(out, "presences", presence.render(users, since, 0, options.slim_presence));
     insert(out, "presence_last_update_id", json!(presence.last_update_id()));
     insert(out, "server_timestamp", json!(now));
 }
@@ -551,7 +562,7 @@ fn recent_private_conversations_section(ctx: &Ctx, out: &mut Reply) {
         .collect_sorted(|participants, _| participants.contains(&me))
         .into_iter()
         .filter_map(|(participants, recipient)| {
-            let max = state.by_recipient.read(&recipient, |ids| ids.last().copied()).flatten()?;
+            let max = state.recipient_last(recipient)?;
             let others: Vec<u64> = participants.iter().filter(|u| **u != me).map(|u| u.0).collect();
             Some((max.0, others))
         })
@@ -565,17 +576,24 @@ fn recent_private_conversations_section(ctx: &Ctx, out: &mut Reply) {
     insert(out, "recent_private_conversations", Value::Array(list));
 }
 
-/// `realm_user_groups`: every group of the realm, system groups included,
-/// with members (system groups' members follow from roles).
-fn user_groups_section(ctx: &Ctx, out: &mut Reply) {
-    let state = ctx.state;
-    let users = ctx.users;
-    let with_deactivated = ctx.options.queue.capabilities.include_deactivated_groups;
-    let groups: Vec<Value> = state
+/// The realm's groups (deactivated ones only with `with_deactivated`),
+/// read under the writer lock for `user_groups_section`.
+fn realm_groups(state: &State, realm: RealmId, with_deactivated: bool) -> Vec<Group> {
+    state
         .groups
-        .collect_sorted(|_, g| g.realm == ctx.realm.id && (with_deactivated || !g.deactivated))
+        .collect_sorted(|_, g| g.realm == realm && (with_deactivated || !g.deactivated))
         .into_iter()
-        .map(|(_, g)| {
+        .map(|(_, g)| g)
+        .collect()
+}
+
+/// `realm_user_groups`: every group of the realm, system groups included,
+/// with members (system groups' members follow from the roles of `users`,
+/// the realm's accounts as of the same cut).
+fn user_groups_section(groups: &[Group], users: &[User], out: &mut Reply) {
+    let groups: Vec<Value> = groups
+        .iter()
+        .map(|g| {
             let members: Vec<u64> = match g.system {
                 Some(kind) => users
                     .iter()

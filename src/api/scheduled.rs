@@ -381,6 +381,7 @@ mod tests {
             path,
             client: "test".into(),
             raw_fields: Vec::new(),
+            sorted_reply: None,
         }
     }
 

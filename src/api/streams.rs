@@ -146,10 +146,9 @@ fn parse_patch(app: &App, call: &mut Call) -> ApiResult<Patch> {
 /// Whether every message of the channel is in the empty topic.
 fn only_empty_topic(state: &State, channel: &Channel) -> bool {
     let topics = state.channel_topics.get(&channel.id).unwrap_or_default();
-    topics
-        .keys()
-        .filter(|k| !k.is_empty())
-        .all(|k| state.by_topic.read(&(channel.id, k.clone()), Vec::is_empty).unwrap_or(true))
+    topics.keys().filter(|k| !k.is_empty()).all(|k| {
+        state.by_topic.read(&(channel.id, k.clone()), crate::state::IdSet::is_empty).unwrap_or(true)
+    })
 }
 
 /// Checks the patch against the channel and the caller and lists the

@@ -6,10 +6,13 @@
 //! viewer class (email visibility × `client_gravatar`, bots, profile data).
 
 use std::collections::HashMap;
+use std::io::Write;
 
+use md5::{Digest, Md5};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::json::{avatar_url_string, Iso8601, UserOptions};
+use super::sorted_reply::{string, SortedMembers};
 use crate::state::access::can_see_email;
 use crate::state::{profile, Role, State, User, UserId};
 
@@ -178,6 +181,114 @@ pub fn users_array<'a>(
     String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
+/// `user`'s members as `viewer` sees them, exactly as `json::user`'s map
+/// serializes them (key order included), appended to `out` without
+/// building the map: `GET /users/me` and `GET /users/{id}` (the map was
+/// most of their instructions).
+pub fn write_user_members(
+    out: &mut SortedMembers,
+    state: &State,
+    viewer: &User,
+    user: &User,
+    options: UserOptions,
+) {
+    let sees_email = can_see_email(state, viewer, user);
+    // Keys in byte order, as a `BTreeMap` keeps them.
+    let avatar = out.member("avatar_url");
+    if options.client_gravatar && sees_email {
+        avatar.extend_from_slice(b"null");
+    } else {
+        write_avatar_url(avatar, user);
+    }
+    out.unsigned("avatar_version", u64::from(user.avatar_version));
+    if user.is_bot() {
+        match user.bot_owner {
+            Some(owner) => out.unsigned("bot_owner_id", owner.0),
+            None => out.null("bot_owner_id"),
+        }
+    }
+    match user.bot_type {
+        Some(t) => out.unsigned("bot_type", u64::from(t.code())),
+        None => out.null("bot_type"),
+    }
+    let date = out.member("date_joined");
+    date.push(b'"');
+    Iso8601(user.date_joined).write_to(date);
+    date.push(b'"');
+    if sees_email {
+        out.string("delivery_email", &user.delivery_email);
+    } else {
+        out.null("delivery_email");
+    }
+    match state.placeholder_host(user.realm).filter(|_| !user.is_bot()) {
+        Some(host) => out.string("email", &format!("user{}@{host}", user.id.0)),
+        None => out.string("email", &user.email),
+    }
+    out.string("full_name", &user.full_name);
+    out.boolean("is_active", user.is_active);
+    out.boolean("is_admin", user.role.is_admin());
+    out.boolean("is_bot", user.is_bot());
+    out.boolean("is_guest", user.role == Role::Guest);
+    out.boolean("is_owner", user.role == Role::Owner);
+    if options.include_custom_profile_fields && !user.is_bot() {
+        let data = out.member("profile_data");
+        let written =
+            state.profile_values.read(&user.id, |values| write_profile_data(data, values));
+        if written.is_none() {
+            data.extend_from_slice(b"{}");
+        }
+    }
+    out.unsigned("role", u64::from(user.role.code()));
+    out.string("timezone", &user.timezone);
+    out.unsigned("user_id", user.id.0);
+}
+
+/// `profile_data` as `profile_fields::profile_data`'s map serializes it:
+/// field ids as string keys in string order, and in each value
+/// `rendered_value` (when present) before `value`.
+fn write_profile_data(out: &mut Vec<u8>, values: &profile::Values) {
+    let mut keyed: Vec<(String, &(String, Option<String>))> =
+        values.iter().map(|(id, v)| (id.to_string(), v)).collect();
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    out.push(b'{');
+    for (i, (id, (value, rendered))) in keyed.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        string(out, id);
+        out.push(b':');
+        out.push(b'{');
+        if let Some(rendered) = rendered {
+            out.extend_from_slice(b"\"rendered_value\":");
+            string(out, rendered);
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"value\":");
+        string(out, value);
+        out.push(b'}');
+    }
+    out.push(b'}');
+}
+
+/// `avatar_url_string(user, false)` as a JSON string, written in place.
+fn write_avatar_url(out: &mut Vec<u8>, user: &User) {
+    let email = user.delivery_email.trim();
+    // Lowercasing allocates only when there is something to lowercase.
+    let digest = if email.bytes().any(|b| !b.is_ascii() || b.is_ascii_uppercase()) {
+        Md5::digest(email.to_lowercase().as_bytes())
+    } else {
+        Md5::digest(email.as_bytes())
+    };
+    out.extend_from_slice(b"\"https://secure.gravatar.com/avatar/");
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for b in digest.iter() {
+        out.push(HEX[usize::from(b >> 4)]);
+        out.push(HEX[usize::from(b & 15)]);
+    }
+    // Nothing here needs escaping in JSON.
+    let _ = write!(out, "?d=identicon&version={}\"", user.avatar_version);
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use serde_json::Value;
@@ -248,6 +359,22 @@ pub(crate) mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn dates_written_by_hand_equal_their_display() {
+        let mut secs = -86_400 * 366 * 3000;
+        while secs < 86_400 * 366 * 9000 {
+            let mut out = Vec::new();
+            Iso8601(secs).write_to(&mut out);
+            assert_eq!(String::from_utf8(out).unwrap(), Iso8601(secs).to_string(), "{secs}");
+            secs += 7_777_777;
+        }
+        for secs in [0, -1, 59, 86_399, 86_400, 951_782_400, 1_700_000_000, 253_402_300_799] {
+            let mut out = Vec::new();
+            Iso8601(secs).write_to(&mut out);
+            assert_eq!(String::from_utf8(out).unwrap(), Iso8601(secs).to_string(), "{secs}");
         }
     }
 

@@ -1,11 +1,9 @@
 //! Users: `GET /users/me`, `GET /users`, `GET /users/{user_id}`.
 
-use serde_json::{json, Value};
-
-use super::json::{self, UserOptions};
-use super::{App, Call, Reply};
+use super::json::UserOptions;
+use super::sorted_reply::SortedMembers;
+use super::{sorted_reply, user_json, App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
-use crate::reply;
 use crate::state::UserId;
 
 fn user_options(call: &mut Call) -> ApiResult<UserOptions> {
@@ -18,28 +16,46 @@ fn user_options(call: &mut Call) -> ApiResult<UserOptions> {
 }
 
 /// `GET /users/me`: the caller's own account.
+///
+/// Written straight to JSON text (`user_json::write_user_members`): the
+/// same bytes as `json::user` plus `max_message_id` in a map, without
+/// building one (tests below compare the two).
 pub fn get_me(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let me = call.caller();
     let options = UserOptions { client_gravatar: false, include_custom_profile_fields: true };
-    let Value::Object(mut fields) = json::user(&app.state, me, me, options) else {
-        unreachable!("a user is a JSON object")
-    };
+    let mut members = SortedMembers::with_capacity(512);
+    user_json::write_user_members(&mut members, &app.state, me, me, options);
     let max_id = app.state.max_user_message(me.id).map_or(0, |id| id.0);
-    fields.insert("max_message_id".into(), json!(max_id));
-    Ok(fields)
+    let mut max = Vec::with_capacity(20);
+    sorted_reply::unsigned(&mut max, max_id);
+    members.insert("max_message_id", max);
+    call.sorted_reply = Some(members);
+    Ok(Reply::new())
 }
 
 /// `GET /users`: every account in the caller's realm.
 pub fn list(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let options = user_options(call)?;
     let me = call.caller();
-    let members: Vec<Value> = app
-        .state
-        .realm_users(me.realm)
-        .iter()
-        .map(|u| json::user(&app.state, me, u, options))
-        .collect();
-    Ok(reply! { "members" => members })
+    let users = app.state.realm_users(me.realm);
+    // Each user's object as `json::user`'s map serializes it, written
+    // straight to text (`user_json::write_user_members`).
+    let mut list = Vec::with_capacity(2 + users.len() * 420);
+    list.push(b'[');
+    let mut members = SortedMembers::with_capacity(512);
+    for (i, user) in users.iter().enumerate() {
+        if i > 0 {
+            list.push(b',');
+        }
+        members.clear();
+        user_json::write_user_members(&mut members, &app.state, me, user, options);
+        members.write_object(&mut list, &[]);
+    }
+    list.push(b']');
+    let mut reply = SortedMembers::default();
+    reply.insert("members", list);
+    call.sorted_reply = Some(reply);
+    Ok(Reply::new())
 }
 
 /// `GET /users/{user_id}` (and `GET /users/{email}`): one account of the
@@ -55,5 +71,123 @@ pub fn get_one(app: &App, call: &mut Call) -> ApiResult<Reply> {
         .state
         .user_in_realm(me.realm, id)
         .ok_or_else(|| ApiError::bad_request("No such user"))?;
-    Ok(reply! { "user" => json::user(&app.state, me, &user, options) })
+    // `user` sorts after `msg` and `result`: appended, it is where the
+    // map would have put it.
+    let mut members = SortedMembers::with_capacity(512);
+    user_json::write_user_members(&mut members, &app.state, me, &user, options);
+    let mut text = Vec::with_capacity(512);
+    members.write_object(&mut text, &[]);
+    let text = String::from_utf8(text).expect("JSON text is UTF-8");
+    call.raw_fields.push(("user".into(), text));
+    Ok(Reply::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+    use crate::api::json;
+    use crate::api::user_json::tests::realm;
+    use crate::http::response;
+    use crate::state::{profile, EmailVisibility, User};
+
+    /// `GET /users/me`'s reply as it was built before: `json::user`'s map
+    /// plus `max_message_id`, through the ordinary envelope.
+    fn me_through_a_map(state: &crate::state::State, me: &User, ignored: &[String]) -> Vec<u8> {
+        let options = UserOptions { client_gravatar: false, include_custom_profile_fields: true };
+        let Value::Object(mut fields) = json::user(state, me, me, options) else { unreachable!() };
+        let max_id = state.max_user_message(me.id).map_or(0, |id| id.0);
+        fields.insert("max_message_id".into(), serde_json::json!(max_id));
+        response::success(fields, ignored.to_vec()).body
+    }
+
+    fn me_written(state: &crate::state::State, me: &User, ignored: &[String]) -> Vec<u8> {
+        let options = UserOptions { client_gravatar: false, include_custom_profile_fields: true };
+        let mut members = SortedMembers::default();
+        user_json::write_user_members(&mut members, state, me, me, options);
+        let max_id = state.max_user_message(me.id).map_or(0, |id| id.0);
+        members.insert("max_message_id", max_id.to_string().into_bytes());
+        response::success_sorted(&members, ignored.to_vec()).body
+    }
+
+    /// The realm of `user_json`'s tests, plus what changes the bytes: field
+    /// ids that sort differently as strings ("12" < "3"), a real address
+    /// with capitals and non-ASCII (the gravatar hash lowercases it), and
+    /// characters JSON escapes.
+    fn varied_realm() -> (crate::state::State, Vec<User>) {
+        let (state, users) = realm();
+        let mut values = profile::Values::new();
+        values.insert(3, ("three \"q\" \u{1}".into(), None));
+        values.insert(12, ("**y**".into(), Some("<p><strong>y</strong></p>".into())));
+        values.insert(100, ("".into(), None));
+        state.profile_values.insert(users[4].id, values);
+        state.users.update(&users[1].id, |u| {
+            u.delivery_email = " Ådmin@T.Test ".into();
+            u.timezone = "Europe/Zürich".into();
+            u.full_name = "tab\there \\ </script>".into();
+        });
+        let realm = users[0].realm;
+        let users = state.realm_users(realm);
+        (state, users)
+    }
+
+    #[test]
+    fn get_me_writes_the_bytes_the_map_gave_for_every_kind_of_account() {
+        let (state, users) = varied_realm();
+        let realm = users[0].realm;
+        let kinds = users.iter().map(|u| (u.role, u.is_bot(), u.is_active)).collect::<Vec<_>>();
+        assert!(kinds.iter().any(|k| k.1), "a bot");
+        assert!(kinds.iter().any(|k| !k.2), "a deactivated account");
+        for visibility in [
+            EmailVisibility::Everyone,
+            EmailVisibility::Members,
+            EmailVisibility::Moderators,
+            EmailVisibility::Admins,
+            EmailVisibility::Nobody,
+        ] {
+            state.realms.update(&realm, |r| r.settings.email_address_visibility = visibility);
+            for me in &users {
+                for ignored in [vec![], vec!["apply_markdown".to_owned(), "zzz".to_owned()]] {
+                    let want = me_through_a_map(&state, me, &ignored);
+                    let got = me_written(&state, me, &ignored);
+                    assert_eq!(
+                        String::from_utf8(got).unwrap(),
+                        String::from_utf8(want).unwrap(),
+                        "{visibility:?} user {}",
+                        me.id
+                    );
+                }
+            }
+        }
+    }
+
+    /// Another user's object (`GET /users/{id}`) is `json::user`'s map's
+    /// bytes too, for every viewer, target and option.
+    #[test]
+    fn one_user_writes_the_bytes_the_map_gave_for_every_viewer() {
+        let (state, users) = varied_realm();
+        let realm = users[0].realm;
+        for visibility in [EmailVisibility::Everyone, EmailVisibility::Admins] {
+            state.realms.update(&realm, |r| r.settings.email_address_visibility = visibility);
+            for viewer in &users {
+                for user in &users {
+                    for (client_gravatar, include_custom_profile_fields) in
+                        [(false, false), (false, true), (true, false), (true, true)]
+                    {
+                        let options =
+                            UserOptions { client_gravatar, include_custom_profile_fields };
+                        let want =
+                            serde_json::to_string(&json::user(&state, viewer, user, options))
+                                .unwrap();
+                        let mut members = SortedMembers::default();
+                        user_json::write_user_members(&mut members, &state, viewer, user, options);
+                        let mut got = Vec::new();
+                        members.write_object(&mut got, &[]);
+                        assert_eq!(String::from_utf8(got).unwrap(), want);
+                    }
+                }
+            }
+        }
+    }
 }

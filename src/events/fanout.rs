@@ -8,6 +8,7 @@
 //! once per distinct rendering and shared (`Arc`), so a fan-out to
 //! thousands of queues clones no message bodies.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -21,7 +22,7 @@ use crate::api::json::{
 use crate::api::register;
 use crate::state::access::role_in_system_group;
 use crate::state::access::{can_read_channel, can_see_channel, sees_others_emails, MessageView};
-use crate::state::{Destination, Flags, SystemGroup, UserId};
+use crate::state::{Destination, Flags, Realm, SystemGroup, User, UserId};
 
 /// Delivers one event (of mutation `seq`, or ephemeral if `None`) to the
 /// queues that should see it.
@@ -272,25 +273,34 @@ fn message_event(
     let state = &rt.state;
     let local = rt.queues.take_local_id(id);
     let Some(message) = state.messages.get(&id) else { return };
-    let Some(realm) = state.realms.get(&message.realm) else { return };
-    let Some(sender) = state.users.get(&message.sender) else { return };
     let flags: HashMap<UserId, Flags> = recipients.iter().copied().collect();
     let mut targets = rt.queues.of_users(recipients.iter().map(|(u, _)| *u));
-    // Queues watching every public channel see its messages too.
+    // Queues watching every public channel see its messages too. The
+    // channel is read in place: cloning it copied its subscriber set.
     if let Destination::Channel { channel, .. } = &message.destination {
-        if let Some(channel) = state.channels.get(channel) {
-            if !channel.invite_only {
-                targets.extend(rt.queues.of_realm(message.realm).into_iter().filter(|c| {
-                    let q = c.lock();
-                    q.options.all_public_streams && !flags.contains_key(&q.user)
-                }));
-            }
+        if state.channels.read(channel, |c| !c.invite_only).unwrap_or(false) {
+            targets.extend(rt.queues.of_realm_all_public(message.realm).into_iter().filter(|c| {
+                let q = c.lock();
+                q.options.all_public_streams && !flags.contains_key(&q.user)
+            }));
         }
+    }
+    if targets.is_empty() {
+        return;
     }
     // Read once for every queue: whether a viewer sees the sender's real
     // address follows from the realm's setting and the viewer's role.
-    let visibility = realm.settings.email_address_visibility;
-    let sender_address_public = sender.is_bot();
+    let Some(visibility) =
+        state.realms.read(&message.realm, |r| r.settings.email_address_visibility)
+    else {
+        return;
+    };
+    let Some(sender_address_public) = state.users.read(&message.sender, |u| u.is_bot()) else {
+        return;
+    };
+    // The realm and the sender as the renderer needs them, read once, on
+    // the first rendering (none when no queue wants the message).
+    let mut render_context: Option<Option<(Realm, User)>> = None;
     // One rendering per (apply_markdown, null avatar, empty topic as ""),
     // as JSON text shared by every queue of that shape.
     let mut rendered: HashMap<(bool, bool, bool), Arc<str>> = HashMap::new();
@@ -303,13 +313,15 @@ fn message_event(
         let user_flags = match flags.get(&q.user) {
             Some(f) => *f,
             None => {
-                // An all_public_streams queue: only channels it may read.
-                let viewer = state.users.get(&q.user)?;
+                // An all_public_streams queue: only channels it may read
+                // (both read in place).
                 let Destination::Channel { channel, .. } = &message.destination else {
                     return None;
                 };
-                let channel = state.channels.get(channel)?;
-                if !can_read_channel(&viewer, &channel) {
+                let readable = state.users.read(&q.user, |viewer| {
+                    state.channels.read(channel, |c| can_read_channel(viewer, c))
+                })??;
+                if !readable {
                     return None;
                 }
                 Flags::default()
@@ -326,29 +338,36 @@ fn message_event(
         }
         // `can_see_email(viewer, sender)`, without re-reading the realm.
         let null_avatar = q.options.client_gravatar
-            && (q.user == sender.id
+            && (q.user == message.sender
                 || sender_address_public
                 || state
                     .users
                     .read(&q.user, |viewer| sees_others_emails(visibility, viewer.role))?);
         let key = (q.options.apply_markdown, null_avatar, q.options.capabilities.empty_topic_name);
-        let shared = rendered
-            .entry(key)
-            .or_insert_with(|| {
-                let options = MessageOptions {
-                    apply_markdown: key.0,
-                    client_gravatar: key.1,
-                    allow_empty_topic_name: key.2,
+        let shared = match rendered.entry(key) {
+            Entry::Occupied(known) => Arc::clone(known.get()),
+            Entry::Vacant(slot) => {
+                let context = render_context.get_or_insert_with(|| {
+                    Some((state.realms.get(&message.realm)?, state.users.get(&message.sender)?))
+                });
+                let (realm, sender) = context.as_ref()?;
+                let text = {
+                    let options = MessageOptions {
+                        apply_markdown: key.0,
+                        client_gravatar: key.1,
+                        allow_empty_topic_name: key.2,
+                    };
+                    let view = MessageView { flags: Flags::default(), historical: false };
+                    // Rendered as the sender sees it: with `client_gravatar`
+                    // set, the avatar is null exactly when `null_avatar` holds.
+                    let mut body =
+                        object(shapes::message(state, realm, sender, &message, view, options));
+                    body.remove("flags");
+                    members(&object(json!({ "type": "message", "message": body })))
                 };
-                let view = MessageView { flags: Flags::default(), historical: false };
-                // Rendered as the sender sees it: with `client_gravatar`
-                // set, the avatar is null exactly when `null_avatar` holds.
-                let mut body =
-                    object(shapes::message(state, &realm, &sender, &message, view, options));
-                body.remove("flags");
-                members(&object(json!({ "type": "message", "message": body })))
-            })
-            .clone();
+                Arc::clone(slot.insert(text))
+            }
+        };
         let flags_member = match flag_members.iter().find(|(f, _)| *f == user_flags) {
             Some((_, text)) => Arc::clone(text),
             None => {

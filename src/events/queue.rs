@@ -316,11 +316,23 @@ pub enum QueueError {
 struct Registry {
     by_id: HashMap<String, Arc<QueueCell>>,
     by_user: HashMap<UserId, Vec<Arc<QueueCell>>>,
+    /// The `all_public_streams` queues of each realm: every public
+    /// channel's message looks for them, and walking (and locking) every
+    /// queue of the server per message for the few that are was
+    /// proportional to the users online.
+    all_public: HashMap<RealmId, Vec<Arc<QueueCell>>>,
 }
 
 impl Registry {
     fn insert(&mut self, id: String, user: UserId, cell: Arc<QueueCell>) {
         self.by_user.entry(user).or_default().push(Arc::clone(&cell));
+        let (realm, all_public) = {
+            let q = cell.lock();
+            (q.realm, q.options.all_public_streams)
+        };
+        if all_public {
+            self.all_public.entry(realm).or_default().push(Arc::clone(&cell));
+        }
         self.by_id.insert(id, cell);
     }
 
@@ -338,6 +350,16 @@ impl Registry {
             list.retain(|c| !Arc::ptr_eq(c, &cell));
             if list.is_empty() {
                 self.by_user.remove(&user);
+            }
+        }
+        let (realm, all_public) = {
+            let q = cell.lock();
+            (q.realm, q.options.all_public_streams)
+        };
+        if let Some(list) = self.all_public.get_mut(&realm).filter(|_| all_public) {
+            list.retain(|c| !Arc::ptr_eq(c, &cell));
+            if list.is_empty() {
+                self.all_public.remove(&realm);
             }
         }
     }
@@ -576,6 +598,11 @@ impl Queues {
     pub fn of_realm(&self, realm: RealmId) -> Vec<Arc<QueueCell>> {
         let registry = self.registry.read();
         registry.by_id.values().filter(|c| c.lock().realm == realm).cloned().collect()
+    }
+
+    /// The live `all_public_streams` queues of a realm.
+    pub fn of_realm_all_public(&self, realm: RealmId) -> Vec<Arc<QueueCell>> {
+        self.registry.read().all_public.get(&realm).cloned().unwrap_or_default()
     }
 
     /// Pushes a rendered event into each queue for which `render` returns
@@ -857,6 +884,24 @@ mod tests {
         let b = qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0).unwrap();
         std::thread::sleep(Duration::from_millis(250));
         assert_eq!(qs.poll(&b, UserId(1), None, true), Err(QueueError::BadQueue));
+    }
+
+    #[test]
+    fn all_public_streams_queues_are_found_by_realm_until_gone() {
+        let qs = queues();
+        let all = QueueOptions { all_public_streams: true, ..QueueOptions::default() };
+        let a = qs.create(UserId(1), RealmId(1), all.clone(), 0).unwrap();
+        qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0).unwrap();
+        let b = qs.create(UserId(2), RealmId(2), all, 0).unwrap();
+        let ids = |realm| -> Vec<String> {
+            qs.of_realm_all_public(RealmId(realm)).iter().map(|c| c.lock().id.clone()).collect()
+        };
+        assert_eq!(ids(1), vec![a.clone()]);
+        assert_eq!(ids(2), vec![b]);
+        qs.delete(&a, UserId(1)).unwrap();
+        assert!(ids(1).is_empty());
+        qs.end_user(UserId(2));
+        assert!(ids(2).is_empty());
     }
 
     /// Runs `tick` in the background, as the server's collector does.

@@ -63,7 +63,8 @@ impl Service {
             user_agent: text("user-agent").unwrap_or(""),
         };
         match self.dispatch(&head, req.body) {
-            Ok((fields, raw, ignored)) => response::success_with(fields, raw, ignored),
+            Ok((_, _, ignored, Some(sorted))) => response::success_sorted(&sorted, ignored),
+            Ok((fields, raw, ignored, None)) => response::success_with(fields, raw, ignored),
             Err(e) => response::error(&e),
         }
     }
@@ -87,10 +88,17 @@ impl Service {
             }
         };
         let client = head.user_agent.split(['/', ' ']).next().unwrap_or("").to_owned();
-        let mut call =
-            Call { realm, caller, params, path: path_args, client, raw_fields: Vec::new() };
+        let mut call = Call {
+            realm,
+            caller,
+            params,
+            path: path_args,
+            client,
+            raw_fields: Vec::new(),
+            sorted_reply: None,
+        };
         let fields = (route.handler)(app, &mut call)?;
-        Ok((fields, call.raw_fields, call.params.unused()))
+        Ok((fields, call.raw_fields, call.params.unused(), call.sorted_reply))
     }
 
     /// The realm a Host header names: `<subdomain>.<host>` for a realm's
@@ -123,9 +131,14 @@ impl Service {
     }
 }
 
-/// A handler's success: its fields, its pre-serialized fields, and the
-/// parameters it did not read.
-type Dispatched = (crate::api::Reply, crate::api::RawFields, Vec<String>);
+/// A handler's success: its fields, its pre-serialized fields, the
+/// parameters it did not read, and its reply written as text if it did.
+type Dispatched = (
+    crate::api::Reply,
+    crate::api::RawFields,
+    Vec<String>,
+    Option<crate::api::sorted_reply::SortedMembers>,
+);
 
 /// Request variables as Zulip reads them, for every method: the query
 /// string, then the body (form-urlencoded or multipart text parts), which

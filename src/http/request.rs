@@ -9,7 +9,7 @@
 //! parameter as used; the rest are reported back to the client in
 //! `ignored_parameters_unsupported`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
@@ -20,11 +20,11 @@ use crate::error::{ApiError, ApiResult};
 /// few levels.
 pub const MAX_JSON_DEPTH: usize = 16;
 
-/// The decoded parameters of one request.
+/// The decoded parameters of one request: name → (value, asked for yet).
+/// The mark lives beside the value, so a getter allocates nothing.
 #[derive(Debug, Default)]
 pub struct Params {
-    values: BTreeMap<String, String>,
-    used: BTreeSet<String>,
+    values: BTreeMap<String, (String, bool)>,
 }
 
 impl Params {
@@ -32,29 +32,29 @@ impl Params {
     /// what is already there; a repeated key keeps its last value.
     pub fn add_urlencoded(&mut self, raw: &[u8]) {
         for (k, v) in form_urlencoded::parse(raw) {
-            self.values.insert(k.into_owned(), v.into_owned());
+            self.values.insert(k.into_owned(), (v.into_owned(), false));
         }
     }
 
     /// Adds decoded (name, value) pairs, e.g. multipart text parts; a
     /// repeated name keeps its last value.
     pub fn add_pairs(&mut self, pairs: impl IntoIterator<Item = (String, String)>) {
-        self.values.extend(pairs);
+        self.values.extend(pairs.into_iter().map(|(k, v)| (k, (v, false))));
     }
 
     /// Parameters from literal pairs (tests, internal callers).
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         let mut p = Params::default();
         for (k, v) in pairs {
-            p.values.insert(k.to_owned(), v.to_owned());
+            p.values.insert(k.to_owned(), (v.to_owned(), false));
         }
         p
     }
 
     /// The raw text of a parameter, marking it used.
     pub fn raw(&mut self, name: &str) -> Option<&str> {
-        let value = self.values.get(name)?;
-        self.used.insert(name.to_owned());
+        let (value, used) = self.values.get_mut(name)?;
+        *used = true;
         Some(value.as_str())
     }
 
@@ -110,7 +110,7 @@ impl Params {
 
     /// Names of parameters no getter asked for, sorted.
     pub fn unused(&self) -> Vec<String> {
-        self.values.keys().filter(|k| !self.used.contains(*k)).cloned().collect()
+        self.values.iter().filter(|(_, (_, used))| !used).map(|(k, _)| k.clone()).collect()
     }
 }
 

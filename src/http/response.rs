@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use super::conn::Limits;
+use crate::api::sorted_reply::SortedMembers;
 use crate::api::{RawFields, Reply};
 use crate::error::ApiError;
 
@@ -45,6 +46,21 @@ pub fn success_with(mut fields: Reply, raw: RawFields, ignored: Vec<String>) -> 
         body.extend_from_slice(value.as_bytes());
     }
     body.push(b'}');
+    Response { status: 200, body }
+}
+
+/// `success` for a reply the handler wrote as text (`Call::sorted_reply`):
+/// the envelope's members put in key order among the handler's, the same
+/// bytes as `success` of the equivalent map.
+pub fn success_sorted(members: &SortedMembers, ignored: Vec<String>) -> Response {
+    let ignored_json = (!ignored.is_empty())
+        .then(|| serde_json::to_vec(&ignored).expect("a list of strings serializes"));
+    let mut envelope: Vec<(&str, &[u8])> = vec![("msg", b"\"\""), ("result", b"\"success\"")];
+    if let Some(list) = &ignored_json {
+        envelope.push(("ignored_parameters_unsupported", list));
+    }
+    let mut body = Vec::new();
+    members.write_object(&mut body, &envelope);
     Response { status: 200, body }
 }
 

@@ -2,6 +2,10 @@
 //! Paths are relative to `/api/v1`; `{name}` segments match one path
 //! segment and are handed to the handler in order.
 
+use std::collections::HashMap;
+
+use rustc_hash::FxBuildHasher;
+
 use crate::api::{self, Handler};
 
 /// Whether a route needs credentials.
@@ -690,12 +694,23 @@ struct Compiled {
     literals: usize,
 }
 
-/// The routing table, split into segments on first use: matching a
-/// request then allocates nothing but the matched route's arguments.
-fn compiled() -> &'static [Compiled] {
-    static TABLE: std::sync::OnceLock<Vec<Compiled>> = std::sync::OnceLock::new();
+/// The routing table, split into segments on first use, with the routes
+/// grouped by their first segment (`users`, `messages`…): a request looks
+/// only at its group (and at routes starting with a `{…}`, if any) instead
+/// of every route, which was ≈ 3k instructions per request. Matching then
+/// allocates nothing but the matched route's arguments.
+struct Table {
+    routes: Vec<Compiled>,
+    /// Indexes into `routes` by literal first segment, in table order.
+    by_head: HashMap<&'static str, Vec<usize>, FxBuildHasher>,
+    /// Indexes of routes whose first segment is `{…}` (or that have none).
+    any_head: Vec<usize>,
+}
+
+fn table() -> &'static Table {
+    static TABLE: std::sync::OnceLock<Table> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
-        ROUTES
+        let routes: Vec<Compiled> = ROUTES
             .iter()
             .map(|route| {
                 let parts: Vec<Option<&'static str>> = route
@@ -706,7 +721,17 @@ fn compiled() -> &'static [Compiled] {
                 let literals = parts.iter().filter(|p| p.is_some()).count();
                 Compiled { route, parts, literals }
             })
-            .collect()
+            .collect();
+        let mut by_head: HashMap<&'static str, Vec<usize>, FxBuildHasher> = HashMap::default();
+        let mut any_head = Vec::new();
+        for (i, c) in routes.iter().enumerate() {
+            // Patterns start with `/`: part 0 is empty, part 1 the head.
+            match c.parts.get(1) {
+                Some(Some(head)) => by_head.entry(*head).or_default().push(i),
+                _ => any_head.push(i),
+            }
+        }
+        Table { routes, by_head, any_head }
     })
 }
 
@@ -723,9 +748,22 @@ pub fn find(method: &str, path: &str) -> Match {
         n += 1;
     }
     let segments = &buf[..n];
+    let table = table();
+    let group = segments.get(1).and_then(|head| table.by_head.get(head));
+    let group = group.map_or(&[][..], Vec::as_slice);
+    // Both lists in table order, merged: ties go to the earlier route,
+    // as when every route was tried in order.
+    let (mut a, mut b) = (group.iter().peekable(), table.any_head.iter().peekable());
+    let candidates = std::iter::from_fn(|| match (a.peek(), b.peek()) {
+        (Some(x), Some(y)) if x < y => a.next(),
+        (Some(_), Some(_)) => b.next(),
+        (Some(_), None) => a.next(),
+        (None, _) => b.next(),
+    });
     let mut best: Option<&Compiled> = None;
     let mut path_exists = false;
-    for c in compiled() {
+    for &i in candidates {
+        let c = &table.routes[i];
         if !matches(c, segments) {
             continue;
         }
@@ -809,5 +847,39 @@ mod tests {
         assert!(matches!(find("GET", "/users/%FF"), Match::NotFound));
         assert!(matches!(find("GET", "/users//subscriptions/1"), Match::NotFound));
         assert!(matches!(find("GET", &"/users".repeat(40)), Match::NotFound));
+    }
+
+    /// The grouped lookup gives what trying every route in order gave, for
+    /// every route's own path (placeholders filled) under every method.
+    #[test]
+    fn grouped_lookup_equals_a_scan_of_every_route() {
+        fn scan(method: &str, path: &str) -> Option<(&'static str, &'static str)> {
+            let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+            let mut best: Option<&Compiled> = None;
+            for c in &table().routes {
+                if matches(c, &segments)
+                    && c.route.method == method
+                    && best.is_none_or(|b| c.literals > b.literals)
+                {
+                    best = Some(c);
+                }
+            }
+            best.map(|c| (c.route.method, c.route.pattern))
+        }
+        for route in ROUTES {
+            let path: String = route
+                .pattern
+                .split('/')
+                .map(|p| if p.starts_with('{') { "7" } else { p })
+                .collect::<Vec<_>>()
+                .join("/");
+            for method in ["GET", "POST", "PATCH", "PUT", "DELETE"] {
+                let found = match find(method, &path) {
+                    Match::Found(r, _) => Some((r.method, r.pattern)),
+                    _ => None,
+                };
+                assert_eq!(found, scan(method, &path), "{method} {path}");
+            }
+        }
     }
 }

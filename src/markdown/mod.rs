@@ -95,12 +95,45 @@ pub fn render(source: &str) -> String {
 
 /// Renders message content, resolving names through `resolver`.
 pub fn render_message(source: &str, resolver: &dyn Resolver) -> Rendered {
+    if let Some(html) = plain_line(source) {
+        return Rendered { html, mentions: Mentions::default() };
+    }
     let (text, pieces) = zulip::prepass(source, resolver);
     let mut renderer = Renderer { pieces: &pieces, mentions: Mentions::default() };
     let mut html = renderer.blocks(&text, 0);
     let trimmed = html.trim_end().len();
     html.truncate(trimmed);
     Rendered { html, mentions: renderer.mentions }
+}
+
+/// The HTML of `source` when it is one line of plain text — printable
+/// ASCII starting with a letter, not ending in a space, with none of the
+/// characters that can start Markdown or Zulip syntax — without running
+/// the parser: `<p>text</p>`, with `"` escaped (the parser's inline text
+/// escaping; `&`, `<` and `>` cannot occur). Most chat lines are like
+/// this; a unit test checks the shortcut against the full renderer.
+fn plain_line(source: &str) -> Option<String> {
+    const SYNTAX: &[u8] = b"*_`[]<>&\\~:@#|";
+    let bytes = source.as_bytes();
+    let plain = bytes.first()?.is_ascii_alphabetic()
+        && bytes.last()? != &b' '
+        && bytes.iter().all(|b| (b' '..=b'~').contains(b) && !SYNTAX.contains(b));
+    if !plain {
+        return None;
+    }
+    let mut html = String::with_capacity(source.len() + 8);
+    html.push_str("<p>");
+    for part in source.split_inclusive('"') {
+        match part.strip_suffix('"') {
+            Some(text) => {
+                html.push_str(text);
+                html.push_str("&quot;");
+            }
+            None => html.push_str(part),
+        }
+    }
+    html.push_str("</p>");
+    Some(html)
 }
 
 /// Whether content is a `/me` status message.

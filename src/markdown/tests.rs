@@ -71,6 +71,32 @@ const TABLE: &[(&str, &str)] = &[
         "(https://e.com/wiki/A_(b))",
         "<p>(<a href=\"https://e.com/wiki/A_(b)\">https://e.com/wiki/A_(b)</a>)</p>",
     ),
+    // Global times: UTC in `datetime`, the text as typed.
+    (
+        "at <time:2017-06-05T22:30:00Z>",
+        "<p>at <time datetime=\"2017-06-05T22:30:00Z\">2017-06-05T22:30:00Z</time></p>",
+    ),
+    (
+        "<time:2020-08-14T16:00:00+05:30>",
+        "<p><time datetime=\"2020-08-14T10:30:00Z\">2020-08-14T16:00:00+05:30</time></p>",
+    ),
+    (
+        "<time:2020-08-14 16:00>",
+        "<p><time datetime=\"2020-08-14T16:00:00Z\">2020-08-14 16:00</time></p>",
+    ),
+    ("<time:2020-08-14>", "<p><time datetime=\"2020-08-14T00:00:00Z\">2020-08-14</time></p>"),
+    ("<time:1496701800>", "<p><time datetime=\"2017-06-05T22:30:00Z\">1496701800</time></p>"),
+    (
+        "<time:1496701800.5>",
+        "<p><time datetime=\"2017-06-05T22:30:00.500Z\">1496701800.5</time></p>",
+    ),
+    (
+        "<time:soon <b>>",
+        "<p><span class=\"timestamp-error\">Invalid time format: soon &lt;b</span>&gt;</p>",
+    ),
+    ("<time:NaN>", "<p><span class=\"timestamp-error\">Invalid time format: NaN</span></p>"),
+    ("`<time:1496701800>`", "<p><code>&lt;time:1496701800&gt;</code></p>"),
+    ("<time:1496701800", "<p>&lt;time:1496701800</p>"),
     // User mentions.
     (
         "@**King Hamlet** hi",
@@ -239,4 +265,61 @@ fn hostile_input_stays_cheap_and_bounded() {
 #[test]
 fn hash_encoding_matches_zulip() {
     assert_eq!(zulip::hash_encode("a b.c/d%é"), "a.20b.2Ec.2Fd.25.C3.A9");
+}
+
+/// The one-line shortcut (`plain_line`) gives exactly what the parser
+/// gives, for every string it accepts: random lines over all of printable
+/// ASCII (a fixed-seed generator, so failures reproduce), plus edge cases.
+#[test]
+fn plain_line_shortcut_matches_the_full_renderer() {
+    let full = |source: &str| {
+        let (text, pieces) = zulip::prepass(source, &Fixture);
+        let mut renderer = Renderer { pieces: &pieces, mentions: Mentions::default() };
+        let html = renderer.blocks(&text, 0);
+        html.trim_end().to_owned()
+    };
+    let mut accepted = 0;
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut cases: Vec<String> = [
+        "hello number 12345",
+        "a",
+        "Hi \"there\" (you) -- ok?! 100% done; 3/4 = 0.75 + {x} ^ y",
+        "one  two   three",
+        "x -",
+        "Dear Bob, 1. not a list",
+        "A 'quoted' word",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for _ in 0..20_000 {
+        let len = 1 + (next() % 24) as usize;
+        // Mostly letters and spaces, so many lines pass the shortcut.
+        let line: String = (0..len)
+            .map(|_| match next() % 4 {
+                0 => (b' ' + (next() % 95) as u8) as char,
+                1 => ' ',
+                _ => (b'a' + (next() % 26) as u8) as char,
+            })
+            .collect();
+        cases.push(line);
+    }
+    for case in &cases {
+        if let Some(fast) = plain_line(case) {
+            accepted += 1;
+            assert_eq!(fast, full(case), "shortcut differs for {case:?}");
+        }
+    }
+    assert!(accepted > 5_000, "the generator should exercise the shortcut ({accepted} accepted)");
+    for refused in
+        ["- item", "1. one", "http://x.y", "a *b*", "a `b`", "a @**x**", "a :smile:", "a  "]
+    {
+        assert_eq!(plain_line(refused), None, "{refused:?}");
+    }
 }

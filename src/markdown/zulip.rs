@@ -1,6 +1,7 @@
 //! Zulip's inline syntax that CommonMark would misread: user and group
 //! mentions (`@**Name**`, `@*group*`), channel and topic links
-//! (`#**channel>topic**`) and emoji names (`:smile:`).
+//! (`#**channel>topic**`), emoji names (`:smile:`) and global times
+//! (`<time:2024-05-01T16:00:00+02:00>`).
 //!
 //! `@**Name**` is strong emphasis to CommonMark, so these are found in one
 //! linear pass over the source *before* parsing and replaced by
@@ -57,8 +58,9 @@ pub(super) fn prepass(source: &str, resolver: &dyn Resolver) -> (String, Vec<Pie
     let mut i = 0;
     while i < source.len() {
         // Jump to the next byte that can start something: `@`, `#`, `:`,
-        // or the lead byte 0xEE of a would-be placeholder character.
-        let Some(skip) = bytes[i..].iter().position(|b| matches!(b, b'@' | b'#' | b':' | 0xEE))
+        // `<`, or the lead byte 0xEE of a would-be placeholder character.
+        let Some(skip) =
+            bytes[i..].iter().position(|b| matches!(b, b'@' | b'#' | b':' | b'<' | 0xEE))
         else {
             out.push_str(&source[i..]);
             break;
@@ -72,6 +74,7 @@ pub(super) fn prepass(source: &str, resolver: &dyn Resolver) -> (String, Vec<Pie
             '@' if mention_boundary(prev) => mention(rest, resolver),
             '#' if channel_boundary(prev) => channel_link(rest, resolver),
             ':' => emoji_name(rest),
+            '<' => global_time(rest),
             _ => None,
         };
         match found {
@@ -222,6 +225,69 @@ fn emoji_name(s: &str) -> Option<(usize, Piece)> {
         len,
         Piece { html: emoji_span(code, name), original: s[..len].to_owned(), effect: Effect::None },
     ))
+}
+
+/// Longest `<time:…>` body looked at, in bytes.
+const MAX_TIME_BYTES: usize = 100;
+
+/// `<time:…>`: a moment every reader sees in their own time zone. Zulip
+/// renders `<time datetime="…Z">` with the time in UTC and the text as
+/// typed (so clients that only show text still show something), or a
+/// `timestamp-error` span when the text is not a time.
+fn global_time(s: &str) -> Option<(usize, Piece)> {
+    let body = s.strip_prefix("<time:")?;
+    let window = &body.as_bytes()[..body.len().min(MAX_TIME_BYTES + 1)];
+    let end = window.iter().position(|b| *b == b'>' || *b == b'\n')?;
+    if body.as_bytes()[end] != b'>' {
+        return None;
+    }
+    let text = &body[..end];
+    let html = match parse_time(text) {
+        Some(utc) => format!(
+            "<time datetime=\"{}\">{}</time>",
+            utc.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+            escape_html(text)
+        ),
+        None => format!(
+            "<span class=\"timestamp-error\">Invalid time format: {}</span>",
+            escape_html(text)
+        ),
+    };
+    let len = "<time:".len() + end + 1;
+    Some((len, Piece { html, original: s[..len].to_owned(), effect: Effect::None }))
+}
+
+/// The moment `text` names: an ISO 8601 / RFC 3339 date-time (`T` or a
+/// space between date and time; seconds optional; with an offset or `Z`,
+/// else UTC), a bare date (midnight UTC), or UNIX seconds (fractions
+/// allowed). Zulip parses more free-form English too; those are errors
+/// here.
+fn parse_time(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+    let text = text.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Some(t.with_timezone(&Utc));
+    }
+    for format in ["%Y-%m-%dT%H:%M%:z", "%Y-%m-%d %H:%M%:z", "%Y-%m-%d %H:%M:%S%:z"] {
+        if let Ok(t) = DateTime::parse_from_str(text, format) {
+            return Some(t.with_timezone(&Utc));
+        }
+    }
+    let text_utc = text.strip_suffix('Z').unwrap_or(text);
+    for format in
+        ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"]
+    {
+        if let Ok(t) = NaiveDateTime::parse_from_str(text_utc, format) {
+            return Some(t.and_utc());
+        }
+    }
+    if let Ok(day) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        return Some(day.and_hms_opt(0, 0, 0)?.and_utc());
+    }
+    let seconds: f64 = text.parse().ok().filter(|s: &f64| s.is_finite())?;
+    let whole = seconds.floor();
+    let nanos = ((seconds - whole) * 1e9).round().min(999_999_999.0) as u32;
+    DateTime::from_timestamp(whole as i64, nanos)
 }
 
 /// Zulip's markup for a Unicode emoji.

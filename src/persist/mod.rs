@@ -324,7 +324,7 @@ mod tests {
         let realm = rebuilt.realm_by_subdomain("").unwrap();
         assert_eq!(rebuilt.user_by_email(realm.id, "A@X.TEST").unwrap().id.0, 1);
         let channel = image.channels.sorted()[0].recipient;
-        assert_eq!(rebuilt.by_recipient.read(&channel, Vec::len), Some(20));
+        assert_eq!(rebuilt.by_recipient.read(&channel, crate::state::IdSet::len), Some(20));
     }
 
     #[test]

@@ -79,15 +79,16 @@ pub struct State {
     /// it. `apply` writes it through `State::set_flags` and the other
     /// row methods in `indexes`.
     pub user_messages: Sharded<UserId, UserMessages>,
-    /// Message ids per recipient (channel or conversation), ascending.
-    pub by_recipient: Sharded<RecipientId, Vec<MessageId>>,
+    /// Derived (not snapshotted): message ids per recipient (channel or
+    /// conversation), ascending, in chunks (`indexes`).
+    pub by_recipient: Sharded<RecipientId, IdSet>,
     /// Recipient id of each direct conversation, keyed by sorted participants.
     pub direct_recipients: Sharded<Vec<UserId>, RecipientId>,
     /// User groups, system groups included.
     pub groups: Sharded<GroupId, Group>,
     /// Derived (not snapshotted): message ids per (channel, lowercased
-    /// topic), ascending.
-    pub by_topic: Sharded<indexes::TopicKey, Vec<MessageId>>,
+    /// topic), ascending, in chunks (`indexes`).
+    pub by_topic: Sharded<indexes::TopicKey, IdSet>,
     /// Derived (not snapshotted): each channel's topics by lowercased name.
     pub channel_topics: Sharded<ChannelId, BTreeMap<String, indexes::TopicEntry>>,
     /// Personal settings and the other per-user resources of that area.
@@ -281,7 +282,7 @@ impl State {
         if !Arc::ptr_eq(&client, &message.client) {
             Arc::make_mut(&mut message).client = client;
         }
-        self.by_recipient.upsert(message.recipient, |ids| indexes::insert_sorted(ids, message.id));
+        self.by_recipient.upsert(message.recipient, |ids| ids.insert(message.id));
         self.index_topic(&message);
         self.messages.insert(message.id, message);
     }

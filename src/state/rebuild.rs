@@ -8,10 +8,9 @@
 //! every final id list is allocated once at its exact length and cut into
 //! one slice per thread; the second pass has each thread write its ids
 //! into its slices. So no list grows by doubling and nothing is copied
-//! or freed on the way (a restart's resident memory is the indexes',
-//! with no freed garbage beside them), and every list comes out
-//! ascending, as the runs are; a topic spelled several ways is sorted
-//! once in place. A topic is lowercased once per spelling. The messages
+//! on the way, and every list comes out ascending, as the runs are; a
+//! topic spelled several ways is sorted once in place. Each list then
+//! becomes the index's `IdSet` (its one transient copy). A topic is lowercased once per spelling. The messages
 //! are not copied: the chunks move into the store as they are. No I/O, no
 //! clock: the same result whatever the number of threads.
 
@@ -171,8 +170,10 @@ impl State {
             }
         });
 
+        // The indexes are `IdSet`s: built from the ascending lists (each
+        // list then freed: the one transient copy of the rebuild).
         for (recipient, list) in recipients {
-            self.by_recipient.insert(recipient, list);
+            self.by_recipient.insert(recipient, list.into_iter().collect());
         }
         for ((channel, lower), mut topic) in topics {
             if topic.spellings > 1 {
@@ -182,7 +183,7 @@ impl State {
             self.channel_topics.upsert(channel, |all| {
                 all.insert(lower.clone(), entry);
             });
-            self.by_topic.insert((channel, lower), topic.ids);
+            self.by_topic.insert((channel, lower), topic.ids.into_iter().collect());
         }
 
         // Client names: decoding shared one copy per name, which becomes

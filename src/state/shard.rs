@@ -58,14 +58,7 @@ impl<K: Hash + Eq + Ord + Clone, V: Clone> Sharded<K, V> {
     }
 
     fn shard(&self, key: &K) -> &Shard<K, V> {
-        // A fixed (unkeyed) hasher: shard placement must not depend on the
-        // process, so that nothing observable ever does. The map takes its
-        // bucket from the hash's low bits and its tag from the top seven;
-        // the shard comes from the top bits of the hash times an odd
-        // constant, which depend on every bit of it.
-        let hash = FxBuildHasher.hash_one(key);
-        let mixed = hash.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        &self.shards[(mixed >> (64 - SHARDS.trailing_zeros())) as usize]
+        &self.shards[shard_index(key)]
     }
 
     /// Runs `f` on the value of `key`, if present, under a read lock.
@@ -152,6 +145,18 @@ impl<K: Hash + Eq + Ord + Clone, V: Clone> Sharded<K, V> {
     }
 }
 
+/// The shard `key` lives in.
+fn shard_index<K: Hash>(key: &K) -> usize {
+    // A fixed (unkeyed) hasher: shard placement must not depend on the
+    // process, so that nothing observable ever does. The map takes its
+    // bucket from the hash's low bits and its tag from the top seven; the
+    // shard comes from the top bits of the hash times an odd constant,
+    // which depend on every bit of it.
+    let hash = FxBuildHasher.hash_one(key);
+    let mixed = hash.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (mixed >> (64 - SHARDS.trailing_zeros())) as usize
+}
+
 /// A `Sharded` map as it was when frozen; immutable and shared.
 pub struct Frozen<K, V> {
     shards: Vec<Arc<Map<K, V>>>,
@@ -179,6 +184,18 @@ impl<K: Ord, V> Frozen<K, V> {
     /// Whether there are no entries.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+impl<K: Hash + Eq, V> Frozen<K, V> {
+    /// The value of `key` as it was when frozen (no lock: nothing changes).
+    pub fn get(&self, key: &K) -> Option<&V> {
+        self.shards.get(shard_index(key))?.get(key)
+    }
+
+    /// Every entry, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.shards.iter().flat_map(|s| s.iter())
     }
 }
 
@@ -469,6 +486,13 @@ mod tests {
         let (back, _): (Entries<u64, String>, usize) =
             bincode::serde::decode_from_slice(&bytes, config).unwrap();
         assert_eq!(back, cut);
+        // Lookups in the frozen map see it as it was.
+        let frozen = map.freeze();
+        map.insert(1, "changed".into());
+        assert_eq!(frozen.get(&1).map(String::as_str), Some("v1!"));
+        assert_eq!(frozen.get(&2), None);
+        assert_eq!(frozen.get(&500).map(String::as_str), Some("new"));
+        assert_eq!(frozen.iter().count(), map.len());
         let values = Values::from(map.freeze());
         let plain: Vec<String> = map.collect_sorted(|_, _| true).into_iter().map(|e| e.1).collect();
         assert_eq!(

@@ -10,26 +10,9 @@ Run:  cargo build && python -m pytest -q tests/clients
 
 import time
 
-try:
-    # The server and client fixtures, where they are defined today; if they
-    # move to conftest.py, pytest finds them there instead.
-    from test_zulip_client import clean_env, connect, natter  # noqa: F401
-except ImportError:
-    pass
-
-HAMLET = "hamlet@natter.test"  # member: general, Denmark, core team
-OTHELLO = "othello@natter.test"  # member: general, Denmark
-
-
-def ok(response: dict, what: str) -> dict:
-    assert isinstance(response, dict) and response.get("result") == "success", f"{what}: {response!r}"
-    return response
-
-
-def err(response: dict, code: str, what: str) -> dict:
-    assert isinstance(response, dict) and response.get("result") == "error", f"{what}: {response!r}"
-    assert response.get("code") == code and response.get("msg"), f"{what}: {response!r}"
-    return response
+# The server and client fixtures and the response checks of the real-client
+# suite (test_zulip_client.py).
+from test_zulip_client import HAMLET, OTHELLO, clean_env, connect, err, natter, ok  # noqa: F401
 
 
 def unread_in(client, narrow: list) -> list:

@@ -1,0 +1,198 @@
+//! A reply written straight to JSON text instead of a `serde_json` map, for
+//! hot read paths (`GET /users/me`).
+//!
+//! A handler's `Reply` is a `serde_json::Map`, which (without serde_json's
+//! `preserve_order`) is a `BTreeMap`: every reply's members come out in key
+//! order, with the envelope's `msg`, `result` and
+//! `ignored_parameters_unsupported` sorted in among the handler's own.
+//! Building that map costs an allocation per key and per value and a tree
+//! insert per member, then a walk to serialize it — most of a small
+//! request's instructions. `SortedMembers` is the same object written
+//! directly: the handler appends its members in key order (checked in debug
+//! builds), each start recorded, and the envelope (`http::response::
+//! success_sorted`) slots its own members in where the map would have put
+//! them. The bytes are the map's bytes (`users.rs` tests compare them).
+
+/// An object's members as JSON text (`"k":v,"k2":v2`, no braces), in
+/// ascending key order, with where each member starts.
+#[derive(Debug, Default)]
+pub struct SortedMembers {
+    text: Vec<u8>,
+    starts: Vec<(&'static str, usize)>,
+    /// Members added out of order (`insert`), as (key, JSON value).
+    late: Vec<(&'static str, Vec<u8>)>,
+}
+
+impl SortedMembers {
+    /// An empty object with room for `bytes` of members.
+    pub fn with_capacity(bytes: usize) -> Self {
+        SortedMembers {
+            text: Vec::with_capacity(bytes),
+            starts: Vec::with_capacity(24),
+            late: Vec::new(),
+        }
+    }
+
+    /// Empties the object, keeping its buffers.
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.starts.clear();
+        self.late.clear();
+    }
+
+    /// Adds member `key` (not otherwise present) with `value` as JSON
+    /// text, in any order: it is put in its place when the object is
+    /// written. For a member or two around a shared writer's output.
+    pub fn insert(&mut self, key: &'static str, value: Vec<u8>) {
+        self.late.push((key, value));
+    }
+
+    /// Starts member `key` (greater than every key before it) and returns
+    /// the buffer to write its value into, as JSON.
+    pub fn member(&mut self, key: &'static str) -> &mut Vec<u8> {
+        debug_assert!(
+            self.starts.last().is_none_or(|(last, _)| *last < key),
+            "members out of order: {key} after {:?}",
+            self.starts.last()
+        );
+        let start = self.text.len();
+        if start > 0 {
+            self.text.push(b',');
+        }
+        self.starts.push((key, self.text.len()));
+        // Keys are the handler's own identifiers: nothing to escape.
+        debug_assert!(key.bytes().all(|b| b != b'"' && b != b'\\' && b >= 0x20));
+        self.text.push(b'"');
+        self.text.extend_from_slice(key.as_bytes());
+        self.text.extend_from_slice(b"\":");
+        &mut self.text
+    }
+
+    /// Member `key` with a string value, escaped as serde_json escapes it.
+    pub fn string(&mut self, key: &'static str, value: &str) {
+        string(self.member(key), value);
+    }
+
+    /// Member `key` with an unsigned integer value.
+    pub fn unsigned(&mut self, key: &'static str, value: u64) {
+        unsigned(self.member(key), value);
+    }
+
+    /// Member `key` with a boolean value.
+    pub fn boolean(&mut self, key: &'static str, value: bool) {
+        self.member(key).extend_from_slice(if value { b"true" } else { b"false" });
+    }
+
+    /// Member `key` with the value `null`.
+    pub fn null(&mut self, key: &'static str) {
+        self.member(key).extend_from_slice(b"null");
+    }
+
+    /// Writes the object `{…}` to `out` with `extra` members (none of them
+    /// also one of this object's) each put where its key sorts, as a
+    /// `BTreeMap` holding them all would serialize.
+    pub fn write_object(&self, out: &mut Vec<u8>, extra: &[(&str, &[u8])]) {
+        let mut extra: Vec<(&str, &[u8])> = extra.to_vec();
+        extra.extend(self.late.iter().map(|(k, v)| (*k, v.as_slice())));
+        extra.sort_unstable_by_key(|(k, _)| *k);
+        let extra_bytes: usize = extra.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
+        out.reserve(self.text.len() + 2 + extra_bytes);
+        out.push(b'{');
+        let mut first = true;
+        let put_extra = |out: &mut Vec<u8>, key: &str, value: &[u8], first: &mut bool| {
+            if !*first {
+                out.push(b',');
+            }
+            *first = false;
+            if key.bytes().all(|b| b != b'"' && b != b'\\' && b >= 0x20) {
+                out.push(b'"');
+                out.extend_from_slice(key.as_bytes());
+                out.push(b'"');
+            } else {
+                string(out, key);
+            }
+            out.push(b':');
+            out.extend_from_slice(value);
+        };
+        let mut extra = extra.iter().peekable();
+        for (i, (key, start)) in self.starts.iter().enumerate() {
+            while let Some((k, v)) = extra.next_if(|(k, _)| *k < *key) {
+                put_extra(out, k, v, &mut first);
+            }
+            // The member's text without the comma before it.
+            let end = self.starts.get(i + 1).map_or(self.text.len(), |(_, next)| next - 1);
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            out.extend_from_slice(&self.text[*start..end]);
+        }
+        for (k, v) in extra {
+            put_extra(out, k, v, &mut first);
+        }
+        out.push(b'}');
+    }
+}
+
+/// Appends the decimal digits of `value` (what serde_json writes for it),
+/// without the formatting machinery.
+pub fn unsigned(out: &mut Vec<u8>, mut value: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// Appends `value` as a JSON string, escaped exactly as serde_json does.
+pub fn string(out: &mut Vec<u8>, value: &str) {
+    serde_json::to_writer(&mut *out, value).expect("writing to a Vec cannot fail");
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    #[test]
+    fn extra_members_land_where_a_map_would_put_them() {
+        let mut m = SortedMembers::default();
+        m.insert("g0", b"[1]".to_vec());
+        m.unsigned("b", 2);
+        m.string("d", "x\"\u{1}é");
+        m.null("f");
+        m.boolean("h", true);
+        for extra in [
+            vec![],
+            vec![("a", &b"1"[..])],
+            vec![("c", &b"[]"[..]), ("e", &b"\"\""[..]), ("z", &b"{}"[..])],
+            vec![("a", &b"0"[..]), ("g", &b"false"[..])],
+        ] {
+            let mut out = Vec::new();
+            m.write_object(&mut out, &extra);
+            let mut map: serde_json::Map<String, Value> = serde_json::from_value(
+                json!({ "b": 2, "d": "x\"\u{1}é", "f": null, "g0": [1], "h": true }),
+            )
+            .unwrap();
+            for (k, v) in &extra {
+                map.insert((*k).into(), serde_json::from_slice(v).unwrap());
+            }
+            assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(&map).unwrap());
+        }
+        for n in [0, 7, 10, 99, 1234567890, u64::MAX] {
+            let mut out = Vec::new();
+            unsigned(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
+        }
+        let mut out = Vec::new();
+        SortedMembers::default().write_object(&mut out, &[("msg", b"\"\"")]);
+        assert_eq!(out, br#"{"msg":""}"#);
+    }
+}
