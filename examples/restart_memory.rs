@@ -4,7 +4,10 @@
 //! `restart_memory build N DIR` applies N short messages from 10 users
 //! (as `benches/snapshot.rs` does), prints the RSS the live state added
 //! and writes a snapshot into DIR; `restart_memory load DIR` loads it as
-//! a restart does (`persist::open`) and prints the RSS after each step.
+//! a restart does (`persist::open`) and prints the RSS after each step;
+//! `restart_memory time DIR THREADS` times decoding and rebuilding it on
+//! THREADS threads (wall and CPU time); `restart_memory replay N DIR`
+//! logs N messages into DIR and times replaying them (records/s).
 //! Run both with `cargo run --release --example restart_memory -- …`;
 //! each in its own process, so neither sees the other's freed memory.
 
@@ -25,8 +28,16 @@ fn rss() -> u64 {
 }
 
 fn build(messages: u64, users: u64) -> State {
+    build_logged(messages, users, &mut |_| ())
+}
+
+/// `build`, passing every mutation to `log` as it is applied.
+fn build_logged(messages: u64, users: u64, log: &mut dyn FnMut(&Mutation)) -> State {
     let state = State::new();
-    let step = |m: Mutation| apply(&state, state.applied_seq() + 1, &m);
+    let mut step = |m: Mutation| {
+        apply(&state, state.applied_seq() + 1, &m);
+        log(&m);
+    };
     step(seed::realm(&state, "", "Bench", 0).unwrap());
     let realm = state.realm_by_subdomain("").unwrap();
     let mut ids = Vec::new();
@@ -91,6 +102,66 @@ fn main() {
             let dir = std::path::Path::new(dir);
             snapshot::write(&persist::snapshot_dir(dir), &state.image()).unwrap();
         }
+        ["time", dir, threads] => {
+            // Decode and rebuild times on a given number of threads.
+            let threads: usize = threads.parse().expect("a thread count");
+            let (_, path) = snapshot::list(&persist::snapshot_dir(std::path::Path::new(dir)))
+                .unwrap()
+                .remove(0);
+            let cpu = || {
+                let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+                let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split(' ').collect();
+                let ticks =
+                    |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+                (ticks(11) + ticks(12)) as f64 / 100.0
+            };
+            let (started, cpu0) = (std::time::Instant::now(), cpu());
+            let image = snapshot::read(&path, threads).unwrap();
+            let (decoded, cpu1) = (started.elapsed(), cpu());
+            let state = State::from_image_on(image, threads);
+            let (rebuilt, cpu2) = (started.elapsed() - decoded, cpu());
+            println!(
+                "{threads} threads: decode {decoded:.2?} ({:.2} s CPU), rebuild {rebuilt:.2?} \
+                 ({:.2} s CPU), {} messages",
+                cpu1 - cpu0,
+                cpu2 - cpu1,
+                state.messages.len()
+            );
+        }
+        ["replay", n, dir] => {
+            // The log replay of a restart (`persist::open`: a reader thread
+            // decoding ahead of `apply`) against decode + apply in turn.
+            let n: u64 = n.parse().expect("a message count");
+            let mut records = Vec::new();
+            drop(build_logged(n, 10, &mut |m| records.push(persist::encode_mutation(m))));
+            let never = wal::Options { sync: wal::SyncMode::Never, ..Default::default() };
+            let dir = std::path::Path::new(dir);
+            {
+                let (wal, _) = wal::Wal::open(persist::wal_dir(dir), never.clone()).unwrap();
+                records.iter().for_each(|r| {
+                    wal.append(r).unwrap();
+                });
+                wal.close().unwrap();
+            }
+            for _ in 0..2 {
+                let started = std::time::Instant::now();
+                let state = State::new();
+                for (i, record) in records.iter().enumerate() {
+                    let seq = i as u64 + 1;
+                    apply(&state, seq, &persist::decode_mutation(seq, record).unwrap());
+                }
+                let took = started.elapsed().as_secs_f64();
+                println!("decode + apply in turn: {:.0} records/s", records.len() as f64 / took);
+                let started = std::time::Instant::now();
+                let (state, _wal, _) = persist::open(dir, never.clone()).unwrap();
+                let took = started.elapsed().as_secs_f64();
+                assert_eq!(state.messages.len() as u64, n);
+                println!(
+                    "persist::open (reader thread): {:.0} records/s",
+                    records.len() as f64 / took
+                );
+            }
+        }
         ["load", dir] => {
             // What `persist::open` does with the newest snapshot, step by step.
             let before = rss();
@@ -99,13 +170,9 @@ fn main() {
                 .unwrap()
                 .remove(0);
             let started = std::time::Instant::now();
-            let bytes = std::fs::read(&path).unwrap();
-            step("file read");
-            let image = snapshot::decode(&bytes, &path).unwrap();
+            let image = snapshot::read(&path, snapshot::threads()).unwrap();
             let decoded = started.elapsed();
-            step("decoded");
-            drop(bytes);
-            step("file buffer dropped");
+            step("decoded (the file read a block at a time)");
             let state = State::from_image(image);
             let rebuilt = started.elapsed() - decoded;
             step("rebuilt");
@@ -119,6 +186,8 @@ fn main() {
                 loaded / n
             );
         }
-        _ => eprintln!("usage: restart_memory build N DIR | restart_memory load DIR"),
+        _ => eprintln!(
+            "usage: restart_memory build N DIR | load DIR | time DIR THREADS | replay N DIR"
+        ),
     }
 }

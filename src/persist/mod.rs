@@ -159,14 +159,18 @@ pub fn open_reporting(
     let snapshots = snapshot_dir(data_dir);
     let mut state = State::new();
     for (seq, path) in snapshot::list(&snapshots)? {
-        let bytes = std::fs::read(&path)?;
+        let size = std::fs::metadata(&path)?.len();
         let started = std::time::Instant::now();
-        match snapshot::decode(&bytes, &path) {
+        // Read a block at a time by the decoding threads: the file is
+        // never in memory whole (a freed buffer of its size would stay in
+        // the allocator's resident memory).
+        let threads = snapshot::threads();
+        match snapshot::read(&path, threads) {
             Ok(image) => {
                 let decoded = started.elapsed();
-                state = State::from_image(image);
+                state = State::from_image_on(image, threads);
                 let rebuilt = started.elapsed() - decoded;
-                progress::snapshot_loaded(progress, seq, bytes.len(), decoded, rebuilt);
+                progress::snapshot_loaded(progress, seq, size, threads, decoded, rebuilt);
                 report.snapshot_seq = Some(seq);
                 break;
             }
@@ -374,7 +378,8 @@ mod tests {
     /// Where the blocked sections start in a snapshot's bytes: after the
     /// header and the image's own encoding.
     fn sections_at(image: &crate::state::StateImage) -> usize {
-        32 + bincode::serde::encode_to_vec(image, bincode::config::standard()).unwrap().len()
+        let head = bincode::serde::encode_to_vec(image, bincode::config::standard()).unwrap();
+        32 + 8 + 4 + head.len()
     }
 
     #[test]
@@ -431,14 +436,19 @@ mod tests {
             reseal(&mut bad);
             refused(&bad, "undecodable block");
         }
+        // A block whose bytes do not match its own CRC (the file's resealed).
+        let mut bad = bytes.clone();
+        bad[at + 8 + 20 + 100] ^= 1;
+        reseal(&mut bad);
+        refused(&bad, "checksum mismatch in a block");
         // A block length past the end of the file.
         let mut bad = bytes.clone();
         bad[at + 8..at + 16].copy_from_slice(&u64::MAX.to_le_bytes());
         reseal(&mut bad);
         refused(&bad, "bad messages section");
         // The two message blocks swapped: ids out of order.
-        let first = 16 + u64_at(&bytes, at + 8) as usize;
-        let second = 16 + u64_at(&bytes, at + 8 + first) as usize;
+        let first = 20 + u64_at(&bytes, at + 8) as usize;
+        let second = 20 + u64_at(&bytes, at + 8 + first) as usize;
         let mut bad = bytes.clone();
         let blocks = at + 8..at + 8 + first + second;
         let mut swapped = bytes[blocks.start + first..blocks.end].to_vec();
@@ -520,7 +530,7 @@ mod tests {
 
     /// The framing of the blocked sections (since FORMAT_VERSION 8): per
     /// section a block count, then per block its byte length, its item
-    /// count and the items' bincode encodings.
+    /// count, its CRC32 and the items' bincode encodings.
     #[test]
     fn snapshot_sections_fixture() {
         let state = State::new();
@@ -537,12 +547,14 @@ mod tests {
         "0100000000000000",
         "4a00000000000000",
         "0200000000000000",
+        "2c139af3",
         "010101010001027430026d30093c703e6d303c2f703efcc8e2a7ca04746573740000000000",
         "020102010001027431026d31093c703e6d313c2f703efccae2a7ca04746573740000000000",
         // Rows: 1 block of 0x1d bytes holding 2 users' rows.
         "0100000000000000",
         "1d00000000000000",
         "0200000000000000",
+        "259b65cc",
         "0102010101020000020101000000000202010102010100000000000000",
     );
 

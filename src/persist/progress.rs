@@ -77,18 +77,20 @@ fn rate(done: u64, took: Duration) -> f64 {
     }
 }
 
-/// Prints the summary line of a snapshot load: its size and the time spent
-/// decoding the file and rebuilding the maps and indexes.
+/// Prints the summary line of a snapshot load: its size, the threads it
+/// was decoded and rebuilt on, and the time spent decoding the file and
+/// rebuilding the maps and indexes.
 pub fn snapshot_loaded(
     out: &mut dyn Write,
     seq: u64,
-    bytes: usize,
+    bytes: u64,
+    threads: usize,
     decode: Duration,
     rebuild: Duration,
 ) {
     let _ = writeln!(
         out,
-        "natter: loaded snapshot at seq {seq} ({:.1} MB) in {:.2} s (decode {:.2} s, rebuild {:.2} s)",
+        "natter: loaded snapshot at seq {seq} ({:.1} MB) in {:.2} s (decode {:.2} s, rebuild {:.2} s, {threads} threads)",
         bytes as f64 / 1e6,
         (decode + rebuild).as_secs_f64(),
         decode.as_secs_f64(),

@@ -13,31 +13,37 @@
 //! | 4     | CRC32 of the payload (all of it)            |
 //! | n     | payload (below)                             |
 //!
-//! The payload (since `FORMAT_VERSION` 8):
+//! The payload (since `FORMAT_VERSION` 8) is made of blocks, each framed
+//! as its byte length (u64), its item count (u64; not for the first
+//! block), its CRC32 (u32) and its bytes:
 //!
-//! 1. the `StateImage`, bincode (standard), without its `messages` and
-//!    `user_messages` (skipped by its serde derive);
-//! 2. the messages section: one block per message chunk of 4,096 ids
-//!    (`message_store::CHUNK`) that holds any message, in id order;
-//! 3. the rows section: the `(UserId, UserMessages)` entries in user
-//!    order, a block per run of users holding about `ROWS_PER_BLOCK` ids.
+//! 1. one block: the `StateImage`, bincode (standard), without its
+//!    `messages` and `user_messages` (skipped by its serde derive);
+//! 2. the messages section: a block count (u64), then one block per
+//!    message chunk of 4,096 ids (`message_store::CHUNK`) that holds any
+//!    message, its items the messages in id order;
+//! 3. the rows section: a block count, then blocks of `(UserId,
+//!    UserMessages)` entries in user order, a block per run of users
+//!    holding about `ROWS_PER_BLOCK` ids.
 //!
-//! A section is a block count (u64), then per block its byte length
-//! (u64), its item count (u64) and its bytes: the items' bincode
-//! encodings, one after another. So a block is decodable alone, and a
-//! reader finds every block by hopping over the lengths. The header's CRC
-//! still covers the whole payload and is checked (on all cores) before
-//! any block is decoded; a mismatch, a block that does not decode to
-//! exactly its length and count, or messages out of order refuse the
-//! file (`persist::open` then falls back to an older snapshot, as for any
-//! bad snapshot).
+//! An item is its bincode encoding; a block's items follow one another.
+//! So a block is decodable alone, and a reader finds every block by
+//! hopping over the lengths. A restart (`read`) decodes the blocks on
+//! every core, each thread reading the next block from the file into its
+//! own buffer, checking the block's CRC and decoding it straight into a
+//! message chunk: the file is never in memory whole. The header's CRC
+//! still covers the whole payload (combined from the blocks' and the
+//! framing's); any mismatch, a block that does not decode to exactly its
+//! length and count, or messages out of order refuse the file
+//! (`persist::open` then falls back to an older snapshot, as for any bad
+//! snapshot).
 //!
 //! Writing goes tmp file → fsync → rename → fsync directory, so a crash
 //! leaves either the old snapshot or the complete new one. The payload is
 //! encoded straight into the file (buffered), from the image's frozen
 //! shards, with its length and CRC counted on the way; the header is
 //! written last, in place. Only one block at a time is held in memory
-//! (its length precedes it): never a copy of the whole snapshot.
+//! (its length and CRC precede it): never a copy of the whole snapshot.
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
@@ -138,8 +144,9 @@ const ROWS_PER_BLOCK: usize = 1 << 16;
 
 /// The payload: the image without its big parts, then the two sections.
 fn encode_payload(image: &StateImage, out: &mut impl Write) -> io::Result<()> {
-    encode_one(image, out)?;
     let mut block = Vec::new();
+    encode_one(image, &mut block)?;
+    write_block(out, &block, None)?;
     match &image.messages {
         MessagesImage::Frozen(frozen) => {
             write_section(out, &mut block, frozen.blocks().count(), frozen.blocks())?
@@ -194,13 +201,22 @@ where
             encode_one(&item, block)?;
             n += 1;
         }
-        out.write_all(&(block.len() as u64).to_le_bytes())?;
-        out.write_all(&n.to_le_bytes())?;
-        out.write_all(block)?;
+        write_block(out, block, Some(n))?;
         written += 1;
     }
     assert_eq!(written, count, "a section's block count is known before its blocks");
     Ok(())
+}
+
+/// A block: its byte length, its item count (`None` for the image's own
+/// block, which has none), its CRC32 and its bytes.
+fn write_block(out: &mut impl Write, block: &[u8], items: Option<u64>) -> io::Result<()> {
+    out.write_all(&(block.len() as u64).to_le_bytes())?;
+    if let Some(items) = items {
+        out.write_all(&items.to_le_bytes())?;
+    }
+    out.write_all(&crc32fast::hash(block).to_le_bytes())?;
+    out.write_all(block)
 }
 
 /// Encodes an image into the snapshot byte format, in memory (tests and
@@ -214,58 +230,175 @@ pub fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// Where a snapshot is decoded from: its file (a restart: each block is
+/// read when a thread decodes it, into that thread's buffer, so the file
+/// is never in memory whole) or bytes already in memory.
+pub trait Source: Sync {
+    /// The total length in bytes.
+    fn size(&self) -> u64;
+    /// Bytes `at..at + len`, read into `buffer` if need be; an error if
+    /// they run past the end.
+    fn bytes<'b>(&'b self, at: u64, len: u64, buffer: &'b mut Vec<u8>) -> io::Result<&'b [u8]>;
+}
+
+fn past_the_end() -> io::Error {
+    io::Error::new(io::ErrorKind::UnexpectedEof, "past the end of the snapshot")
+}
+
+impl Source for [u8] {
+    fn size(&self) -> u64 {
+        self.len() as u64
+    }
+
+    fn bytes<'b>(&'b self, at: u64, len: u64, _: &'b mut Vec<u8>) -> io::Result<&'b [u8]> {
+        let end = at.checked_add(len).ok_or_else(past_the_end)?;
+        let range = usize::try_from(at).ok().zip(usize::try_from(end).ok());
+        range.and_then(|(at, end)| self.get(at..end)).ok_or_else(past_the_end)
+    }
+}
+
+impl Source for File {
+    fn size(&self) -> u64 {
+        self.metadata().map_or(0, |m| m.len())
+    }
+
+    fn bytes<'b>(&'b self, at: u64, len: u64, buffer: &'b mut Vec<u8>) -> io::Result<&'b [u8]> {
+        use std::os::unix::fs::FileExt;
+        if at.checked_add(len).is_none_or(|end| end > self.size()) {
+            return Err(past_the_end());
+        }
+        buffer.clear();
+        buffer.resize(usize::try_from(len).map_err(|_| past_the_end())?, 0);
+        self.read_exact_at(buffer, at)?;
+        Ok(buffer)
+    }
+}
+
 /// Decodes and verifies snapshot bytes, on every core (`threads`).
 pub fn decode(bytes: &[u8], path: &Path) -> Result<StateImage, PersistError> {
-    decode_on(bytes, path, threads())
+    decode_from(bytes, path, threads())
 }
 
 /// `decode` on `threads` threads (at least one: the caller's).
 pub fn decode_on(bytes: &[u8], path: &Path, threads: usize) -> Result<StateImage, PersistError> {
+    decode_from(bytes, path, threads)
+}
+
+/// Reads, verifies and decodes the snapshot file at `path` on `threads`
+/// threads, a block at a time: memory holds the decoded state and one
+/// block per thread, never the whole file.
+pub fn read(path: &Path, threads: usize) -> Result<StateImage, PersistError> {
+    decode_from(&File::open(path)?, path, threads)
+}
+
+/// Decodes and verifies a snapshot from `source`. Every block (the
+/// image's own and each section's) is checked against its CRC before it
+/// is decoded; the header's CRC of the whole payload, combined from the
+/// blocks' and the framing's, is checked before the image is returned.
+pub fn decode_from<S: Source + ?Sized>(
+    source: &S,
+    path: &Path,
+    threads: usize,
+) -> Result<StateImage, PersistError> {
     let bad = |why: &str| PersistError::BadSnapshot { path: path.to_owned(), why: why.to_owned() };
-    if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
-        return Err(bad("not a snapshot file (bad magic)"));
-    }
-    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
-    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    let mut buffer = Vec::new();
+    let header = match source.bytes(0, HEADER_LEN as u64, &mut buffer) {
+        Ok(header) if &header[..8] == MAGIC => header,
+        _ => return Err(bad("not a snapshot file (bad magic)")),
+    };
+    let u32_at = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().expect("4 bytes"));
+    let u64_at = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().expect("8 bytes"));
     let version = u32_at(8);
     if version != FORMAT_VERSION {
         return Err(bad(&format!("format version {version}, this build reads {FORMAT_VERSION}")));
     }
-    let seq = u64_at(12);
-    let len = u64_at(20);
-    let crc = u32_at(28);
-    let payload = &bytes[HEADER_LEN..];
-    if payload.len() as u64 != len {
+    let (seq, len, crc) = (u64_at(12), u64_at(20), u32_at(28));
+    if source.size() - HEADER_LEN as u64 != len {
         return Err(bad("truncated payload"));
     }
-    let threads = threads.max(1);
-    if parallel_crc(payload, threads) != crc {
-        return Err(bad("checksum mismatch"));
+
+    // The framing: every block's place, and the CRC of the bytes between.
+    let mut frame = Framing { source, at: HEADER_LEN as u64, pieces: Vec::new() };
+    let head = frame.block(false).map_err(|_| bad("bad image block"))?;
+    let mut sections = [Vec::new(), Vec::new()];
+    for (section, name) in sections.iter_mut().zip(["messages", "rows"]) {
+        let framing = |_| bad(&format!("bad {name} section"));
+        let count = frame.u64().map_err(framing)?;
+        for _ in 0..count {
+            section.push(frame.block(true).map_err(framing)?);
+        }
     }
-    let (mut image, head): (StateImage, usize) =
-        bincode::serde::decode_from_slice(payload, bincode::config::standard())
-            .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+    if frame.at != source.size() {
+        return Err(bad("bytes after the last section"));
+    }
+
+    let (mut image, head_crc) = {
+        let bytes = source.bytes(head.at, head.len, &mut buffer)?;
+        let crc = block_crc(bytes, &head).map_err(|why| bad(&why))?;
+        let (image, used): (StateImage, usize) =
+            bincode::serde::decode_from_slice(bytes, bincode::config::standard())
+                .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+        if used != bytes.len() {
+            return Err(bad("undecodable payload: image block longer than the image"));
+        }
+        (image, crc)
+    };
     if image.applied_seq != seq {
         return Err(bad("header seq does not match payload"));
     }
-    let mut at = head;
-    let messages = section(payload, &mut at).ok_or_else(|| bad("bad messages section"))?;
-    let rows = section(payload, &mut at).ok_or_else(|| bad("bad rows section"))?;
-    if at != payload.len() {
-        return Err(bad("bytes after the last section"));
-    }
+
     // Rows first: a block of one busy user's rows is the longest job.
-    let jobs: Vec<Job> =
-        rows.into_iter().map(Job::Rows).chain(messages.into_iter().map(Job::Messages)).collect();
+    let [messages, rows] = sections;
+    let jobs: Vec<(Kind, Block)> = rows
+        .into_iter()
+        .map(|b| (Kind::Rows, b))
+        .chain(messages.into_iter().map(|b| (Kind::Messages, b)))
+        .collect();
     let names = Interner::default();
-    let done = run_parallel(&jobs, threads, |job| job.decode(&names));
+    let done = run_parallel(&jobs, threads.max(1), |buffer, (kind, block)| {
+        let bytes = source.bytes(block.at, block.len, buffer).map_err(|e| e.to_string())?;
+        let crc = block_crc(bytes, block)?;
+        kind.decode(bytes, block.items, &names).map(|decoded| (crc, decoded))
+    });
+
+    let mut crcs = vec![head_crc];
     let mut chunks = Vec::new();
     let mut entries: Vec<(UserId, UserMessages)> = Vec::new();
+    let mut failure = None;
     for result in done {
-        match result.map_err(|why| bad(&format!("undecodable block: {why}")))? {
-            Decoded::Rows(mut run) => entries.append(&mut run),
-            Decoded::Messages(chunk) => chunks.push(chunk),
+        match result {
+            Ok((crc, Decoded::Rows(mut run))) => {
+                crcs.push(crc);
+                entries.append(&mut run);
+            }
+            Ok((crc, Decoded::Messages(chunk))) => {
+                crcs.push(crc);
+                chunks.push(chunk);
+            }
+            // A checksum failure explains any other: report it first.
+            Err(why) if why.contains("checksum") => return Err(bad(&why)),
+            Err(why) => failure = failure.or(Some(why)),
         }
+    }
+    if let Some(why) = failure {
+        return Err(bad(&format!("undecodable block: {why}")));
+    }
+    // The whole payload's CRC: the framing's pieces and the blocks' in
+    // file order (the jobs ran rows first; `crcs` is head, rows, messages).
+    let rows_count = jobs.iter().filter(|(k, _)| matches!(k, Kind::Rows)).count();
+    let mut by_place = vec![crcs[0].clone()];
+    by_place.extend(crcs[1 + rows_count..].iter().cloned());
+    by_place.extend(crcs[1..1 + rows_count].iter().cloned());
+    let mut all = crc32fast::Hasher::new();
+    let mut blocks = by_place.iter();
+    for piece in &frame.pieces {
+        match piece {
+            Piece::Framing(hasher) => all.combine(hasher),
+            Piece::Block => all.combine(blocks.next().expect("one crc per block")),
+        }
+    }
+    if all.finalize() != crc {
+        return Err(bad("checksum mismatch"));
     }
     if !entries.windows(2).all(|w| w[0].0 < w[1].0) {
         return Err(bad("rows out of user order"));
@@ -277,53 +410,78 @@ pub fn decode_on(bytes: &[u8], path: &Path, threads: usize) -> Result<StateImage
     Ok(image)
 }
 
-/// CRC32 of `bytes`, its parts hashed on `threads` threads and combined.
-fn parallel_crc(bytes: &[u8], threads: usize) -> u32 {
-    let part = bytes.len().div_ceil(threads).max(1 << 20);
-    let parts: Vec<&[u8]> = bytes.chunks(part).collect();
-    let hashers = run_parallel(&parts, threads, |part| {
-        let mut hasher = crc32fast::Hasher::new();
-        hasher.update(part);
-        hasher
-    });
-    let mut all = crc32fast::Hasher::new();
-    for hasher in &hashers {
-        all.combine(hasher);
+/// The CRC of a block's bytes, checked against its frame's.
+fn block_crc(bytes: &[u8], block: &Block) -> Result<crc32fast::Hasher, String> {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(bytes);
+    if hasher.clone().finalize() != block.crc {
+        return Err("checksum mismatch in a block".into());
     }
-    all.finalize()
+    Ok(hasher)
 }
 
-/// One block of a section: its bytes and item count.
-struct Block<'a> {
-    bytes: &'a [u8],
+/// A block's place in the file, its item count and its CRC.
+struct Block {
+    at: u64,
+    len: u64,
     items: u64,
+    crc: u32,
 }
 
-/// The blocks of the section at `*at`, which moves past it; `None` if
-/// the framing runs past the end.
-fn section<'a>(payload: &'a [u8], at: &mut usize) -> Option<Vec<Block<'a>>> {
-    fn take<'a>(payload: &'a [u8], at: &mut usize, n: usize) -> Option<&'a [u8]> {
-        let bytes = payload.get(*at..at.checked_add(n)?)?;
-        *at += n;
-        Some(bytes)
-    }
-    fn u64_next(payload: &[u8], at: &mut usize) -> Option<u64> {
-        take(payload, at, 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
-    }
-    let count = u64_next(payload, at)?;
-    let mut blocks = Vec::new();
-    for _ in 0..count {
-        let len = usize::try_from(u64_next(payload, at)?).ok()?;
-        let items = u64_next(payload, at)?;
-        blocks.push(Block { bytes: take(payload, at, len)?, items });
-    }
-    Some(blocks)
+/// The payload in file order, for the whole-payload CRC: framing bytes
+/// (hashed as they are read) and blocks (hashed by their decoders).
+enum Piece {
+    Framing(crc32fast::Hasher),
+    Block,
 }
 
-/// A block to decode.
-enum Job<'a> {
-    Messages(Block<'a>),
-    Rows(Block<'a>),
+/// A walk over the framing of a snapshot, reading only the lengths.
+struct Framing<'s, S: ?Sized> {
+    source: &'s S,
+    at: u64,
+    pieces: Vec<Piece>,
+}
+
+impl<S: Source + ?Sized> Framing<'_, S> {
+    /// `n` framing bytes, hashed into the pieces.
+    fn take(&mut self, n: u64) -> io::Result<Vec<u8>> {
+        let mut buffer = Vec::new();
+        let bytes = self.source.bytes(self.at, n, &mut buffer)?.to_vec();
+        self.at += n;
+        match self.pieces.last_mut() {
+            Some(Piece::Framing(hasher)) => hasher.update(&bytes),
+            _ => {
+                let mut hasher = crc32fast::Hasher::new();
+                hasher.update(&bytes);
+                self.pieces.push(Piece::Framing(hasher));
+            }
+        }
+        Ok(bytes)
+    }
+
+    fn u64(&mut self) -> io::Result<u64> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+
+    /// A block's frame; its bytes are skipped (the decoders read them).
+    fn block(&mut self, counted: bool) -> io::Result<Block> {
+        let len = self.u64()?;
+        let items = if counted { self.u64()? } else { 0 };
+        let crc = u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes"));
+        let at = self.at;
+        self.at = at
+            .checked_add(len)
+            .filter(|end| *end <= self.source.size())
+            .ok_or_else(past_the_end)?;
+        self.pieces.push(Piece::Block);
+        Ok(Block { at, len, items, crc })
+    }
+}
+
+/// What a block holds.
+enum Kind {
+    Messages,
+    Rows,
 }
 
 /// What a block decodes to.
@@ -332,21 +490,21 @@ enum Decoded {
     Rows(Vec<(UserId, UserMessages)>),
 }
 
-impl Job<'_> {
-    fn decode(&self, names: &Interner) -> Result<Decoded, String> {
+impl Kind {
+    fn decode(&self, bytes: &[u8], items: u64, names: &Interner) -> Result<Decoded, String> {
         match self {
-            Job::Messages(block) => {
+            Kind::Messages => {
                 let mut chunk = ChunkBuilder::default();
                 let mut client: Option<Arc<str>> = None;
-                decode_items(block, |mut message: crate::state::Message| {
+                decode_items(bytes, items, |mut message: crate::state::Message| {
                     share_client(&mut message.client, &mut client, names);
                     chunk.push(Arc::new(message)).then_some(()).ok_or("messages out of order")
                 })?;
                 Ok(Decoded::Messages(chunk))
             }
-            Job::Rows(block) => {
+            Kind::Rows => {
                 let mut rows = Vec::new();
-                decode_items(block, |entry| {
+                decode_items(bytes, items, |entry| {
                     rows.push(entry);
                     Ok(())
                 })?;
@@ -359,18 +517,19 @@ impl Job<'_> {
 /// Decodes a block's items one by one into `each`; the block must hold
 /// exactly its count of items and nothing more.
 fn decode_items<T: serde::de::DeserializeOwned>(
-    block: &Block<'_>,
+    bytes: &[u8],
+    items: u64,
     mut each: impl FnMut(T) -> Result<(), &'static str>,
 ) -> Result<(), String> {
     let mut at = 0;
-    for _ in 0..block.items {
+    for _ in 0..items {
         let (item, n): (T, usize) =
-            bincode::serde::decode_from_slice(&block.bytes[at..], bincode::config::standard())
+            bincode::serde::decode_from_slice(&bytes[at..], bincode::config::standard())
                 .map_err(|e| e.to_string())?;
         at += n;
         each(item)?;
     }
-    if at != block.bytes.len() {
+    if at != bytes.len() {
         return Err("block longer than its items".into());
     }
     Ok(())
@@ -392,20 +551,21 @@ fn share_client(client: &mut Arc<str>, last: &mut Option<Arc<str>>, names: &Inte
 }
 
 /// `f` on every job, on `threads` threads (the caller's and scoped
-/// ones) taking the next job as they finish one; the results in job
-/// order.
+/// ones) taking the next job as they finish one, each with a buffer of
+/// its own; the results in job order.
 fn run_parallel<J: Sync, R: Send>(
     jobs: &[J],
     threads: usize,
-    f: impl Fn(&J) -> R + Sync,
+    f: impl Fn(&mut Vec<u8>, &J) -> R + Sync,
 ) -> Vec<R> {
     let next = AtomicUsize::new(0);
     let work = || {
+        let mut buffer = Vec::new();
         let mut done = Vec::new();
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(job) = jobs.get(i) else { return done };
-            done.push((i, f(job)));
+            done.push((i, f(&mut buffer, job)));
         }
     };
     let mut all: Vec<(usize, R)> = std::thread::scope(|scope| {

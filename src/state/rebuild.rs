@@ -2,14 +2,17 @@
 //! recipient and per (channel, lowercased topic), each channel's topics)
 //! from a snapshot's message chunks, on every core.
 //!
-//! The chunks are split into one contiguous run per thread; each thread
-//! builds its own id lists for its run (ascending, since the run is), and
-//! the lists are then joined in run order — so every list comes out
-//! ascending and exactly sized, as `index_message` one by one would
-//! leave it but without its doublings. A topic is lowercased once per
-//! spelling. The messages are not copied: the chunks move into the store
-//! as they are. No I/O, no clock: the same result whatever the number of
-//! threads.
+//! The chunks are split into one contiguous run per thread, and the
+//! rebuild makes two passes over them. The first counts, per thread, the
+//! ids of each recipient and of each (channel, topic as spelled); then
+//! every final id list is allocated once at its exact length and cut into
+//! one slice per thread; the second pass has each thread write its ids
+//! into its slices. So no list grows by doubling and nothing is copied
+//! on the way, and every list comes out ascending, as the runs are; a
+//! topic spelled several ways is sorted once in place. Each list then
+//! becomes the index's `IdSet` (its one transient copy). A topic is lowercased once per spelling. The messages
+//! are not copied: the chunks move into the store as they are. No I/O, no
+//! clock: the same result whatever the number of threads.
 
 use std::sync::Arc;
 
@@ -19,21 +22,22 @@ use super::indexes::TopicEntry;
 use super::message_store::FrozenMessages;
 use super::{ChannelId, Destination, Message, MessageId, MessageStore, RecipientId, State};
 
-/// What one thread found in its run of chunks.
+/// What one thread counted in its run of chunks.
 #[derive(Default)]
-struct Run<'a> {
-    by_recipient: FxHashMap<RecipientId, Vec<MessageId>>,
-    /// By (channel, topic as spelled): the ids, ascending.
-    topics: FxHashMap<(ChannelId, &'a str), Vec<MessageId>>,
+struct Counts<'a> {
+    recipients: FxHashMap<RecipientId, usize>,
+    /// By (channel, topic as spelled): how many ids, and the newest.
+    topics: FxHashMap<(ChannelId, &'a str), (usize, MessageId)>,
     /// Every distinct client name (by pointer) met, in order.
     clients: Vec<&'a Arc<str>>,
 }
 
-impl<'a> Run<'a> {
+impl<'a> Counts<'a> {
     fn add(&mut self, message: &'a Message) {
-        self.by_recipient.entry(message.recipient).or_default().push(message.id);
+        *self.recipients.entry(message.recipient).or_default() += 1;
         if let Destination::Channel { channel, topic } = &message.destination {
-            self.topics.entry((*channel, &**topic)).or_default().push(message.id);
+            let count = self.topics.entry((*channel, &**topic)).or_insert((0, message.id));
+            *count = (count.0 + 1, message.id);
         }
         if self.clients.last().is_none_or(|last| !Arc::ptr_eq(last, &message.client)) {
             self.clients.push(&message.client);
@@ -41,14 +45,29 @@ impl<'a> Run<'a> {
     }
 }
 
-/// One topic being joined: its ids and the spelling of its newest message.
-struct Topic<'a> {
+/// One thread's slices of the final lists, filled by its second pass.
+#[derive(Default)]
+struct Slices<'a, 'm> {
+    recipients: FxHashMap<RecipientId, &'a mut [MessageId]>,
+    topics: FxHashMap<(ChannelId, &'m str), &'a mut [MessageId]>,
+}
+
+/// Writes `id` at the front of `slot` and moves the slot past it.
+fn put(slot: &mut &mut [MessageId], id: MessageId) {
+    let (first, rest) = std::mem::take(slot).split_first_mut().expect("counted");
+    *first = id;
+    *slot = rest;
+}
+
+/// One lowercased topic: its final list and its spellings.
+struct Topic<'m> {
     ids: Vec<MessageId>,
-    name: &'a str,
-    /// The newest id, whose spelling `name` is.
+    /// The spelling of its newest message, and that id.
+    name: &'m str,
     max_id: MessageId,
-    /// Whether two spellings' ids were appended (then they need sorting).
-    mixed: bool,
+    spellings: usize,
+    /// Its ids, counted.
+    total: usize,
 }
 
 impl State {
@@ -58,57 +77,106 @@ impl State {
     pub(crate) fn index_frozen(&mut self, frozen: FrozenMessages, threads: usize) {
         let parts = frozen.parts();
         let threads = threads.clamp(1, parts.max(1));
-        let mut runs: Vec<Run<'_>> = std::thread::scope(|scope| {
+        let run = |t: usize| (parts * t / threads, parts * (t + 1) / threads);
+        let counts: Vec<Counts<'_>> = std::thread::scope(|scope| {
             let frozen = &frozen;
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
-                    let (from, to) = (parts * t / threads, parts * (t + 1) / threads);
                     scope.spawn(move || {
-                        let mut run = Run::default();
-                        frozen.iter_chunks(from, to).for_each(|m| run.add(m));
-                        run
+                        let (from, to) = run(t);
+                        let mut counts = Counts::default();
+                        frozen.iter_chunks(from, to).for_each(|m| counts.add(m));
+                        counts
                     })
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().expect("an index thread panicked")).collect()
         });
 
-        // Recipients: the runs' lists joined in run order.
-        let mut by_recipient: FxHashMap<RecipientId, Vec<Vec<MessageId>>> = FxHashMap::default();
-        for run in &mut runs {
-            for (recipient, ids) in run.by_recipient.drain() {
-                by_recipient.entry(recipient).or_default().push(ids);
-            }
+        // Every final list at its exact length.
+        let mut totals: FxHashMap<RecipientId, usize> = FxHashMap::default();
+        for (recipient, n) in counts.iter().flat_map(|c| &c.recipients) {
+            *totals.entry(*recipient).or_default() += n;
         }
-        for (recipient, lists) in by_recipient {
-            self.by_recipient.insert(recipient, join(lists).into_iter().collect());
-        }
-
-        // Topics: spellings grouped by their lowercased key.
+        let mut recipients: FxHashMap<RecipientId, Vec<MessageId>> =
+            totals.into_iter().map(|(r, n)| (r, vec![MessageId(0); n])).collect();
         let mut lowered: FxHashMap<&str, String> = FxHashMap::default();
         let mut topics: FxHashMap<(ChannelId, String), Topic<'_>> = FxHashMap::default();
-        for run in &mut runs {
-            for ((channel, spelled), ids) in run.topics.drain() {
-                let lower = lowered.entry(spelled).or_insert_with(|| spelled.to_lowercase());
-                let newest = *ids.last().expect("a topic list has an id");
-                match topics.get_mut(&(channel, lower.clone())) {
-                    None => {
-                        let topic = Topic { ids, name: spelled, max_id: newest, mixed: false };
-                        topics.insert((channel, lower.clone()), topic);
-                    }
-                    Some(topic) => {
-                        let before = *topic.ids.last().expect("a topic list has an id");
-                        if newest > topic.max_id {
-                            (topic.name, topic.max_id) = (spelled, newest);
-                        }
-                        topic.mixed |= ids[0] < before;
-                        topic.ids.extend_from_slice(&ids);
-                    }
+        let mut spelled: FxHashMap<(ChannelId, &str), String> = FxHashMap::default();
+        for ((channel, spelling), (n, newest)) in counts.iter().flat_map(|c| &c.topics) {
+            let lower = lowered.entry(spelling).or_insert_with(|| spelling.to_lowercase()).clone();
+            let topic = topics.entry((*channel, lower.clone())).or_insert_with(|| Topic {
+                ids: Vec::new(),
+                name: spelling,
+                max_id: *newest,
+                spellings: 0,
+                total: 0,
+            });
+            topic.total += n;
+            if *newest > topic.max_id {
+                (topic.name, topic.max_id) = (spelling, *newest);
+            }
+            spelled.insert((*channel, spelling), lower);
+        }
+        for topic in topics.values_mut() {
+            topic.ids = vec![MessageId(0); topic.total];
+        }
+
+        // Each list cut into the threads' slices, in run order.
+        let mut slices: Vec<Slices<'_, '_>> = (0..threads).map(|_| Slices::default()).collect();
+        for (recipient, list) in recipients.iter_mut() {
+            let mut rest = list.as_mut_slice();
+            for (t, mine) in slices.iter_mut().enumerate() {
+                let n = counts[t].recipients.get(recipient).copied().unwrap_or(0);
+                let (piece, after) = rest.split_at_mut(n);
+                mine.recipients.insert(*recipient, piece);
+                rest = after;
+            }
+        }
+        let mut by_lower: FxHashMap<(ChannelId, &str), Vec<&str>> = FxHashMap::default();
+        for ((channel, spelling), lower) in &spelled {
+            by_lower.entry((*channel, lower.as_str())).or_default().push(spelling);
+        }
+        for ((channel, lower), topic) in topics.iter_mut() {
+            let spellings = &by_lower[&(*channel, lower.as_str())];
+            topic.spellings = spellings.len();
+            let mut rest = topic.ids.as_mut_slice();
+            for (t, mine) in slices.iter_mut().enumerate() {
+                for spelling in spellings {
+                    let n = counts[t].topics.get(&(*channel, *spelling)).map_or(0, |c| c.0);
+                    let (piece, after) = rest.split_at_mut(n);
+                    mine.topics.insert((*channel, spelling), piece);
+                    rest = after;
                 }
             }
         }
+
+        // The second pass: each thread writes its ids into its slices.
+        std::thread::scope(|scope| {
+            let frozen = &frozen;
+            for (t, mut mine) in slices.into_iter().enumerate() {
+                scope.spawn(move || {
+                    let (from, to) = run(t);
+                    for message in frozen.iter_chunks(from, to) {
+                        let slot = mine.recipients.get_mut(&message.recipient).expect("counted");
+                        put(slot, message.id);
+                        if let Destination::Channel { channel, topic } = &message.destination {
+                            let slot =
+                                mine.topics.get_mut(&(*channel, topic.as_str())).expect("counted");
+                            put(slot, message.id);
+                        }
+                    }
+                });
+            }
+        });
+
+        // The indexes are `IdSet`s: built from the ascending lists (each
+        // list then freed: the one transient copy of the rebuild).
+        for (recipient, list) in recipients {
+            self.by_recipient.insert(recipient, list.into_iter().collect());
+        }
         for ((channel, lower), mut topic) in topics {
-            if topic.mixed {
+            if topic.spellings > 1 {
                 topic.ids.sort_unstable();
             }
             let entry = TopicEntry { name: topic.name.to_owned(), max_id: topic.max_id };
@@ -121,18 +189,13 @@ impl State {
         // Client names: decoding shared one copy per name, which becomes
         // the interned one; a message holding another copy (an image not
         // decoded by `persist::snapshot`) is pointed at it below.
-        let mut stray = Vec::new();
-        for run in &runs {
-            for client in &run.clients {
-                let shared = self.names.intern(client);
-                if !Arc::ptr_eq(&shared, client) {
-                    stray.push(shared);
-                }
-            }
+        let mut stray = false;
+        for client in counts.iter().flat_map(|c| &c.clients) {
+            stray |= !Arc::ptr_eq(&self.names.intern(client), client);
         }
-        drop(runs);
+        drop(counts);
         self.messages = MessageStore::from_frozen(frozen);
-        if !stray.is_empty() {
+        if stray {
             self.reintern_clients();
         }
     }
@@ -153,20 +216,6 @@ impl State {
             });
         }
     }
-}
-
-/// Joins id lists given in ascending order into one exactly sized list.
-fn join(mut lists: Vec<Vec<MessageId>>) -> Vec<MessageId> {
-    if lists.len() == 1 {
-        let mut only = lists.pop().expect("one list");
-        only.shrink_to_fit();
-        return only;
-    }
-    let mut all = Vec::with_capacity(lists.iter().map(Vec::len).sum());
-    for list in lists {
-        all.extend_from_slice(&list);
-    }
-    all
 }
 
 /// How many threads a restart rebuilds on: every core.
