@@ -162,7 +162,7 @@ impl State {
                         put(slot, message.id);
                         if let Destination::Channel { channel, topic } = &message.destination {
                             let slot =
-                                mine.topics.get_mut(&(*channel, topic.as_str())).expect("counted");
+                                mine.topics.get_mut(&(*channel, &**topic)).expect("counted");
                             put(slot, message.id);
                         }
                     }
