@@ -161,8 +161,7 @@ impl State {
                         let slot = mine.recipients.get_mut(&message.recipient).expect("counted");
                         put(slot, message.id);
                         if let Destination::Channel { channel, topic } = &message.destination {
-                            let slot =
-                                mine.topics.get_mut(&(*channel, &**topic)).expect("counted");
+                            let slot = mine.topics.get_mut(&(*channel, &**topic)).expect("counted");
                             put(slot, message.id);
                         }
                     }
