@@ -15,10 +15,9 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 
 use natter::apply::apply;
-use natter::mutation::{Mutation, NewMessage};
 use natter::persist::{self, decode_mutation, encode_mutation, snapshot};
-use natter::seed::{self, NewChannel, NewUser};
-use natter::state::{Destination, IdKind, Message, MessageId, MessageParts, Role, State};
+use natter::seed;
+use natter::state::State;
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -26,60 +25,8 @@ fn env(name: &str, default: u64) -> u64 {
 
 /// The state after `messages` sends, and every mutation as a log record.
 fn build(messages: u64, users: u64) -> (State, Vec<Vec<u8>>) {
-    let state = State::new();
     let mut log = Vec::new();
-    let mut step = |m: Mutation| {
-        apply(&state, state.applied_seq() + 1, &m);
-        log.push(encode_mutation(&m));
-    };
-    step(seed::realm(&state, "", "Bench", 0).unwrap());
-    let realm = state.realm_by_subdomain("").unwrap();
-    let mut ids = Vec::new();
-    for i in 0..users {
-        let email = format!("user{i}@b.test");
-        let new = NewUser { email: &email, full_name: &email, role: Role::Member, bot: None };
-        step(seed::user(&state, realm.id, &new, String::new(), 0).unwrap());
-        ids.push(state.user_by_email(realm.id, &email).unwrap().id);
-    }
-    for name in ["general", "other"] {
-        let new = NewChannel {
-            name,
-            description: "",
-            invite_only: false,
-            creator: None,
-            subscribers: &ids,
-        };
-        step(seed::channel(&state, &realm, &new, 0).unwrap());
-    }
-    let general = state.channel_by_name(realm.id, "general").unwrap();
-    let other = state.channel_by_name(realm.id, "other").unwrap();
-    for i in 0..messages {
-        let (channel, topic) = if i % 10 == 9 {
-            (&other, "elsewhere".to_owned())
-        } else {
-            (&general, format!("topic {}", i % 1_000))
-        };
-        let content = format!("hello number {i}");
-        let message = Message::from(MessageParts {
-            id: MessageId(state.ids.peek(IdKind::Message)),
-            realm: realm.id,
-            sender: ids[(i % users) as usize],
-            recipient: channel.recipient,
-            destination: Destination::Channel { channel: channel.id, topic: topic.into() },
-            rendered_content: format!("<p>{content}</p>"),
-            content,
-            timestamp: 1_700_000_000 + i as i64,
-            client: "bench".into(),
-            is_me_message: false,
-        });
-        step(Mutation::SendMessage(NewMessage {
-            message,
-            read_by_sender: true,
-            mentioned: vec![],
-            channel_wildcard: false,
-            topic_wildcard: vec![],
-        }));
-    }
+    let state = seed::bench_state(messages, users, &mut |m| log.push(encode_mutation(m)));
     (state, log)
 }
 

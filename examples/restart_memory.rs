@@ -12,10 +12,9 @@
 //! each in its own process, so neither sees the other's freed memory.
 
 use natter::apply::apply;
-use natter::mutation::{Mutation, NewMessage};
 use natter::persist::{self, snapshot};
-use natter::seed::{self, NewChannel, NewUser};
-use natter::state::{Destination, IdKind, Message, MessageId, MessageParts, Role, State};
+use natter::seed;
+use natter::state::State;
 
 /// Resident memory of this process, in bytes (Linux; 0 elsewhere).
 fn rss() -> u64 {
@@ -28,65 +27,7 @@ fn rss() -> u64 {
 }
 
 fn build(messages: u64, users: u64) -> State {
-    build_logged(messages, users, &mut |_| ())
-}
-
-/// `build`, passing every mutation to `log` as it is applied.
-fn build_logged(messages: u64, users: u64, log: &mut dyn FnMut(&Mutation)) -> State {
-    let state = State::new();
-    let mut step = |m: Mutation| {
-        apply(&state, state.applied_seq() + 1, &m);
-        log(&m);
-    };
-    step(seed::realm(&state, "", "Bench", 0).unwrap());
-    let realm = state.realm_by_subdomain("").unwrap();
-    let mut ids = Vec::new();
-    for i in 0..users {
-        let email = format!("user{i}@b.test");
-        let new = NewUser { email: &email, full_name: &email, role: Role::Member, bot: None };
-        step(seed::user(&state, realm.id, &new, String::new(), 0).unwrap());
-        ids.push(state.user_by_email(realm.id, &email).unwrap().id);
-    }
-    for name in ["general", "other"] {
-        let new = NewChannel {
-            name,
-            description: "",
-            invite_only: false,
-            creator: None,
-            subscribers: &ids,
-        };
-        step(seed::channel(&state, &realm, &new, 0).unwrap());
-    }
-    let general = state.channel_by_name(realm.id, "general").unwrap();
-    let other = state.channel_by_name(realm.id, "other").unwrap();
-    for i in 0..messages {
-        let (channel, topic) = if i % 10 == 9 {
-            (&other, "elsewhere".to_owned())
-        } else {
-            (&general, format!("topic {}", i % 1_000))
-        };
-        let content = format!("hello number {i}");
-        let message = Message::from(MessageParts {
-            id: MessageId(state.ids.peek(IdKind::Message)),
-            realm: realm.id,
-            sender: ids[(i % users) as usize],
-            recipient: channel.recipient,
-            destination: Destination::Channel { channel: channel.id, topic: topic.into() },
-            rendered_content: format!("<p>{content}</p>"),
-            content,
-            timestamp: 1_700_000_000 + i as i64,
-            client: "bench".into(),
-            is_me_message: false,
-        });
-        step(Mutation::SendMessage(NewMessage {
-            message,
-            read_by_sender: true,
-            mentioned: vec![],
-            channel_wildcard: false,
-            topic_wildcard: vec![],
-        }));
-    }
-    state
+    seed::bench_state(messages, users, &mut |_| ())
 }
 
 fn main() {
@@ -133,7 +74,7 @@ fn main() {
             // decoding ahead of `apply`) against decode + apply in turn.
             let n: u64 = n.parse().expect("a message count");
             let mut records = Vec::new();
-            drop(build_logged(n, 10, &mut |m| records.push(persist::encode_mutation(m))));
+            drop(seed::bench_state(n, 10, &mut |m| records.push(persist::encode_mutation(m))));
             let never = wal::Options { sync: wal::SyncMode::Never, ..Default::default() };
             let dir = std::path::Path::new(dir);
             {

@@ -358,3 +358,69 @@ fn seed_realm(
         ))
     })
 }
+
+/// The state of the snapshot benches and `examples/restart_memory`:
+/// one realm, `users` members subscribed to `general` and `other`, and
+/// `messages` short channel messages ("hello number N", 1,000 topics in
+/// `general`, every tenth in `other`), built by applying mutations
+/// directly (no log, no HTTP); `log` sees every mutation as it is applied.
+pub fn bench_state(
+    messages: u64,
+    users: u64,
+    log: &mut dyn FnMut(&Mutation),
+) -> crate::state::State {
+    let state = crate::state::State::new();
+    let mut step = |m: Mutation| {
+        crate::apply::apply(&state, state.applied_seq() + 1, &m);
+        log(&m);
+    };
+    step(realm(&state, "", "Bench", 0).unwrap());
+    let realm = state.realm_by_subdomain("").unwrap();
+    let mut ids = Vec::new();
+    for i in 0..users {
+        let email = format!("user{i}@b.test");
+        let new = NewUser { email: &email, full_name: &email, role: Role::Member, bot: None };
+        step(user(&state, realm.id, &new, String::new(), 0).unwrap());
+        ids.push(state.user_by_email(realm.id, &email).unwrap().id);
+    }
+    for name in ["general", "other"] {
+        let new = NewChannel {
+            name,
+            description: "",
+            invite_only: false,
+            creator: None,
+            subscribers: &ids,
+        };
+        step(channel(&state, &realm, &new, 0).unwrap());
+    }
+    let general = state.channel_by_name(realm.id, "general").unwrap();
+    let other = state.channel_by_name(realm.id, "other").unwrap();
+    for i in 0..messages {
+        let (channel, topic) = if i % 10 == 9 {
+            (&other, "elsewhere".to_owned())
+        } else {
+            (&general, format!("topic {}", i % 1_000))
+        };
+        let content = format!("hello number {i}");
+        let message = crate::state::Message::from(crate::state::MessageParts {
+            id: crate::state::MessageId(state.ids.peek(crate::state::IdKind::Message)),
+            realm: realm.id,
+            sender: ids[(i % users) as usize],
+            recipient: channel.recipient,
+            destination: Destination::Channel { channel: channel.id, topic: topic.into() },
+            rendered_content: format!("<p>{content}</p>"),
+            content,
+            timestamp: 1_700_000_000 + i as i64,
+            client: "bench".into(),
+            is_me_message: false,
+        });
+        step(Mutation::SendMessage(NewMessage {
+            message,
+            read_by_sender: true,
+            mentioned: vec![],
+            channel_wildcard: false,
+            topic_wildcard: vec![],
+        }));
+    }
+    state
+}
