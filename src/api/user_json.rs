@@ -339,13 +339,7 @@ pub(crate) mod tests {
     fn the_bytes_match_json_user_for_every_viewer_class() {
         let (state, users) = realm();
         let realm = users[0].realm;
-        for visibility in [
-            EmailVisibility::Everyone,
-            EmailVisibility::Members,
-            EmailVisibility::Moderators,
-            EmailVisibility::Admins,
-            EmailVisibility::Nobody,
-        ] {
+        for visibility in EmailVisibility::ALL {
             state.realms.update(&realm, |r| r.settings.email_address_visibility = visibility);
             for viewer in &users {
                 for client_gravatar in [false, true] {

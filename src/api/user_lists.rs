@@ -398,13 +398,7 @@ mod tests {
     fn cached_lists_equal_fresh_ones_for_every_viewer() {
         let (state, users) = crate::api::user_json::tests::realm();
         let realm = users[0].realm;
-        for visibility in [
-            EmailVisibility::Everyone,
-            EmailVisibility::Members,
-            EmailVisibility::Moderators,
-            EmailVisibility::Admins,
-            EmailVisibility::Nobody,
-        ] {
+        for visibility in EmailVisibility::ALL {
             state.realms.update(&realm, |r| r.settings.email_address_visibility = visibility);
             let PendingCut::Frozen(frozen) = UserLists::default().pending(&state, realm) else {
                 panic!("nothing is cached yet")

@@ -146,13 +146,7 @@ mod tests {
         let kinds = users.iter().map(|u| (u.role, u.is_bot(), u.is_active)).collect::<Vec<_>>();
         assert!(kinds.iter().any(|k| k.1), "a bot");
         assert!(kinds.iter().any(|k| !k.2), "a deactivated account");
-        for visibility in [
-            EmailVisibility::Everyone,
-            EmailVisibility::Members,
-            EmailVisibility::Moderators,
-            EmailVisibility::Admins,
-            EmailVisibility::Nobody,
-        ] {
+        for visibility in EmailVisibility::ALL {
             state.realms.update(&realm, |r| r.settings.email_address_visibility = visibility);
             for me in &users {
                 for ignored in [vec![], vec!["apply_markdown".to_owned(), "zzz".to_owned()]] {

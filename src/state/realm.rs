@@ -42,6 +42,17 @@ pub enum EmailVisibility {
     Moderators,
 }
 
+impl EmailVisibility {
+    /// Every value, from the most open to the most closed.
+    pub const ALL: [EmailVisibility; 5] = [
+        EmailVisibility::Everyone,
+        EmailVisibility::Members,
+        EmailVisibility::Moderators,
+        EmailVisibility::Admins,
+        EmailVisibility::Nobody,
+    ];
+}
+
 /// Organization settings that natter implements.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RealmSettings {
