@@ -50,3 +50,20 @@ fn fatal(path: &Path, err: &std::io::Error) -> ! {
     );
     std::process::abort()
 }
+
+/// Asks the kernel to start writing `len` bytes of `file` from `offset`
+/// back to disk, without waiting and without any durability meaning
+/// (Linux: `posix_fadvise(POSIX_FADV_DONTNEED)`, which starts asynchronous
+/// writeback of the range's dirty pages and lets the kernel drop the
+/// clean ones — the log never reads a segment back while it runs;
+/// elsewhere nothing). Errors are ignored: see `Log::write_back_early`.
+pub(crate) fn start_writeback(file: &File, offset: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use nix::fcntl::{posix_fadvise, PosixFadviseAdvice};
+        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else { return };
+        let _ = posix_fadvise(file, offset, len, PosixFadviseAdvice::POSIX_FADV_DONTNEED);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, offset, len);
+}

@@ -151,7 +151,20 @@ struct Log {
     /// Set when a failed write could not be rolled back: see
     /// [`Error::Poisoned`].
     poisoned: bool,
+    /// `Never` mode: where in the active segment the next early writeback
+    /// starts (see [`EARLY_WRITEBACK`]); `None` in the other modes, whose
+    /// sync thread keeps the segment's dirty pages few.
+    writeback_from: Option<u64>,
 }
+
+/// In `Never` mode nothing flushes the active segment until rotation,
+/// which must then `fdatasync` a whole segment's dirty pages under the
+/// log's lock (tens of milliseconds for 64 MiB, a stall for every
+/// appender). So every this many bytes the log asks the kernel to start
+/// writing the new part back (`fsync::start_writeback`: it starts I/O,
+/// does not wait for it, and promises nothing), and the rotation's flush
+/// finds little left to do.
+const EARLY_WRITEBACK: u64 = 4 << 20;
 
 /// A frame buffer that grew past this is freed after use, so that one huge
 /// record does not pin its size in memory.
@@ -175,7 +188,10 @@ impl Wal {
         let dir = dir.as_ref().to_path_buf();
         create_dir(&dir)?;
         let dir_lock = lock_dir(&dir)?;
-        let (log, recovery) = recover(&dir)?;
+        let (mut log, recovery) = recover(&dir)?;
+        if matches!(opts.sync, SyncMode::Never) {
+            log.writeback_from = Some(log.active.len);
+        }
         let shared = Arc::new(Shared {
             durability: Durability::new(opts.sync, log.last_seq(), opts.on_durable),
             dir,
@@ -357,7 +373,7 @@ impl Shared {
 
 impl Log {
     fn new(sealed: VecDeque<SegmentRef>, active: Segment) -> Log {
-        Log { sealed, active, frame: Vec::new(), poisoned: false }
+        Log { sealed, active, frame: Vec::new(), poisoned: false, writeback_from: None }
     }
 
     fn last_seq(&self) -> Seq {
@@ -384,12 +400,28 @@ impl Log {
             self.frame = Vec::new();
         }
         match written {
-            Ok(()) => Ok(seq),
+            Ok(()) => {
+                self.write_back_early();
+                Ok(seq)
+            }
             Err(Error::Poisoned) => {
                 self.poisoned = true;
                 Err(Error::Poisoned)
             }
             Err(err) => Err(err),
+        }
+    }
+
+    /// `Never` mode: starts writeback of the active segment's newest
+    /// `EARLY_WRITEBACK` bytes once there are that many. A failure here is
+    /// ignored: it is only advice, and a write error still surfaces at the
+    /// rotation's or the close's `fdatasync`, which is fatal.
+    fn write_back_early(&mut self) {
+        let Some(from) = self.writeback_from else { return };
+        let len = self.active.len;
+        if len >= from + EARLY_WRITEBACK {
+            fsync::start_writeback(&self.active.file, from, len - from);
+            self.writeback_from = Some(len);
         }
     }
 
@@ -404,6 +436,9 @@ impl Log {
         fsync::data(&self.active.file, &self.active.path);
         let next = Segment::create(dir, self.active.next_seq())?;
         let sealed = std::mem::replace(&mut self.active, next);
+        if self.writeback_from.is_some() {
+            self.writeback_from = Some(self.active.len);
+        }
         self.sealed.push_back(sealed.to_ref());
         Ok(())
     }
@@ -528,4 +563,43 @@ fn warn_torn(path: &Path, offset: u64, discarded: u64, what: &str) {
 /// and `Drop` must not panic.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The early-writeback mark: only in `Never` mode, moved on once every
+    /// `EARLY_WRITEBACK` bytes, and back to the start of a new segment on
+    /// rotation.
+    #[test]
+    fn never_mode_starts_writeback_every_few_mib() {
+        let payload = vec![7u8; 64 << 10];
+        for (sync, early) in [(SyncMode::Never, true), (SyncMode::Always, false)] {
+            let dir = tempfile::tempdir().unwrap();
+            let opts = Options { segment_bytes: 16 << 20, sync, on_durable: None };
+            let (wal, _) = Wal::open(dir.path(), opts).unwrap();
+            let mark = |wal: &Wal| wal.shared.log().writeback_from;
+            assert_eq!(mark(&wal).is_some(), early);
+            let start = mark(&wal);
+            let mut moves = 0;
+            let mut last = start;
+            // 20 MiB: more than one segment of 16 MiB.
+            for _ in 0..320 {
+                wal.append(&payload).unwrap();
+                if mark(&wal) != last {
+                    moves += 1;
+                    last = mark(&wal);
+                }
+            }
+            if early {
+                // 4 per segment, plus the reset at the rotation.
+                assert!((4..=6).contains(&moves), "{moves} moves");
+                assert!(last.unwrap() < 8 << 20, "reset to the new segment: {last:?}");
+            } else {
+                assert_eq!(moves, 0);
+            }
+            wal.close().unwrap();
+        }
+    }
 }
