@@ -100,8 +100,10 @@
 //!     thread flushes every `d`. A machine crash loses at most about `d` of
 //!     appends.
 //!   - [`SyncMode::Never`]: durable as soon as appended; the log flushes
-//!     only when rotating and on [`Wal::sync`] / [`Wal::close`]. A machine
-//!     crash loses whatever the operating system had not written back.
+//!     only when rotating and on [`Wal::sync`] / [`Wal::close`] (it asks
+//!     the kernel to start writing back every 4 MiB, so that rotation's
+//!     flush is short; that promises nothing). A machine crash loses
+//!     whatever the operating system had not written back.
 //!
 //!   Callers learn about durability by blocking in [`Wal::wait_durable`],
 //!   polling [`Wal::durable_seq`], or being called back through

@@ -45,7 +45,8 @@ pub enum SyncMode {
     /// The log never flushes (except when rotating, and on
     /// [`Wal::sync`] and [`Wal::close`]); a record counts as durable as soon
     /// as it is appended. A machine crash loses whatever the operating
-    /// system had not yet written back, typically up to about 30 seconds.
+    /// system had not yet written back, typically up to about 30 seconds
+    /// (less: the log starts writeback every 4 MiB, see `EARLY_WRITEBACK`).
     Never,
     /// A record counts as durable as soon as it is appended, and a sync
     /// thread flushes every given period: a machine crash loses at most the
