@@ -13,9 +13,7 @@ use natter::apply::apply;
 use natter::http::request::Params;
 use natter::mutation::{Mutation, NewMessage};
 use natter::seed::{self, NewChannel, NewUser};
-use natter::state::{
-    Destination, IdKind, Message, MessageId, MessageParts, Realm, Role, State, User,
-};
+use natter::state::{Realm, Role, State, User};
 
 const MESSAGES: u64 = 1_000_000;
 const TOPICS: u64 = 1_000;
@@ -51,24 +49,7 @@ fn build() -> (State, Realm, User) {
     let general = state.channel_by_name(realm.id, "general").unwrap();
     let other = state.channel_by_name(realm.id, "other").unwrap();
     for i in 0..MESSAGES {
-        let (channel, topic) = if i % 10 == 9 {
-            (&other, "elsewhere".to_owned())
-        } else {
-            (&general, format!("topic {}", i % TOPICS))
-        };
-        let content = format!("hello number {i}");
-        let message = Message::from(MessageParts {
-            id: MessageId(state.ids.peek(IdKind::Message)),
-            realm: realm.id,
-            sender: sender.id,
-            recipient: channel.recipient,
-            destination: Destination::Channel { channel: channel.id, topic: topic.into() },
-            rendered_content: format!("<p>{content}</p>"),
-            content,
-            timestamp: 1_700_000_000 + i as i64,
-            client: "bench".into(),
-            is_me_message: false,
-        });
+        let message = seed::bench_message(&state, i, TOPICS, &general, &other, sender.id);
         // The reader "sends" (so it starts read) all but the last 100.
         let read = i < MESSAGES - 100;
         let mut message = message;

@@ -30,26 +30,17 @@ fn build(messages: u64, users: u64) -> (State, Vec<Vec<u8>>) {
     (state, log)
 }
 
-/// Resident memory of this process, in bytes (Linux; 0 elsewhere).
-fn rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kb = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
-    kb.unwrap_or(0) * 1024
-}
-
 fn bench(c: &mut Criterion) {
     let messages = env("NATTER_BENCH_MESSAGES", 200_000);
     let users = env("NATTER_BENCH_USERS", 10).max(1);
     let started = Instant::now();
-    let rss_before = rss();
+    let rss_before = seed::resident_bytes();
     let (state, log) = build(messages, users);
     // The records kept for the replay bench are not state: subtract their
     // bytes plus ≈ 40 B each of `Vec` header and allocator overhead.
     let log_bytes: usize = log.iter().map(|r| r.len() + 40).sum();
-    let state_bytes = rss().saturating_sub(rss_before).saturating_sub(log_bytes as u64);
+    let state_bytes =
+        seed::resident_bytes().saturating_sub(rss_before).saturating_sub(log_bytes as u64);
     eprintln!(
         "built {messages} messages from {users} users ({} records) in {:.1?}; \
          resident memory of the state ≈ {} MB = {} B per message \

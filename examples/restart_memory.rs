@@ -16,16 +16,6 @@ use natter::persist::{self, snapshot};
 use natter::seed;
 use natter::state::State;
 
-/// Resident memory of this process, in bytes (Linux; 0 elsewhere).
-fn rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kb = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
-    kb.unwrap_or(0) * 1024
-}
-
 fn build(messages: u64, users: u64) -> State {
     seed::bench_state(messages, users, &mut |_| ())
 }
@@ -36,9 +26,9 @@ fn main() {
     match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["build", n, dir] => {
             let n: u64 = n.parse().expect("a message count");
-            let before = rss();
+            let before = seed::resident_bytes();
             let state = build(n, 10);
-            let live = rss() - before;
+            let live = seed::resident_bytes() - before;
             println!("live state built by apply: {:.0} MB = {} B per message", mb(live), live / n);
             let dir = std::path::Path::new(dir);
             snapshot::write(&persist::snapshot_dir(dir), &state.image()).unwrap();
@@ -105,8 +95,9 @@ fn main() {
         }
         ["load", dir] => {
             // What `persist::open` does with the newest snapshot, step by step.
-            let before = rss();
-            let step = |what: &str| println!("{what}: RSS +{:.0} MB", mb(rss() - before));
+            let before = seed::resident_bytes();
+            let step =
+                |what: &str| println!("{what}: RSS +{:.0} MB", mb(seed::resident_bytes() - before));
             let (_, path) = snapshot::list(&persist::snapshot_dir(std::path::Path::new(dir)))
                 .unwrap()
                 .remove(0);
@@ -119,7 +110,7 @@ fn main() {
             step("rebuilt");
             std::thread::sleep(std::time::Duration::from_secs(1));
             let n = state.messages.len().max(1) as u64;
-            let loaded = rss() - before;
+            let loaded = seed::resident_bytes() - before;
             println!(
                 "restarted state (decode {decoded:.2?}, rebuild {rebuilt:.2?}), a second later: \
                  {:.0} MB = {} B per message",

@@ -396,24 +396,7 @@ pub fn bench_state(
     let general = state.channel_by_name(realm.id, "general").unwrap();
     let other = state.channel_by_name(realm.id, "other").unwrap();
     for i in 0..messages {
-        let (channel, topic) = if i % 10 == 9 {
-            (&other, "elsewhere".to_owned())
-        } else {
-            (&general, format!("topic {}", i % 1_000))
-        };
-        let content = format!("hello number {i}");
-        let message = crate::state::Message::from(crate::state::MessageParts {
-            id: crate::state::MessageId(state.ids.peek(crate::state::IdKind::Message)),
-            realm: realm.id,
-            sender: ids[(i % users) as usize],
-            recipient: channel.recipient,
-            destination: Destination::Channel { channel: channel.id, topic: topic.into() },
-            rendered_content: format!("<p>{content}</p>"),
-            content,
-            timestamp: 1_700_000_000 + i as i64,
-            client: "bench".into(),
-            is_me_message: false,
-        });
+        let message = bench_message(&state, i, 1_000, &general, &other, ids[(i % users) as usize]);
         step(Mutation::SendMessage(NewMessage {
             message,
             read_by_sender: true,
@@ -423,4 +406,47 @@ pub fn bench_state(
         }));
     }
     state
+}
+
+/// Short message number `i` of the benches ("hello number i", rendered
+/// without the renderer): every tenth to `other` in topic "elsewhere",
+/// the rest to `general` in one of `topics` topics; its id is the next
+/// message id of `state`.
+pub fn bench_message(
+    state: &crate::state::State,
+    i: u64,
+    topics: u64,
+    general: &crate::state::Channel,
+    other: &crate::state::Channel,
+    sender: crate::state::UserId,
+) -> crate::state::Message {
+    let (channel, topic) = if i % 10 == 9 {
+        (other, "elsewhere".to_owned())
+    } else {
+        (general, format!("topic {}", i % topics))
+    };
+    let content = format!("hello number {i}");
+    crate::state::Message::from(crate::state::MessageParts {
+        id: crate::state::MessageId(state.ids.peek(crate::state::IdKind::Message)),
+        realm: channel.realm,
+        sender,
+        recipient: channel.recipient,
+        destination: Destination::Channel { channel: channel.id, topic: topic.into() },
+        rendered_content: format!("<p>{content}</p>"),
+        content,
+        timestamp: 1_700_000_000 + i as i64,
+        client: "bench".into(),
+        is_me_message: false,
+    })
+}
+
+/// Resident memory of this process, in bytes (Linux; 0 elsewhere): what
+/// the benches and `examples/restart_memory` report per message.
+pub fn resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+    kb.unwrap_or(0) * 1024
 }

@@ -323,6 +323,15 @@ mod tests {
         assert_eq!(rebuilt.by_recipient.read(&channel, crate::state::IdSet::len), Some(20));
     }
 
+    /// Appends `log` to the write-ahead log of the data dir `data`.
+    fn write_log(data: &Path, log: &[Mutation], options: Options) {
+        let (wal, _) = Wal::open(wal_dir(data), options).unwrap();
+        for m in log {
+            wal.append(&encode_mutation(m)).unwrap();
+        }
+        wal.close().unwrap();
+    }
+
     #[test]
     fn replay_from_the_log_and_from_snapshot_plus_tail_agree_with_live_state() {
         let live = State::new();
@@ -330,13 +339,7 @@ mod tests {
         let expected = snapshot::encode(&live.image());
 
         let dir = tempfile::tempdir().unwrap();
-        {
-            let (wal, _) = Wal::open(wal_dir(dir.path()), Options::default()).unwrap();
-            for m in &log {
-                wal.append(&encode_mutation(m)).unwrap();
-            }
-            wal.close().unwrap();
-        }
+        write_log(dir.path(), &log, Options::default());
         let (state, wal, report) = open(dir.path(), Options::default()).unwrap();
         assert_eq!(report.replayed, log.len() as u64);
         assert_eq!(snapshot::encode(&state.image()), expected);
@@ -388,13 +391,7 @@ mod tests {
         let log = history(&live, 5_000);
         let expected = snapshot::encode(&live.image());
         let dir = tempfile::tempdir().unwrap();
-        {
-            let (wal, _) = Wal::open(wal_dir(dir.path()), Options::default()).unwrap();
-            for m in &log {
-                wal.append(&encode_mutation(m)).unwrap();
-            }
-            wal.close().unwrap();
-        }
+        write_log(dir.path(), &log, Options::default());
         // A good snapshot at seq 20, and a newer one with one bit flipped
         // inside its second message block (ids 4,096 and up).
         let older = State::new();
@@ -684,13 +681,7 @@ mod tests {
             {
                 let dir = tempfile::tempdir().unwrap();
                 let small = Options { segment_bytes: 512, ..Options::default() };
-                {
-                    let (wal, _) = Wal::open(wal_dir(dir.path()), small.clone()).unwrap();
-                    for m in &log {
-                        wal.append(&encode_mutation(m)).unwrap();
-                    }
-                    wal.close().unwrap();
-                }
+                write_log(dir.path(), &log, small.clone());
                 let prefix = State::new();
                 for (i, m) in log.iter().take(cut as usize).enumerate() {
                     apply(&prefix, i as u64 + 1, m);
