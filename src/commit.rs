@@ -243,9 +243,10 @@ struct Shared {
     next_seq: AtomicU64,
     /// Applied records not yet appended to the log, in seq order.
     queued: parking_lot::Mutex<VecDeque<(u64, Vec<u8>)>>,
-    /// Held while appending queued records, so they reach the log in order.
-    /// A may mutex: a coroutine waiting for it parks.
-    appender: may::sync::Mutex<()>,
+    /// Held while appending queued records, so they reach the log in order;
+    /// it holds the batch being appended (`queued`'s spare buffer). A may
+    /// mutex: a coroutine waiting for it parks.
+    appender: may::sync::Mutex<VecDeque<(u64, Vec<u8>)>>,
     /// The highest seq appended to the log: a committer whose record an
     /// earlier holder of `appender` already appended skips the lock.
     appended: AtomicU64,
@@ -294,7 +295,7 @@ impl Committer {
             next_seq: AtomicU64::new(logged + 1),
             wal,
             queued: parking_lot::Mutex::new(VecDeque::new()),
-            appender: may::sync::Mutex::new(()),
+            appender: may::sync::Mutex::new(VecDeque::new()),
             appended: AtomicU64::new(logged),
         });
         let (tick, ticks) = std::sync::mpsc::channel::<Cut>();
@@ -428,27 +429,31 @@ impl Committer {
 }
 
 impl Shared {
-    /// Appends every queued record to the log, in seq order, unless `seq`
-    /// is already there; returns once the log holds `seq`.
+    /// Appends every queued record to the log, in seq order and one write,
+    /// unless `seq` is already there; returns once the log holds `seq`.
     fn append_queued(&self, seq: u64) {
         if self.appended.load(Ordering::Acquire) >= seq {
             return;
         }
-        let _appender = self.appender.lock().expect("append lock poisoned");
-        loop {
-            let Some((seq, record)) = self.queued.lock().pop_front() else { return };
-            match self.wal.append(&record) {
-                Ok(logged) if logged == seq => self.appended.store(seq, Ordering::Release),
-                Ok(logged) => {
-                    eprintln!("natter: fatal: the log numbered record {seq} as {logged}; aborting");
-                    std::process::abort();
-                }
-                Err(e) => {
-                    eprintln!("natter: fatal: cannot append to the write-ahead log: {e}");
-                    std::process::abort();
-                }
+        let mut batch = self.appender.lock().expect("append lock poisoned");
+        // Everything queued so far, in one write: with group commit the
+        // records of the writers that arrived meanwhile are here too, and
+        // one system call for them all is cheaper than one each. The queue
+        // and the batch swap buffers, so neither allocates once warm.
+        std::mem::swap(&mut *batch, &mut *self.queued.lock());
+        let Some(&(last, _)) = batch.back() else { return };
+        match self.wal.append_many(batch.iter().map(|(_, record)| record.as_slice())) {
+            Ok(logged) if logged == last => self.appended.store(last, Ordering::Release),
+            Ok(logged) => {
+                eprintln!("natter: fatal: the log numbered record {last} as {logged}; aborting");
+                std::process::abort();
+            }
+            Err(e) => {
+                eprintln!("natter: fatal: cannot append to the write-ahead log: {e}");
+                std::process::abort();
             }
         }
+        batch.clear();
     }
 
     /// Whether to take a snapshot cut now, after the commit of `seq` with
