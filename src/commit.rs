@@ -352,7 +352,7 @@ impl Committer {
         // The thread's CPU clock is a system call (no vDSO), two per
         // commit under the writer lock: read it for one commit in
         // `CPU_SAMPLE` only.
-        let cpu = (seq % CPU_SAMPLE == 0).then(thread_cpu_nanos);
+        let cpu = seq.is_multiple_of(CPU_SAMPLE).then(thread_cpu_nanos);
         let (mutation, reply) = build(&shared.state)?;
         let record = encode_mutation(&mutation);
         shared.next_seq.store(seq + 1, Ordering::Relaxed);
