@@ -22,6 +22,7 @@ use super::sorted_reply::SortedMembers;
 use super::{App, Call, Reply};
 use crate::entropy;
 use crate::error::{ApiError, ApiResult};
+use crate::http::request::Params;
 use crate::markdown;
 use crate::mutation::{Mutation, NewMessage};
 use crate::reply;
@@ -66,7 +67,7 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
     // the order Zulip checks in (shape, target, then content).
     let kind =
         call.params.raw("type").map(channel_or_direct).ok_or_else(|| ApiError::missing("type"))?;
-    let to = to_param(call)?;
+    let to = to_param(&mut call.params)?;
     let content = call
         .params
         .raw("content")
@@ -122,8 +123,8 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
 /// bare channel name (`to=general`, the common case) as JSON first: text
 /// starting with a letter other than `t`, `f` or `n` (`true`, `false`,
 /// `null`) is never JSON, so it is the string itself.
-fn to_param(call: &mut Call) -> ApiResult<Value> {
-    let bare = match call.params.raw("to") {
+fn to_param(params: &mut Params) -> ApiResult<Value> {
+    let bare = match params.raw("to") {
         None => return Err(ApiError::missing("to")),
         Some(raw) => raw
             .as_bytes()
@@ -133,7 +134,7 @@ fn to_param(call: &mut Call) -> ApiResult<Value> {
     };
     match bare {
         Some(name) => Ok(Value::String(name)),
-        None => call.params.json_or_string("to")?.ok_or_else(|| ApiError::missing("to")),
+        None => params.json_or_string("to")?.ok_or_else(|| ApiError::missing("to")),
     }
 }
 
@@ -571,6 +572,41 @@ mod tests {
         assert!(allowed(TopicsPolicy::DisableEmptyTopic, "t"));
         assert!(allowed(TopicsPolicy::EmptyTopicOnly, ""));
         assert!(!allowed(TopicsPolicy::EmptyTopicOnly, "t"));
+    }
+
+    #[test]
+    fn to_reads_as_json_or_string_does() {
+        let cases = [
+            "general",
+            "Denmark",
+            "general,x",
+            "[1]",
+            "[\"general\"]",
+            "\"general\"",
+            "5",
+            " 5",
+            "true",
+            "false",
+            "null",
+            "nope",
+            "tea",
+            "{\"a\":1}",
+            "[1,",
+            "",
+            "é",
+            "hamlet@natter.test",
+        ];
+        for case in cases {
+            let slow = Params::from_pairs([("to", case)]).json_or_string("to");
+            let fast = to_param(&mut Params::from_pairs([("to", case)]));
+            match (slow, fast) {
+                (Ok(slow), Ok(fast)) => assert_eq!(slow, Some(fast), "{case:?}"),
+                (Err(slow), Err(fast)) => assert_eq!(slow.msg, fast.msg, "{case:?}"),
+                (slow, fast) => panic!("{case:?}: {slow:?} against {fast:?}"),
+            }
+        }
+        let e = to_param(&mut Params::default()).unwrap_err();
+        assert_eq!(e.msg, ApiError::missing("to").msg);
     }
 
     #[test]
