@@ -50,7 +50,23 @@ for USERS in "$@"; do
   ADDR=$(sed -n 's|natter: listening on http://||p' "$DATA/out")
   "$BIN/natter-load" --addr "$ADDR" --kind mix --ramp-from "$USERS" --ramp-to "$USERS" \
     --rate "$RATE" --warmup "$WARMUP" --window "$WINDOW" --connections "$CONNECTIONS" \
-    --client-threads "$CLIENT_THREADS" || true
+    --client-threads "$CLIENT_THREADS" >"$DATA/load" 2>&1 &
+  LOAD=$!
+  # natter's CPU during the measured window (from the end of the warm-up
+  # to the window's report), in clock ticks.
+  cpu() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+  until grep -q "registered\|^-- " "$DATA/load"; do sleep 0.2; done
+  sleep "$WARMUP"
+  S0=$(cpu "$PID"); T0=$(date +%s.%N)
+  until grep -q "^-- " "$DATA/load" || ! kill -0 "$LOAD" 2>/dev/null; do sleep 0.1; done
+  S1=$(cpu "$PID"); T1=$(date +%s.%N)
+  wait "$LOAD" || true
+  cat "$DATA/load"
+  DELIVERIES=$(awk '/delivery \(send/ {print $5}' "$DATA/load")
+  HZ=$(getconf CLK_TCK)
+  awk -v s=$((S1 - S0)) -v t="$(echo "$T1 - $T0" | bc)" -v d="${DELIVERIES:-0}" -v hz="$HZ" -v w="$WINDOW" 'BEGIN {
+    printf "   natter CPU in the window: %.2f cores, %.0f us per delivery (all its CPU / deliveries)\n",
+      s / hz / t, (d > 0 ? 1e6 * s / hz / t / (d / w) : 0) }'
   echo "   RSS of natter: $(grep VmRSS /proc/$PID/status | awk '{print $2}') kB; load average $(cut -d' ' -f1-3 /proc/loadavg)"
   grep -v "^natter: listening" "$DATA/err" | grep -i "warning\|error" | head -5 || true
   kill -TERM "$PID"; while kill -0 "$PID" 2>/dev/null; do sleep 0.05; done
