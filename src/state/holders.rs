@@ -29,7 +29,7 @@ use super::{MessageId, UserId};
 
 /// Messages with a hint at most.
 const MAX_MESSAGES: usize = 1 << 16;
-/// Recipient ids kept in all hints at most (16 MB); a send to more than
+/// Recipient ids kept in all hints at most (32 MB); a send to more than
 /// an eighth of it is not noted.
 const MAX_USERS: usize = 1 << 22;
 
