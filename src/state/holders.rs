@@ -20,7 +20,7 @@
 //! all; the oldest hints go first. Deterministic (only `apply` writes it),
 //! like the rest of `State`.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
@@ -42,35 +42,54 @@ pub struct HolderHints {
     inner: Mutex<Hints>,
 }
 
+/// Two rings, so that noting a send allocates nothing once they are
+/// warm (it runs for every send, replay included): the noted messages
+/// in ascending id order (found by binary search), and their recipients
+/// end to end.
 #[derive(Default)]
 struct Hints {
-    by_message: HashMap<MessageId, Box<[UserId]>, rustc_hash::FxBuildHasher>,
-    /// Noted messages, oldest first (some may have been dropped since).
-    order: VecDeque<MessageId>,
-    /// User ids held in `by_message`.
-    users: usize,
+    messages: VecDeque<Noted>,
+    users: VecDeque<UserId>,
+    /// The position of `users[0]` counted from the first id ever noted.
+    base: u64,
+}
+
+struct Noted {
+    id: MessageId,
+    /// Position of its first recipient, counted like `Hints::base`.
+    start: u64,
+    len: u32,
+    /// A row was added later: no longer a hint (its ids stay in the ring
+    /// until it is evicted).
+    dropped: bool,
+}
+
+impl Hints {
+    fn find(&self, id: MessageId) -> Option<usize> {
+        self.messages.binary_search_by(|n| n.id.cmp(&id)).ok()
+    }
 }
 
 impl HolderHints {
     /// Notes that `id` was just sent to exactly `recipients` (each now has
     /// a row for it, and nobody else does).
     pub fn note_send(&self, id: MessageId, recipients: impl ExactSizeIterator<Item = UserId>) {
-        if recipients.len() > MAX_USERS / 8 {
+        let len = recipients.len();
+        if len > MAX_USERS / 8 {
             return;
         }
-        let mut holders: Box<[UserId]> = recipients.collect();
-        holders.sort_unstable();
         let mut inner = self.inner.lock();
-        inner.users += holders.len();
-        if let Some(old) = inner.by_message.insert(id, holders) {
-            inner.users -= old.len();
+        // Ids are handed out ascending; anything else is simply not noted.
+        if inner.messages.back().is_some_and(|n| n.id >= id) {
+            return;
         }
-        inner.order.push_back(id);
-        while inner.order.len() > MAX_MESSAGES || inner.users > MAX_USERS {
-            let Some(oldest) = inner.order.pop_front() else { break };
-            if let Some(old) = inner.by_message.remove(&oldest) {
-                inner.users -= old.len();
-            }
+        let start = inner.base + inner.users.len() as u64;
+        inner.users.extend(recipients);
+        inner.messages.push_back(Noted { id, start, len: len as u32, dropped: false });
+        while inner.messages.len() > MAX_MESSAGES || inner.users.len() > MAX_USERS {
+            let Some(oldest) = inner.messages.pop_front() else { break };
+            inner.users.drain(..oldest.len as usize);
+            inner.base += u64::from(oldest.len);
         }
         self.newest.fetch_max(id.0, Ordering::AcqRel);
     }
@@ -82,15 +101,25 @@ impl HolderHints {
             return;
         }
         let mut inner = self.inner.lock();
-        if let Some(old) = inner.by_message.remove(&id) {
-            inner.users -= old.len();
+        if let Some(at) = inner.find(id) {
+            inner.messages[at].dropped = true;
         }
     }
 
     /// Every user that may hold a row for `id` (its recipients at send,
     /// ascending), if it has a hint; some may have lost theirs since.
     pub fn candidates(&self, id: MessageId) -> Option<Vec<UserId>> {
-        self.inner.lock().by_message.get(&id).map(|h| h.to_vec())
+        let inner = self.inner.lock();
+        let noted = &inner.messages[inner.find(id)?];
+        if noted.dropped {
+            return None;
+        }
+        let from = (noted.start - inner.base) as usize;
+        let mut users: Vec<UserId> =
+            inner.users.range(from..from + noted.len as usize).copied().collect();
+        drop(inner);
+        users.sort_unstable();
+        Some(users)
     }
 }
 
@@ -112,6 +141,9 @@ mod tests {
         }
         assert_eq!(hints.candidates(MessageId(10)), None, "the oldest went first");
         assert!(hints.candidates(MessageId(11)).is_some());
-        assert_eq!(hints.inner.lock().users, MAX_MESSAGES);
+        assert_eq!(hints.inner.lock().users.len(), MAX_MESSAGES);
+        // Noted out of order: not a hint.
+        hints.note_send(MessageId(7), [UserId(2)].into_iter());
+        assert_eq!(hints.candidates(MessageId(7)), None);
     }
 }
