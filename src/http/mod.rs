@@ -125,15 +125,27 @@ impl Session {
 impl Service {
     fn handle(&self, req: &conn::Request<'_>, session: &mut Session) -> Response {
         let (path, query) = req.target.split_once('?').unwrap_or((req.target, ""));
-        let text = |name: &str| req.header(name).and_then(|v| std::str::from_utf8(v).ok());
+        // The four headers natter reads, in one pass (the first of each
+        // name counts, as `Request::header` finds it).
+        let mut found: [Option<&[u8]>; 4] = [None; 4];
+        for h in req.headers {
+            let slot = match h.name.len() {
+                4 if h.name.eq_ignore_ascii_case("host") => 0,
+                13 if h.name.eq_ignore_ascii_case("authorization") => 1,
+                12 if h.name.eq_ignore_ascii_case("content-type") => 2,
+                10 if h.name.eq_ignore_ascii_case("user-agent") => 3,
+                _ => continue,
+            };
+            found[slot].get_or_insert(h.value);
+        }
         let head = Head {
             method: req.method,
             path,
             query,
-            host: text("host").unwrap_or(""),
-            authorization: req.header("authorization"),
-            content_type: text("content-type").unwrap_or("").to_ascii_lowercase(),
-            user_agent: text("user-agent").unwrap_or(""),
+            host: header_text(found[0]),
+            authorization: found[1],
+            content_type: header_text(found[2]).to_ascii_lowercase(),
+            user_agent: header_text(found[3]),
         };
         match self.dispatch(&head, req.body, session) {
             Ok((fields, raw, ignored, Some(sorted))) => {
@@ -246,6 +258,11 @@ fn request_params(query: &str, content_type: &str, body: &[u8]) -> ApiResult<Par
         }
     }
     Ok(params)
+}
+
+/// A header's value as text; `""` if absent or not UTF-8.
+fn header_text(value: Option<&[u8]>) -> &str {
+    value.and_then(|v| std::str::from_utf8(v).ok()).unwrap_or("")
 }
 
 fn strip_port(host: &str) -> &str {
