@@ -27,8 +27,8 @@ fn send(app: &App, i: u64) {
         ("content", content.as_str()),
     ]);
     let mut call = Call {
-        realm,
-        caller,
+        realm: realm.into(),
+        caller: caller.map(Into::into),
         params,
         path: Vec::new(),
         client: "bench".into(),

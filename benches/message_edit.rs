@@ -24,8 +24,8 @@ fn call(app: &App, pairs: &[(&str, &str)], path: Vec<String>) -> Call {
     let realm = app.state.realm_by_subdomain("").unwrap();
     let caller = app.state.user_by_email(realm.id, "hamlet@natter.test");
     Call {
-        realm,
-        caller,
+        realm: realm.into(),
+        caller: caller.map(Into::into),
         params: Params::from_pairs(pairs.iter().copied()),
         path,
         client: "bench".into(),

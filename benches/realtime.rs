@@ -73,8 +73,8 @@ fn call(app: &App, user: &User, params: &[(&str, &str)]) -> Call {
     let realm = app.state.realm_by_subdomain("").unwrap();
     let params = Params::from_pairs(params.iter().copied());
     Call {
-        realm,
-        caller: Some(user.clone()),
+        realm: realm.into(),
+        caller: Some(user.clone().into()),
         params,
         path: Vec::new(),
         client: "bench".into(),

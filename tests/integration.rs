@@ -39,6 +39,9 @@ mod api_resources;
 mod api_scheduled;
 /// GET /server_settings, POST /dev_fetch_api_key, auth, routing, HTTP framing.
 mod api_server;
+/// A connection's remembered realm and account (`http::Session`, area:
+/// the connection loop's per-request costs).
+mod api_sessions;
 /// PATCH /settings, typing, invitations and the small per-user resources.
 mod api_settings;
 /// Logged-out spectators: POST /register without credentials (realtime2).

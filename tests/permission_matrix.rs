@@ -166,8 +166,8 @@ impl Realm {
     ) -> ApiResult<Reply> {
         let realm = self.app.state.realm_by_subdomain("").unwrap();
         let mut call = Call {
-            realm,
-            caller: Some(self.user(email)),
+            realm: realm.into(),
+            caller: Some(self.user(email).into()),
             params: Params::from_pairs(params.iter().copied()),
             path: path.to_vec(),
             client: "test".into(),

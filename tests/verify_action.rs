@@ -63,8 +63,8 @@ impl Harness {
         params: &[(&str, &str)],
     ) -> ApiResult<Reply> {
         let mut call = Call {
-            realm,
-            caller: Some(self.user(email)),
+            realm: realm.into(),
+            caller: Some(self.user(email).into()),
             params: Params::from_pairs(params.iter().copied()),
             path: path.iter().map(|p| p.to_string()).collect(),
             client: "test".into(),

@@ -168,8 +168,8 @@ fn call_path(
     let params = Params::from_pairs(params.iter().copied());
     let path = path.iter().map(|s| s.to_string()).collect();
     let mut call = Call {
-        realm,
-        caller,
+        realm: realm.into(),
+        caller: caller.map(Into::into),
         params,
         path,
         client: "test".into(),

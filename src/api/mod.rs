@@ -79,10 +79,12 @@ impl App {
 
 /// One API call, as handlers see it.
 pub struct Call {
-    /// The realm the request's host names.
-    pub realm: Realm,
-    /// The authenticated user (always `Some` on authenticated routes).
-    pub caller: Option<User>,
+    /// The realm the request's host names (shared with the state: not a
+    /// copy).
+    pub realm: Arc<Realm>,
+    /// The authenticated user (always `Some` on authenticated routes),
+    /// shared with the state.
+    pub caller: Option<Arc<User>>,
     /// Query and form parameters.
     pub params: Params,
     /// Values of the `{…}` segments of the route pattern, in order.

@@ -375,8 +375,8 @@ mod tests {
 
     fn call(app: &App, who: &User, path: Vec<String>, params: &[(&str, &str)]) -> Call {
         Call {
-            realm: app.state.realms.get(&who.realm).unwrap(),
-            caller: Some(who.clone()),
+            realm: app.state.realms.get(&who.realm).unwrap().into(),
+            caller: Some(who.clone().into()),
             params: Params::from_pairs(params.iter().copied()),
             path,
             client: "test".into(),

@@ -120,7 +120,7 @@ pub enum PendingCut {
 pub struct FrozenUsers {
     realm: RealmId,
     generation: u64,
-    users: Frozen<UserId, User>,
+    users: Frozen<UserId, Arc<User>>,
     profiles: Frozen<UserId, profile::Values>,
     visibility: EmailVisibility,
     placeholder_host: Option<String>,
@@ -196,7 +196,7 @@ impl Cut {
         // place (system bots are cross-realm bots, not realm users).
         let mut mine: Vec<&User> = users
             .iter()
-            .map(|(_, u)| u)
+            .map(|(_, u)| &**u)
             .filter(|u| u.realm == realm && !u.is_system_bot())
             .collect();
         mine.sort_unstable_by_key(|u| u.id);

@@ -59,7 +59,9 @@ impl HttpService for Bare {
 struct Fixed;
 
 impl Handler for Fixed {
-    fn handle(&self, _req: &conn::Request<'_>) -> Response {
+    type Session = ();
+
+    fn handle(&self, _req: &conn::Request<'_>, _: &mut ()) -> Response {
         Response { status: 200, body: FIXED.as_bytes().to_vec() }
     }
 }

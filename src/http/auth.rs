@@ -1,5 +1,7 @@
 //! HTTP Basic authentication (`email:api_key`) → the calling `User`.
 
+use std::sync::Arc;
+
 use base64::Engine;
 
 use crate::error::{ApiError, ApiResult};
@@ -7,7 +9,7 @@ use crate::state::User;
 use crate::state::{Realm, State};
 
 /// Authenticates a request to `realm` from its `Authorization` header.
-pub fn authenticate(state: &State, realm: &Realm, header: Option<&[u8]>) -> ApiResult<User> {
+pub fn authenticate(state: &State, realm: &Realm, header: Option<&[u8]>) -> ApiResult<Arc<User>> {
     let header = header.ok_or_else(|| {
         ApiError::unauthorized("Not logged in: API authentication or user session required")
     })?;
@@ -17,7 +19,7 @@ pub fn authenticate(state: &State, realm: &Realm, header: Option<&[u8]>) -> ApiR
     if realm.deactivated {
         return Err(ApiError::realm_deactivated());
     }
-    let user = state.user_by_email(realm.id, email);
+    let user = state.user_by_email_shared(realm.id, email);
     // Compare against something even when the user is unknown, so the
     // timing does not tell which emails exist.
     let expected = user.as_ref().map_or("", |u| u.api_key.as_str());

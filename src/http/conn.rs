@@ -83,8 +83,11 @@ impl Request<'_> {
 /// What answers requests: natter's `Service`, or a fixed reply in the
 /// ceiling benchmark. Runs on the connection's coroutine and may park it.
 pub trait Handler: Send + Sync + 'static {
+    /// What one connection keeps from one request to the next (natter:
+    /// the realm and account its headers resolved to); starts as default.
+    type Session: Default;
     /// The reply to one request.
-    fn handle(&self, req: &Request<'_>) -> Response;
+    fn handle(&self, req: &Request<'_>, session: &mut Self::Session) -> Response;
 }
 
 /// Starts accepting on `listener`; returns the accept coroutine's handle.
@@ -272,10 +275,11 @@ impl<'l> Conn<'l> {
 
     /// Serves requests until the client closes, an idle time-out, or an
     /// error closes the connection.
-    fn run(&mut self, handler: &dyn Handler) {
+    fn run<H: Handler>(&mut self, handler: &H) {
         let mut head_deadline: Option<Instant> = None;
+        let mut session = H::Session::default();
         loop {
-            match self.next_request(handler) {
+            match self.next_request(handler, &mut session) {
                 Ok(Some(true)) => {
                     head_deadline = None;
                     continue;
@@ -314,7 +318,11 @@ impl<'l> Conn<'l> {
 
     /// Answers one complete request from the buffer. `Ok(None)`: the head is
     /// not complete yet; `Ok(Some(keep_alive))`: answered.
-    fn next_request(&mut self, handler: &dyn Handler) -> Result<Option<bool>, Refusal> {
+    fn next_request<H: Handler>(
+        &mut self,
+        handler: &H,
+        session: &mut H::Session,
+    ) -> Result<Option<bool>, Refusal> {
         let limits = self.limits;
         let framing = {
             let data = &self.buf[self.start..self.end];
@@ -360,7 +368,7 @@ impl<'l> Conn<'l> {
                         write_all(&mut self.stream, &self.out).map_err(|_| closed())?;
                         self.out.clear();
                     }
-                    let reply = handler.handle(&request);
+                    let reply = handler.handle(&request, session);
                     let written = encode(&mut self.out, &mut self.stream, &reply, &framing);
                     self.consume(head_len + n);
                     written.map_err(|_| closed())?;
@@ -416,7 +424,7 @@ impl<'l> Conn<'l> {
             headers: req.headers,
             body,
         };
-        let reply = handler.handle(&request);
+        let reply = handler.handle(&request, session);
         let written = encode(&mut self.out, &mut self.stream, &reply, &framing);
         self.consume(consumed);
         self.body.clear();
@@ -817,7 +825,9 @@ mod tests {
     }
 
     impl Handler for Parking {
-        fn handle(&self, req: &Request<'_>) -> Response {
+        type Session = ();
+
+        fn handle(&self, req: &Request<'_>, _: &mut ()) -> Response {
             if req.target == "/park" {
                 self.release.wait();
             }

@@ -14,11 +14,12 @@ pub mod response;
 pub mod router;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::api::{App, Call};
 use crate::error::{ApiError, ApiResult};
-use crate::state::Realm;
+use crate::state::{Realm, User};
 use request::Params;
 use response::Response;
 use router::{Access, Match};
@@ -44,25 +45,109 @@ struct Head<'a> {
 }
 
 impl conn::Handler for Service {
-    fn handle(&self, req: &conn::Request<'_>) -> Response {
-        guarded(|| self.handle(req))
+    type Session = Session;
+
+    fn handle(&self, req: &conn::Request<'_>, session: &mut Session) -> Response {
+        guarded(|| self.handle(req, session))
+    }
+}
+
+/// What a connection remembers between its requests: the realm its `Host`
+/// header named and the account its `Authorization` header authenticated
+/// as, both shared with the state. Clients send the same two headers on
+/// every request of a connection, so the second request on resolves them
+/// with two byte comparisons instead of a realm lookup, a base64 decode,
+/// an e-mail lookup and a key comparison.
+///
+/// Valid only while `State::users_generation` is what it was before they
+/// were read: `apply` bumps it after every mutation that may change an
+/// account or a realm (a new key, a deactivation, an e-mail or role
+/// change…), so the first request after such a change resolves both
+/// afresh. Only successes are kept, and only for the connection that sent
+/// them: a header is never compared with another client's.
+#[derive(Default)]
+pub struct Session {
+    /// The users generation the realm and account were read at.
+    generation: u64,
+    /// The `Host` header `realm` was resolved from.
+    host: Vec<u8>,
+    realm: Option<Arc<Realm>>,
+    /// The `Authorization` header `caller` authenticated with, for `realm`.
+    authorization: Vec<u8>,
+    caller: Option<Arc<User>>,
+}
+
+impl Session {
+    /// The realm of `host`, remembered or resolved with `resolve`.
+    fn realm(
+        &mut self,
+        generation: u64,
+        host: &str,
+        resolve: impl FnOnce() -> ApiResult<Arc<Realm>>,
+    ) -> ApiResult<Arc<Realm>> {
+        if let Some(realm) = &self.realm {
+            if self.generation == generation && self.host == host.as_bytes() {
+                return Ok(Arc::clone(realm));
+            }
+        }
+        // Forget everything first: an error leaves nothing behind.
+        self.realm = None;
+        self.caller = None;
+        let realm = resolve()?;
+        self.generation = generation;
+        self.host.clear();
+        self.host.extend_from_slice(host.as_bytes());
+        self.realm = Some(Arc::clone(&realm));
+        Ok(realm)
+    }
+
+    /// The account `authorization` authenticates as in the realm `realm`
+    /// just returned, remembered or resolved with `resolve`.
+    fn caller(
+        &mut self,
+        authorization: &[u8],
+        resolve: impl FnOnce() -> ApiResult<Arc<User>>,
+    ) -> ApiResult<Arc<User>> {
+        if let Some(caller) = &self.caller {
+            if self.authorization == authorization {
+                return Ok(Arc::clone(caller));
+            }
+        }
+        self.caller = None;
+        let caller = resolve()?;
+        self.authorization.clear();
+        self.authorization.extend_from_slice(authorization);
+        self.caller = Some(Arc::clone(&caller));
+        Ok(caller)
     }
 }
 
 impl Service {
-    fn handle(&self, req: &conn::Request<'_>) -> Response {
+    fn handle(&self, req: &conn::Request<'_>, session: &mut Session) -> Response {
         let (path, query) = req.target.split_once('?').unwrap_or((req.target, ""));
-        let text = |name: &str| req.header(name).and_then(|v| std::str::from_utf8(v).ok());
+        // The four headers natter reads, in one pass (the first of each
+        // name counts, as `Request::header` finds it).
+        let mut found: [Option<&[u8]>; 4] = [None; 4];
+        for h in req.headers {
+            let slot = match h.name.len() {
+                4 if h.name.eq_ignore_ascii_case("host") => 0,
+                13 if h.name.eq_ignore_ascii_case("authorization") => 1,
+                12 if h.name.eq_ignore_ascii_case("content-type") => 2,
+                10 if h.name.eq_ignore_ascii_case("user-agent") => 3,
+                _ => continue,
+            };
+            found[slot].get_or_insert(h.value);
+        }
         let head = Head {
             method: req.method,
             path,
             query,
-            host: text("host").unwrap_or(""),
-            authorization: req.header("authorization"),
-            content_type: text("content-type").unwrap_or("").to_ascii_lowercase(),
-            user_agent: text("user-agent").unwrap_or(""),
+            host: header_text(found[0]),
+            authorization: found[1],
+            content_type: header_text(found[2]).to_ascii_lowercase(),
+            user_agent: header_text(found[3]),
         };
-        match self.dispatch(&head, req.body) {
+        match self.dispatch(&head, req.body, session) {
             Ok((fields, raw, ignored, Some(sorted))) => {
                 debug_assert!(fields.is_empty() && raw.is_empty(), "a reply written twice");
                 response::success_sorted(&sorted, ignored)
@@ -72,7 +157,7 @@ impl Service {
         }
     }
 
-    fn dispatch(&self, head: &Head, body: &[u8]) -> ApiResult<Dispatched> {
+    fn dispatch(&self, head: &Head, body: &[u8], session: &mut Session) -> ApiResult<Dispatched> {
         let app = &*self.app;
         let Some(api_path) = head.path.strip_prefix("/api/v1") else {
             return Err(ApiError::no_such_endpoint());
@@ -83,11 +168,16 @@ impl Service {
             Match::NotFound => return Err(ApiError::no_such_endpoint()),
         };
         let params = request_params(head.query, &head.content_type, body)?;
-        let realm = self.realm_for_host(head.host)?;
+        // Read before the realm and account (`Session`).
+        let generation = app.state.users_generation.load(Ordering::Acquire);
+        let realm = session.realm(generation, head.host, || self.realm_for_host(head.host))?;
         let caller = match (route.access, head.authorization) {
             (Access::Public, _) | (Access::Optional, None) => None,
-            (Access::User | Access::Optional, authorization) => {
-                Some(auth::authenticate(&app.state, &realm, authorization)?)
+            (Access::User, None) => Some(auth::authenticate(&app.state, &realm, None)?),
+            (Access::User | Access::Optional, Some(authorization)) => {
+                Some(session.caller(authorization, || {
+                    auth::authenticate(&app.state, &realm, Some(authorization))
+                })?)
             }
         };
         let client = head.user_agent.split(['/', ' ']).next().unwrap_or("").to_owned();
@@ -106,7 +196,7 @@ impl Service {
 
     /// The realm a Host header names: `<subdomain>.<host>` for a realm's
     /// subdomain, otherwise the realm on the bare host (subdomain `""`).
-    fn realm_for_host(&self, host: &str) -> ApiResult<Realm> {
+    fn realm_for_host(&self, host: &str) -> ApiResult<Arc<Realm>> {
         let state = &self.app.state;
         let name = strip_port(host);
         let base = strip_port(self.app.external_host());
@@ -130,7 +220,7 @@ impl Service {
             strip_suffix(name, "localhost").map_or("", |at| &name[..at])
         };
         // `realm_by_subdomain` compares lowercased.
-        state.realm_by_subdomain(subdomain).ok_or_else(|| ApiError::no_such_realm(host))
+        state.realm_by_subdomain_shared(subdomain).ok_or_else(|| ApiError::no_such_realm(host))
     }
 }
 
@@ -168,6 +258,11 @@ fn request_params(query: &str, content_type: &str, body: &[u8]) -> ApiResult<Par
         }
     }
     Ok(params)
+}
+
+/// A header's value as text; `""` if absent or not UTF-8.
+fn header_text(value: Option<&[u8]>) -> &str {
+    value.and_then(|v| std::str::from_utf8(v).ok()).unwrap_or("")
 }
 
 fn strip_port(host: &str) -> &str {

@@ -787,14 +787,18 @@ pub fn find(method: &str, path: &str) -> Match {
 
 /// Whether the split pattern matches: literals equal, every `{…}` segment
 /// non-empty and valid percent-encoded UTF-8.
+/// Literals are compared first (cheap, and they rule out most candidates);
+/// a segment without `%` is already valid UTF-8.
 fn matches(c: &Compiled, segments: &[&str]) -> bool {
     c.parts.len() == segments.len()
         && c.parts.iter().zip(segments).all(|(part, segment)| match part {
             Some(literal) => literal == segment,
-            None => {
-                !segment.is_empty()
-                    && percent_encoding::percent_decode_str(segment).decode_utf8().is_ok()
-            }
+            None => !segment.is_empty(),
+        })
+        && c.parts.iter().zip(segments).all(|(part, segment)| {
+            part.is_some()
+                || !segment.contains('%')
+                || percent_encoding::percent_decode_str(segment).decode_utf8().is_ok()
         })
 }
 

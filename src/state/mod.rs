@@ -43,7 +43,7 @@ pub use ids::{ChannelId, Counters, GroupId, IdKind, MessageId, RealmId, Recipien
 pub use message_store::{MessageStore, MessagesImage};
 pub use messages::{Destination, Flags, Message, MessageParts};
 pub use realm::{EmailVisibility, Realm, RealmSettings, SystemGroup, SystemGroups};
-pub use shard::{Entries, Sharded, Values};
+pub use shard::{Entries, Sharded, Shared, Values};
 pub use user_messages::{IdSet, UserMessages};
 pub use users::{BotType, Role, User};
 
@@ -54,12 +54,14 @@ pub struct State {
     pub(crate) applied_seq: AtomicU64,
     /// Next free ids.
     pub ids: Counters,
-    /// Realms by id.
-    pub realms: Sharded<RealmId, Realm>,
+    /// Realms by id, each shared (`Arc`): a request holds its realm
+    /// without copying it.
+    pub realms: Shared<RealmId, Realm>,
     /// Realm id by subdomain (`string_id`).
     pub realm_by_subdomain: Sharded<String, RealmId>,
-    /// Accounts by id.
-    pub users: Sharded<UserId, User>,
+    /// Accounts by id, each shared (`Arc`): a request holds its caller
+    /// without copying the account.
+    pub users: Shared<UserId, User>,
     /// User id by (realm, lowercased API email).
     pub user_by_email: Sharded<(RealmId, String), UserId>,
     /// User id by (realm, lowercased delivery email).

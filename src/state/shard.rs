@@ -145,6 +145,97 @@ impl<K: Hash + Eq + Ord + Clone, V: Clone> Sharded<K, V> {
     }
 }
 
+/// A `Sharded` map whose values each sit behind an `Arc`: `get_shared`
+/// hands out the value itself (a reference count, not a copy), for values
+/// that every request reads (the caller's account, the realm). Writes go
+/// through `Arc::make_mut`: in place when nobody else holds the value,
+/// otherwise on a copy, so a request keeps seeing the value it was given.
+/// The rest of the API is `Sharded`'s, in terms of the values themselves.
+pub struct Shared<K, V> {
+    map: Sharded<K, Arc<V>>,
+}
+
+impl<K: Hash + Eq + Ord + Clone, V: Clone> Shared<K, V> {
+    /// An empty map.
+    pub fn new() -> Self {
+        Shared { map: Sharded::new() }
+    }
+
+    /// Runs `f` on the value of `key`, if present, under a read lock.
+    pub fn read<R>(&self, key: &K, f: impl FnOnce(&V) -> R) -> Option<R> {
+        self.map.read(key, |v| f(v))
+    }
+
+    /// A clone of the value of `key`.
+    pub fn get(&self, key: &K) -> Option<V> {
+        self.map.read(key, |v| V::clone(v))
+    }
+
+    /// The value of `key` itself, shared.
+    pub fn get_shared(&self, key: &K) -> Option<Arc<V>> {
+        self.map.get(key)
+    }
+
+    /// Whether `key` is present.
+    pub fn contains(&self, key: &K) -> bool {
+        self.map.contains(key)
+    }
+
+    /// Inserts or replaces the value of `key`.
+    pub fn insert(&self, key: K, value: V) {
+        self.map.insert(key, Arc::new(value));
+    }
+
+    /// Removes `key`, returning its value.
+    pub fn remove(&self, key: &K) -> Option<V> {
+        self.map.remove(key).map(Arc::unwrap_or_clone)
+    }
+
+    /// Runs `f` on the value of `key` under a write lock (on a copy if a
+    /// reader still holds the value); `None` if absent.
+    pub fn update<R>(&self, key: &K, f: impl FnOnce(&mut V) -> R) -> Option<R> {
+        self.map.update(key, |v| f(Arc::make_mut(v)))
+    }
+
+    /// Number of entries (sums the shards; not an atomic cut).
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Clones of the entries accepted by `keep`, sorted by key (see
+    /// `Sharded::collect_sorted`).
+    pub fn collect_sorted(&self, mut keep: impl FnMut(&K, &V) -> bool) -> Vec<(K, V)> {
+        let shared = self.map.collect_sorted(|k, v| keep(k, v));
+        shared.into_iter().map(|(k, v)| (k, Arc::unwrap_or_clone(v))).collect()
+    }
+
+    /// The snapshot cut (see `Sharded::freeze`): pointer copies only.
+    pub fn freeze(&self) -> Frozen<K, Arc<V>> {
+        self.map.freeze()
+    }
+}
+
+impl<K: Hash + Eq + Ord + Clone, V: Clone> Default for Shared<K, V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: Hash + Eq + Ord + Clone, V: Clone> FromIterator<(K, V)> for Shared<K, V> {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        let map = Shared::new();
+        for (k, v) in iter {
+            map.insert(k, v);
+        }
+        map
+    }
+}
+
 /// The shard `key` lives in.
 fn shard_index<K: Hash>(key: &K) -> usize {
     // A fixed (unkeyed) hasher: shard placement must not depend on the
@@ -221,6 +312,7 @@ impl<K, V> Values<K, V> {
     pub fn parts(&self) -> usize {
         match self {
             Values::Frozen(f) => f.parts(),
+            Values::Shared(f) => f.parts(),
             Values::Decoded(_) => 0,
         }
     }
@@ -240,6 +332,8 @@ pub enum Entries<K, V> {
 pub enum Values<K, V> {
     /// Taken from live state by `Sharded::freeze`.
     Frozen(Frozen<K, V>),
+    /// Taken from live state by `Shared::freeze`.
+    Shared(Frozen<K, Arc<V>>),
     /// Decoded from a snapshot file, in key order.
     Decoded(Vec<V>),
 }
@@ -253,6 +347,12 @@ impl<K, V> From<Frozen<K, V>> for Entries<K, V> {
 impl<K, V> From<Frozen<K, V>> for Values<K, V> {
     fn from(frozen: Frozen<K, V>) -> Self {
         Values::Frozen(frozen)
+    }
+}
+
+impl<K, V> From<Frozen<K, Arc<V>>> for Values<K, V> {
+    fn from(frozen: Frozen<K, Arc<V>>) -> Self {
+        Values::Shared(frozen)
     }
 }
 
@@ -281,6 +381,7 @@ impl<K: Clone, V: Clone> Clone for Values<K, V> {
     fn clone(&self) -> Self {
         match self {
             Values::Frozen(f) => Values::Frozen(f.clone()),
+            Values::Shared(f) => Values::Shared(f.clone()),
             Values::Decoded(v) => Values::Decoded(v.clone()),
         }
     }
@@ -314,6 +415,7 @@ impl<K: Ord, V> Values<K, V> {
     pub fn sorted(&self) -> Vec<&V> {
         match self {
             Values::Frozen(f) => f.sorted().into_iter().map(|(_, v)| v).collect(),
+            Values::Shared(f) => f.sorted().into_iter().map(|(_, v)| &**v).collect(),
             Values::Decoded(v) => v.iter().collect(),
         }
     }
@@ -322,6 +424,7 @@ impl<K: Ord, V> Values<K, V> {
     pub fn len(&self) -> usize {
         match self {
             Values::Frozen(f) => f.len(),
+            Values::Shared(f) => f.len(),
             Values::Decoded(v) => v.len(),
         }
     }
@@ -354,6 +457,9 @@ impl<K: Ord, V: Clone> IntoIterator for Values<K, V> {
     fn into_iter(self) -> Self::IntoIter {
         match self {
             Values::Frozen(f) => f.sorted().into_iter().map(|(_, v)| v.clone()).collect::<Vec<_>>(),
+            Values::Shared(f) => {
+                f.sorted().into_iter().map(|(_, v)| V::clone(v)).collect::<Vec<_>>()
+            }
             Values::Decoded(v) => v,
         }
         .into_iter()
@@ -499,5 +605,34 @@ mod tests {
             bincode::serde::encode_to_vec(&values, config).unwrap(),
             bincode::serde::encode_to_vec(&plain, config).unwrap()
         );
+    }
+
+    #[test]
+    fn shared_values_are_handed_out_and_copied_on_write() {
+        let map: Shared<u64, String> = (0..100).map(|i| (i, format!("v{i}"))).collect();
+        let held = map.get_shared(&7).unwrap();
+        map.update(&7, |v| v.push('!'));
+        // The holder keeps the value it was given; the map has the new one.
+        assert_eq!(held.as_str(), "v7");
+        assert_eq!(map.get(&7).as_deref(), Some("v7!"));
+        drop(held);
+        let alone = map.get_shared(&8).unwrap();
+        let before = Arc::as_ptr(&alone);
+        drop(alone);
+        map.update(&8, |v| v.push('?'));
+        assert_eq!(Arc::as_ptr(&map.get_shared(&8).unwrap()), before, "written in place");
+        assert!(map.update(&999, |_| ()).is_none());
+        assert_eq!(map.remove(&9).as_deref(), Some("v9"));
+        assert_eq!(map.len(), 99);
+        // Its snapshot form encodes the same bytes as the values in key order.
+        let config = bincode::config::standard();
+        let values: Values<u64, String> = map.freeze().into();
+        let plain: Vec<String> = map.collect_sorted(|_, _| true).into_iter().map(|e| e.1).collect();
+        assert_eq!(values.len(), plain.len());
+        assert_eq!(
+            bincode::serde::encode_to_vec(&values, config).unwrap(),
+            bincode::serde::encode_to_vec(&plain, config).unwrap()
+        );
+        assert_eq!(values.into_iter().collect::<Vec<_>>(), plain);
     }
 }

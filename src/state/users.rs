@@ -1,8 +1,11 @@
 //! User and bot accounts.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use super::ids::{RealmId, UserId};
+use super::Realm;
 
 /// Organization role; the numbers are Zulip's wire values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -97,5 +100,35 @@ impl User {
     /// Whether the account is a bot.
     pub fn is_bot(&self) -> bool {
         self.bot_type.is_some()
+    }
+}
+
+/// Lookups that hand out the shared account or realm (no copy): what
+/// every request's authentication and realm resolution use.
+impl super::State {
+    /// `user_by_email`, shared.
+    pub fn user_by_email_shared(&self, realm: RealmId, email: &str) -> Option<Arc<User>> {
+        let id = match self.user_by_email.get(&(realm, lowercase(email))) {
+            Some(id) => id,
+            // Where real addresses are hidden, the placeholder names the user.
+            None => self.user_by_placeholder(realm, email)?.id,
+        };
+        self.users.get_shared(&id).filter(|u| u.realm == realm)
+    }
+
+    /// `realm_by_subdomain`, shared.
+    pub fn realm_by_subdomain_shared(&self, subdomain: &str) -> Option<Arc<Realm>> {
+        let id = self.realm_by_subdomain.get(&lowercase(subdomain))?;
+        self.realms.get_shared(&id)
+    }
+}
+
+/// `text` lowercased as the email and subdomain indexes store it; ASCII
+/// (nearly every address) without the Unicode tables.
+fn lowercase(text: &str) -> String {
+    if text.is_ascii() {
+        text.to_ascii_lowercase()
+    } else {
+        text.to_lowercase()
     }
 }
