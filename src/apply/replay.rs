@@ -40,7 +40,7 @@ use crate::state::{ChannelId, Destination, Flags, Message, MessageId, State, Use
 
 /// Most sends gathered before they are written (bounds the memory of the
 /// pending rows and messages).
-const RUN: usize = 4096;
+const RUN: usize = 16_384;
 
 /// Applies logged mutations in order, as `apply` would, without events.
 pub struct Replay<'s> {
@@ -213,7 +213,7 @@ mod tests {
             ["general", "secret"].map(|name| state.channel_by_name(realm.id, name).unwrap());
         let topics = ["Topic A", "topic a", "TOPIC A", "b", "Ünïcode É"];
         let mut sent = Vec::new();
-        for i in 0..5_000u64 {
+        for i in 0..RUN as u64 + 600 {
             let sender = users[(i % 4) as usize];
             let m = match i {
                 _ if i % 97 == 50 && i < 1_000 => {
