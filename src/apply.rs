@@ -267,7 +267,7 @@ fn send_message(state: &State, new: &NewMessage, read_by: &[UserId]) -> Vec<Even
     let mut recipients = Vec::with_capacity(subscribers.as_ref().map_or(2, |s| s.1.len() + 1));
     let first = subscribers.as_ref().is_some_and(|s| s.0);
     let subscribers = subscribers.as_ref().map_or(&[][..], |s| &s.1[..]);
-    deliver(state, new, read_by, first, subscribers, |user, flags| {
+    deliver(state, new, read_by, first, subscribers, |_, user, flags| {
         state.set_flags(user, message.id, flags);
         recipients.push((user, flags));
     });
@@ -299,7 +299,8 @@ pub(crate) fn channel_subscribers(state: &State, channel: ChannelId) -> (bool, V
 /// `channel_subscribers` said), a conversation's recipient recorded; then
 /// `row` is called once per recipient — a channel's `subscribers`, then
 /// the sender if not among them, or a conversation's participants — with
-/// the flags their row starts with. `apply` writes each row at once;
+/// the recipient's position in that order and the flags their row starts
+/// with. `apply` writes each row at once;
 /// replay gathers a run of sends' rows and writes each user's together.
 pub(crate) fn deliver(
     state: &State,
@@ -307,7 +308,7 @@ pub(crate) fn deliver(
     read_by: &[UserId],
     first: bool,
     subscribers: &[UserId],
-    mut row: impl FnMut(UserId, Flags),
+    mut row: impl FnMut(usize, UserId, Flags),
 ) {
     let message = &new.message;
     let sender_subscribed;
@@ -330,7 +331,7 @@ pub(crate) fn deliver(
     // Per-recipient lookups only when anyone has alert words or mutes.
     let settings = &state.settings;
     let (alerts, mutes) = (settings.may_have_alert_words(), settings.may_have_muted_users());
-    for &user in audience.iter().chain(sender.iter()) {
+    for (at, &user) in audience.iter().chain(sender.iter()).enumerate() {
         let mut flags = Flags::default();
         if (user == message.sender && new.read_by_sender) || read_by.contains(&user) {
             flags = flags.with(Flags::READ);
@@ -352,7 +353,7 @@ pub(crate) fn deliver(
         if mutes && user != message.sender && settings.has_muted(user, message.sender) {
             flags = flags.with(Flags::READ);
         }
-        row(user, flags);
+        row(at, user, flags);
     }
 }
 

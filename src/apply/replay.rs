@@ -49,11 +49,33 @@ pub struct Replay<'s> {
     seq: u64,
     /// The pending run's messages, ascending by id.
     messages: Vec<Arc<Message>>,
-    /// The pending run's rows, per user, ascending by id.
-    rows: FxHashMap<UserId, Vec<(MessageId, Flags)>>,
+    /// The pending run's rows: per user, ascending by id (kept, emptied,
+    /// across runs).
+    rows: Vec<(UserId, Vec<(MessageId, Flags)>)>,
+    /// Each user's place in `rows`.
+    slots: FxHashMap<UserId, usize>,
     /// Per channel sent to in the run: whether it still has no message,
-    /// and its subscribers.
-    channels: FxHashMap<ChannelId, (bool, Vec<UserId>)>,
+    /// its subscribers, and their places in `rows`.
+    channels: FxHashMap<ChannelId, Audience>,
+}
+
+/// A channel's audience during a run.
+struct Audience {
+    first: bool,
+    subscribers: Vec<UserId>,
+    slots: Vec<usize>,
+}
+
+/// `user`'s place in `rows`, making one if needed.
+fn slot_of(
+    slots: &mut FxHashMap<UserId, usize>,
+    rows: &mut Vec<(UserId, Vec<(MessageId, Flags)>)>,
+    user: UserId,
+) -> usize {
+    *slots.entry(user).or_insert_with(|| {
+        rows.push((user, Vec::new()));
+        rows.len() - 1
+    })
 }
 
 impl<'s> Replay<'s> {
@@ -63,7 +85,8 @@ impl<'s> Replay<'s> {
             state,
             seq: state.applied_seq(),
             messages: Vec::new(),
-            rows: FxHashMap::default(),
+            rows: Vec::new(),
+            slots: FxHashMap::default(),
             channels: FxHashMap::default(),
         }
     }
@@ -101,18 +124,32 @@ impl<'s> Replay<'s> {
         }
         let state = self.state;
         claim_message(state, &new.message);
-        let rows = &mut self.rows;
-        let mut row = |user, flags| rows.entry(user).or_default().push((id, flags));
+        let (rows, slots) = (&mut self.rows, &mut self.slots);
         match &new.message.destination {
             Destination::Channel { channel, .. } => {
-                let (first, subscribers) = self
-                    .channels
-                    .entry(*channel)
-                    .or_insert_with(|| channel_subscribers(state, *channel));
-                deliver(state, &new, read_by, *first, subscribers, &mut row);
-                *first = false;
+                let audience = self.channels.entry(*channel).or_insert_with(|| {
+                    let (first, subscribers) = channel_subscribers(state, *channel);
+                    let slots = subscribers.iter().map(|u| slot_of(slots, rows, *u)).collect();
+                    Audience { first, subscribers, slots }
+                });
+                let known = &audience.slots;
+                let row = |at: usize, user, flags| {
+                    let slot = match known.get(at) {
+                        Some(slot) => *slot,
+                        None => slot_of(slots, rows, user),
+                    };
+                    rows[slot].1.push((id, flags));
+                };
+                deliver(state, &new, read_by, audience.first, &audience.subscribers, row);
+                audience.first = false;
             }
-            Destination::Direct { .. } => deliver(state, &new, read_by, false, &[], &mut row),
+            Destination::Direct { .. } => {
+                let row = |_, user, flags| {
+                    let slot = slot_of(slots, rows, user);
+                    rows[slot].1.push((id, flags));
+                };
+                deliver(state, &new, read_by, false, &[], row);
+            }
         }
         self.messages.push(Arc::new(new.message));
     }
