@@ -136,15 +136,22 @@ impl State {
     /// Adds a channel message to the topic indexes.
     pub(crate) fn index_topic(&self, message: &Message) {
         let Destination::Channel { channel, topic } = &message.destination else { return };
-        let key = topic.to_lowercase();
-        self.by_topic.upsert((*channel, key.clone()), |ids| ids.insert(message.id));
-        self.channel_topics.upsert(*channel, |topics| {
-            let entry = topics
-                .entry(key)
-                .or_insert_with(|| TopicEntry { name: topic.to_string(), max_id: message.id });
-            if message.id >= entry.max_id {
-                entry.max_id = message.id;
-                entry.name.replace_range(.., topic);
+        // One lowercased key, copied only for a topic's first message.
+        let key = (*channel, topic.to_lowercase());
+        if self.by_topic.update(&key, |ids| ids.insert(message.id)).is_none() {
+            self.by_topic.upsert(key.clone(), |ids| ids.insert(message.id));
+        }
+        self.channel_topics.upsert(*channel, |topics| match topics.get_mut(key.1.as_str()) {
+            Some(entry) => {
+                if message.id >= entry.max_id {
+                    entry.max_id = message.id;
+                    if entry.name != **topic {
+                        entry.name.replace_range(.., topic);
+                    }
+                }
+            }
+            None => {
+                topics.insert(key.1, TopicEntry { name: topic.to_string(), max_id: message.id });
             }
         });
     }
