@@ -272,6 +272,7 @@ fn send_message(state: &State, new: &NewMessage, read_by: &[UserId]) -> Vec<Even
         recipients.push((user, flags));
     });
     state.index_message(Arc::new(message.clone()));
+    state.holder_hints.note_send(message.id, recipients.iter().map(|(u, _)| *u));
     vec![Event::Message { message: message.id, recipients }]
 }
 
@@ -456,6 +457,9 @@ fn delete_messages(state: &State, ids: &[MessageId], by: UserId) -> Vec<Event> {
 fn update_flags(state: &State, change: &FlagsChange) -> Vec<Event> {
     let FlagsChange { user, add, flag, messages, historical } = change;
     assert!(state.users.contains(user), "apply: no user {user}");
+    for id in historical {
+        state.holder_hints.row_added(*id);
+    }
     state.user_messages.upsert(*user, |mine| {
         for id in historical {
             mine.insert_if_absent(*id, Flags::READ.with(Flags::HISTORICAL));

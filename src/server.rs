@@ -153,21 +153,28 @@ pub fn start(config: Config) -> Result<Server, String> {
 /// refused with a 503.
 const RESERVED_FDS: u64 = 256;
 
-/// Raises the open-file soft limit to the hard limit, as servers do, and
-/// returns the connection cap that fits under it: past the limit `accept`
-/// would fail and new clients would wait unanswered instead of getting the
-/// cap's 503.
+/// Raises the open-file limit so `wanted` connections fit, as servers do,
+/// and returns the connection cap that fits under it: past the limit
+/// `accept` would fail and new clients would wait unanswered instead of
+/// getting the cap's 503. The hard limit is raised too when the process
+/// may (root with `CAP_SYS_RESOURCE`: one parked long-poll per online user
+/// is one socket each, so 20,000 users need more than the common 20,000
+/// or 65,536); otherwise the soft limit goes up to the hard one.
 fn fit_connection_cap(wanted: usize) -> usize {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
     let Ok((mut soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else { return wanted };
-    if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+    let need = u64::try_from(wanted).unwrap_or(u64::MAX).saturating_add(RESERVED_FDS);
+    if soft < need && hard < need && setrlimit(Resource::RLIMIT_NOFILE, need, need).is_ok() {
+        soft = need;
+    } else if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
         soft = hard;
     }
     let room = usize::try_from(soft.saturating_sub(RESERVED_FDS)).unwrap_or(usize::MAX).max(1);
     if wanted > room {
         eprintln!(
             "natter: warning: --max-connections {wanted} lowered to {room}: the open-file \
-             limit is {soft} (raise it with ulimit -n)"
+             limit is {soft} (raising the hard limit needs root with CAP_SYS_RESOURCE: \
+             ulimit -Hn, prlimit --nofile)"
         );
         return room;
     }

@@ -174,7 +174,12 @@ impl Realm {
             raw_fields: Vec::new(),
             sorted_reply: None,
         };
-        handler(&self.app, &mut call)
+        let mut reply = handler(&self.app, &mut call)?;
+        // A reply the handler wrote as text (`POST /messages`).
+        if let Some(members) = &call.sorted_reply {
+            reply.extend(members.to_map());
+        }
+        Ok(reply)
     }
 
     /// Whether `email` may do `action` (by calling its endpoint).

@@ -72,6 +72,10 @@ impl Harness {
             sorted_reply: None,
         };
         let mut reply = handler(&self.app, &mut call)?;
+        // A reply the handler wrote as text (`POST /messages`).
+        if let Some(members) = &call.sorted_reply {
+            reply.extend(members.to_map());
+        }
         // Fields the handler serialized itself (register's user lists), as
         // the HTTP layer would splice them in.
         for (key, raw) in call.raw_fields {

@@ -10,6 +10,7 @@
 //! under the writer lock and carried in the mutation.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -17,9 +18,11 @@ use super::auto_topics;
 use super::json::{self, MessageOptions};
 use super::mentions::{self, Visible};
 use super::reactions;
+use super::sorted_reply::SortedMembers;
 use super::{App, Call, Reply};
 use crate::entropy;
 use crate::error::{ApiError, ApiResult};
+use crate::http::request::Params;
 use crate::markdown;
 use crate::mutation::{Mutation, NewMessage};
 use crate::reply;
@@ -55,40 +58,48 @@ pub(super) enum Target {
 }
 
 /// `POST /messages`: send a channel or direct message.
+///
+/// The hot write path: parameters are read in place (`Params::raw`), the
+/// caller is borrowed rather than cloned, and the reply is written as JSON
+/// text (`SortedMembers`) instead of a `serde_json` map.
 pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
-    let kind = call.params.required_string("type")?;
-    let to = call.params.json_or_string("to")?.ok_or_else(|| ApiError::missing("to"))?;
-    let content = call.params.required_string("content")?;
-    let target = match kind.as_str() {
-        "stream" | "channel" => {
-            let topic = match call.params.string("topic") {
+    // Each check's error is kept for its turn: the order of the errors is
+    // the order Zulip checks in (shape, target, then content).
+    let kind =
+        call.params.raw("type").map(channel_or_direct).ok_or_else(|| ApiError::missing("type"))?;
+    let to = to_param(&mut call.params)?;
+    let content = call
+        .params
+        .raw("content")
+        .map(normalize_content)
+        .ok_or_else(|| ApiError::missing("content"))?;
+    let target = match kind? {
+        Kind::Channel => {
+            let topic = match call.params.raw("topic") {
                 Some(topic) => Some(topic),
-                None => call.params.string("subject"),
+                None => call.params.raw("subject"),
             };
             let topic = topic.ok_or_else(|| ApiError::missing("topic"))?;
-            Target::Channel {
-                channel: parse_channel_ref(&to)?,
-                topic: normalize_topic(&topic, call)?,
-            }
+            let topic = normalize_topic_for(topic, &call.realm.settings.empty_topic_display_name)?;
+            Target::Channel { channel: parse_channel_ref(&to)?, topic }
         }
-        "direct" | "private" => Target::Direct(parse_user_refs(&to)?),
-        _ => return Err(ApiError::bad_request("Invalid message type")),
+        Kind::Direct => Target::Direct(parse_user_refs(&to)?),
     };
     let read_by_sender = match call.params.bool("read_by_sender")? {
         Some(value) => value,
         None => default_read_by_sender(&call.client),
     };
-    let content = normalize_content(&content)?;
+    let content = content?;
     // Local echo: the sender's queue gets `local_id` on the message event.
     let local_echo = match (call.params.string("queue_id"), call.params.string("local_id")) {
         (Some(queue_id), Some(local_id)) => Some((queue_id, local_id)),
         _ => None,
     };
-    let sender = call.caller().clone();
-    let client = if call.client.is_empty() { "API".to_owned() } else { call.client.clone() };
-    let draft = Draft::new(&app.state, &sender, target, content, read_by_sender, client);
+    let client = if call.client.is_empty() { "API" } else { call.client.as_str() };
+    let sender = call.caller();
+    let draft = Draft::new(&app.state, sender, target, content, read_by_sender, client);
     let (id, automatic) = app.committer.commit(|state| {
-        let new = draft.build(state, &sender)?;
+        let new = draft.build(state, sender)?;
         let id = new.message.id;
         let changes = auto_topics::on_send(state, &new, &draft.personal_mentions());
         let automatic = changes.iter().find(|c| c.user == sender.id).map(|c| c.policy);
@@ -98,11 +109,48 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
         let parts = auto_topics::policy_changes(&new, &changes);
         Ok((auto_topics::batch(Mutation::SendMessage(new), parts), (id, automatic)))
     })?;
-    let mut out = reply! { "id" => id.0 };
+    // Members in key order, as the map's serialization would put them.
+    let mut out = SortedMembers::with_capacity(64);
     if let Some(policy) = automatic {
-        out.insert("automatic_new_visibility_policy".into(), policy.into());
+        out.unsigned("automatic_new_visibility_policy", policy.into());
     }
-    Ok(out)
+    out.unsigned("id", id.0);
+    call.sorted_reply = Some(out);
+    Ok(Reply::new())
+}
+
+/// `to`, as `Params::json_or_string` reads it, without trying to parse a
+/// bare channel name (`to=general`, the common case) as JSON first: text
+/// starting with a letter other than `t`, `f` or `n` (`true`, `false`,
+/// `null`) is never JSON, so it is the string itself.
+fn to_param(params: &mut Params) -> ApiResult<Value> {
+    let bare = match params.raw("to") {
+        None => return Err(ApiError::missing("to")),
+        Some(raw) => raw
+            .as_bytes()
+            .first()
+            .is_some_and(|b| b.is_ascii_alphabetic() && !matches!(b, b't' | b'f' | b'n'))
+            .then(|| raw.to_owned()),
+    };
+    match bare {
+        Some(name) => Ok(Value::String(name)),
+        None => params.json_or_string("to")?.ok_or_else(|| ApiError::missing("to")),
+    }
+}
+
+/// What `type` asks for.
+enum Kind {
+    Channel,
+    Direct,
+}
+
+/// `type`: `stream` / `channel`, or `direct` / `private`.
+fn channel_or_direct(kind: &str) -> ApiResult<Kind> {
+    match kind {
+        "stream" | "channel" => Ok(Kind::Channel),
+        "direct" | "private" => Ok(Kind::Direct),
+        _ => Err(ApiError::bad_request("Invalid message type")),
+    }
 }
 
 /// A message about to be sent: everything non-deterministic (time,
@@ -114,7 +162,8 @@ pub(super) struct Draft {
     rendered: markdown::Rendered,
     timestamp: i64,
     is_me_message: bool,
-    client: String,
+    /// Shared with the message built (an `Arc` clone, not a copy per build).
+    client: Arc<str>,
     read_by_sender: bool,
 }
 
@@ -126,7 +175,7 @@ impl Draft {
         target: Target,
         content: String,
         read_by_sender: bool,
-        client: String,
+        client: impl Into<Arc<str>>,
     ) -> Draft {
         let rendered = markdown::render_message(&content, &Visible::new(state, sender));
         Draft {
@@ -135,7 +184,7 @@ impl Draft {
             content,
             rendered,
             timestamp: entropy::now(),
-            client,
+            client: client.into(),
             read_by_sender,
         }
     }
@@ -167,10 +216,10 @@ impl Draft {
             sender: sender.id,
             recipient: resolved.recipient,
             destination: resolved.destination,
-            content: self.content.clone(),
+            content: with_room_for(&self.content, self.rendered.html.len()),
             rendered_content: self.rendered.html.clone(),
             timestamp: self.timestamp,
-            client: self.client.as_str().into(),
+            client: Arc::clone(&self.client),
             is_me_message: self.is_me_message,
         });
         Ok(NewMessage {
@@ -181,6 +230,15 @@ impl Draft {
             topic_wildcard: notify.topic_wildcard,
         })
     }
+}
+
+/// A copy of `text` with room for `more` bytes: the message stores its
+/// source and HTML in one allocation, so the source's copy is made that
+/// size at once instead of growing (and being copied again) there.
+fn with_room_for(text: &str, more: usize) -> String {
+    let mut out = String::with_capacity(text.len() + more);
+    out.push_str(text);
+    out
 }
 
 /// Where a message goes, checked against state.
@@ -388,8 +446,13 @@ pub(super) fn normalize_content(content: &str) -> ApiResult<String> {
 /// name to the empty topic, refuses control characters, and truncates past
 /// `MAX_TOPIC_LENGTH` characters with an ellipsis.
 pub(super) fn normalize_topic(topic: &str, call: &Call) -> ApiResult<String> {
+    normalize_topic_for(topic, &call.realm.settings.empty_topic_display_name)
+}
+
+/// `normalize_topic` given the realm's empty-topic display name.
+fn normalize_topic_for(topic: &str, empty_topic_display_name: &str) -> ApiResult<String> {
     let topic = topic.trim();
-    if topic == "(no topic)" || topic == call.realm.settings.empty_topic_display_name {
+    if topic == "(no topic)" || topic == empty_topic_display_name {
         return Ok(String::new());
     }
     if topic.chars().any(|c| c.is_control()) {
@@ -406,20 +469,21 @@ pub(super) fn normalize_topic(topic: &str, call: &Call) -> ApiResult<String> {
 /// interactive clients start read for their sender; messages an
 /// integration sends with the user's key do not.
 pub(super) fn default_read_by_sender(client: &str) -> bool {
-    let client = client.to_ascii_lowercase();
-    matches!(
-        client.as_str(),
-        "website"
-            | "zulipandroid"
-            | "zulipios"
-            | "zulipdesktop"
-            | "zulipmobile"
-            | "zulipelectron"
-            | "zulipterminal"
-            | "snipe"
-            | "ios"
-            | "android"
-    ) || client.contains("desktop app")
+    const INTERACTIVE: [&str; 10] = [
+        "website",
+        "zulipandroid",
+        "zulipios",
+        "zulipdesktop",
+        "zulipmobile",
+        "zulipelectron",
+        "zulipterminal",
+        "snipe",
+        "ios",
+        "android",
+    ];
+    const DESKTOP_APP: &[u8] = b"desktop app";
+    INTERACTIVE.iter().any(|name| client.eq_ignore_ascii_case(name))
+        || client.as_bytes().windows(DESKTOP_APP.len()).any(|w| w.eq_ignore_ascii_case(DESKTOP_APP))
 }
 
 /// `GET /messages/{message_id}`: one message the caller may read.
@@ -508,6 +572,41 @@ mod tests {
         assert!(allowed(TopicsPolicy::DisableEmptyTopic, "t"));
         assert!(allowed(TopicsPolicy::EmptyTopicOnly, ""));
         assert!(!allowed(TopicsPolicy::EmptyTopicOnly, "t"));
+    }
+
+    #[test]
+    fn to_reads_as_json_or_string_does() {
+        let cases = [
+            "general",
+            "Denmark",
+            "general,x",
+            "[1]",
+            "[\"general\"]",
+            "\"general\"",
+            "5",
+            " 5",
+            "true",
+            "false",
+            "null",
+            "nope",
+            "tea",
+            "{\"a\":1}",
+            "[1,",
+            "",
+            "é",
+            "hamlet@natter.test",
+        ];
+        for case in cases {
+            let slow = Params::from_pairs([("to", case)]).json_or_string("to");
+            let fast = to_param(&mut Params::from_pairs([("to", case)]));
+            match (slow, fast) {
+                (Ok(slow), Ok(fast)) => assert_eq!(slow, Some(fast), "{case:?}"),
+                (Err(slow), Err(fast)) => assert_eq!(slow.msg, fast.msg, "{case:?}"),
+                (slow, fast) => panic!("{case:?}: {slow:?} against {fast:?}"),
+            }
+        }
+        let e = to_param(&mut Params::default()).unwrap_err();
+        assert_eq!(e.msg, ApiError::missing("to").msg);
     }
 
     #[test]

@@ -88,6 +88,14 @@ impl SortedMembers {
         self.member(key).extend_from_slice(b"null");
     }
 
+    /// The members as a map: what the handler's reply holds for callers
+    /// that run handlers directly (tests, benches), without the HTTP layer.
+    pub fn to_map(&self) -> super::Reply {
+        let mut text = Vec::new();
+        self.write_object(&mut text, &[]);
+        serde_json::from_slice(&text).expect("a sorted reply is a JSON object")
+    }
+
     /// Writes the object `{…}` to `out` with `extra` members (none of them
     /// also one of this object's) each put where its key sorts, as a
     /// `BTreeMap` holding them all would serialize.

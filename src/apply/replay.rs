@@ -57,6 +57,8 @@ pub struct Replay<'s> {
     /// Per channel sent to in the run: whether it still has no message,
     /// its subscribers, and their places in `rows`.
     channels: FxHashMap<ChannelId, Audience>,
+    /// The current send's recipients, for `State::holder_hints`.
+    recipients: Vec<UserId>,
 }
 
 /// A channel's audience during a run.
@@ -88,6 +90,7 @@ impl<'s> Replay<'s> {
             rows: Vec::new(),
             slots: FxHashMap::default(),
             channels: FxHashMap::default(),
+            recipients: Vec::new(),
         }
     }
 
@@ -124,7 +127,7 @@ impl<'s> Replay<'s> {
         }
         let state = self.state;
         claim_message(state, &new.message);
-        let (rows, slots) = (&mut self.rows, &mut self.slots);
+        let (rows, slots, recipients) = (&mut self.rows, &mut self.slots, &mut self.recipients);
         match &new.message.destination {
             Destination::Channel { channel, .. } => {
                 let audience = self.channels.entry(*channel).or_insert_with(|| {
@@ -139,6 +142,7 @@ impl<'s> Replay<'s> {
                         None => slot_of(slots, rows, user),
                     };
                     rows[slot].1.push((id, flags));
+                    recipients.push(user);
                 };
                 deliver(state, &new, read_by, audience.first, &audience.subscribers, row);
                 audience.first = false;
@@ -147,10 +151,14 @@ impl<'s> Replay<'s> {
                 let row = |_, user, flags| {
                     let slot = slot_of(slots, rows, user);
                     rows[slot].1.push((id, flags));
+                    recipients.push(user);
                 };
                 deliver(state, &new, read_by, false, &[], row);
             }
         }
+        // As `send_message`: the recipients are its holders (a hint that
+        // no one reads before the run is written).
+        state.holder_hints.note_send(id, recipients.drain(..));
         self.messages.push(Arc::new(new.message));
     }
 
@@ -186,7 +194,8 @@ mod tests {
     use crate::state::{IdKind, IdSet, MessageParts, RecipientId, Role};
 
     /// What replay must reproduce: the snapshot bytes, then what is not
-    /// in them (the derived indexes, the seq and the id counters).
+    /// in them (the derived indexes, the seq, the id counters and the
+    /// holder hints).
     #[allow(clippy::type_complexity)]
     fn everything(
         state: &State,
@@ -197,6 +206,7 @@ mod tests {
         Vec<(ChannelId, BTreeMap<String, TopicEntry>)>,
         u64,
         Vec<u64>,
+        Vec<Option<Vec<UserId>>>,
     ) {
         let topics = state
             .channel_topics
@@ -212,6 +222,10 @@ mod tests {
             topics,
             state.applied_seq(),
             kinds.iter().map(|k| state.ids.peek(*k)).collect(),
+            // Not observable, but a restart should know recent holders too.
+            (1..state.ids.peek(IdKind::Message))
+                .map(|id| state.holder_hints.candidates(MessageId(id)))
+                .collect(),
         )
     }
 

@@ -9,9 +9,9 @@
 //! thousands of queues clones no message bodies.
 
 use std::collections::hash_map::Entry;
-use std::collections::HashMap;
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
 use serde_json::{json, Map, Value};
 
 use super::queue::{members, Outgoing, Queue};
@@ -273,17 +273,25 @@ fn message_event(
     let state = &rt.state;
     let local = rt.queues.take_local_id(id);
     let Some(message) = state.messages.get(&id) else { return };
-    let flags: HashMap<UserId, Flags> = recipients.iter().copied().collect();
     let mut targets = rt.queues.of_users(recipients.iter().map(|(u, _)| *u));
+    let public = match &message.destination {
+        Destination::Channel { channel, .. } => {
+            state.channels.read(channel, |c| !c.invite_only).unwrap_or(false)
+        }
+        Destination::Direct { .. } => false,
+    };
+    // Most sends reach no queue: nothing more to build then.
+    if targets.is_empty() && !public {
+        return;
+    }
+    let flags: FxHashMap<UserId, Flags> = recipients.iter().copied().collect();
     // Queues watching every public channel see its messages too. The
     // channel is read in place: cloning it copied its subscriber set.
-    if let Destination::Channel { channel, .. } = &message.destination {
-        if state.channels.read(channel, |c| !c.invite_only).unwrap_or(false) {
-            targets.extend(rt.queues.of_realm_all_public(message.realm).into_iter().filter(|c| {
-                let q = c.lock();
-                q.options.all_public_streams && !flags.contains_key(&q.user)
-            }));
-        }
+    if public {
+        targets.extend(rt.queues.of_realm_all_public(message.realm).into_iter().filter(|c| {
+            let q = c.lock();
+            q.options.all_public_streams && !flags.contains_key(&q.user)
+        }));
     }
     if targets.is_empty() {
         return;
@@ -303,7 +311,7 @@ fn message_event(
     let mut render_context: Option<Option<(Realm, User)>> = None;
     // One rendering per (apply_markdown, null avatar, empty topic as ""),
     // as JSON text shared by every queue of that shape.
-    let mut rendered: HashMap<(bool, bool, bool), Arc<str>> = HashMap::new();
+    let mut rendered: FxHashMap<(bool, bool, bool), Arc<str>> = FxHashMap::default();
     // The per-queue `flags` member, written once per distinct flag set.
     let mut flag_members: Vec<(Flags, Arc<str>)> = Vec::new();
     rt.queues.deliver(seq, &targets, |q: &Queue| {

@@ -113,28 +113,51 @@ pub fn render_message(source: &str, resolver: &dyn Resolver) -> Rendered {
 /// escaping; `&`, `<` and `>` cannot occur). Most chat lines are like
 /// this; a unit test checks the shortcut against the full renderer.
 fn plain_line(source: &str) -> Option<String> {
-    const SYNTAX: &[u8] = b"*_`[]<>&\\~:@#|";
     let bytes = source.as_bytes();
     let plain = bytes.first()?.is_ascii_alphabetic()
         && bytes.last()? != &b' '
-        && bytes.iter().all(|b| (b' '..=b'~').contains(b) && !SYNTAX.contains(b));
+        && bytes.iter().all(|&b| PLAIN[b as usize]);
     if !plain {
         return None;
     }
-    let mut html = String::with_capacity(source.len() + 8);
+    let quotes = bytes.iter().filter(|&&b| b == b'"').count();
+    let mut html = String::with_capacity(source.len() + 7 + 5 * quotes);
     html.push_str("<p>");
-    for part in source.split_inclusive('"') {
-        match part.strip_suffix('"') {
-            Some(text) => {
-                html.push_str(text);
-                html.push_str("&quot;");
+    if quotes == 0 {
+        html.push_str(source);
+    } else {
+        for part in source.split_inclusive('"') {
+            match part.strip_suffix('"') {
+                Some(text) => {
+                    html.push_str(text);
+                    html.push_str("&quot;");
+                }
+                None => html.push_str(part),
             }
-            None => html.push_str(part),
         }
     }
     html.push_str("</p>");
     Some(html)
 }
+
+/// The bytes `plain_line` accepts: printable ASCII except those that can
+/// start Markdown or Zulip syntax. A table, so the check is one load per
+/// byte (it runs on every message sent).
+const PLAIN: [bool; 256] = {
+    const SYNTAX: &[u8] = b"*_`[]<>&\\~:@#|";
+    let mut table = [false; 256];
+    let mut b = b' ';
+    while b <= b'~' {
+        table[b as usize] = true;
+        b += 1;
+    }
+    let mut i = 0;
+    while i < SYNTAX.len() {
+        table[SYNTAX[i] as usize] = false;
+        i += 1;
+    }
+    table
+};
 
 /// Whether content is a `/me` status message.
 pub fn is_me_message(source: &str) -> bool {

@@ -77,6 +77,7 @@ impl State {
     /// Adds a row for `user` on `id` with `flags` unless there is one
     /// (a historical row, a message moved into the user's channel).
     pub fn add_row(&self, user: UserId, id: MessageId, flags: Flags) -> bool {
+        self.holder_hints.row_added(id);
         self.user_messages.upsert(user, |m| m.insert_if_absent(id, flags))
     }
 
@@ -378,6 +379,8 @@ impl State {
     /// Sets `user`'s flags on `id`, adding the row if absent: the way for
     /// `apply` code to write `user_messages`.
     pub fn set_flags(&self, user: UserId, id: MessageId, flags: Flags) {
+        // A send's own rows come before its hint; any later one drops it.
+        self.holder_hints.row_added(id);
         self.user_messages.upsert(user, |m| m.set(id, flags));
     }
 }

@@ -14,6 +14,7 @@ pub mod audience;
 pub mod channels;
 pub mod emails;
 pub mod groups;
+pub mod holders;
 pub mod ids;
 pub mod indexes;
 pub mod interner;
@@ -117,6 +118,10 @@ pub struct State {
     /// lists), so register's per-realm user lists, cached by generation,
     /// are rebuilt exactly when they may have changed.
     pub users_generation: AtomicU64,
+    /// Not snapshotted: who holds a row for each recent message, noted at
+    /// its send (`holders`), so `message_holders` need not test every
+    /// user's rows.
+    pub holder_hints: holders::HolderHints,
 }
 
 /// `State` as key-sorted data: the snapshot format. Taken from live state

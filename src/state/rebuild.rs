@@ -26,8 +26,9 @@ use super::{ChannelId, Destination, Message, MessageId, MessageStore, RecipientI
 #[derive(Default)]
 struct Counts<'a> {
     recipients: FxHashMap<RecipientId, usize>,
-    /// By (channel, topic as spelled): how many ids, and the newest.
-    topics: FxHashMap<(ChannelId, &'a str), (usize, MessageId)>,
+    /// By (channel, topic as spelled): how many ids, the newest, and the
+    /// first copy of the name met.
+    topics: FxHashMap<(ChannelId, &'a str), (usize, MessageId, &'a Arc<str>)>,
     /// Every distinct client name (by pointer) met, in order.
     clients: Vec<&'a Arc<str>>,
 }
@@ -36,8 +37,8 @@ impl<'a> Counts<'a> {
     fn add(&mut self, message: &'a Message) {
         *self.recipients.entry(message.recipient).or_default() += 1;
         if let Destination::Channel { channel, topic } = &message.destination {
-            let count = self.topics.entry((*channel, &**topic)).or_insert((0, message.id));
-            *count = (count.0 + 1, message.id);
+            let count = self.topics.entry((*channel, &**topic)).or_insert((0, message.id, topic));
+            (count.0, count.1) = (count.0 + 1, message.id);
         }
         if self.clients.last().is_none_or(|last| !Arc::ptr_eq(last, &message.client)) {
             self.clients.push(&message.client);
@@ -103,7 +104,7 @@ impl State {
         let mut lowered: FxHashMap<&str, String> = FxHashMap::default();
         let mut topics: FxHashMap<(ChannelId, String), Topic<'_>> = FxHashMap::default();
         let mut spelled: FxHashMap<(ChannelId, &str), String> = FxHashMap::default();
-        for ((channel, spelling), (n, newest)) in counts.iter().flat_map(|c| &c.topics) {
+        for ((channel, spelling), (n, newest, _)) in counts.iter().flat_map(|c| &c.topics) {
             let lower = lowered.entry(spelling).or_insert_with(|| spelling.to_lowercase()).clone();
             let topic = topics.entry((*channel, lower.clone())).or_insert_with(|| Topic {
                 ids: Vec::new(),
@@ -185,6 +186,12 @@ impl State {
             self.by_topic.insert((channel, lower), topic.ids.into_iter().collect());
         }
 
+        // Topics: decoding shared a copy per name and thread; one of them
+        // becomes the interned one, so the next message to a topic shares
+        // it instead of storing a copy of its own.
+        for (_, _, name) in counts.iter().flat_map(|c| c.topics.values()) {
+            self.names.intern(name);
+        }
         // Client names: decoding shared one copy per name, which becomes
         // the interned one; a message holding another copy (an image not
         // decoded by `persist::snapshot`) is pointed at it below.
@@ -220,4 +227,32 @@ impl State {
 /// How many threads a restart rebuilds on: every core.
 pub fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::persist::snapshot;
+
+    /// After a restart a topic's name is interned: the next message to it
+    /// shares the stored messages' copy rather than keeping its own.
+    #[test]
+    fn a_restart_interns_the_topics_it_decodes() {
+        let live = crate::seed::bench_state(300, 3, &mut |_| ());
+        let bytes = snapshot::encode(&live.image());
+        let image = snapshot::decode(&bytes, std::path::Path::new("test")).unwrap();
+        let restarted = State::from_image(image);
+        let frozen = restarted.messages.freeze();
+        // Per topic: does the interned copy belong to a stored message?
+        let mut shared: FxHashMap<String, bool> = FxHashMap::default();
+        for message in frozen.iter_chunks(0, frozen.parts()) {
+            if let Destination::Channel { topic, .. } = &message.destination {
+                let interned = restarted.names.intern_str(topic);
+                *shared.entry(topic.to_string()).or_default() |= Arc::ptr_eq(&interned, topic);
+            }
+        }
+        let topics = shared.len();
+        assert!(shared.values().all(|&s| s), "topics not interned: {shared:?}");
+        assert!(topics > 0, "the bench state has channel messages");
+    }
 }

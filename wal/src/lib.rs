@@ -87,7 +87,9 @@
 //! - **Order.** Seqs are contiguous: every append gets the last seq plus
 //!   one, across segments, removals and restarts.
 //! - **Process crash.** A record is written with one `write(2)` before
-//!   [`Wal::append`] returns, so it survives a crash of the process at once.
+//!   [`Wal::append`] returns (a batch with one per segment it fills, before
+//!   [`Wal::append_many`] returns), so it survives a crash of the process
+//!   at once.
 //! - **Machine crash.** A record survives a crash of the machine once it is
 //!   *durable*. What durable means depends on the [`SyncMode`]:
 //!   - [`SyncMode::Always`] (the default): durable means flushed by

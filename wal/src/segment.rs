@@ -110,7 +110,14 @@ impl Segment {
     /// that the next append does not land after garbage. If even that fails,
     /// the segment can no longer be appended to: [`Error::Poisoned`].
     pub(crate) fn append(&mut self, frame: &[u8]) -> Result<()> {
-        if let Err(err) = (&*self.file).write_all(frame) {
+        self.append_frames(frame, 1)
+    }
+
+    /// Writes `count` encoded frames, back to back in `frames`, with a
+    /// single `write(2)`, as [`Segment::append`] writes one: a failure
+    /// part-way cuts all of them off again.
+    pub(crate) fn append_frames(&mut self, frames: &[u8], count: u64) -> Result<()> {
+        if let Err(err) = (&*self.file).write_all(frames) {
             if let Err(cut) = self.file.set_len(self.len) {
                 eprintln!(
                     "wal: error: {}: write failed ({err}) and the partial frame could not be \
@@ -121,8 +128,8 @@ impl Segment {
             }
             return Err(Error::io(&self.path, err));
         }
-        self.len += frame.len() as u64;
-        self.records += 1;
+        self.len += frames.len() as u64;
+        self.records += count;
         Ok(())
     }
 

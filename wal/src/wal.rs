@@ -256,6 +256,29 @@ impl Wal {
         Ok(seq)
     }
 
+    /// Appends several records, in order, and returns the seq of the last
+    /// (the first gets [`Wal::last_seq`] + 1); with none, appends nothing
+    /// and returns [`Wal::last_seq`].
+    ///
+    /// The frames go to the file with one `write(2)` (one per segment when
+    /// they fill the active one), where [`Wal::append`] for each would make
+    /// a system call per record: a group-committing caller hands over
+    /// every record queued since its last append at once. Durability and
+    /// failures are as for [`Wal::append`]; a failed write appends none of
+    /// the frames of that write.
+    pub fn append_many<'a>(&self, payloads: impl IntoIterator<Item = &'a [u8]>) -> Result<Seq> {
+        let (seq, advanced) = {
+            let mut log = self.shared.log();
+            let before = log.last_seq();
+            let seq = log.append_many(&self.shared.dir, self.shared.segment_bytes, payloads)?;
+            (seq, seq > before && self.shared.durability.record_appended(seq))
+        };
+        if advanced {
+            self.shared.durability.report(seq);
+        }
+        Ok(seq)
+    }
+
     /// Blocks the calling OS thread until `seq` is durable. `seq` should
     /// have been returned by [`Wal::append`]: waiting for a seq that is
     /// never appended waits forever.
@@ -404,6 +427,62 @@ impl Log {
             Ok(()) => {
                 self.write_back_early();
                 Ok(seq)
+            }
+            Err(Error::Poisoned) => {
+                self.poisoned = true;
+                Err(Error::Poisoned)
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    fn append_many<'a>(
+        &mut self,
+        dir: &Path,
+        segment_bytes: u64,
+        payloads: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<Seq> {
+        if self.poisoned {
+            return Err(Error::Poisoned);
+        }
+        self.frame.clear();
+        // Frames encoded but not yet written, and their count.
+        let mut pending = 0u64;
+        for payload in payloads {
+            let seq = self.active.next_seq() + pending;
+            let start = self.frame.len();
+            record::encode(seq, payload, &mut self.frame)?;
+            let len = (self.frame.len() - start) as u64;
+            let full = self.active.len + start as u64 + len > segment_bytes;
+            if full && self.active.records + pending > 0 {
+                // Write what fits before this frame, then rotate: the new
+                // segment starts at this frame's seq.
+                let tail = self.frame.split_off(start);
+                self.write_frames(pending)?;
+                self.rotate(dir)?;
+                self.frame = tail;
+                pending = 0;
+            }
+            pending += 1;
+        }
+        self.write_frames(pending)?;
+        Ok(self.last_seq())
+    }
+
+    /// Writes the `count` frames in `self.frame` to the active segment.
+    fn write_frames(&mut self, count: u64) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let written = self.active.append_frames(&self.frame, count);
+        self.frame.clear();
+        if self.frame.capacity() > MAX_KEPT_FRAME_BUFFER {
+            self.frame = Vec::new();
+        }
+        match written {
+            Ok(()) => {
+                self.write_back_early();
+                Ok(())
             }
             Err(Error::Poisoned) => {
                 self.poisoned = true;

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Instructions per request under callgrind (issue #7's CPU figures; stable
+# on a shared, noisy box where wall-clock rates are not): a release natter
+# (`--dev --workers 1 --snapshot-every 0`) under valgrind, natter-load
+# with 4 connections on one client thread; WARMUP requests, counters
+# zeroed, REQUESTS requests, dump; per request = the dump's total (every
+# thread) / REQUESTS.
+#
+#   scripts/instructions.sh                # durable sends
+#   FSYNC=never scripts/instructions.sh    # sends with --fsync never
+#   KIND=me scripts/instructions.sh        # GET /users/me
+#
+# Environment: KIND (send), FSYNC (always), REQUESTS (10000), WARMUP
+# (2000), BIN (target/release), NO_BUILD=1 to skip the build, KEEP=DIR to
+# keep the callgrind file there (for callgrind_annotate).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -n "${NO_BUILD:-}" ] || cargo build --release --bin natter --bin natter-load >&2
+BIN=${BIN:-target/release}
+KIND=${KIND:-send}
+FSYNC=${FSYNC:-always}
+REQUESTS=${REQUESTS:-10000}
+WARMUP=${WARMUP:-2000}
+TMP=$(mktemp -d)
+PID=
+cleanup() {
+  [ -z "$PID" ] || kill "$PID" 2>/dev/null || true
+  [ -z "$PID" ] || wait "$PID" 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+valgrind --tool=callgrind --callgrind-out-file="$TMP/callgrind.%p" \
+  "$BIN/natter" --dev --data-dir "$TMP/data" --listen 127.0.0.1:0 --workers 1 \
+  --snapshot-every 0 --fsync "$FSYNC" >"$TMP/out" 2>"$TMP/err" &
+PID=$!
+for _ in $(seq 600); do grep -q "listening on" "$TMP/out" 2>/dev/null && break; sleep 0.2; done
+ADDR=$(sed -n 's|natter: listening on http://||p' "$TMP/out")
+[ -n "$ADDR" ] || { echo "natter did not start" >&2; cat "$TMP/err" >&2; exit 1; }
+load() {
+  "$BIN/natter-load" --addr "$ADDR" --kind "$KIND" --requests "$1" --connections 4 --client-threads 1 | tail -1
+}
+load "$WARMUP" >/dev/null
+callgrind_control -z "$PID" >/dev/null 2>&1
+load "$REQUESTS"
+callgrind_control -d "$PID" >/dev/null 2>&1
+FILE=$(ls -t "$TMP"/callgrind."$PID".* | head -1)
+TOTAL=$(sed -n 's/^totals: //p' "$FILE")
+echo "$KIND (--fsync $FSYNC): $TOTAL instructions for $REQUESTS requests = $((TOTAL / REQUESTS)) per request"
+[ -z "${KEEP:-}" ] || cp "$FILE" "$KEEP/"
