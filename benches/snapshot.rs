@@ -1,7 +1,8 @@
 //! Restart and snapshot costs at a realistic size: the consistent cut taken
 //! under the writer lock (`State::image`), encoding and writing a snapshot
 //! file, decoding it and rebuilding `State`, and replaying log records
-//! through `apply`. The state is built by applying mutations directly (no
+//! (`Replay`, as a restart does; and through `apply` one at a time, as
+//! live sends are applied). The state is built by applying mutations directly (no
 //! HTTP, no log): `NATTER_BENCH_MESSAGES` short messages (default 200,000)
 //! from `NATTER_BENCH_USERS` users (default 10) who are all subscribed to
 //! the two channels, so every message has one flag entry per user.
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 
 use natter::apply::apply;
+use natter::apply::replay::Replay;
 use natter::persist::{self, decode_mutation, encode_mutation, snapshot};
 use natter::seed;
 use natter::state::State;
@@ -84,7 +86,26 @@ fn bench(c: &mut Criterion) {
     drop((image, bytes));
 
     group.throughput(Throughput::Elements(log.len() as u64));
+    // A restart's replay on one thread: decode, then `Replay` (runs of
+    // sends in bulk, no events).
     group.bench_function(label("replay (decode + apply every record)"), |b| {
+        b.iter_batched(
+            State::new,
+            |fresh| {
+                let mut replay = Replay::new(&fresh);
+                for (i, record) in log.iter().enumerate() {
+                    let seq = i as u64 + 1;
+                    replay.apply(seq, decode_mutation(seq, record).unwrap());
+                }
+                replay.finish();
+                fresh
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    // The same records through `apply` one at a time, as `commit` applies
+    // live sends (events built): what a send costs under the writer lock.
+    group.bench_function(label("live apply (decode + apply, events built)"), |b| {
         b.iter_batched(
             State::new,
             |fresh| {
@@ -99,7 +120,8 @@ fn bench(c: &mut Criterion) {
     });
     // The restart path itself: `persist::open` on a data dir holding only
     // the log (records read, checked and decoded on a thread of their own,
-    // applied on this one).
+    // applied on this one). The opened state is dropped outside the
+    // timing (with `iter`, freeing its messages was timed too).
     let data = tempfile::tempdir().unwrap();
     {
         let never = wal::Options { sync: wal::SyncMode::Never, ..Default::default() };
@@ -110,7 +132,7 @@ fn bench(c: &mut Criterion) {
         wal.close().unwrap();
     }
     group.bench_function(label("open: replay the log (read + decode thread, apply)"), |b| {
-        b.iter(|| persist::open(data.path(), Default::default()).unwrap().0)
+        b.iter_with_large_drop(|| persist::open(data.path(), Default::default()).unwrap().0)
     });
     group.finish();
 }

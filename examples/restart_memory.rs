@@ -7,7 +7,12 @@
 //! a restart does (`persist::open`) and prints the RSS after each step;
 //! `restart_memory time DIR THREADS` times decoding and rebuilding it on
 //! THREADS threads (wall and CPU time); `restart_memory replay N DIR`
-//! logs N messages into DIR and times replaying them (records/s).
+//! logs N messages into DIR and times replaying them (records/s);
+//! `restart_memory replay-cost N` decodes N messages' log records, then
+//! applies them one by one (`apply`, the live path) and replays them
+//! (`Replay`, a restart's), each in a function of its own, for
+//! callgrind's inclusive counts per record (`decode_records`,
+//! `apply_records`, `replay_records`; see docs/PERFORMANCE.md, "### replay").
 //! Run both with `cargo run --release --example restart_memory -- …`;
 //! each in its own process, so neither sees the other's freed memory.
 
@@ -93,6 +98,16 @@ fn main() {
                 );
             }
         }
+        ["replay-cost", n] => {
+            let n: u64 = n.parse().expect("a message count");
+            let mut records = Vec::new();
+            drop(seed::bench_state(n, 10, &mut |m| records.push(persist::encode_mutation(m))));
+            let mutations = decode_records(&records);
+            let live = apply_records(&mutations);
+            let replayed = replay_records(mutations);
+            assert_eq!(live.messages.len(), replayed.messages.len());
+            println!("{} records replayed, {} messages", records.len(), replayed.messages.len());
+        }
         ["load", dir] => {
             // What `persist::open` does with the newest snapshot, step by step.
             let before = seed::resident_bytes();
@@ -119,7 +134,37 @@ fn main() {
             );
         }
         _ => eprintln!(
-            "usage: restart_memory build N DIR | load DIR | time DIR THREADS | replay N DIR"
+            "usage: restart_memory build N DIR | load DIR | time DIR THREADS | replay N DIR \
+             | replay-cost N"
         ),
     }
+}
+
+/// Every record decoded (callgrind: this function's inclusive count).
+#[inline(never)]
+fn decode_records(records: &[Vec<u8>]) -> Vec<natter::mutation::Mutation> {
+    let seqs = 1u64..;
+    records.iter().zip(seqs).map(|(r, seq)| persist::decode_mutation(seq, r).unwrap()).collect()
+}
+
+/// Every mutation applied to a fresh state one by one, as `commit` does.
+#[inline(never)]
+fn apply_records(mutations: &[natter::mutation::Mutation]) -> State {
+    let state = State::new();
+    for (mutation, seq) in mutations.iter().zip(1u64..) {
+        apply(&state, seq, mutation);
+    }
+    state
+}
+
+/// Every mutation replayed onto a fresh state, as a restart does.
+#[inline(never)]
+fn replay_records(mutations: Vec<natter::mutation::Mutation>) -> State {
+    let state = State::new();
+    let mut replay = natter::apply::replay::Replay::new(&state);
+    for (mutation, seq) in mutations.into_iter().zip(1u64..) {
+        replay.apply(seq, mutation);
+    }
+    replay.finish();
+    state
 }

@@ -2,11 +2,14 @@
 //!
 //! Deterministic: it reads nothing but the state and the mutation. At
 //! runtime its only caller is `commit`; at startup `persist` replays the log
-//! through it and throws the events away. A mutation that does not fit the
+//! through `replay::Replay`, which applies runs of sends in bulk with the
+//! same steps (`claim_message`, `deliver`) and every other mutation
+//! through `apply`, throwing the events away. A mutation that does not fit the
 //! state (a missing channel, a reused id) cannot come from a validated
 //! commit, so it panics: replay refuses to limp on with diverged state.
 
 pub(crate) mod personal;
+pub mod replay;
 mod settings;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -256,42 +259,80 @@ fn subscribe(
 /// `read_by_sender`) start read.
 fn send_message(state: &State, new: &NewMessage, read_by: &[UserId]) -> Vec<Event> {
     let message = &new.message;
+    claim_message(state, message);
+    let subscribers = match &message.destination {
+        Destination::Channel { channel, .. } => Some(channel_subscribers(state, *channel)),
+        Destination::Direct { .. } => None,
+    };
+    let mut recipients = Vec::with_capacity(subscribers.as_ref().map_or(2, |s| s.1.len() + 1));
+    let first = subscribers.as_ref().is_some_and(|s| s.0);
+    let subscribers = subscribers.as_ref().map_or(&[][..], |s| &s.1[..]);
+    deliver(state, new, read_by, first, subscribers, |_, user, flags| {
+        state.set_flags(user, message.id, flags);
+        recipients.push((user, flags));
+    });
+    state.index_message(Arc::new(message.clone()));
+    state.holder_hints.note_send(message.id, recipients.iter().map(|(u, _)| *u));
+    vec![Event::Message { message: message.id, recipients }]
+}
+
+/// A send's first step, shared by `apply` and replay (`apply::replay`):
+/// the id must be new; the message and recipient ids are claimed.
+pub(crate) fn claim_message(state: &State, message: &Message) {
     assert!(!state.messages.contains(&message.id), "apply: message {} exists", message.id);
     state.ids.claim(IdKind::Message, message.id.0);
     state.ids.claim(IdKind::Recipient, message.recipient.0);
+}
 
-    let audience: Vec<UserId> = match &message.destination {
+/// Whether `channel` has no message yet, and its subscribers (read in
+/// place under the shard's read lock, in the set's order).
+pub(crate) fn channel_subscribers(state: &State, channel: ChannelId) -> (bool, Vec<UserId>) {
+    state
+        .channels
+        .read(&channel, |c| {
+            (c.first_message_id.is_none(), c.subscribers.iter().copied().collect::<Vec<_>>())
+        })
+        .unwrap_or_else(|| panic!("apply: no channel {channel}"))
+}
+
+/// The rest of a send but its rows and indexes, shared by `apply` and
+/// replay: a channel's first message is noted (`first`, as
+/// `channel_subscribers` said), a conversation's recipient recorded; then
+/// `row` is called once per recipient — a channel's `subscribers`, then
+/// the sender if not among them, or a conversation's participants — with
+/// the recipient's position in that order and the flags their row starts
+/// with. `apply` writes each row at once;
+/// replay gathers a run of sends' rows and writes each user's together.
+pub(crate) fn deliver(
+    state: &State,
+    new: &NewMessage,
+    read_by: &[UserId],
+    first: bool,
+    subscribers: &[UserId],
+    mut row: impl FnMut(usize, UserId, Flags),
+) {
+    let message = &new.message;
+    let sender_subscribed;
+    let audience = match &message.destination {
         Destination::Channel { channel, .. } => {
-            // Read the subscribers in place (no copy of the set); write
-            // the channel only for its first message.
-            let (first, mut audience) = state
-                .channels
-                .read(channel, |c| {
-                    (
-                        c.first_message_id.is_none(),
-                        c.subscribers.iter().copied().collect::<Vec<_>>(),
-                    )
-                })
-                .unwrap_or_else(|| panic!("apply: no channel {channel}"));
+            // Write the channel only for its first message.
             if first {
                 state.channels.update(channel, |c| c.first_message_id = Some(message.id));
             }
-            if !audience.contains(&message.sender) {
-                audience.push(message.sender);
-            }
-            audience
+            sender_subscribed = subscribers.contains(&message.sender);
+            subscribers
         }
         Destination::Direct { participants } => {
             state.direct_recipients.insert(participants.to_vec(), message.recipient);
-            participants.to_vec()
+            sender_subscribed = true;
+            &participants[..]
         }
     };
-
-    let mut recipients = Vec::with_capacity(audience.len());
+    let sender = (!sender_subscribed).then_some(message.sender);
     // Per-recipient lookups only when anyone has alert words or mutes.
     let settings = &state.settings;
-    let (alerts, mutes) = (!settings.alert_words.is_empty(), !settings.muted_users.is_empty());
-    for user in audience {
+    let (alerts, mutes) = (settings.may_have_alert_words(), settings.may_have_muted_users());
+    for (at, &user) in audience.iter().chain(sender.iter()).enumerate() {
         let mut flags = Flags::default();
         if (user == message.sender && new.read_by_sender) || read_by.contains(&user) {
             flags = flags.with(Flags::READ);
@@ -313,12 +354,8 @@ fn send_message(state: &State, new: &NewMessage, read_by: &[UserId]) -> Vec<Even
         if mutes && user != message.sender && settings.has_muted(user, message.sender) {
             flags = flags.with(Flags::READ);
         }
-        state.set_flags(user, message.id, flags);
-        recipients.push((user, flags));
+        row(at, user, flags);
     }
-    state.index_message(Arc::new(message.clone()));
-    state.holder_hints.note_send(message.id, recipients.iter().map(|(u, _)| *u));
-    vec![Event::Message { message: message.id, recipients }]
 }
 
 /// Adds or removes one reaction; the `reaction` event goes to everyone who

@@ -15,6 +15,7 @@ pub(super) fn apply(state: &State, change: &PersonalChange) -> Vec<Event> {
     match change {
         PersonalChange::SetAlertWords { user, words } => {
             user_exists(user);
+            s.noted_alert_words();
             s.alert_words.insert(*user, words.clone());
             vec![to_user(*user, json!({ "type": "alert_words", "alert_words": words }))]
         }
@@ -61,6 +62,7 @@ pub(super) fn apply(state: &State, change: &PersonalChange) -> Vec<Event> {
         PersonalChange::SetMuted { user, target, since } => {
             user_exists(user);
             user_exists(target);
+            s.noted_muted_users();
             s.muted_users.upsert(*user, |m| match since {
                 Some(t) => {
                     m.insert(*target, *t);

@@ -9,7 +9,8 @@
 //! ```
 //!
 //! `open` = newest valid snapshot + replay of every logged mutation after
-//! it through the same `apply` used at runtime.
+//! it through the same `apply` used at runtime (`apply::replay::Replay`:
+//! runs of sends in bulk, with the same steps; no events).
 
 pub mod progress;
 pub mod snapshot;
@@ -19,7 +20,6 @@ use std::path::{Path, PathBuf};
 
 use wal::{Options, Wal};
 
-use crate::apply::apply;
 use crate::mutation::Mutation;
 use crate::state::State;
 
@@ -194,10 +194,12 @@ pub fn open_reporting(
         return Err(PersistError::LogBehindSnapshot { snapshot: from, log: wal.last_seq() });
     }
     let mut replay = progress::Replay::new(progress, wal.last_seq() - from);
+    let mut applier = crate::apply::replay::Replay::new(&state);
     replay_log(&wal, from + 1, |seq, mutation| {
-        apply(&state, seq, &mutation);
+        applier.apply(seq, mutation);
         replay.record();
     })?;
+    applier.finish();
     report.replayed = replay.finish();
     Ok((state, wal, report))
 }
@@ -249,6 +251,7 @@ pub fn replay_log(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::apply::apply;
     use crate::mutation::NewMessage;
     use crate::seed::{self, NewChannel, NewUser};
     use crate::state::{Destination, IdKind, Message, MessageId, MessageParts, Role};

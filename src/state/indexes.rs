@@ -19,8 +19,9 @@
 //! lowercased topic; `TopicEntry::name` keeps the spelling of the newest
 //! message for display.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -40,10 +41,13 @@ pub struct TopicEntry {
 pub type TopicKey = (ChannelId, String);
 
 /// Adds the ids of `more` to `mine`: `more` itself when `mine` is empty
-/// (a restart's rebuild, built locally in ascending order).
+/// (a restart's rebuild, built locally in ascending order), appended when
+/// all above `mine`'s (a replayed run of sends).
 fn merge(mine: &mut IdSet, more: IdSet) {
     if mine.is_empty() {
         *mine = more;
+    } else if more.first().is_some_and(|first| mine.last().is_some_and(|last| first > last)) {
+        mine.append(more.iter());
     } else {
         for id in more.iter() {
             mine.insert(id);
@@ -133,49 +137,76 @@ impl State {
     /// Adds a channel message to the topic indexes.
     pub(crate) fn index_topic(&self, message: &Message) {
         let Destination::Channel { channel, topic } = &message.destination else { return };
-        let key = topic.to_lowercase();
-        self.by_topic.upsert((*channel, key.clone()), |ids| ids.insert(message.id));
-        self.channel_topics.upsert(*channel, |topics| {
-            let entry = topics
-                .entry(key)
-                .or_insert_with(|| TopicEntry { name: topic.to_string(), max_id: message.id });
-            if message.id >= entry.max_id {
-                entry.max_id = message.id;
-                entry.name.replace_range(.., topic);
+        // One lowercased key, copied only for a topic's first message.
+        let key = (*channel, topic.to_lowercase());
+        if self.by_topic.update(&key, |ids| ids.insert(message.id)).is_none() {
+            self.by_topic.upsert(key.clone(), |ids| ids.insert(message.id));
+        }
+        self.channel_topics.upsert(*channel, |topics| match topics.get_mut(key.1.as_str()) {
+            Some(entry) => {
+                if message.id >= entry.max_id {
+                    entry.max_id = message.id;
+                    if entry.name != **topic {
+                        entry.name.replace_range(.., topic);
+                    }
+                }
+            }
+            None => {
+                topics.insert(key.1, TopicEntry { name: topic.to_string(), max_id: message.id });
             }
         });
     }
 
-    /// Inserts messages given in ascending id order (a snapshot's) with
-    /// their recipient and topic index entries, as `index_message` would
-    /// one by one, but in bulk: each id list is built locally and stored
-    /// once, and each distinct topic is lowercased once (restart speed).
-    /// Their names are shared beforehand (`Interner::share_all`).
+    /// Inserts messages given in ascending id order (a snapshot's, or a
+    /// replayed run of sends) with their recipient and topic index
+    /// entries, as `index_message` would one by one, but in bulk: each id
+    /// list is built locally and added once, each distinct spelling of a
+    /// topic is lowercased once, and each channel's topic list is written
+    /// once. Their names are shared beforehand (`Interner::share_all`).
     pub(crate) fn index_messages(&self, messages: impl IntoIterator<Item = Arc<Message>>) {
-        let mut by_recipient: HashMap<RecipientId, IdSet> = HashMap::new();
-        let mut by_channel: HashMap<ChannelId, HashMap<String, (IdSet, TopicEntry)>> =
-            HashMap::new();
-        let mut lowered: HashMap<String, String> = HashMap::new();
+        /// One topic of the batch: its ids, and its newest message and
+        /// that message's spelling.
+        struct Topic {
+            channel: ChannelId,
+            key: String,
+            ids: IdSet,
+            max_id: MessageId,
+            name: Arc<str>,
+        }
+        let mut by_recipient: FxHashMap<RecipientId, IdSet> = FxHashMap::default();
+        let mut topics: Vec<Topic> = Vec::new();
+        // Topic by spelling (names are shared, so a hit costs a hash of
+        // the text and one comparison) and by lowercased key.
+        let mut spelled: FxHashMap<(ChannelId, Arc<str>), usize> = FxHashMap::default();
+        let mut keyed: FxHashMap<(ChannelId, String), usize> = FxHashMap::default();
         for message in messages {
             by_recipient.entry(message.recipient).or_default().insert(message.id);
             if let Destination::Channel { channel, topic } = &message.destination {
-                let lower = match lowered.get(&**topic) {
-                    Some(lower) => lower,
+                let at = match spelled.get(&(*channel, Arc::clone(topic))) {
+                    Some(at) => *at,
                     None => {
-                        lowered.entry(topic.to_string()).or_insert_with(|| topic.to_lowercase())
+                        let key = (*channel, topic.to_lowercase());
+                        let at = *keyed.entry(key).or_insert_with_key(|(channel, key)| {
+                            topics.push(Topic {
+                                channel: *channel,
+                                key: key.clone(),
+                                ids: IdSet::new(),
+                                max_id: message.id,
+                                name: Arc::clone(topic),
+                            });
+                            topics.len() - 1
+                        });
+                        spelled.insert((*channel, Arc::clone(topic)), at);
+                        at
                     }
                 };
-                let topics = by_channel.entry(*channel).or_default();
-                let entry = match topics.get_mut(lower.as_str()) {
-                    Some(entry) => entry,
-                    None => topics.entry(lower.clone()).or_insert_with(|| {
-                        (IdSet::new(), TopicEntry { name: topic.to_string(), max_id: message.id })
-                    }),
-                };
-                entry.0.insert(message.id);
-                if message.id >= entry.1.max_id {
-                    entry.1.max_id = message.id;
-                    entry.1.name.replace_range(.., topic);
+                let entry = &mut topics[at];
+                entry.ids.insert(message.id);
+                if message.id >= entry.max_id {
+                    entry.max_id = message.id;
+                    if entry.name != *topic {
+                        entry.name = Arc::clone(topic);
+                    }
                 }
             }
             self.messages.insert(message.id, message);
@@ -183,16 +214,29 @@ impl State {
         for (recipient, ids) in by_recipient {
             self.by_recipient.upsert(recipient, |mine| merge(mine, ids));
         }
-        for (channel, topics) in by_channel {
-            for (lower, (ids, entry)) in topics {
-                self.by_topic.upsert((channel, lower.clone()), |mine| merge(mine, ids));
-                self.channel_topics.upsert(channel, |all| {
-                    let slot = all.entry(lower).or_insert_with(|| entry.clone());
-                    if entry.max_id >= slot.max_id {
-                        *slot = entry;
-                    }
-                });
+        // Each channel's topic list once (topics sorted by channel, the
+        // batch's order within one).
+        topics.sort_by_key(|t| t.channel);
+        for group in topics.chunk_by_mut(|a, b| a.channel == b.channel) {
+            for topic in group.iter_mut() {
+                let ids = std::mem::take(&mut topic.ids);
+                self.by_topic.upsert((topic.channel, topic.key.clone()), |mine| merge(mine, ids));
             }
+            self.channel_topics.upsert(group[0].channel, |all| {
+                for topic in group.iter_mut() {
+                    let entry = TopicEntry { name: topic.name.to_string(), max_id: topic.max_id };
+                    match all.get_mut(topic.key.as_str()) {
+                        Some(slot) => {
+                            if entry.max_id >= slot.max_id {
+                                *slot = entry;
+                            }
+                        }
+                        None => {
+                            all.insert(std::mem::take(&mut topic.key), entry);
+                        }
+                    }
+                }
+            });
         }
     }
 

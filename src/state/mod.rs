@@ -92,8 +92,10 @@ pub struct State {
     /// Derived (not snapshotted): message ids per (channel, lowercased
     /// topic), ascending, in chunks (`indexes`).
     pub by_topic: Sharded<indexes::TopicKey, IdSet>,
-    /// Derived (not snapshotted): each channel's topics by lowercased name.
-    pub channel_topics: Sharded<ChannelId, BTreeMap<String, indexes::TopicEntry>>,
+    /// Derived (not snapshotted): each channel's topics by lowercased name
+    /// (a hash map: a busy channel has thousands, and a send looks one up;
+    /// no reader depends on their order).
+    pub channel_topics: Sharded<ChannelId, rustc_hash::FxHashMap<String, indexes::TopicEntry>>,
     /// Personal settings and the other per-user resources of that area.
     pub settings: settings::SettingsState,
     /// Custom profile fields by id.

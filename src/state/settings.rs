@@ -350,6 +350,27 @@ pub struct SettingsState {
     pub invites: Sharded<u64, Invite>,
     /// Derived (rebuilt from `invites`): invitation id by link key.
     pub invite_by_key: Sharded<String, u64>,
+    /// Derived hints for a send: set once anyone has had alert words or a
+    /// muted user (never cleared; see `may_have_alert_words`).
+    pub(crate) hints: SendHints,
+}
+
+/// Whether any user may have alert words or muted users: a send looks
+/// them up per recipient only then. Asking the maps themselves
+/// (`Sharded::is_empty`) takes all 64 shard locks twice per send — about
+/// 1,400 instructions, as much as writing ten recipients' rows. A hint
+/// only gates a lookup whose answer is "no" without an entry, so a stale
+/// `true` (words since removed) changes nothing but the time.
+#[derive(Debug, Default)]
+pub(crate) struct SendHints {
+    alert_words: std::sync::atomic::AtomicBool,
+    muted_users: std::sync::atomic::AtomicBool,
+}
+
+impl SendHints {
+    fn note(flag: &std::sync::atomic::AtomicBool) {
+        flag.store(true, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// `SettingsState` as key-sorted data, for snapshots (see `StateImage`).
@@ -454,7 +475,14 @@ impl SettingsState {
             playgrounds: image.playgrounds.into_iter().collect(),
             invites: Sharded::new(),
             invite_by_key: Sharded::new(),
+            hints: SendHints::default(),
         };
+        if !state.alert_words.is_empty() {
+            state.noted_alert_words();
+        }
+        if !state.muted_users.is_empty() {
+            state.noted_muted_users();
+        }
         for (id, invite) in image.invites {
             state.invite_by_key.insert(invite.key.clone(), id);
             state.invites.insert(id, invite);
@@ -481,6 +509,26 @@ impl SettingsState {
     /// Records that `id` is taken (apply only).
     pub(crate) fn claim_id(&self, kind: LocalIdKind, id: u64) {
         self.ids.upsert(kind, |next| *next = (*next).max(id + 1));
+    }
+
+    /// Records that someone may have alert words (apply, when setting them).
+    pub(crate) fn noted_alert_words(&self) {
+        SendHints::note(&self.hints.alert_words);
+    }
+
+    /// Records that someone may have muted a user (apply, when muting).
+    pub(crate) fn noted_muted_users(&self) {
+        SendHints::note(&self.hints.muted_users);
+    }
+
+    /// False only if no user has ever had alert words in this state.
+    pub fn may_have_alert_words(&self) -> bool {
+        self.hints.alert_words.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// False only if no user has ever muted another in this state.
+    pub fn may_have_muted_users(&self) -> bool {
+        self.hints.muted_users.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Whether `user` has muted `other`.

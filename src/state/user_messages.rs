@@ -190,6 +190,46 @@ impl IdSet {
         true
     }
 
+    /// Adds `ids`, which must be ascending and above every id in the set
+    /// (a run of new messages): the same chunks as inserting them one by
+    /// one, with the copy-on-write check once per chunk, not per id.
+    ///
+    /// # Panics
+    /// If an id is not above the one before it.
+    pub fn append(&mut self, ids: impl IntoIterator<Item = MessageId>) {
+        let mut last = self.last();
+        let mut ids = ids.into_iter().peekable();
+        while let Some(&id) = ids.peek() {
+            assert!(last.is_none_or(|last| last < id), "IdSet::append: {id} is not above {last:?}");
+            let room = match self.chunks.last() {
+                Some(chunk) if chunk.len() < CHUNK => chunk.offset(id).map(|_| CHUNK - chunk.len()),
+                _ => None,
+            };
+            let Some(room) = room else {
+                // A new chunk, as `insert` starts one.
+                self.chunks.push(Arc::new(Chunk::single(id)));
+                self.len += 1;
+                last = Some(id);
+                ids.next();
+                continue;
+            };
+            let chunk = Arc::make_mut(self.chunks.last_mut().expect("a chunk with room"));
+            let mut added = 0;
+            while added < room {
+                let Some(&id) = ids.peek() else { break };
+                if last.is_some_and(|last| last >= id) {
+                    break;
+                }
+                let Some(offset) = chunk.offset(id) else { break };
+                chunk.offsets.push(offset);
+                last = Some(id);
+                added += 1;
+                ids.next();
+            }
+            self.len += added;
+        }
+    }
+
     /// Removes `id`; whether it was there.
     pub fn remove(&mut self, id: MessageId) -> bool {
         if self.last().is_none_or(|last| last < id) {
@@ -393,6 +433,35 @@ impl UserMessages {
         }
     }
 
+    /// Sets the rows of `rows` (ascending ids) as `set` would one by one;
+    /// rows above every row the user has (a replayed run of sends) are
+    /// appended to each set in bulk.
+    pub fn set_all(&mut self, rows: &[(MessageId, Flags)]) {
+        let ascending = rows.windows(2).all(|w| w[0].0 < w[1].0);
+        let above = match (rows.first(), self.ids.last()) {
+            (Some((first, _)), Some(last)) => *first > last,
+            _ => true,
+        };
+        if !(ascending && above) {
+            for (id, flags) in rows {
+                self.set(*id, *flags);
+            }
+            return;
+        }
+        // New rows: each set gets the ids that have its flag (see `set`).
+        self.ids.append(rows.iter().map(|(id, _)| *id));
+        let unread =
+            |(id, flags): &(MessageId, Flags)| (!flags.contains(Flags::READ)).then_some(*id);
+        self.unread.append(rows.iter().filter_map(unread));
+        let any = rows.iter().fold(0, |any, (_, flags)| any | flags.0);
+        for (i, set) in self.flags.iter_mut().enumerate() {
+            let bit = Flags(1 << (i + 1));
+            if any & bit.0 != 0 {
+                set.append(rows.iter().filter(|(_, f)| f.contains(bit)).map(|(id, _)| *id));
+            }
+        }
+    }
+
     /// Adds the row for `id` with `flags` unless the user has one; whether
     /// it was added.
     pub fn insert_if_absent(&mut self, id: MessageId, flags: Flags) -> bool {
@@ -484,6 +553,62 @@ mod tests {
         }
         assert!(!set.remove(MessageId(10)));
         assert_eq!((set.len(), set.parts()), (0, 0));
+    }
+
+    #[test]
+    fn appending_builds_the_chunks_inserting_does() {
+        let far = u64::from(u32::MAX) + 10;
+        let runs: [Vec<u64>; 4] = [
+            (1..=3_000).map(|i| i * 2).collect(),
+            vec![6_001, 6_002, far, far + 5],
+            (0..2_500).map(|i| far + 10 + i).collect(),
+            vec![],
+        ];
+        let (mut appended, mut inserted) = (IdSet::new(), IdSet::new());
+        for run in &runs {
+            appended.append(run.iter().copied().map(MessageId));
+            for id in run {
+                inserted.insert(MessageId(*id));
+            }
+            assert_eq!(appended, inserted);
+            assert_eq!(appended.len(), inserted.len());
+            let sizes = |s: &IdSet| s.chunks.iter().map(|c| (c.base, c.len())).collect::<Vec<_>>();
+            assert_eq!(sizes(&appended), sizes(&inserted));
+        }
+        // A frozen copy keeps its ids while the set appends.
+        let frozen = appended.clone();
+        appended.append([far * 2, far * 2 + 1].map(MessageId));
+        assert_eq!(frozen.len() + 2, appended.len());
+        assert_eq!(frozen.last(), inserted.last());
+    }
+
+    #[test]
+    #[should_panic(expected = "is not above")]
+    fn appending_below_the_last_id_is_refused() {
+        let mut set: IdSet = [5, 9].map(MessageId).into_iter().collect();
+        set.append([7].map(MessageId));
+    }
+
+    #[test]
+    fn set_all_matches_set_one_by_one() {
+        let flags = [Flags::READ, Flags::default(), Flags::MENTIONED, Flags(0x81), Flags(0x7f)];
+        let row = |i: u64| (MessageId(i), flags[(i % 5) as usize]);
+        let (mut bulk, mut single) = (UserMessages::default(), UserMessages::default());
+        // New rows in bulk, then rows that are not all new or not ascending.
+        let batches: [Vec<(MessageId, Flags)>; 4] = [
+            (1..=2_100).map(row).collect(),
+            (2_101..=2_200).map(row).collect(),
+            vec![row(5), (MessageId(3_000), Flags::READ)],
+            vec![(MessageId(4_000), Flags::STARRED), row(3_500)],
+        ];
+        for batch in &batches {
+            bulk.set_all(batch);
+            for (id, f) in batch {
+                single.set(*id, *f);
+            }
+            assert_eq!(bulk, single);
+        }
+        assert_eq!(bulk.get(MessageId(3_500)), single.get(MessageId(3_500)));
     }
 
     #[test]
