@@ -55,7 +55,11 @@ for USERS in "$@"; do
   # natter's CPU during the measured window (from the end of the warm-up
   # to the window's report), in clock ticks.
   cpu() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-  until grep -q "registered\|^-- " "$DATA/load"; do sleep 0.2; done
+  until grep -q "registered\|^-- " "$DATA/load"; do
+    # natter-load gave up before measuring (e.g. a failed setup): say why.
+    kill -0 "$LOAD" 2>/dev/null || { cat "$DATA/load"; echo "natter-load stopped before measuring" >&2; exit 1; }
+    sleep 0.2
+  done
   sleep "$WARMUP"
   S0=$(cpu "$PID"); T0=$(date +%s.%N)
   until grep -q "^-- " "$DATA/load" || ! kill -0 "$LOAD" 2>/dev/null; do sleep 0.1; done
