@@ -38,6 +38,14 @@ for USERS in "$@"; do
     ulimit -Hn "$want" 2>/dev/null || true
   fi
   ulimit -Sn "$(ulimit -Hn)"
+  # Every coroutine stack is a memory mapping plus a guard: natter-load
+  # holds two coroutines per user, so past ≈ 16,000 users the default
+  # vm.max_map_count (65,530) makes its stacks fail with ENOMEM.
+  maps=$((USERS * 6 + 20000))
+  if [ "$(cat /proc/sys/vm/max_map_count)" -lt "$maps" ]; then
+    echo "$maps" >/proc/sys/vm/max_map_count 2>/dev/null ||
+      echo "warning: vm.max_map_count $(cat /proc/sys/vm/max_map_count) < $maps wanted (needs root)" >&2
+  fi
   echo "== $USERS users ($(date +%T), open-file limit $(ulimit -n), load average $(cut -d' ' -f1-3 /proc/loadavg))"
   DATA=$(mktemp -d)
   "$BIN/natter" --dev --data-dir "$DATA/data" --listen 127.0.0.1:0 \
