@@ -17,6 +17,7 @@
 # snapshot pauses out), NO_BUILD=1 to skip `cargo build --release`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 [ -n "${NO_BUILD:-}" ] || cargo build --release --bin natter --bin natter-load --bin natter-ceiling >&2
 BIN=${BIN:-target/release}
 CONNECTIONS=${CONNECTIONS:-64}
@@ -45,13 +46,7 @@ start_natter() {
   "$BIN/natter" --dev --data-dir "$TMP/$name" --listen 127.0.0.1:0 --workers "$WORKERS" ${NATTER_ARGS:-} "$@" \
     >"$TMP/$name.out" 2>"$TMP/$name.err" &
   PIDS+=($!)
-  for _ in $(seq 100); do
-    if grep -q "listening on" "$TMP/$name.out" 2>/dev/null; then
-      ADDR=$(sed -n 's|natter: listening on http://||p' "$TMP/$name.out"); return
-    fi
-    sleep 0.1
-  done
-  echo "natter $name did not start" >&2; cat "$TMP/$name.err" >&2; exit 1
+  ADDR=$(natter_address "$TMP/$name.out" "${PIDS[-1]}" "$TMP/$name.err") || exit 1
 }
 
 "$BIN/natter-ceiling" --workers "$WORKERS" --seconds 36000 >"$TMP/ceiling.out" &

@@ -15,6 +15,7 @@
 # keep the callgrind file there (for callgrind_annotate).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 [ -n "${NO_BUILD:-}" ] || cargo build --release --bin natter --bin natter-load >&2
 BIN=${BIN:-target/release}
 KIND=${KIND:-send}
@@ -33,9 +34,7 @@ valgrind --tool=callgrind --callgrind-out-file="$TMP/callgrind.%p" \
   "$BIN/natter" --dev --data-dir "$TMP/data" --listen 127.0.0.1:0 --workers 1 \
   --snapshot-every 0 --fsync "$FSYNC" >"$TMP/out" 2>"$TMP/err" &
 PID=$!
-for _ in $(seq 600); do grep -q "listening on" "$TMP/out" 2>/dev/null && break; sleep 0.2; done
-ADDR=$(sed -n 's|natter: listening on http://||p' "$TMP/out")
-[ -n "$ADDR" ] || { echo "natter did not start" >&2; cat "$TMP/err" >&2; exit 1; }
+ADDR=$(natter_address "$TMP/out" "$PID" "$TMP/err")
 load() {
   "$BIN/natter-load" --addr "$ADDR" --kind "$KIND" --requests "$1" --connections 4 --client-threads 1 | tail -1
 }

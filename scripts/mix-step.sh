@@ -18,6 +18,7 @@
 # `ulimit -Hn $((users + 1000))` first and says what it got.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 [ -n "${NO_BUILD:-}" ] || cargo build --release --bin natter --bin natter-load >&2
 BIN=${BIN:-target/release}
 CONNECTIONS=${CONNECTIONS:-64}
@@ -51,11 +52,7 @@ for USERS in "$@"; do
   "$BIN/natter" --dev --data-dir "$DATA/data" --listen 127.0.0.1:0 \
     --max-connections 1000000 "${EXTRA[@]}" >"$DATA/out" 2>"$DATA/err" &
   PID=$!
-  until grep -q "listening on" "$DATA/out" 2>/dev/null; do
-    kill -0 "$PID" 2>/dev/null || { cat "$DATA/err" >&2; exit 1; }
-    sleep 0.05
-  done
-  ADDR=$(sed -n 's|natter: listening on http://||p' "$DATA/out")
+  ADDR=$(natter_address "$DATA/out" "$PID" "$DATA/err")
   "$BIN/natter-load" --addr "$ADDR" --kind mix --ramp-from "$USERS" --ramp-to "$USERS" \
     --rate "$RATE" --warmup "$WARMUP" --window "$WINDOW" --connections "$CONNECTIONS" \
     --client-threads "$CLIENT_THREADS" >"$DATA/load" 2>&1 &

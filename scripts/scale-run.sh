@@ -20,6 +20,7 @@
 # binaries built elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 [ -n "${NO_BUILD:-}" ] || cargo build --release --bin natter --bin natter-load >&2
 BIN=${BIN:-target/release}
 MESSAGES=${MESSAGES:-1000000}
@@ -44,11 +45,7 @@ start() {
   "$BIN/natter" --dev --data-dir "$DATA/data" --listen 127.0.0.1:0 --workers "$WORKERS" \
     --fsync "$1" "${SNAPSHOT_ARGS[@]}" >"$DATA/out" 2>>"$DATA/err" &
   PID=$!
-  until grep -q "listening on" "$DATA/out" 2>/dev/null; do
-    kill -0 "$PID" 2>/dev/null || { cat "$DATA/err" >&2; exit 1; }
-    sleep 0.05
-  done
-  ADDR=$(sed -n 's|natter: listening on http://||p' "$DATA/out")
+  ADDR=$(natter_address "$DATA/out" "$PID" "$DATA/err")
   SECS=$(echo "$(date +%s.%N) - $t0" | bc)
 }
 
