@@ -5,9 +5,8 @@
 
 use serde_json::{json, Value};
 
-use natter::api::{self, Call, Handler, Reply};
+use natter::api::{self, Handler, Reply};
 use natter::error::ApiResult;
-use natter::http::request::Params;
 
 use crate::verify_action::Harness;
 
@@ -155,7 +154,8 @@ pub fn apply_event(state: &mut Value, event: &Value) {
     }
 }
 
-/// Calls a handler as `email` with path arguments.
+/// Calls a handler as `email` with path arguments (through the harness's
+/// `call_in`, which also reads replies written as text).
 fn call_path(
     h: &Harness,
     email: &str,
@@ -164,19 +164,7 @@ fn call_path(
     params: &[(&str, &str)],
 ) -> ApiResult<Reply> {
     let realm = h.app.state.realm_by_subdomain("").unwrap();
-    let caller = Some(h.user(email));
-    let params = Params::from_pairs(params.iter().copied());
-    let path = path.iter().map(|s| s.to_string()).collect();
-    let mut call = Call {
-        realm: realm.into(),
-        caller: caller.map(Into::into),
-        params,
-        path,
-        client: "test".into(),
-        raw_fields: Vec::new(),
-        sorted_reply: None,
-    };
-    handler(&h.app, &mut call)
+    h.call_in(realm, email, handler, path, params)
 }
 
 fn patch(params: &'static [(&'static str, &'static str)]) -> impl FnOnce(&Harness) {
