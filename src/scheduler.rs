@@ -16,7 +16,7 @@
 //! the list changed; it hears those on the event hub like any client.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::api::scheduled::{deliver, Delivery};
 use crate::api::App;
@@ -29,25 +29,18 @@ const MAX_SLEEP: Duration = Duration::from_secs(5);
 /// Starts the scheduler thread for `app`; it runs for the life of the
 /// process.
 pub fn start(app: Arc<App>) -> std::thread::JoinHandle<()> {
-    // Subscribe before the first pass, so that no change is missed.
-    let events = app.hub.subscribe();
+    // Subscribe before the first pass, so that no change is missed; to
+    // changes of the scheduled list only (not a wake-up per message sent).
+    let events = app.hub.subscribe_where(changes_schedule);
     std::thread::Builder::new()
         .name("natter-scheduler".into())
         .spawn(move || loop {
             let next = deliver_due(&app);
-            let deadline = Instant::now() + until(next);
-            // Sleep until the deadline or until the scheduled list changes.
-            loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                match events.recv_timeout(left) {
-                    Ok(event) if changes_schedule(&event) => break,
-                    Ok(_) => continue,
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => break,
-                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
-                }
+            // Sleep until the next delivery is due or the scheduled list
+            // changes (the only events this subscription receives).
+            match events.recv_timeout(until(next)) {
+                Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
             }
         })
         .expect("spawn the scheduler thread")
@@ -112,5 +105,25 @@ mod tests {
         assert!(changes_schedule(&broadcast("scheduled_messages")));
         assert!(!changes_schedule(&broadcast("reaction")));
         assert!(!changes_schedule(&Event::Message { message: MessageId(1), recipients: vec![] }));
+    }
+
+    #[test]
+    fn its_subscription_receives_schedule_changes_only() {
+        let hub = crate::events::Hub::new();
+        let scheduler = hub.subscribe_where(changes_schedule);
+        let everything = hub.subscribe();
+        let broadcast = |kind: &str| Event::Broadcast {
+            audience: Audience::Users(vec![UserId(1)]),
+            event: json!({"type": kind, "op": "add"}),
+        };
+        hub.publish(vec![
+            Event::Message { message: MessageId(1), recipients: vec![] },
+            broadcast("reaction"),
+            broadcast("scheduled_messages"),
+        ]);
+        let got = scheduler.try_recv().expect("the schedule change");
+        assert!(changes_schedule(&got));
+        assert!(scheduler.try_recv().is_err(), "nothing else reaches the scheduler");
+        assert_eq!(std::iter::from_fn(|| everything.try_recv().ok()).count(), 3);
     }
 }

@@ -104,9 +104,15 @@ pub enum Event {
     },
 }
 
-/// A sender half handed out by `Hub::subscribe`. may's channel, so a
-/// coroutine waiting on the receiver parks without blocking its thread.
-type Listener = may::sync::mpsc::Sender<Arc<Event>>;
+/// A listener handed out by `Hub::subscribe_where`: the sender half of
+/// may's channel (a coroutine waiting on the receiver parks without
+/// blocking its thread) and which events it wants.
+struct Listener {
+    tx: may::sync::mpsc::Sender<Arc<Event>>,
+    /// Events this listener receives; the others are never sent to it, so
+    /// a send it does not care about costs it no wake-up.
+    wants: fn(&Event) -> bool,
+}
 
 /// Fans published events out to listeners and event queues.
 #[derive(Default)]
@@ -150,8 +156,19 @@ impl Hub {
 
     /// A receiver of every event published from now on.
     pub fn subscribe(&self) -> may::sync::mpsc::Receiver<Arc<Event>> {
+        self.subscribe_where(|_| true)
+    }
+
+    /// A receiver of the events published from now on that `wants`
+    /// accepts. A thread that cares about a few kinds of event (the
+    /// scheduler) subscribes this way, so every other event — each
+    /// message sent — wakes nothing.
+    pub fn subscribe_where(
+        &self,
+        wants: fn(&Event) -> bool,
+    ) -> may::sync::mpsc::Receiver<Arc<Event>> {
         let (tx, rx) = may::sync::mpsc::channel();
-        self.listeners.lock().push(tx);
+        self.listeners.lock().push(Listener { tx, wants });
         rx
     }
 
@@ -191,8 +208,11 @@ impl Hub {
         }
         let mut listeners = self.listeners.lock();
         for event in events {
+            if !listeners.iter().any(|l| (l.wants)(&event)) {
+                continue;
+            }
             let event = Arc::new(event);
-            listeners.retain(|l| l.send(Arc::clone(&event)).is_ok());
+            listeners.retain(|l| !(l.wants)(&event) || l.tx.send(Arc::clone(&event)).is_ok());
         }
     }
 }
