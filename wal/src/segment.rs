@@ -10,7 +10,8 @@
 //! The one `unsafe` block of the crate, the memory map, is here too.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{ErrorKind, Write};
+use std::io::ErrorKind;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -52,15 +53,37 @@ pub(crate) struct Segment {
     pub(crate) first_seq: Seq,
     /// Shared with the sync thread, which `fdatasync`s it without holding the
     /// log's lock, so that appends carry on while an fsync is in flight.
-    /// Opened with `O_APPEND`: every write lands at the current end of file,
-    /// which is also where recovery or a rolled-back write left it.
+    /// Frames are written at `len` (positioned writes), never past it.
     pub(crate) file: Arc<File>,
-    /// Bytes of header and complete frames: the size a failed write is cut
-    /// back to.
+    /// Bytes of header and complete frames: where the next frame goes, and
+    /// the size a failed write cuts the file back to.
     pub(crate) len: u64,
     /// Frames in the segment.
     pub(crate) records: u64,
+    /// Bytes of the file (`>= len`): past `len` it holds zeros written
+    /// ahead of the frames (see [`PREALLOCATE`]).
+    reserved: u64,
+    /// Whether to write zeros ahead of the frames: in the modes that
+    /// `fdatasync` after appends; turned off for the segment if writing
+    /// them fails (the frames are written all the same).
+    preallocate: bool,
 }
+
+/// How far ahead of its frames the active segment is filled with zeros, in
+/// the modes that sync appends. An `fdatasync` after an append that grew
+/// the file must also write the inode (the new size); one after an append
+/// into bytes that already exist writes only the data. On this project's
+/// machine that is ≈ 90 µs instead of ≈ 200 µs per sync, and the log's
+/// syncs are what every durable reply waits for. The zeros are real
+/// writes (not `fallocate`, whose unwritten extents cost the same metadata
+/// write on first use), one chunk at a time: the sync after each chunk
+/// also writes the chunk and the new size (≈ 0.8 ms for 1 MiB).
+/// Recovery reads a zero tail as the end of the log ([`scan`]); rotation
+/// and a clean close cut it off.
+pub(crate) const PREALLOCATE: u64 = 1 << 20;
+
+/// Zeros to write from: a static block, so that filling allocates nothing.
+static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
 
 impl Segment {
     /// Creates an empty segment whose first record will be `first_seq`.
@@ -72,12 +95,20 @@ impl Segment {
         let temp = dir.join(format!("{first_seq:0NAME_DIGITS$}{TEMP_SUFFIX}"));
         let path = dir.join(file_name(first_seq));
         remove_if_present(&temp)?;
-        let file = OpenOptions::new().append(true).create_new(true).open(&temp).at(&temp)?;
-        (&file).write_all(&encode_header(first_seq)).at(&temp)?;
+        let file = OpenOptions::new().write(true).create_new(true).open(&temp).at(&temp)?;
+        file.write_all_at(&encode_header(first_seq), 0).at(&temp)?;
         fsync::all(&file, &temp);
         fs::rename(&temp, &path).at(&path)?;
         fsync::dir(dir)?;
-        Ok(Segment { path, first_seq, file: Arc::new(file), len: HEADER_LEN, records: 0 })
+        Ok(Segment {
+            path,
+            first_seq,
+            file: Arc::new(file),
+            len: HEADER_LEN,
+            records: 0,
+            reserved: HEADER_LEN,
+            preallocate: false,
+        })
     }
 
     /// Opens a scanned segment for appending after its last valid frame (the
@@ -87,7 +118,7 @@ impl Segment {
     /// machine did not, the frames recovery just read may exist only in the
     /// page cache, and they are about to be reported as durable.
     pub(crate) fn reopen(path: PathBuf, scan: &Scan) -> Result<Segment> {
-        let file = OpenOptions::new().append(true).open(&path).at(&path)?;
+        let file = OpenOptions::new().write(true).open(&path).at(&path)?;
         fsync::data(&file, &path);
         Ok(Segment {
             path,
@@ -95,7 +126,48 @@ impl Segment {
             file: Arc::new(file),
             len: scan.valid_len,
             records: scan.records,
+            // A zero tail (`scan` ends the frames there) is kept as the
+            // reservation it was.
+            reserved: scan.file_len.max(scan.valid_len),
+            preallocate: false,
         })
+    }
+
+    /// Whether to write zeros ahead of the frames ([`PREALLOCATE`]).
+    pub(crate) fn set_preallocate(&mut self, on: bool) {
+        self.preallocate = on;
+    }
+
+    /// Cuts the file back to its frames (the zeros written ahead are
+    /// dropped), for a segment that is sealed or closed. The caller
+    /// flushes the new size.
+    pub(crate) fn trim(&mut self) -> Result<()> {
+        if self.reserved > self.len {
+            self.file.set_len(self.len).at(&self.path)?;
+            self.reserved = self.len;
+        }
+        Ok(())
+    }
+
+    /// Writes zeros from the end of the file to past `end`, a whole chunk
+    /// at a time. A failure only stops preallocating in this segment.
+    fn reserve(&mut self, end: u64) {
+        let target = end.next_multiple_of(PREALLOCATE);
+        let mut at = self.reserved;
+        while at < target {
+            let n = (target - at).min(ZEROS.len() as u64);
+            if let Err(err) = self.file.write_all_at(&ZEROS[..n as usize], at) {
+                eprintln!(
+                    "wal: warning: {}: writing zeros ahead of the log failed ({err}); \
+                     appending without them",
+                    self.path.display()
+                );
+                self.preallocate = false;
+                break;
+            }
+            at += n;
+        }
+        self.reserved = at;
     }
 
     /// The seq the next appended record gets.
@@ -117,7 +189,12 @@ impl Segment {
     /// single `write(2)`, as [`Segment::append`] writes one: a failure
     /// part-way cuts all of them off again.
     pub(crate) fn append_frames(&mut self, frames: &[u8], count: u64) -> Result<()> {
-        if let Err(err) = (&*self.file).write_all(frames) {
+        let end = self.len + frames.len() as u64;
+        if self.preallocate && end > self.reserved {
+            self.reserve(end);
+        }
+        if let Err(err) = self.file.write_all_at(frames, self.len) {
+            self.reserved = self.len;
             if let Err(cut) = self.file.set_len(self.len) {
                 eprintln!(
                     "wal: error: {}: write failed ({err}) and the partial frame could not be \
@@ -128,7 +205,8 @@ impl Segment {
             }
             return Err(Error::io(&self.path, err));
         }
-        self.len += frames.len() as u64;
+        self.len = end;
+        self.reserved = self.reserved.max(end);
         self.records += count;
         Ok(())
     }
@@ -150,7 +228,7 @@ pub(crate) struct Scan {
     /// Size of the file.
     pub(crate) file_len: u64,
     /// The first invalid frame, if the valid frames do not reach the end of
-    /// the file.
+    /// the file (or zeros to its end, which end the log).
     pub(crate) damage: Option<Damage>,
 }
 
@@ -194,6 +272,11 @@ pub(crate) fn scan(path: &Path, first_seq: Seq) -> Result<Scan> {
                     found: frame.seq,
                 });
             }
+            // Zeros from here to the end of the file: the end of the log,
+            // written ahead of the frames (`PREALLOCATE`) or allocated by
+            // the file system and never written. Either way nothing was
+            // appended here.
+            Err(Invalid::Zeroed) if rest.iter().all(|&b| b == 0) => break None,
             Err(invalid) => {
                 // Each frame takes at least a frame header, which bounds the
                 // seqs a following frame could have.

@@ -156,6 +156,10 @@ struct Log {
     /// starts (see [`EARLY_WRITEBACK`]); `None` in the other modes, whose
     /// sync thread keeps the segment's dirty pages few.
     writeback_from: Option<u64>,
+    /// Whether active segments get zeros written ahead of their frames
+    /// (`segment::PREALLOCATE`): in the modes with a sync thread, whose
+    /// syncs then need not write the file's size.
+    preallocate: bool,
 }
 
 /// In `Never` mode nothing flushes the active segment until rotation,
@@ -175,7 +179,9 @@ impl Wal {
     /// Opens the log in `dir`, creating the directory if it is missing, and
     /// recovers it.
     ///
-    /// Every segment is read and verified. A torn tail of the last segment
+    /// Every segment is read and verified. Zeros after the last frame are
+    /// the end of the log (appends write zeros ahead of their frames, see
+    /// `segment::PREALLOCATE`), not damage. A torn tail of the last segment
     /// (the result of a crash mid-append) is cut off, with a warning on
     /// stderr, and reported in the returned [`Recovery`]; any other damage
     /// is refused with an error ([`Error::Corrupt`], [`Error::BadHeader`],
@@ -192,6 +198,9 @@ impl Wal {
         let (mut log, recovery) = recover(&dir)?;
         if matches!(opts.sync, SyncMode::Never) {
             log.writeback_from = Some(log.active.len);
+        } else {
+            log.preallocate = true;
+            log.active.set_preallocate(true);
         }
         let shared = Arc::new(Shared {
             durability: Durability::new(opts.sync, log.last_seq(), opts.on_durable),
@@ -339,9 +348,15 @@ impl Wal {
 
     /// Flushes everything appended, stops the sync thread and closes the
     /// log.
+    ///
+    /// The zeros written ahead of the active segment's frames are cut off,
+    /// so a closed log's files end with their last frames.
     pub fn close(mut self) -> Result<()> {
         self.sync()?;
         self.stop_sync_thread();
+        let mut log = self.shared.log();
+        log.active.trim()?;
+        fsync::all(&log.active.file, &log.active.path);
         Ok(())
     }
 
@@ -397,7 +412,14 @@ impl Shared {
 
 impl Log {
     fn new(sealed: VecDeque<SegmentRef>, active: Segment) -> Log {
-        Log { sealed, active, frame: Vec::new(), poisoned: false, writeback_from: None }
+        Log {
+            sealed,
+            active,
+            frame: Vec::new(),
+            poisoned: false,
+            writeback_from: None,
+            preallocate: false,
+        }
     }
 
     fn last_seq(&self) -> Seq {
@@ -512,9 +534,14 @@ impl Log {
     /// could leave a torn tail in a segment that is no longer the last one,
     /// indistinguishable from corruption. It costs an fsync per
     /// `segment_bytes` of log.
+    /// The zeros written ahead of its frames are cut off first (and the
+    /// flush is a full `fsync`, for the new size): a sealed segment ends
+    /// with its last frame.
     fn rotate(&mut self, dir: &Path) -> Result<()> {
-        fsync::data(&self.active.file, &self.active.path);
-        let next = Segment::create(dir, self.active.next_seq())?;
+        self.active.trim()?;
+        fsync::all(&self.active.file, &self.active.path);
+        let mut next = Segment::create(dir, self.active.next_seq())?;
+        next.set_preallocate(self.preallocate);
         let sealed = std::mem::replace(&mut self.active, next);
         if self.writeback_from.is_some() {
             self.writeback_from = Some(self.active.len);

@@ -126,13 +126,17 @@ fn every_cut_keeps_exactly_the_complete_frames() {
         assert_eq!(replay(&log, 1), records[..complete], "cut at {cut}");
         assert_eq!(log.last_seq(), complete as Seq, "cut at {cut}");
         assert_eq!(log.durable_seq(), complete as Seq, "cut at {cut}");
-        let expected = (cut != boundary || cut < SEGMENT_HEADER).then(|| TornTail {
-            segment: path.clone(),
-            offset: boundary,
-            discarded_bytes: cut - boundary,
+        // Only zeros after the last complete frame (a cut inside a zero
+        // length field) end the log like the zeros appends write ahead:
+        // kept, not reported.
+        let zero_tail =
+            cut >= SEGMENT_HEADER && bytes[boundary as usize..cut as usize].iter().all(|&b| b == 0);
+        let expected = (!zero_tail && (cut != boundary || cut < SEGMENT_HEADER)).then(|| {
+            TornTail { segment: path.clone(), offset: boundary, discarded_bytes: cut - boundary }
         });
         assert_eq!(recovery, Recovery { truncated: expected }, "cut at {cut}");
-        assert_eq!(fs::metadata(&path).unwrap().len(), boundary.max(SEGMENT_HEADER));
+        let len = if zero_tail { cut } else { boundary.max(SEGMENT_HEADER) };
+        assert_eq!(fs::metadata(&path).unwrap().len(), len, "cut at {cut}");
     }
 }
 
@@ -162,19 +166,65 @@ fn appends_continue_after_a_repair_and_survive_another_reopen() {
 }
 
 #[test]
-fn zero_filled_tail_is_cut_off() {
+fn a_zero_filled_tail_is_the_end_of_the_log() {
     let (dir, records) = single_segment_log(&[3, 30, 300]);
     let [segment] = &segment_files(dir.path())[..] else { panic!("expected one segment") };
     let len = fs::metadata(segment).unwrap().len();
     fs::OpenOptions::new().write(true).open(segment).unwrap().set_len(len + 4096).unwrap();
 
     let (log, recovery) = Wal::open(dir.path(), fast()).unwrap();
-    assert_eq!(
-        recovery.truncated,
-        Some(TornTail { segment: segment.clone(), offset: len, discarded_bytes: 4096 })
-    );
+    assert_eq!(recovery.truncated, None, "zeros after the last frame are not damage");
     assert_eq!(replay(&log, 1), records);
-    assert_eq!(log.append(b"next").unwrap(), 4);
+    let mut records = records;
+    records.extend(append_all(&log, &[4]));
+    assert_eq!(records[3].0, 4);
+    log.close().unwrap();
+    let (log, recovery) = Wal::open(dir.path(), fast()).unwrap();
+    assert_eq!(recovery.truncated, None);
+    assert_eq!(replay(&log, 1), records, "the next frame went right after the last one");
+}
+
+/// With a sync thread, appends write zeros ahead of their frames (so the
+/// log's syncs need not write the file's size); a crash leaves them, and
+/// recovery reads them as the end of the log; rotation and a clean close
+/// cut them off.
+#[test]
+fn zeros_written_ahead_end_the_log_and_are_cut_off_when_sealed_or_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options { segment_bytes: 8 << 20, sync: SyncMode::Always, on_durable: None };
+    let (log, _) = Wal::open(dir.path(), opts.clone()).unwrap();
+    let mut records = append_all(&log, &[100; 50]);
+    let [segment] = &segment_files(dir.path())[..] else { panic!("expected one segment") };
+    let frames_end = *frame_ends(&records).last().unwrap();
+    let reserved = fs::metadata(segment).unwrap().len();
+    assert!(reserved > frames_end, "zeros ahead: {reserved} bytes for {frames_end} of frames");
+    assert!(fs::read(segment).unwrap()[frames_end as usize..].iter().all(|&b| b == 0));
+    drop(log); // a crash of the process: no close
+
+    let (log, recovery) = Wal::open(dir.path(), opts.clone()).unwrap();
+    assert_eq!(recovery.truncated, None);
+    assert_eq!(replay(&log, 1), records);
+    records.extend(append_all(&log, &[7, 8]));
+    assert_eq!(fs::metadata(segment).unwrap().len(), reserved, "appended into the zeros");
+    log.close().unwrap();
+    let frames_end = *frame_ends(&records).last().unwrap();
+    assert_eq!(fs::metadata(segment).unwrap().len(), frames_end, "a clean close cuts them off");
+
+    // Sealed segments end with their last frame.
+    let small = Options { segment_bytes: 4096, ..opts };
+    let (log, _) = Wal::open(dir.path(), small.clone()).unwrap();
+    records.extend(append_all(&log, &[1000; 12]));
+    drop(log);
+    let files = segment_files(dir.path());
+    assert!(files.len() > 3, "rotated: {files:?}");
+    let (log, recovery) = Wal::open(dir.path(), small).unwrap();
+    assert_eq!(recovery.truncated, None);
+    assert_eq!(replay(&log, 1), records);
+    // (The first segment was written with the larger segment size.)
+    for sealed in &files[1..files.len() - 1] {
+        let len = fs::metadata(sealed).unwrap().len();
+        assert!(len <= 4096, "{sealed:?} kept the zeros written ahead: {len} bytes");
+    }
 }
 
 #[test]
