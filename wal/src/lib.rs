@@ -75,12 +75,17 @@
 //! (except with probability about 2<sup>-32</sup>), and a frame copied to
 //! the wrong place fails the seq check that follows.
 //!
-//! **Zero-filled tails.** When a machine crashes while a file grows, the file
-//! system may have recorded the new size but not the data, and the file ends
-//! in zeros. A frame header of sixteen zero bytes is never valid (its CRC
-//! field would have to equal the CRC of a zero length and seq, which is not
-//! zero, and seq 0 is never used), so zeros are recognised as damage, and at
-//! the end of the last segment they are a torn tail like any other.
+//! **Zero-filled tails.** A frame header of sixteen zero bytes is never
+//! valid (its CRC field would have to equal the CRC of a zero length and
+//! seq, which is not zero, and seq 0 is never used), so zeros are never
+//! read as a frame. Zeros from after the last frame to the end of a
+//! segment are the end of the log: in the modes with a sync thread the log
+//! writes zeros ahead of its frames, up to the next MiB, so that the
+//! `fdatasync` after an append writes only data, not the file's new size
+//! (about half the time per sync); and a machine crash while a file grows
+//! may leave the new size recorded but not the data. Rotation and
+//! [`Wal::close`] cut the zeros off, so a sealed segment ends with its last
+//! frame.
 //!
 //! # Guarantees
 //!
@@ -123,6 +128,8 @@
 //!
 //! [`Wal::open`] reads and verifies every frame of every segment:
 //!
+//! - **Zeros to the end of the file** after the last valid frame are the
+//!   end of the log (see above): kept, without a warning.
 //! - A **torn tail**, meaning an invalid frame in the *last* segment after
 //!   which no valid frame follows (checked at every byte offset), is what a
 //!   crash in the middle of an append leaves. It is cut off, the file is
