@@ -9,6 +9,16 @@ use natter::config::{Cli, Command, Config, RealmCommand};
 use natter::server;
 
 fn main() {
+    // No transparent huge pages for this process. The allocator asks for
+    // them, and each first touch of a huge page zeroes 2 MB at once: on
+    // this project's machine 5-7 ms stalls, under the writer lock when a
+    // send grew the store (`examples`-style timing of 300k sends: longest
+    // 5-7 ms with them, under 1 ms without, same throughput). Latency-bound
+    // servers commonly turn them off (Redis, MongoDB advise it).
+    #[cfg(target_os = "linux")]
+    if let Err(err) = nix::sys::prctl::set_thp_disable(true) {
+        eprintln!("natter: warning: could not turn transparent huge pages off: {err}");
+    }
     let mut cli = Cli::parse();
     let command = cli.command.take();
     let config = match cli.resolve() {
