@@ -40,14 +40,18 @@ use crate::state::{State, StateImage};
 ///
 /// may's `Mutex` and `Condvar` park a coroutine without blocking its worker
 /// thread (a std `Condvar` would stall every coroutine on that thread), and
-/// they also work from the log's plain OS sync thread, which advances them.
+/// they also work from plain OS threads.
+///
+/// Waking a parked coroutine from an OS thread that is not a may worker
+/// costs a `write(2)` to a worker's eventfd per coroutine (may's
+/// `schedule_global`), and the log's sync thread, which advances the
+/// watermark after each `fdatasync`, would wake every writer that shared
+/// the sync that way: about one eventfd write and read per durable send.
+/// So an advance made off the workers only posts to a *relay* coroutine,
+/// one wake-up per sync, and the relay — on a worker, where a wake-up is a
+/// push onto the worker's own run queue — wakes the waiters.
 pub struct Durable {
-    seq: may::sync::Mutex<u64>,
-    /// A copy of `seq` for waiters to check without the lock: with
-    /// `--fsync never` (durable at append) and for writers whose record an
-    /// earlier sync covered, `wait` returns at once.
-    seen: AtomicU64,
-    advanced: may::sync::Condvar,
+    watermark: Arc<Watermark>,
     /// How many times durability advanced (one per fsync that covered new
     /// records), for the records-per-fsync figure.
     advances: AtomicU64,
@@ -55,16 +59,50 @@ pub struct Durable {
     covered: AtomicU64,
 }
 
+/// What waiters and the relay coroutine share.
+struct Watermark {
+    /// The durable seq; waiters check it without the lock.
+    seen: AtomicU64,
+    /// Held by a waiter between its check of `seen` and its wait, and by
+    /// whoever notifies, so no wake-up is lost.
+    lock: may::sync::Mutex<()>,
+    advanced: may::sync::Condvar,
+    /// Posted by an advance made off the may workers: the relay wakes.
+    kick: may::sync::Semphore,
+    /// Set when the `Durable` is dropped: the relay ends.
+    stopped: AtomicBool,
+}
+
+impl Watermark {
+    /// Wakes every waiter, to check `seen` again.
+    fn wake(&self) {
+        let _lock = self.lock.lock().expect("durable lock poisoned");
+        self.advanced.notify_all();
+    }
+}
+
 impl Durable {
-    /// Starts at `seq` (everything recovered at startup is durable).
+    /// Starts at `seq` (everything recovered at startup is durable), with
+    /// its relay coroutine.
     pub fn new(seq: u64) -> Self {
-        Durable {
-            seq: may::sync::Mutex::new(seq),
+        let watermark = Arc::new(Watermark {
             seen: AtomicU64::new(seq),
+            lock: may::sync::Mutex::new(()),
             advanced: may::sync::Condvar::new(),
-            advances: AtomicU64::new(0),
-            covered: AtomicU64::new(0),
-        }
+            kick: may::sync::Semphore::new(0),
+            stopped: AtomicBool::new(false),
+        });
+        let relay = Arc::clone(&watermark);
+        may::go!(move || loop {
+            relay.kick.wait();
+            // Several syncs while the relay was busy: one round covers them.
+            while relay.kick.try_wait() {}
+            if relay.stopped.load(Ordering::Acquire) {
+                return;
+            }
+            relay.wake();
+        });
+        Durable { watermark, advances: AtomicU64::new(0), covered: AtomicU64::new(0) }
     }
 
     /// Starts the gathering counts from here: what the log already held
@@ -80,27 +118,40 @@ impl Durable {
         (self.advances.load(Ordering::Relaxed), self.covered.load(Ordering::Relaxed))
     }
 
-    /// Records that everything through `seq` is durable.
+    /// Records that everything through `seq` is durable, and wakes the
+    /// waiters it satisfies: directly on a may worker, through the relay
+    /// from any other thread.
     pub fn advance(&self, seq: u64) {
-        let mut durable = self.seq.lock().expect("durable lock poisoned");
-        if seq > *durable {
-            self.advances.fetch_add(1, Ordering::Relaxed);
-            self.covered.fetch_add(seq - *durable, Ordering::Relaxed);
-            *durable = seq;
-            self.seen.store(seq, Ordering::Release);
-            self.advanced.notify_all();
+        let before = self.watermark.seen.fetch_max(seq, Ordering::AcqRel);
+        if seq <= before {
+            return;
+        }
+        self.advances.fetch_add(1, Ordering::Relaxed);
+        self.covered.fetch_add(seq - before, Ordering::Relaxed);
+        if may::coroutine::is_coroutine() {
+            self.watermark.wake();
+        } else {
+            self.watermark.kick.post();
         }
     }
 
     /// Parks until `seq` is durable.
     pub fn wait(&self, seq: u64) {
-        if self.seen.load(Ordering::Acquire) >= seq {
+        let watermark = &*self.watermark;
+        if watermark.seen.load(Ordering::Acquire) >= seq {
             return;
         }
-        let mut durable = self.seq.lock().expect("durable lock poisoned");
-        while *durable < seq {
-            durable = self.advanced.wait(durable).expect("durable lock poisoned");
+        let mut lock = watermark.lock.lock().expect("durable lock poisoned");
+        while watermark.seen.load(Ordering::Acquire) < seq {
+            lock = watermark.advanced.wait(lock).expect("durable lock poisoned");
         }
+    }
+}
+
+impl Drop for Durable {
+    fn drop(&mut self) {
+        self.watermark.stopped.store(true, Ordering::Release);
+        self.watermark.kick.post();
     }
 }
 
