@@ -475,6 +475,20 @@ mod tests {
         refused(&bad, "after the last section");
     }
 
+    /// A snapshot writer hears of its progress after every synced MiB
+    /// (the snapshot thread raises its own priority there when slow).
+    #[test]
+    fn writing_a_snapshot_reports_each_synced_mebibyte() {
+        let state = State::new();
+        history(&state, 100_000);
+        let dir = tempfile::tempdir().unwrap();
+        let mut calls = 0u64;
+        let path = snapshot::write_with(dir.path(), &state.image(), &mut || calls += 1).unwrap();
+        let len = std::fs::metadata(path).unwrap().len();
+        assert!(len > 2 << 20, "a snapshot of several MiB: {len} bytes");
+        assert!(calls >= 2 && calls <= len >> 20, "{calls} calls for {len} bytes");
+    }
+
     /// Any number of decode and rebuild threads gives the same image and
     /// the same derived indexes as the one-by-one `index_messages`, with
     /// topics spelled in several cases across chunk and thread borders.
