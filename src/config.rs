@@ -61,6 +61,11 @@ pub struct Cli {
     #[arg(long, default_value_t = 64 * 1024 * 1024)]
     pub segment_bytes: u64,
 
+    /// With --fsync always: microseconds the log waits for more writers
+    /// before a sync while several are active (0: sync at once).
+    #[arg(long, default_value_t = 100)]
+    pub commit_gather_us: u64,
+
     /// HTTP worker threads (default: number of CPUs).
     #[arg(long)]
     pub workers: Option<usize>,
@@ -173,6 +178,9 @@ pub struct Config {
     pub snapshots: SnapshotConfig,
     /// Log segment size.
     pub segment_bytes: u64,
+    /// How long group commit waits for more writers while several are
+    /// active (`wal::Options::gather`).
+    pub commit_gather: Duration,
     /// HTTP worker threads.
     pub workers: usize,
     /// External host name (no scheme), if given; else the bound address.
@@ -316,6 +324,7 @@ impl Cli {
             fsync,
             snapshots,
             segment_bytes: self.segment_bytes,
+            commit_gather: Duration::from_micros(self.commit_gather_us),
             workers,
             max_body_bytes: self.max_body_bytes,
             wire,

@@ -35,6 +35,7 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
         segment_bytes: config.segment_bytes,
         sync: config.fsync.sync_mode(),
         on_durable: Some(Arc::new(move |seq| on_durable.advance(seq))),
+        gather: config.commit_gather,
     };
     let (state, wal, report) =
         persist::open_reporting(&config.data_dir, options, &mut std::io::stderr())

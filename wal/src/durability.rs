@@ -24,14 +24,18 @@
 //! rotation), so the thread publishes the target as durable, wakes the
 //! waiters and reports it. Whatever was appended during that fsync is the
 //! next batch: one fsync serves as many writers as arrived while the
-//! previous one was in flight, with no deliberate delay.
+//! previous one was in flight. With [`crate::Options::gather`] set, and
+//! when the previous fsync covered at least [`crate::GATHER_MIN`] records
+//! (several writers are active), the thread first waits that long for
+//! more: fewer, fuller syncs, each of which costs CPU; a lone writer is
+//! never delayed.
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::wal::{lock, Shared};
-use crate::{fsync, Seq, SyncMode};
+use crate::{fsync, Seq, SyncMode, GATHER_MIN};
 
 /// The callback type of [`crate::Options::on_durable`].
 pub(crate) type OnDurable = Arc<dyn Fn(Seq) + Send + Sync>;
@@ -182,8 +186,10 @@ pub(crate) fn run_sync_thread(shared: &Shared) {
 /// The group-commit loop of [`SyncMode::Always`]; see the module docs.
 fn group_commit(shared: &Shared) {
     let durability = &shared.durability;
+    // Records the previous fsync covered.
+    let mut last_batch = 0;
     loop {
-        let target = {
+        let (mut target, synced) = {
             let mut progress = lock(&durability.progress);
             while progress.appended <= progress.synced && !progress.shutdown {
                 progress.sync_thread_idle = true;
@@ -193,8 +199,14 @@ fn group_commit(shared: &Shared) {
             if progress.appended <= progress.synced {
                 return; // shut down, and nothing is left to flush
             }
-            progress.appended
+            (progress.appended, progress.synced)
         };
+        if !shared.gather.is_zero() && last_batch >= GATHER_MIN {
+            // Concurrent writers: let the ones on their way append too.
+            thread::sleep(shared.gather);
+            target = lock(&durability.progress).appended;
+        }
+        last_batch = target - synced;
         // Taken after reading the target: every record up to it is in this
         // file or in a segment that rotation already flushed.
         let (file, path) = shared.active_file();

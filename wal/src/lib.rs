@@ -167,4 +167,4 @@ mod wal;
 
 pub use error::{Error, Result};
 pub use replay::Replay;
-pub use wal::{Options, Recovery, Seq, SyncMode, TornTail, Wal};
+pub use wal::{Options, Recovery, Seq, SyncMode, TornTail, Wal, GATHER_MIN};

@@ -191,7 +191,7 @@ fn a_zero_filled_tail_is_the_end_of_the_log() {
 #[test]
 fn zeros_written_ahead_end_the_log_and_are_cut_off_when_sealed_or_closed() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options { segment_bytes: 8 << 20, sync: SyncMode::Always, on_durable: None };
+    let opts = Options { segment_bytes: 8 << 20, sync: SyncMode::Always, ..Options::default() };
     let (log, _) = Wal::open(dir.path(), opts.clone()).unwrap();
     let mut records = append_all(&log, &[100; 50]);
     let [segment] = &segment_files(dir.path())[..] else { panic!("expected one segment") };
@@ -488,6 +488,17 @@ fn an_empty_active_segment_remembers_the_last_seq() {
 
 #[test]
 fn group_commit_keeps_every_record_in_order() {
+    group_commit_in_order(Duration::ZERO);
+}
+
+/// The same with the sync thread waiting for more writers before each
+/// sync (`Options::gather`): nothing is reported durable before its sync.
+#[test]
+fn group_commit_with_gathering_keeps_every_record_in_order() {
+    group_commit_in_order(Duration::from_micros(300));
+}
+
+fn group_commit_in_order(gather: Duration) {
     const THREADS: usize = 8;
     const PER_THREAD: usize = 40;
     let dir = tempfile::tempdir().unwrap();
@@ -499,6 +510,7 @@ fn group_commit_keeps_every_record_in_order() {
             let reported = Arc::clone(&reported);
             Arc::new(move |seq| reported.lock().unwrap().push(seq))
         }),
+        gather,
     };
     let (log, _) = Wal::open(dir.path(), opts).unwrap();
     let log = Arc::new(log);
