@@ -169,6 +169,27 @@ fn every_fsync_mode_keeps_data_across_a_clean_restart() {
     }
 }
 
+/// Group commit with its gathering off (`--commit-gather-us 0`) and at a
+/// long wait: writers sending at once all get their messages kept.
+#[test]
+fn concurrent_durable_sends_survive_a_restart_with_any_gathering() {
+    for gather in ["0", "2000"] {
+        let mut server = TestServer::start_with(&["--commit-gather-us", gather]);
+        let sent: Vec<_> = std::thread::scope(|s| {
+            let writers: Vec<_> = (0..8)
+                .map(|w| {
+                    let c = server.client(HAMLET);
+                    s.spawn(move || send_many(&c, 10, |i| format!("gather {gather} {w} {i}")))
+                })
+                .collect();
+            writers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+        });
+        server.stop();
+        server.restart();
+        assert_all_present(&server, &sent);
+    }
+}
+
 #[test]
 fn bad_options_are_refused_with_a_message() {
     for (args, expected) in [
@@ -176,6 +197,7 @@ fn bad_options_are_refused_with_a_message() {
         (&["--fsync", "interval:0"][..], "--fsync"),
         (&["--segment-bytes", "10"][..], "--segment-bytes"),
         (&["--workers", "0"][..], "--workers"),
+        (&["--commit-gather-us", "soon"][..], "--commit-gather-us"),
         (&["--listen", "not-an-address"][..], "--listen"),
     ] {
         let dir = tempfile::tempdir().unwrap();
