@@ -100,6 +100,10 @@ fn json_field(body: &[u8], field: &str) -> Option<serde_json::Value> {
 }
 
 fn main() {
+    // No transparent huge pages here either (see natter's main): a 2 MB
+    // first-touch zeroing in the client would count as server latency.
+    #[cfg(target_os = "linux")]
+    let _ = nix::sys::prctl::set_thp_disable(true);
     let args = Args::parse();
     if let Err(e) = run(&args) {
         eprintln!("natter-load: {e}");
