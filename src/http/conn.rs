@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use may::net::{TcpListener, TcpStream};
 
+use super::alarm::{AlarmSlot, Alarms};
 use super::response::{self, Response};
 
 /// Limits and time-outs of the connection loop (from `Config`).
@@ -121,6 +122,14 @@ impl SpawnCo for may::coroutine::Builder {
     }
 }
 
+/// Spawns `f` as a coroutine built by `builder` (see `SpawnCo`).
+pub(super) fn spawn_co<F: FnOnce() + Send + 'static>(
+    builder: may::coroutine::Builder,
+    f: F,
+) -> io::Result<may::coroutine::JoinHandle<()>> {
+    builder.spawn_co(f)
+}
+
 /// Counts a connection as open until dropped.
 struct OpenSlot(Arc<AtomicUsize>);
 
@@ -132,6 +141,7 @@ impl Drop for OpenSlot {
 
 fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<Limits>) {
     let open = Arc::new(AtomicUsize::new(0));
+    let alarms = Alarms::start();
     // Connections being refused with a 503 (bounded, so a flood cannot
     // pile up refusing coroutines or file descriptors either).
     let refusing = Arc::new(AtomicUsize::new(0));
@@ -159,9 +169,10 @@ fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<L
             }
             let slot = OpenSlot(Arc::clone(&refusing));
             let limits = Arc::clone(&limits);
+            let alarm = alarms.register(&stream);
             let spawned = may::coroutine::Builder::new().spawn_co(move || {
                 let _slot = slot;
-                let mut conn = Conn::new(stream, &limits);
+                let mut conn = Conn::new(stream, alarm, &limits);
                 conn.refuse(&response::error(&response::too_many_connections()));
             });
             if let Err(e) = spawned {
@@ -171,9 +182,10 @@ fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<L
         }
         let slot = OpenSlot(Arc::clone(&open));
         let (handler, limits) = (Arc::clone(&handler), Arc::clone(&limits));
+        let alarm = alarms.register(&stream);
         let spawned = may::coroutine::Builder::new().spawn_co(move || {
             let _slot = slot;
-            Conn::new(stream, &limits).run(&*handler);
+            Conn::new(stream, alarm, &limits).run(&*handler);
         });
         if let Err(e) = spawned {
             eprintln!("natter: warning: cannot start a coroutine: {e}");
@@ -242,7 +254,9 @@ enum Fill {
 }
 
 struct Conn<'l> {
-    stream: TcpStream,
+    stream: Socket,
+    /// Ends a wait for bytes at its deadline.
+    alarm: AlarmSlot,
     limits: &'l Limits,
     /// Received bytes are `buf[start..end]`; `buf` is always initialized.
     buf: Vec<u8>,
@@ -252,24 +266,59 @@ struct Conn<'l> {
     out: Vec<u8>,
     /// A decoded chunked body.
     body: Vec<u8>,
-    /// The read time-out currently set on the socket.
-    timeout: Option<Duration>,
+}
+
+/// The socket, read and written with plain non-blocking system calls;
+/// may's own blocking calls only when a write cannot go on at once.
+///
+/// may's readiness flag (set by its event loop on each readiness event,
+/// edge-triggered) is what `WaitIo::wait_io` parks on, and may's
+/// `read`/`write` clear it before they try. So `pending` records whether
+/// the socket may hold bytes that no flag announces: true at first, after
+/// a read that filled the buffer, and after may's `write` ran (it cleared
+/// the flag); false after a read found the socket drained. While it is
+/// false, waiting before reading loses nothing: bytes that arrive later
+/// raise the flag.
+struct Socket {
+    stream: TcpStream,
+    pending: bool,
+}
+
+impl Socket {
+    /// Writes all of `bytes`; a zero-length write is a closed peer.
+    fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            match self.stream.inner().write(bytes) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => bytes = &bytes[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // The client is slow to read: park in may's write,
+                    // with its write time-out.
+                    self.pending = true;
+                    return write_all(&mut self.stream, bytes);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
 }
 
 impl<'l> Conn<'l> {
-    fn new(stream: TcpStream, limits: &'l Limits) -> Self {
+    fn new(stream: TcpStream, alarm: AlarmSlot, limits: &'l Limits) -> Self {
         let _ = stream.set_nodelay(true);
         // A reply that makes no progress for this long is abandoned.
         let _ = stream.set_write_timeout(Some(limits.read_timeout));
         Conn {
-            stream,
+            stream: Socket { stream, pending: true },
+            alarm,
             limits,
             buf: vec![0; READ_BUF],
             start: 0,
             end: 0,
             out: Vec::new(),
             body: Vec::new(),
-            timeout: None,
         }
     }
 
@@ -365,7 +414,7 @@ impl<'l> Conn<'l> {
                     if !self.out.is_empty() {
                         // The handler may park (long-poll): earlier replies
                         // must not wait behind it.
-                        write_all(&mut self.stream, &self.out).map_err(|_| closed())?;
+                        self.stream.write_all(&self.out).map_err(|_| closed())?;
                         self.out.clear();
                     }
                     let reply = handler.handle(&request, session);
@@ -415,7 +464,7 @@ impl<'l> Conn<'l> {
             Body::Chunked => (&self.body[..], body_len),
         };
         if !self.out.is_empty() {
-            write_all(&mut self.stream, &self.out).map_err(|_| closed())?;
+            self.stream.write_all(&self.out).map_err(|_| closed())?;
             self.out.clear();
         }
         let request = Request {
@@ -557,38 +606,32 @@ impl<'l> Conn<'l> {
                 self.buf.resize(bigger, 0);
             }
         }
-        let wait = match deadline {
-            None => self.limits.idle_timeout,
-            Some(deadline) => {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
+        let deadline = deadline.unwrap_or_else(|| Instant::now() + self.limits.idle_timeout);
+        loop {
+            if !self.stream.pending {
+                if Instant::now() >= deadline {
                     return Fill::TimedOut;
                 }
-                // Whole 100 ms steps: may keeps one timer list per distinct
-                // duration, so keep the set of durations small.
-                Duration::from_millis((left.as_millis() as u64).div_ceil(100) * 100)
+                // Drained: wait for the next readiness event (or the alarm).
+                self.alarm.wait(&self.stream.stream, deadline);
             }
-        };
-        if self.timeout != Some(wait) {
-            if self.stream.set_read_timeout(Some(wait)).is_err() {
-                return Fill::Failed;
-            }
-            self.timeout = Some(wait);
-        }
-        match self.stream.read(&mut self.buf[self.end..]) {
-            Ok(0) => Fill::Eof,
-            Ok(n) => {
-                self.end += n;
-                Fill::Data
-            }
-            Err(e) if matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock) => {
-                if deadline.is_some_and(|d| Instant::now() < d) {
-                    // Woken early by a rounded timer: wait the rest.
-                    return self.fill(deadline);
+            let space = self.buf.len() - self.end;
+            match self.stream.stream.inner().read(&mut self.buf[self.end..]) {
+                Ok(0) => return Fill::Eof,
+                Ok(n) => {
+                    self.end += n;
+                    self.stream.pending = n == space;
+                    return Fill::Data;
                 }
-                Fill::TimedOut
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.stream.pending = false;
+                    if Instant::now() >= deadline {
+                        return Fill::TimedOut;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Fill::Failed,
             }
-            Err(_) => Fill::Failed,
         }
     }
 
@@ -614,7 +657,7 @@ impl<'l> Conn<'l> {
     /// Writes the queued replies.
     fn flush(&mut self) -> io::Result<()> {
         if !self.out.is_empty() {
-            write_all(&mut self.stream, &self.out)?;
+            self.stream.write_all(&self.out)?;
             self.out.clear();
             if self.out.capacity() > KEEP_BUF {
                 self.out = Vec::new();
@@ -645,7 +688,7 @@ impl<'l> Conn<'l> {
     /// Half-closes, then reads and drops what the client still sends for a
     /// short, bounded time before the socket is closed.
     fn linger(&mut self) {
-        let _ = self.stream.shutdown(std::net::Shutdown::Write);
+        let _ = self.stream.stream.shutdown(std::net::Shutdown::Write);
         let deadline = Instant::now() + LINGER.min(self.limits.read_timeout);
         let mut dropped = 0;
         while dropped < LINGER_BYTES {
@@ -730,7 +773,7 @@ pub(crate) fn parse_content_length(raw: &[u8]) -> Option<usize> {
 /// written straight to the socket after `out`.
 fn encode(
     out: &mut Vec<u8>,
-    stream: &mut TcpStream,
+    stream: &mut Socket,
     reply: &Response,
     framing: &Framing,
 ) -> io::Result<()> {
@@ -742,12 +785,13 @@ fn encode(
         out.extend_from_slice(&reply.body);
         return Ok(());
     }
-    write_all(stream, out)?;
+    stream.write_all(out)?;
     out.clear();
-    write_all(stream, &reply.body)
+    stream.write_all(&reply.body)
 }
 
-/// `write_all` that treats a zero-length write as a closed peer.
+/// `write_all` through may (parks while the socket is full) that treats a
+/// zero-length write as a closed peer.
 fn write_all(stream: &mut TcpStream, mut bytes: &[u8]) -> io::Result<()> {
     while !bytes.is_empty() {
         match stream.write(bytes) {
