@@ -6,10 +6,14 @@
 //!    requests can never both claim the same name or id.
 //! 3. Encode the mutation, take the next `seq`, `apply` it (collecting
 //!    events) and queue the record for the log, in seq order.
-//! 4. Release the lock, then append the queued records to the log in seq
-//!    order (whoever holds the append lock appends every queued record),
-//!    so the log's `write(2)` — which can wait for the disk while an fsync
-//!    writes the same page back — is not paid under the writer lock.
+//! 4. Release the lock, then hand the queued records to the log in seq
+//!    order (whoever holds the append lock hands over every queued
+//!    record), so the log's `write(2)` — which can wait for the disk while
+//!    an fsync writes the same page back — is not paid under the writer
+//!    lock. With `--fsync always` they are only queued in the log
+//!    (`Wal::append_deferred`): its sync thread writes everything queued
+//!    with one `write(2)` right before the `fdatasync` the writers wait
+//!    for, instead of one write per commit on the request threads.
 //! 5. Wait until `seq` is durable (group commit: while this writer waits,
 //!    others append and share the next fsync).
 //! 6. Publish the events, and only then let the handler reply.
@@ -497,8 +501,9 @@ impl Committer {
 }
 
 impl Shared {
-    /// Appends every queued record to the log, in seq order and one write,
-    /// unless `seq` is already there; returns once the log holds `seq`.
+    /// Hands every queued record to the log (`Wal::append_deferred`), in
+    /// seq order, unless `seq` is already there; returns once the log
+    /// holds `seq` (written, or queued for its sync thread to write).
     fn append_queued(&self, seq: u64) {
         if self.appended.load(Ordering::Acquire) >= seq {
             return;
@@ -510,7 +515,9 @@ impl Shared {
         // and the batch swap buffers, so neither allocates once warm.
         std::mem::swap(&mut *batch, &mut *self.queued.lock());
         let Some(&(last, _)) = batch.back() else { return };
-        match self.wal.append_many(batch.iter().map(|(_, record)| record.as_slice())) {
+        // With `--fsync always` the log's sync thread writes them, just
+        // before the sync this writer waits for anyway.
+        match self.wal.append_deferred(batch.iter().map(|(_, record)| record.as_slice())) {
             Ok(logged) if logged == last => self.appended.store(last, Ordering::Release),
             Ok(logged) => {
                 eprintln!("natter: fatal: the log numbered record {last} as {logged}; aborting");

@@ -17,9 +17,11 @@
 //! # Group commit
 //!
 //! With [`SyncMode::Always`] appenders never fsync. A dedicated thread
-//! sleeps until *appended* is ahead of *synced*, notes *appended* as its
-//! target, and calls `fdatasync` on the active segment without holding any
-//! lock, so appends go on meanwhile. When it returns, every record up to the
+//! sleeps until something is appended or queued
+//! ([`crate::Wal::append_deferred`]) beyond *synced*, writes what is
+//! queued (one `write(2)` for all of it), notes *appended* as its target,
+//! and calls `fdatasync` on the active segment without holding any lock,
+//! so appends and queueing go on meanwhile. When it returns, every record up to the
 //! target is on disk (records in segments rotated away from were flushed at
 //! rotation), so the thread publishes the target as durable, wakes the
 //! waiters and reports it. Whatever was appended during that fsync is the
@@ -61,6 +63,9 @@ pub(crate) struct Durability {
 
 #[derive(Debug)]
 struct Progress {
+    /// The last record queued by `Wal::append_deferred` (or appended):
+    /// the sync thread has work while this is ahead of *synced*.
+    queued: Seq,
     appended: Seq,
     synced: Seq,
     durable: Seq,
@@ -81,6 +86,7 @@ impl Durability {
         Durability {
             mode,
             progress: Mutex::new(Progress {
+                queued: recovered,
                 appended: recovered,
                 synced: recovered,
                 durable: recovered,
@@ -102,6 +108,21 @@ impl Durability {
         lock(&self.progress).durable
     }
 
+    /// When records are flushed.
+    pub(crate) fn mode(&self) -> SyncMode {
+        self.mode
+    }
+
+    /// Notes that records through `seq` are queued for the sync thread to
+    /// write ([`SyncMode::Always`]), and wakes it if it sleeps.
+    pub(crate) fn record_queued(&self, seq: Seq) {
+        let mut progress = lock(&self.progress);
+        progress.queued = progress.queued.max(seq);
+        if progress.sync_thread_idle {
+            self.work.notify_one();
+        }
+    }
+
     /// Notes that `seq` has been written. Called with the log's lock held,
     /// which keeps *appended* increasing.
     ///
@@ -111,6 +132,7 @@ impl Durability {
     pub(crate) fn record_appended(&self, seq: Seq) -> bool {
         let mut progress = lock(&self.progress);
         progress.appended = seq;
+        progress.queued = progress.queued.max(seq);
         match self.mode {
             SyncMode::Always => {
                 if progress.sync_thread_idle {
@@ -189,27 +211,30 @@ fn group_commit(shared: &Shared) {
     // Records the previous fsync covered.
     let mut last_batch = 0;
     loop {
-        let (mut target, synced) = {
+        let synced = {
             let mut progress = lock(&durability.progress);
-            while progress.appended <= progress.synced && !progress.shutdown {
+            while progress.queued <= progress.synced && !progress.shutdown {
                 progress.sync_thread_idle = true;
                 progress = durability.work.wait(progress).unwrap_or_else(PoisonError::into_inner);
                 progress.sync_thread_idle = false;
             }
-            if progress.appended <= progress.synced {
+            if progress.queued <= progress.synced {
                 return; // shut down, and nothing is left to flush
             }
-            (progress.appended, progress.synced)
+            progress.synced
         };
         if !shared.gather.is_zero() && last_batch >= GATHER_MIN {
-            // Concurrent writers: let the ones on their way append too.
+            // Concurrent writers: let the ones on their way queue too.
             thread::sleep(shared.gather);
-            target = lock(&durability.progress).appended;
         }
+        // Write what `Wal::append_deferred` queued; its writers wait for
+        // this sync. A failed write cannot be reported to them, and their
+        // records may or may not be in the file: as with a failed fsync,
+        // only a restart (recovery reads what is there) is safe.
+        // The file is taken with the target: every record up to it is in
+        // this file or in a segment that rotation already flushed.
+        let (target, file, path) = shared.write_for_sync();
         last_batch = target - synced;
-        // Taken after reading the target: every record up to it is in this
-        // file or in a segment that rotation already flushed.
-        let (file, path) = shared.active_file();
         fsync::data(&file, &path);
         durability.record_synced(target);
     }

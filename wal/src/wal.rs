@@ -10,8 +10,10 @@
 //! - [`Shared::log`] guards the segment list and the active segment. An
 //!   append holds it for one `write(2)`, so appends are serialized in seq
 //!   order; nothing holds it across the group-commit fsync.
+//! - [`Shared::deferred`] guards the records of [`Wal::append_deferred`]
+//!   not yet written; taken after the log's lock when both are held.
 //! - The progress counters in [`Durability`] have their own lock, taken
-//!   after the log's lock (never the other way round) when an append
+//!   after the other two (never the other way round) when an append
 //!   publishes its seq.
 //! - [`Shared::removal`] lets one `remove_through` run at a time.
 
@@ -158,10 +160,25 @@ pub(crate) struct Shared {
     removal: Mutex<()>,
     /// [`Options::gather`].
     pub(crate) gather: Duration,
+    /// Records handed to [`Wal::append_deferred`], not yet written.
+    deferred: Mutex<Deferred>,
+}
+
+/// Records queued by [`Wal::append_deferred`], in seq order, for the sync
+/// thread to write just before its next `fdatasync`.
+#[derive(Default)]
+struct Deferred {
+    /// The payloads, back to back.
+    bytes: Vec<u8>,
+    /// Where each payload ends in `bytes`.
+    ends: Vec<usize>,
+    /// The seq the next queued record gets: one past the last queued, or
+    /// past the last written when nothing is queued.
+    next: Seq,
 }
 
 /// The segments, and what is needed to append.
-struct Log {
+pub(crate) struct Log {
     /// Segments before the active one, oldest first. Each is complete and
     /// flushed: rotation makes sure of it before the next segment exists.
     /// That is what lets recovery call any damage in them corruption.
@@ -172,6 +189,8 @@ struct Log {
     /// Set when a failed write could not be rolled back: see
     /// [`Error::Poisoned`].
     poisoned: bool,
+    /// The buffers of the last deferred batch written, kept for the next.
+    spare: Deferred,
     /// `Never` mode: where in the active segment the next early writeback
     /// starts (see [`EARLY_WRITEBACK`]); `None` in the other modes, whose
     /// sync thread keeps the segment's dirty pages few.
@@ -226,6 +245,7 @@ impl Wal {
             durability: Durability::new(opts.sync, log.last_seq(), opts.on_durable),
             dir,
             segment_bytes: opts.segment_bytes,
+            deferred: Mutex::new(Deferred { next: log.last_seq() + 1, ..Deferred::default() }),
             log: Mutex::new(log),
             removal: Mutex::new(()),
             gather: opts.gather,
@@ -275,6 +295,9 @@ impl Wal {
     /// [`Options::on_durable`]). If the active segment is full, the log
     /// first rotates to a new one, which costs this append a few fsyncs.
     pub fn append(&self, payload: &[u8]) -> Result<Seq> {
+        if self.shared.durability.mode() == SyncMode::Always {
+            return self.append_many([payload]);
+        }
         let (seq, advanced) = {
             let mut log = self.shared.log();
             let seq = log.append(&self.shared.dir, self.shared.segment_bytes, payload)?;
@@ -297,6 +320,12 @@ impl Wal {
     /// failures are as for [`Wal::append`]; a failed write appends none of
     /// the frames of that write.
     pub fn append_many<'a>(&self, payloads: impl IntoIterator<Item = &'a [u8]>) -> Result<Seq> {
+        if self.shared.durability.mode() == SyncMode::Always {
+            // Behind whatever is deferred: queued, then written with it.
+            let mut log = self.shared.log();
+            self.shared.queue(payloads);
+            return self.shared.write_deferred(&mut log);
+        }
         let (seq, advanced) = {
             let mut log = self.shared.log();
             let before = log.last_seq();
@@ -307,6 +336,30 @@ impl Wal {
             self.shared.durability.report(seq);
         }
         Ok(seq)
+    }
+
+    /// Queues records, in order, for the sync thread to write just before
+    /// its next `fdatasync`, and returns the seq of the last (as
+    /// [`Wal::append_many`] numbers them; with none, the last seq queued
+    /// or written). In [`SyncMode::Always`] only; in the other modes this
+    /// is [`Wal::append_many`].
+    ///
+    /// The caller makes no system call: the sync thread writes every
+    /// record queued since its last sync with one `write(2)` and then
+    /// flushes them, so a group commit of N writers costs one write, not N.
+    /// The records are not in the file, nor counted by [`Wal::last_seq`]
+    /// or seen by a replay, until the sync thread (or [`Wal::sync`], or an
+    /// [`Wal::append`], which writes what is queued first) has written
+    /// them; wait with [`Wal::wait_durable`] or [`Options::on_durable`] as
+    /// usual. A failed write of queued records is fatal, like a failed
+    /// fsync: the writers have nothing to retry, and the process aborts.
+    pub fn append_deferred<'a>(&self, payloads: impl IntoIterator<Item = &'a [u8]>) -> Result<Seq> {
+        if self.shared.durability.mode() != SyncMode::Always {
+            return self.append_many(payloads);
+        }
+        let last = self.shared.queue(payloads);
+        self.shared.durability.record_queued(last);
+        Ok(last)
     }
 
     /// Blocks the calling OS thread until `seq` is durable. `seq` should
@@ -320,7 +373,7 @@ impl Wal {
     /// [`SyncMode`].
     pub fn sync(&self) -> Result<()> {
         let (target, file, path) = {
-            let log = self.shared.log();
+            let log = self.shared.log_written()?;
             (log.last_seq(), Arc::clone(&log.active.file), log.active.path.clone())
         };
         fsync::data(&file, &path);
@@ -423,11 +476,83 @@ impl Shared {
         lock(&self.log)
     }
 
+    /// The log's lock, after writing the deferred records.
+    fn log_written(&self) -> Result<MutexGuard<'_, Log>> {
+        let mut log = self.log();
+        self.write_deferred(&mut log)?;
+        Ok(log)
+    }
+
+    /// Queues records for `write_deferred`; the seq of the last queued.
+    /// In [`SyncMode::Always`] every record is numbered here, so seqs
+    /// follow the queue's order.
+    fn queue<'a>(&self, payloads: impl IntoIterator<Item = &'a [u8]>) -> Seq {
+        let mut deferred = lock(&self.deferred);
+        for payload in payloads {
+            deferred.bytes.extend_from_slice(payload);
+            let end = deferred.bytes.len();
+            deferred.ends.push(end);
+            deferred.next += 1;
+        }
+        deferred.next - 1
+    }
+
+    /// Writes every deferred record to the log (one `write(2)` unless the
+    /// segment fills) and publishes them as appended; returns the last seq
+    /// written. Called with the log's lock held, which keeps seq order.
+    pub(crate) fn write_deferred(&self, log: &mut Log) -> Result<Seq> {
+        let mut batch = std::mem::take(&mut log.spare);
+        {
+            let mut deferred = lock(&self.deferred);
+            if deferred.ends.is_empty() {
+                return Ok(log.last_seq());
+            }
+            std::mem::swap(&mut batch.bytes, &mut deferred.bytes);
+            std::mem::swap(&mut batch.ends, &mut deferred.ends);
+            batch.next = deferred.next;
+        }
+        let expected = batch.next - 1;
+        let mut start = 0;
+        let payloads = batch.ends.iter().map(|&end| {
+            let payload = &batch.bytes[start..end];
+            start = end;
+            payload
+        });
+        let written = log.append_many(&self.dir, self.segment_bytes, payloads)?;
+        // Every record of this mode is numbered by `queue`.
+        assert_eq!(written, expected, "wal: deferred records numbered out of order");
+        batch.bytes.clear();
+        batch.ends.clear();
+        log.spare = batch;
+        if self.durability.record_appended(written) {
+            self.durability.report(written);
+        }
+        Ok(written)
+    }
+
     /// The active segment's file, for the sync thread to flush without
     /// holding the log's lock.
     pub(crate) fn active_file(&self) -> (Arc<File>, PathBuf) {
         let log = self.log();
         (Arc::clone(&log.active.file), log.active.path.clone())
+    }
+
+    /// For the sync thread: writes the deferred records, and returns the
+    /// last seq written with the active segment's file, to flush without
+    /// holding the log's lock. A failed write aborts the process (see
+    /// [`Wal::append_deferred`]).
+    pub(crate) fn write_for_sync(&self) -> (Seq, Arc<File>, PathBuf) {
+        let log = match self.log_written() {
+            Ok(log) => log,
+            Err(err) => {
+                eprintln!(
+                    "wal: fatal: cannot write queued records to {}: {err}",
+                    self.dir.display()
+                );
+                std::process::abort();
+            }
+        };
+        (log.last_seq(), Arc::clone(&log.active.file), log.active.path.clone())
     }
 }
 
@@ -437,6 +562,7 @@ impl Log {
             sealed,
             active,
             frame: Vec::new(),
+            spare: Deferred::default(),
             poisoned: false,
             writeback_from: None,
             preallocate: false,

@@ -488,17 +488,25 @@ fn an_empty_active_segment_remembers_the_last_seq() {
 
 #[test]
 fn group_commit_keeps_every_record_in_order() {
-    group_commit_in_order(Duration::ZERO);
+    group_commit_in_order(Duration::ZERO, false);
 }
 
 /// The same with the sync thread waiting for more writers before each
 /// sync (`Options::gather`): nothing is reported durable before its sync.
 #[test]
 fn group_commit_with_gathering_keeps_every_record_in_order() {
-    group_commit_in_order(Duration::from_micros(300));
+    group_commit_in_order(Duration::from_micros(300), false);
 }
 
-fn group_commit_in_order(gather: Duration) {
+/// The same with half the records queued for the sync thread to write
+/// (`append_deferred`) and half written by their writers, interleaved.
+#[test]
+fn group_commit_of_deferred_and_written_records_keeps_them_in_order() {
+    group_commit_in_order(Duration::ZERO, true);
+    group_commit_in_order(Duration::from_micros(300), true);
+}
+
+fn group_commit_in_order(gather: Duration, deferred: bool) {
     const THREADS: usize = 8;
     const PER_THREAD: usize = 40;
     let dir = tempfile::tempdir().unwrap();
@@ -520,7 +528,12 @@ fn group_commit_in_order(gather: Duration) {
             thread::spawn(move || {
                 let mut seqs = Vec::new();
                 for i in 0..PER_THREAD {
-                    let seq = log.append(format!("{thread}:{i}").as_bytes()).unwrap();
+                    let record = format!("{thread}:{i}");
+                    let seq = if deferred && (thread + i) % 2 == 0 {
+                        log.append_deferred([record.as_bytes()]).unwrap()
+                    } else {
+                        log.append(record.as_bytes()).unwrap()
+                    };
                     log.wait_durable(seq);
                     assert!(log.durable_seq() >= seq);
                     seqs.push(seq);
@@ -636,6 +649,44 @@ fn sync_makes_everything_durable_in_every_mode() {
         let (log, _) = Wal::open(dir.path(), fast()).unwrap();
         assert_eq!(log.last_seq(), 3);
     }
+}
+
+/// Records queued with `append_deferred` reach the file at the next sync,
+/// `sync`, `append`, `close` or drop, numbered in the order queued.
+#[test]
+fn deferred_records_are_written_before_anything_after_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = || Options { segment_bytes: 200, ..Options::default() };
+    let (log, _) = Wal::open(dir.path(), opts()).unwrap();
+    assert_eq!(log.append_deferred([&b"one"[..], b"two"]).unwrap(), 2);
+    assert_eq!(log.append_deferred([]).unwrap(), 2, "nothing queued: the last seq");
+    // A direct append comes after what is queued.
+    assert_eq!(log.append(b"three").unwrap(), 3);
+    assert_eq!(log.last_seq(), 3);
+    log.wait_durable(3);
+    assert_eq!(log.append_deferred([&b"four"[..]]).unwrap(), 4);
+    log.sync().unwrap();
+    assert_eq!((log.last_seq(), log.durable_seq()), (4, 4));
+    // Enough to rotate (200-byte segments), queued and never waited for:
+    // dropping the log still writes and flushes them.
+    let big: Vec<Vec<u8>> = (5..25).map(|seq| payload(seq, 30)).collect();
+    assert_eq!(log.append_deferred(big.iter().map(Vec::as_slice)).unwrap(), 24);
+    drop(log);
+
+    let (log, recovery) = Wal::open(dir.path(), opts()).unwrap();
+    assert_eq!(recovery.truncated, None);
+    let records = replay(&log, 0);
+    let texts: Vec<&[u8]> = records[..4].iter().map(|(_, data)| data.as_slice()).collect();
+    assert_eq!(texts, [&b"one"[..], b"two", b"three", b"four"]);
+    assert_eq!(records[4..].iter().map(|(_, data)| data.clone()).collect::<Vec<_>>(), big);
+    assert!(records.iter().enumerate().all(|(i, (seq, _))| *seq == i as Seq + 1));
+    assert!(segment_files(dir.path()).len() > 2, "the batch rotated");
+
+    // In the other modes it is an ordinary append.
+    let never = tempfile::tempdir().unwrap();
+    let (log, _) = Wal::open(never.path(), fast()).unwrap();
+    assert_eq!(log.append_deferred([&b"x"[..]]).unwrap(), 1);
+    assert_eq!((log.last_seq(), log.durable_seq()), (1, 1));
 }
 
 #[test]
