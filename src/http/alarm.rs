@@ -113,7 +113,9 @@ impl AlarmSlot {
     /// registered for) has a readiness event or `deadline` has passed;
     /// which one, the caller finds out by reading and looking at the time.
     pub fn wait(&self, stream: &TcpStream, deadline: Instant) {
-        let due = deadline.saturating_duration_since(self.alarms.origin).as_millis() as u64;
+        // Rounded up: woken at or after the deadline, never a tick early.
+        let due = deadline.saturating_duration_since(self.alarms.origin).as_micros().div_ceil(1000)
+            as u64;
         self.alarm.due.store(due, Ordering::Relaxed);
         stream.wait_io();
         self.alarm.due.store(UNSET, Ordering::Relaxed);
