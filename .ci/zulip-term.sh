@@ -88,7 +88,10 @@ launch() {
 # only that one, recognised by its log — is retried, twice at most; any
 # other start-up failure fails the check.
 startup_race() {
-    cat "$work"/zulip-terminal-*.log 2>/dev/null | grep -qF 'hasattr(self, "_update_pipe")'
+    # The traceback goes to the log, or (from the presence thread) only to
+    # the terminal.
+    { cat "$work"/zulip-terminal-*.log 2>/dev/null; pane 2>/dev/null; } \
+        | grep -qF 'hasattr(self, "_update_pipe")'
 }
 started=""
 for attempt in 1 2 3; do
@@ -98,10 +101,15 @@ for attempt in 1 2 3; do
     # (its traceback is in the log) or can no longer (the main loop runs).
     # Checking right after the seeded message once missed a crash logged
     # a moment later, which then failed the final check below.
+    # The race can strike just after the channel list is drawn (seen once,
+    # its traceback on the screen only), so the check looks again a
+    # moment later: this only decides whether to retry zulip-term's own
+    # start-up crash; the checks after it still have to pass.
     if wait_for "King Hamlet (hamlet@natter.test) - Natter Dev" "the title bar" quiet \
         && wait_for "Welcome to Natter Dev!" "the seeded message" quiet \
         && wait_for "⊚ general" "the channel list" quiet \
-        && wait_for "# Denmark" "the channel list" quiet && ! startup_race; then
+        && wait_for "# Denmark" "the channel list" quiet && ! startup_race \
+        && sleep 2 && ! startup_race; then
         started=yes
         break
     fi
