@@ -178,7 +178,7 @@ struct Deferred {
 }
 
 /// The segments, and what is needed to append.
-pub(crate) struct Log {
+struct Log {
     /// Segments before the active one, oldest first. Each is complete and
     /// flushed: rotation makes sure of it before the next segment exists.
     /// That is what lets recovery call any damage in them corruption.
@@ -500,7 +500,7 @@ impl Shared {
     /// Writes every deferred record to the log (one `write(2)` unless the
     /// segment fills) and publishes them as appended; returns the last seq
     /// written. Called with the log's lock held, which keeps seq order.
-    pub(crate) fn write_deferred(&self, log: &mut Log) -> Result<Seq> {
+    fn write_deferred(&self, log: &mut Log) -> Result<Seq> {
         let mut batch = std::mem::take(&mut log.spare);
         {
             let mut deferred = lock(&self.deferred);
