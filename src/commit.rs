@@ -42,9 +42,12 @@ use crate::state::{State, StateImage};
 
 /// The highest durable seq, with a way for coroutines to wait for it.
 ///
-/// may's `Mutex` and `Condvar` park a coroutine without blocking its worker
-/// thread (a std `Condvar` would stall every coroutine on that thread), and
-/// they also work from plain OS threads.
+/// A waiter parks on its own may `Blocker` (a coroutine parks without
+/// blocking its worker thread, a plain OS thread on a condition variable),
+/// listed with the seq it waits for; an advance takes out the waiters it
+/// satisfies and unparks each once. (A may `Condvar` woke every waiter on
+/// every advance, and each then took the may `Mutex` in turn to look at
+/// the watermark: a convoy per sync.)
 ///
 /// Waking a parked coroutine from an OS thread that is not a may worker
 /// costs a `write(2)` to a worker's eventfd per coroutine (may's
@@ -67,10 +70,12 @@ pub struct Durable {
 struct Watermark {
     /// The durable seq; waiters check it without the lock.
     seen: AtomicU64,
-    /// Held by a waiter between its check of `seen` and its wait, and by
-    /// whoever notifies, so no wake-up is lost.
-    lock: may::sync::Mutex<()>,
-    advanced: may::sync::Condvar,
+    /// The parked waiters and the seq each waits for. A waiter checks
+    /// `seen` again under this lock before it lists itself, and a wake
+    /// reads `seen` under it, so no wake-up is lost. Held for a push or one
+    /// pass over the list, never across a park: a short spin at most, as
+    /// for the state's shards.
+    waiters: parking_lot::Mutex<Vec<(u64, Arc<may::sync::Blocker>)>>,
     /// Posted by an advance made off the may workers: the relay wakes.
     kick: may::sync::Semphore,
     /// Set when the `Durable` is dropped: the relay ends.
@@ -78,10 +83,25 @@ struct Watermark {
 }
 
 impl Watermark {
-    /// Wakes every waiter, to check `seen` again.
+    /// Unparks the waiters `seen` now satisfies (each exactly once; the
+    /// rest stay listed).
     fn wake(&self) {
-        let _lock = self.lock.lock().expect("durable lock poisoned");
-        self.advanced.notify_all();
+        let ready: Vec<Arc<may::sync::Blocker>> = {
+            let mut waiters = self.waiters.lock();
+            let seen = self.seen.load(Ordering::Acquire);
+            let mut ready = Vec::new();
+            waiters.retain(|(seq, blocker)| {
+                let done = *seq <= seen;
+                if done {
+                    ready.push(Arc::clone(blocker));
+                }
+                !done
+            });
+            ready
+        };
+        for blocker in ready {
+            blocker.unpark();
+        }
     }
 }
 
@@ -91,8 +111,7 @@ impl Durable {
     pub fn new(seq: u64) -> Self {
         let watermark = Arc::new(Watermark {
             seen: AtomicU64::new(seq),
-            lock: may::sync::Mutex::new(()),
-            advanced: may::sync::Condvar::new(),
+            waiters: parking_lot::Mutex::new(Vec::new()),
             kick: may::sync::Semphore::new(0),
             stopped: AtomicBool::new(false),
         });
@@ -145,9 +164,20 @@ impl Durable {
         if watermark.seen.load(Ordering::Acquire) >= seq {
             return;
         }
-        let mut lock = watermark.lock.lock().expect("durable lock poisoned");
+        // Cancellation is ignored: the write is committed, and its reply
+        // must not go out before it is durable.
+        let blocker = Arc::new(may::sync::Blocker::new(true));
+        {
+            let mut waiters = watermark.waiters.lock();
+            if watermark.seen.load(Ordering::Acquire) >= seq {
+                return;
+            }
+            waiters.push((seq, Arc::clone(&blocker)));
+        }
+        // Only a wake that took it off the list unparks it, and only once
+        // `seen` covers `seq`; the loop guards against any other return.
         while watermark.seen.load(Ordering::Acquire) < seq {
-            lock = watermark.advanced.wait(lock).expect("durable lock poisoned");
+            let _ = blocker.park(None);
         }
     }
 }

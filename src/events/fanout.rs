@@ -280,19 +280,18 @@ fn message_event(
         }
         Destination::Direct { .. } => false,
     };
+    // Queues watching every public channel see its messages too. The
+    // channel is read in place: cloning it copied its subscriber set.
+    let watching = if public { rt.queues.of_realm_all_public(message.realm) } else { Vec::new() };
     // Most sends reach no queue: nothing more to build then.
-    if targets.is_empty() && !public {
+    if targets.is_empty() && watching.is_empty() {
         return;
     }
     let flags: FxHashMap<UserId, Flags> = recipients.iter().copied().collect();
-    // Queues watching every public channel see its messages too. The
-    // channel is read in place: cloning it copied its subscriber set.
-    if public {
-        targets.extend(rt.queues.of_realm_all_public(message.realm).into_iter().filter(|c| {
-            let q = c.lock();
-            q.options.all_public_streams && !flags.contains_key(&q.user)
-        }));
-    }
+    targets.extend(watching.into_iter().filter(|c| {
+        let q = c.lock();
+        q.options.all_public_streams && !flags.contains_key(&q.user)
+    }));
     if targets.is_empty() {
         return;
     }
