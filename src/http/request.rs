@@ -44,6 +44,9 @@ impl Params {
     /// Decodes `a=1&b=2` pairs (a query string or a form body) on top of
     /// what is already there; a repeated key keeps its last value.
     pub fn add_urlencoded(&mut self, raw: &[u8]) {
+        if raw.is_empty() {
+            return;
+        }
         // Room for all of it at once (decoding never makes text longer).
         self.text.reserve(raw.len());
         self.entries.reserve(raw.iter().filter(|&&b| b == b'&').count() + 1);
