@@ -49,7 +49,6 @@ impl Params {
         }
         // Room for all of it at once (decoding never makes text longer).
         self.text.reserve(raw.len());
-        self.entries.reserve(raw.iter().filter(|&&b| b == b'&').count() + 1);
         decode_form(raw, |name, value| self.push(name, value));
     }
 
@@ -182,23 +181,42 @@ impl Params {
 /// passed on in place.
 pub fn decode_form(raw: &[u8], mut each: impl FnMut(&str, &str)) {
     let (mut name_buf, mut value_buf) = (Vec::new(), Vec::new());
-    for pair in raw.split(|&b| b == b'&').filter(|pair| !pair.is_empty()) {
-        let (name, value) = match pair.iter().position(|&b| b == b'=') {
-            Some(at) => (&pair[..at], &pair[at + 1..]),
-            None => (pair, &pair[pair.len()..]),
-        };
-        let name = form_text(name, &mut name_buf);
-        let value = form_text(value, &mut value_buf);
-        each(&name, &value);
+    // One pass: where the pair started, its first `=`, and whether its
+    // name and its value hold a `%` or `+` to decode.
+    let (mut start, mut equals, mut encoded) = (0, None, [false; 2]);
+    for at in 0..=raw.len() {
+        match raw.get(at).copied().unwrap_or(b'&') {
+            b'&' => {
+                if at > start {
+                    let (name, value) = match equals {
+                        Some(eq) => (&raw[start..eq], &raw[eq + 1..at]),
+                        None => (&raw[start..at], &raw[at..at]),
+                    };
+                    let name = form_text(name, encoded[0], &mut name_buf);
+                    let value = form_text(value, encoded[1], &mut value_buf);
+                    each(&name, &value);
+                }
+                (start, equals, encoded) = (at + 1, None, [false; 2]);
+            }
+            b'=' if equals.is_none() => equals = Some(at),
+            b'%' | b'+' => encoded[usize::from(equals.is_some())] = true,
+            _ => {}
+        }
     }
 }
 
-/// One name or value of a form as text: `+` → space and `%XX` → the byte
-/// (into `scratch`, only when there are any), then UTF-8, lossy.
-fn form_text<'a>(bytes: &'a [u8], scratch: &'a mut Vec<u8>) -> std::borrow::Cow<'a, str> {
-    let bytes = if bytes.iter().any(|&b| b == b'%' || b == b'+') {
+/// One name or value of a form as text: when `encoded` (it holds `%` or
+/// `+`), `+` → space and `%XX` → the byte, into `scratch`; then UTF-8,
+/// lossy.
+fn form_text<'a>(
+    bytes: &'a [u8],
+    encoded: bool,
+    scratch: &'a mut Vec<u8>,
+) -> std::borrow::Cow<'a, str> {
+    let bytes = if encoded {
         let hex = |b: Option<&u8>| b.and_then(|&b| (b as char).to_digit(16)).map(|d| d as u8);
         scratch.clear();
+        scratch.reserve(bytes.len());
         let mut i = 0;
         while i < bytes.len() {
             match bytes[i] {
