@@ -23,14 +23,20 @@ pub const MAX_JSON_DEPTH: usize = 16;
 /// a getter allocates nothing. Every name and value lives in one text
 /// buffer: a request has a handful of parameters, and this is two
 /// allocations where a map of strings was three per parameter. A lookup
-/// scans from the end, comparing lengths first; a handler asks for a
-/// fixed number of names, so many parameters cost a linear pass each, not
-/// more.
+/// scans from the end, comparing lengths first. Past `SORT_PAST`
+/// parameters (a body can send thousands, or one name thousands of times)
+/// they are sorted by name with one entry per name, and looked up by
+/// binary search, so no body makes a handler's lookups slow.
 #[derive(Debug, Default)]
 pub struct Params {
     text: String,
     entries: Vec<Entry>,
+    /// `entries` is sorted by name, one per name.
+    sorted: bool,
 }
+
+/// Most parameters kept in arrival order; see `Params`.
+const SORT_PAST: usize = 32;
 
 /// A parameter: where its name and value are in `Params::text`.
 #[derive(Debug, Clone, Copy)]
@@ -50,6 +56,7 @@ impl Params {
         // Room for all of it at once (decoding never makes text longer).
         self.text.reserve(raw.len());
         decode_form(raw, |name, value| self.push(name, value));
+        self.settle();
     }
 
     /// Adds decoded (name, value) pairs, e.g. multipart text parts; a
@@ -58,6 +65,7 @@ impl Params {
         for (name, value) in pairs {
             self.push(&name, &value);
         }
+        self.settle();
     }
 
     /// Parameters from literal pairs (tests, internal callers).
@@ -66,6 +74,7 @@ impl Params {
         for (name, value) in pairs {
             p.push(name, value);
         }
+        p.settle();
         p
     }
 
@@ -84,14 +93,39 @@ impl Params {
         &self.text[start..end]
     }
 
+    /// Once there are more than `SORT_PAST` entries (or they were sorted
+    /// before): sorts them by name and keeps the last of each name. The
+    /// sort is stable, so a name's entries stay in arrival order.
+    fn settle(&mut self) {
+        if !self.sorted && self.entries.len() <= SORT_PAST {
+            return;
+        }
+        let mut entries = std::mem::take(&mut self.entries);
+        entries.sort_by(|a, b| self.at(a.name).cmp(self.at(b.name)));
+        let mut kept: Vec<Entry> = Vec::with_capacity(entries.len());
+        for entry in entries {
+            match kept.last_mut() {
+                Some(last) if self.at(last.name) == self.at(entry.name) => *last = entry,
+                _ => kept.push(entry),
+            }
+        }
+        self.entries = kept;
+        self.sorted = true;
+    }
+
     /// The raw text of a parameter (its last value), marking it used.
     pub fn raw(&mut self, name: &str) -> Option<&str> {
         let text = &self.text;
-        let found = self
-            .entries
-            .iter_mut()
-            .rev()
-            .find(|e| e.name.1 - e.name.0 == name.len() && &text[e.name.0..e.name.1] == name)?;
+        let named = |e: &Entry| &text[e.name.0..e.name.1];
+        let found = if self.sorted {
+            let at = self.entries.binary_search_by(|e| named(e).cmp(name)).ok()?;
+            &mut self.entries[at]
+        } else {
+            self.entries
+                .iter_mut()
+                .rev()
+                .find(|e| e.name.1 - e.name.0 == name.len() && named(e) == name)?
+        };
         found.used = true;
         Some(&text[found.value.0..found.value.1])
     }
@@ -307,6 +341,31 @@ mod tests {
         assert_eq!(p.raw("missing"), None);
         let mut q = Params::from_pairs([("x", "1"), ("x", "2")]);
         assert_eq!(q.raw("x"), Some("2"));
+    }
+
+    /// Past `SORT_PAST` parameters the list is sorted and deduplicated,
+    /// with the same answers: the last value wins, the body over the
+    /// query, and each unused name is reported once.
+    #[test]
+    fn many_parameters_are_sorted_with_the_same_answers() {
+        let mut p = Params::default();
+        let query: String = (0..40).map(|i| format!("n{i}=q{i}&")).collect();
+        p.add_urlencoded(format!("{query}dup=1&dup=2").as_bytes());
+        assert!(p.sorted);
+        assert_eq!(p.entries.len(), 41);
+        p.add_urlencoded(b"n7=body&dup=3&late=x");
+        assert_eq!(p.raw("n7"), Some("body"));
+        assert_eq!(p.raw("n8"), Some("q8"));
+        assert_eq!(p.raw("dup"), Some("3"));
+        assert_eq!(p.raw("late"), Some("x"));
+        assert_eq!(p.raw("n40"), None);
+        let unused = p.unused();
+        assert_eq!(unused.len(), 38);
+        assert!(unused.windows(2).all(|w| w[0] < w[1]) && !unused.contains(&"n7".to_owned()));
+        // One name many times is one entry.
+        let mut one = Params::default();
+        one.add_urlencoded("a=1&".repeat(10_000).as_bytes());
+        assert_eq!((one.entries.len(), one.raw("a")), (1, Some("1")));
     }
 
     /// The decoder against the `form_urlencoded` crate, on tricky cases
