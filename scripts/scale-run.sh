@@ -15,7 +15,10 @@
 #
 # Environment: MESSAGES (1000000), SNAPSHOT_EVERY (unset: natter's default
 # schedule, by bytes of log; a number: --snapshot-every N), CONNECTIONS
-# (64), CLIENT_THREADS (2), WORKERS (2), DATA (a temp dir; kept if set),
+# (64), CLIENT_THREADS (2), WORKERS (2), NATTER_ARGS (extra natter options,
+# e.g. "--slow-request-ms 30" to have natter log its slow requests in
+# DATA/err, beside natter-load's time of each tenth's slowest), DATA (a
+# temp dir; kept if set),
 # NO_BUILD=1 to skip `cargo build --release`, BIN (target/release) for
 # binaries built elsewhere.
 set -euo pipefail
@@ -43,7 +46,7 @@ start() {
   # (the redirection below truncates only once the child runs).
   rm -f "$DATA/out"
   "$BIN/natter" --dev --data-dir "$DATA/data" --listen 127.0.0.1:0 --workers "$WORKERS" \
-    --fsync "$1" "${SNAPSHOT_ARGS[@]}" >"$DATA/out" 2>>"$DATA/err" &
+    --fsync "$1" "${SNAPSHOT_ARGS[@]}" ${NATTER_ARGS:-} >"$DATA/out" 2>>"$DATA/err" &
   PID=$!
   ADDR=$(natter_address "$DATA/out" "$PID" "$DATA/err")
   SECS=$(echo "$(date +%s.%N) - $t0" | bc)

@@ -103,6 +103,12 @@ pub struct Cli {
     #[arg(long, default_value_t = 10_000)]
     pub max_connections: usize,
 
+    /// A diagnostic: log (stderr) every request that takes at least this
+    /// many milliseconds from being read to its reply, with its method,
+    /// path and clock time; long-polls count their wait. 0 = off.
+    #[arg(long, default_value_t = 0)]
+    pub slow_request_ms: u64,
+
     /// Seconds after its last poll before an event queue is garbage-collected.
     #[arg(long, default_value_t = 600)]
     pub event_queue_timeout_secs: u64,
@@ -293,6 +299,8 @@ impl Cli {
             read_timeout: Duration::from_millis(self.read_timeout_ms),
             idle_timeout: Duration::from_millis(self.idle_timeout_ms),
             max_connections: self.max_connections,
+            slow_request: (self.slow_request_ms > 0)
+                .then(|| Duration::from_millis(self.slow_request_ms)),
         };
         if self.event_queue_timeout_secs == 0 || self.heartbeat_secs == 0 {
             return Err("--event-queue-timeout-secs and --heartbeat-secs must be at least 1".into());

@@ -226,6 +226,30 @@ fn an_idle_long_poll_gets_a_heartbeat_with_an_id() {
     assert_eq!(r["events"], json!([{"type": "heartbeat", "id": 1}]));
 }
 
+/// `--slow-request-ms`: a long-poll that waits for its heartbeat (≥ 1 s)
+/// is logged with its method and path, never its query; a quick request
+/// is not.
+#[test]
+fn slow_requests_are_logged_when_asked_for() {
+    let server = TestServer::start_with(&["--heartbeat-secs", "1", "--slow-request-ms", "900"]);
+    let hamlet = server.client(HAMLET);
+    let (q, _) = register(&hamlet, &[("event_types", r#"["message"]"#)]);
+    let r = hamlet.get("/events", &[("queue_id", &q), ("last_event_id", "-1")]).ok();
+    assert_eq!(r["events"], json!([{"type": "heartbeat", "id": 0}]));
+    hamlet.get("/users/me", &[]).ok();
+    let log = server.stderr();
+    let slow: Vec<&str> = log.lines().filter(|l| l.contains("slow request")).collect();
+    assert_eq!(slow.len(), 1, "{log}");
+    assert!(slow[0].starts_with("natter: slow request: GET /api/v1/events took "), "{log}");
+    assert!(slow[0].ends_with(" UTC)") && !slow[0].contains(&q), "{log}");
+    // Off by default: the same long-poll logs nothing.
+    let quiet = TestServer::start_with(&["--heartbeat-secs", "1"]);
+    let hamlet = quiet.client(HAMLET);
+    let (q, _) = register(&hamlet, &[("event_types", r#"["message"]"#)]);
+    hamlet.get("/events", &[("queue_id", &q), ("last_event_id", "-1")]).ok();
+    assert!(!quiet.stderr().contains("slow request"), "{}", quiet.stderr());
+}
+
 #[track_caller]
 fn assert_bad_queue(c: &Client, method: &str, queue: &str) {
     let body = c.request(method, "/events", &[("queue_id", queue)]).err(400, "BAD_EVENT_QUEUE_ID");

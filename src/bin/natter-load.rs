@@ -23,7 +23,9 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
+
+use natter::http::conn::clock_time;
 
 use base64::Engine;
 use clap::{Parser, ValueEnum};
@@ -129,6 +131,9 @@ struct Stats {
     latencies: Vec<Duration>,
     errors: u64,
     elapsed: Duration,
+    /// When the slowest request was sent (wall clock), to line it up with
+    /// other records of the same moment (a stall probe, the kernel log).
+    slowest_sent: Option<SystemTime>,
 }
 
 impl Stats {
@@ -145,8 +150,9 @@ impl Stats {
             }
             latencies[((latencies.len() - 1) as f64 * p).round() as usize]
         };
+        let sent = self.slowest_sent.map(|at| format!(" (sent at {} UTC)", clock_time(at)));
         println!(
-            "{label} x{connections}: {} ok, {} errors in {:.2}s = {:.0} req/s; latency p50 {:?} p90 {:?} p99 {:?} max {:?}",
+            "{label} x{connections}: {} ok, {} errors in {:.2}s = {:.0} req/s; latency p50 {:?} p90 {:?} p99 {:?} max {:?}{}",
             latencies.len(),
             self.errors,
             self.elapsed.as_secs_f64(),
@@ -155,6 +161,7 @@ impl Stats {
             pct(0.9),
             pct(0.99),
             pct(1.0),
+            sent.unwrap_or_default(),
         );
     }
 }
@@ -182,12 +189,13 @@ fn measure(
         .map(|i| {
             let (template, remaining, errors) =
                 (template.to_vec(), Arc::clone(&remaining), Arc::clone(&errors));
-            may::go!(move || -> Vec<Duration> {
+            may::go!(move || -> (Vec<Duration>, Option<(Duration, SystemTime)>) {
                 let mut latencies = Vec::new();
+                let mut slowest: Option<(Duration, SystemTime)> = None;
                 let mut due = gap.map(|g| started + g.mul_f64(i as f64 / connections as f64));
                 let Ok(mut conn) = MayClient::connect(addr, timeout) else {
                     errors.fetch_add(1, Ordering::Relaxed);
-                    return latencies;
+                    return (latencies, slowest);
                 };
                 while Instant::now() < deadline
                     && remaining
@@ -202,8 +210,15 @@ fn measure(
                         t = *at;
                         *at += gap;
                     }
+                    let sent = SystemTime::now();
                     match conn.call(&template) {
-                        Ok((200, _)) => latencies.push(t.elapsed()),
+                        Ok((200, _)) => {
+                            let took = t.elapsed();
+                            if slowest.is_none_or(|(longest, _)| took > longest) {
+                                slowest = Some((took, sent));
+                            }
+                            latencies.push(took);
+                        }
                         Ok(_) => {
                             errors.fetch_add(1, Ordering::Relaxed);
                         }
@@ -216,12 +231,26 @@ fn measure(
                         }
                     }
                 }
-                latencies
+                (latencies, slowest)
             })
         })
         .collect();
-    let latencies = handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect();
-    Stats { latencies, errors: errors.load(Ordering::Relaxed), elapsed: started.elapsed() }
+    let mut latencies = Vec::new();
+    let mut slowest: Option<(Duration, SystemTime)> = None;
+    for (mine, my_slowest) in handles.into_iter().map(|h| h.join().unwrap_or_default()) {
+        latencies.extend(mine);
+        if let Some((took, sent)) = my_slowest {
+            if slowest.is_none_or(|(longest, _)| took > longest) {
+                slowest = Some((took, sent));
+            }
+        }
+    }
+    Stats {
+        latencies,
+        errors: errors.load(Ordering::Relaxed),
+        elapsed: started.elapsed(),
+        slowest_sent: slowest.map(|(_, sent)| sent),
+    }
 }
 
 fn run(args: &Args) -> Result<(), String> {

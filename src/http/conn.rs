@@ -24,7 +24,7 @@ use std::io::{self, Read, Write};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use may::net::{TcpListener, TcpStream};
 
@@ -47,6 +47,10 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// Most open connections; a new one past this gets a 503.
     pub max_connections: usize,
+    /// A diagnostic, off by default: log each request that took at least
+    /// this long from the moment it was all read to its reply encoded (a
+    /// long-poll counts its wait).
+    pub slow_request: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -58,7 +62,38 @@ impl Default for Limits {
             read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(75),
             max_connections: 10_000,
+            slow_request: None,
         }
+    }
+}
+
+/// The clock time of `at` as `HH:MM:SS.mmm`, UTC: for lining a log line up
+/// with other records of the same moment.
+pub fn clock_time(at: SystemTime) -> String {
+    let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs() % 86_400;
+    format!(
+        "{:02}:{:02}:{:02}.{:03}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        since.subsec_millis()
+    )
+}
+
+/// With `--slow-request-ms`: when the request read at `began` took at
+/// least that long, one line on stderr with its method, path (never the
+/// query) and time.
+fn note_slow(limits: &Limits, method: &str, target: &str, began: Option<(Instant, SystemTime)>) {
+    let (Some(limit), Some((started, at))) = (limits.slow_request, began) else { return };
+    let took = started.elapsed();
+    if took >= limit {
+        let path = target.split('?').next().unwrap_or("");
+        eprintln!(
+            "natter: slow request: {method} {path} took {:.1} ms (read at {} UTC)",
+            took.as_secs_f64() * 1000.0,
+            clock_time(at)
+        );
     }
 }
 
@@ -417,8 +452,10 @@ impl<'l> Conn<'l> {
                         self.stream.write_all(&self.out).map_err(|_| closed())?;
                         self.out.clear();
                     }
+                    let began = limits.slow_request.map(|_| (Instant::now(), SystemTime::now()));
                     let reply = handler.handle(&request, session);
                     let written = encode(&mut self.out, &mut self.stream, &reply, &framing);
+                    note_slow(limits, request.method, request.target, began);
                     self.consume(head_len + n);
                     written.map_err(|_| closed())?;
                     return Ok(Some(framing.keep_alive));
@@ -473,8 +510,10 @@ impl<'l> Conn<'l> {
             headers: req.headers,
             body,
         };
+        let began = limits.slow_request.map(|_| (Instant::now(), SystemTime::now()));
         let reply = handler.handle(&request, session);
         let written = encode(&mut self.out, &mut self.stream, &reply, &framing);
+        note_slow(limits, request.method, request.target, began);
         self.consume(consumed);
         self.body.clear();
         if self.body.capacity() > KEEP_BUF {
