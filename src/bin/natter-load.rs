@@ -236,20 +236,16 @@ fn measure(
         })
         .collect();
     let mut latencies = Vec::new();
-    let mut slowest: Option<(Duration, SystemTime)> = None;
+    let mut slowest = Vec::new();
     for (mine, my_slowest) in handles.into_iter().map(|h| h.join().unwrap_or_default()) {
         latencies.extend(mine);
-        if let Some((took, sent)) = my_slowest {
-            if slowest.is_none_or(|(longest, _)| took > longest) {
-                slowest = Some((took, sent));
-            }
-        }
+        slowest.extend(my_slowest);
     }
     Stats {
         latencies,
         errors: errors.load(Ordering::Relaxed),
         elapsed: started.elapsed(),
-        slowest_sent: slowest.map(|(_, sent)| sent),
+        slowest_sent: slowest.into_iter().max_by_key(|(took, _)| *took).map(|(_, sent)| sent),
     }
 }
 
