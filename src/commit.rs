@@ -663,8 +663,20 @@ fn write_snapshot(
     if seq == 0 {
         return None;
     }
-    // A snapshot must never contain a mutation the log could still lose.
+    // A snapshot must never contain a mutation the log could still lose
+    // (else a machine crash leaves a log that ends before the snapshot, and
+    // natter refuses to start). With `--fsync never` or `interval` a
+    // record counts as durable once appended, so flush the log here, on
+    // this thread, instead.
     wal.wait_durable(seq);
+    if wal.sync_mode() != wal::SyncMode::Always {
+        if let Err(e) = wal.sync() {
+            eprintln!(
+                "natter: warning: snapshot at seq {seq} skipped: flushing the log failed: {e}"
+            );
+            return None;
+        }
+    }
     match snapshot::write_with(dir, image, progress) {
         Ok(path) => {
             if let Err(e) = wal.remove_through(seq) {

@@ -56,6 +56,14 @@ pub enum Error {
         /// The seq found instead.
         found: Seq,
     },
+    /// A pending segment (`<name>.wal.pending`, see the crate docs) that
+    /// the log cannot have left behind.
+    StrayPending {
+        /// The pending segment file.
+        segment: PathBuf,
+        /// Why it cannot be one.
+        reason: &'static str,
+    },
     /// A replay asked for records that `remove_through` already deleted.
     SeqGap {
         /// The first seq the caller asked for.
@@ -119,6 +127,9 @@ impl fmt::Display for Error {
                 "out-of-sequence record in {} at offset {offset}: expected seq {expected}, found {found}",
                 segment.display()
             ),
+            Error::StrayPending { segment, reason } => {
+                write!(f, "unexpected pending segment {}: {reason}", segment.display())
+            }
             Error::SeqGap { requested, first_available } => write!(
                 f,
                 "seq {requested} has been removed from the log; replay can start at seq {first_available} at the earliest"

@@ -44,6 +44,19 @@
 //! `.wal.tmp` file is an interrupted creation and is deleted on open. Other
 //! files in the directory are ignored.
 //!
+//! **Pending segments.** In [`SyncMode::Never`] and [`SyncMode::Interval`],
+//! the segment after a full one starts as `<name>.wal.pending`, without a
+//! flush, and appends go into it at once; a thread flushes the full segment,
+//! then the pending one, renames it to `<name>.wal` and flushes the
+//! directory. There is at most one pending segment, and it is the last.
+//! On open, a pending segment is kept (named, and then recovered like any
+//! last segment) only if the segment before it is whole: no torn tail, and
+//! its last record is the one just before the pending segment's first. If
+//! not, or if its header is missing or all zeros, it is deleted: the machine
+//! crashed before the seal, and the records in it cannot follow the ones
+//! kept. A pending segment with no named segment before it, or before the
+//! last named one, or a second one, is refused.
+//!
 //! ## Segment header (24 bytes)
 //!
 //! | offset | size | field                                                |
@@ -107,17 +120,21 @@
 //!     thread flushes every `d`. A machine crash loses at most about `d` of
 //!     appends.
 //!   - [`SyncMode::Never`]: durable as soon as appended; the log flushes
-//!     only when rotating and on [`Wal::sync`] / [`Wal::close`] (it asks
-//!     the kernel to start writing back every 4 MiB, so that rotation's
-//!     flush is short; that promises nothing). A machine crash loses
-//!     whatever the operating system had not written back.
+//!     only to seal a full segment (on a thread of its own) and on
+//!     [`Wal::sync`] / [`Wal::close`] (it asks the kernel to start writing
+//!     back every 4 MiB, so that a seal's flush is short; that promises
+//!     nothing). A machine crash loses whatever the operating system had
+//!     not written back.
 //!
 //!   Callers learn about durability by blocking in [`Wal::wait_durable`],
 //!   polling [`Wal::durable_seq`], or being called back through
 //!   [`Options::on_durable`].
-//! - **Sealed segments are whole.** Before the log starts a new segment it
-//!   flushes the current one, in every mode. So only the last segment can be
-//!   torn by a crash.
+//! - **Sealed segments are whole.** A segment is flushed before the one
+//!   after it gets its real name, in every mode: in [`SyncMode::Always`]
+//!   before the new segment is created, in the other modes by the seal
+//!   thread (see *Pending segments* above), so the appender that fills a
+//!   segment never waits for a disk busy with other writes. So only the last
+//!   named segment, and a pending one after it, can be torn by a crash.
 //! - **Failed fsync.** If an fsync fails, the process prints why and
 //!   aborts. After a failed fsync, Linux may already have dropped the data
 //!   it could not write, and a retry would report success for lost writes
@@ -162,6 +179,7 @@ mod error;
 mod fsync;
 mod record;
 mod replay;
+mod seal;
 mod segment;
 mod wal;
 

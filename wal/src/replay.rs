@@ -103,8 +103,18 @@ impl<'a> Replay<'a> {
         Ok(None)
     }
 
-    fn open(&self, segment: SegmentRef, end_seq: Seq) -> Result<Cursor> {
-        match segment::open_mapped(&segment.path, segment.first_seq) {
+    fn open(&self, mut segment: SegmentRef, end_seq: Seq) -> Result<Cursor> {
+        let mut mapped = segment::open_mapped(&segment.path, segment.first_seq);
+        // A pending segment named by its seal since the replay was made.
+        if let Err(Error::Io { source, .. }) = &mapped {
+            if let Some(named) = segment::named_after_pending(&segment.path) {
+                if source.kind() == ErrorKind::NotFound {
+                    mapped = segment::open_mapped(&named, segment.first_seq);
+                    segment.path = named;
+                }
+            }
+        }
+        match mapped {
             Ok(map) => Ok(Cursor {
                 path: segment.path,
                 map,

@@ -36,6 +36,9 @@ const NAME_DIGITS: usize = 20;
 const SUFFIX: &str = ".wal";
 /// A segment being created; renamed to its real name once its header is on disk.
 const TEMP_SUFFIX: &str = ".wal.tmp";
+/// An active segment whose predecessor may not be flushed yet (see
+/// [`Segment::create_pending`]); renamed to its real name once it is.
+const PENDING_SUFFIX: &str = ".wal.pending";
 
 /// A segment file that is not (or no longer) written to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,13 +96,39 @@ impl Segment {
     /// does not exist or has its complete header on disk.
     pub(crate) fn create(dir: &Path, first_seq: Seq) -> Result<Segment> {
         let temp = dir.join(format!("{first_seq:0NAME_DIGITS$}{TEMP_SUFFIX}"));
-        let path = dir.join(file_name(first_seq));
+        let path = named_path(dir, first_seq);
         remove_if_present(&temp)?;
         let file = OpenOptions::new().write(true).create_new(true).open(&temp).at(&temp)?;
         file.write_all_at(&encode_header(first_seq), 0).at(&temp)?;
         fsync::all(&file, &temp);
         fs::rename(&temp, &path).at(&path)?;
         fsync::dir(dir)?;
+        Ok(Segment {
+            path,
+            first_seq,
+            file: Arc::new(file),
+            len: HEADER_LEN,
+            records: 0,
+            reserved: HEADER_LEN,
+            preallocate: false,
+        })
+    }
+
+    /// Creates an empty segment whose first record will be `first_seq`,
+    /// under its *pending* name (`<name>.wal.pending`), without any fsync.
+    ///
+    /// Used when the segment before it is sealed but not yet flushed: the
+    /// caller renames it to [`named_path`] only after flushing both files.
+    /// Until then recovery treats it as unconfirmed: it is kept only if the
+    /// segment before it turns out whole (see `wal::recover`).
+    pub(crate) fn create_pending(dir: &Path, first_seq: Seq) -> Result<Segment> {
+        let path = pending_path(dir, first_seq);
+        remove_if_present(&path)?;
+        let file = OpenOptions::new().write(true).create_new(true).open(&path).at(&path)?;
+        if let Err(err) = file.write_all_at(&encode_header(first_seq), 0) {
+            let _ = fs::remove_file(&path);
+            return Err(Error::io(&path, err));
+        }
         Ok(Segment {
             path,
             first_seq,
@@ -316,6 +345,23 @@ pub(crate) fn open_mapped(path: &Path, first_seq: Seq) -> Result<Mmap> {
     Ok(bytes)
 }
 
+/// Whether a segment file's header reached the disk: `false` if the file
+/// is shorter than a header or its header is all zeros (what a crash
+/// leaves of a header written but not flushed); otherwise the header must
+/// be valid and name `first_seq`, or this is an error like [`open_mapped`]'s.
+pub(crate) fn has_header(path: &Path, first_seq: Seq) -> Result<bool> {
+    let file = File::open(path).at(path)?;
+    let mut header = [0; HEADER_LEN as usize];
+    match file.read_exact_at(&mut header, 0) {
+        Err(err) if err.kind() == ErrorKind::UnexpectedEof => return Ok(false),
+        Err(err) => return Err(Error::io(path, err)),
+        Ok(()) if header.iter().all(|&b| b == 0) => return Ok(false),
+        Ok(()) => {}
+    }
+    check_header(&header, path, first_seq)?;
+    Ok(true)
+}
+
 /// Maps a file into memory, read-only.
 fn map(file: &File, path: &Path) -> Result<Mmap> {
     // SAFETY: a mapping is only sound while no one changes or shrinks the
@@ -332,11 +378,21 @@ fn map(file: &File, path: &Path) -> Result<Mmap> {
     map.at(path)
 }
 
-/// The segments in `dir`, sorted by first seq. Removes leftover temporary
-/// files from a segment creation that a crash interrupted; ignores files
-/// that are not segments.
-pub(crate) fn list(dir: &Path) -> Result<Vec<SegmentRef>> {
-    let mut segments = Vec::new();
+/// The segment files of a log directory, as [`list`] found them.
+#[derive(Debug, Default)]
+pub(crate) struct Listing {
+    /// The segments under their real names, sorted by first seq.
+    pub(crate) named: Vec<SegmentRef>,
+    /// The pending segments ([`Segment::create_pending`]), sorted by first
+    /// seq: at most one, unless something other than this crate wrote the
+    /// directory.
+    pub(crate) pending: Vec<SegmentRef>,
+}
+
+/// The segments in `dir`. Removes leftover temporary files from a segment
+/// creation that a crash interrupted; ignores files that are not segments.
+pub(crate) fn list(dir: &Path) -> Result<Listing> {
+    let mut listing = Listing::default();
     for entry in fs::read_dir(dir).at(dir)? {
         let path = entry.at(dir)?.path();
         let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
@@ -346,13 +402,38 @@ pub(crate) fn list(dir: &Path) -> Result<Vec<SegmentRef>> {
             if !(1..=MAX_FIRST_SEQ).contains(&first_seq) {
                 return Err(bad_header(&path, "first seq in the file name is out of range"));
             }
-            segments.push(SegmentRef { path, first_seq });
+            listing.named.push(SegmentRef { path, first_seq });
+        } else if let Some(first_seq) = name.strip_suffix(".pending").and_then(parse_file_name) {
+            if !(1..=MAX_FIRST_SEQ).contains(&first_seq) {
+                return Err(bad_header(&path, "first seq in the file name is out of range"));
+            }
+            listing.pending.push(SegmentRef { path, first_seq });
         } else if name.strip_suffix(".tmp").and_then(parse_file_name).is_some() {
             remove_if_present(&path)?;
         }
     }
-    segments.sort_by_key(|segment| segment.first_seq);
-    Ok(segments)
+    listing.named.sort_by_key(|segment| segment.first_seq);
+    listing.pending.sort_by_key(|segment| segment.first_seq);
+    Ok(listing)
+}
+
+/// Where the segment whose first seq is `first_seq` lives once it is
+/// named.
+pub(crate) fn named_path(dir: &Path, first_seq: Seq) -> PathBuf {
+    dir.join(file_name(first_seq))
+}
+
+/// Where the segment whose first seq is `first_seq` lives while it is
+/// pending.
+fn pending_path(dir: &Path, first_seq: Seq) -> PathBuf {
+    dir.join(format!("{first_seq:0NAME_DIGITS$}{PENDING_SUFFIX}"))
+}
+
+/// The real name of a pending segment's path; `None` for any other path.
+pub(crate) fn named_after_pending(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    let first_seq = name.strip_suffix(".pending").and_then(parse_file_name)?;
+    Some(named_path(path.parent()?, first_seq))
 }
 
 /// The file name of the segment whose first seq is `first_seq`.

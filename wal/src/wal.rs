@@ -28,7 +28,8 @@ use std::time::Duration;
 use crate::durability::{self, Durability};
 use crate::error::IoContext;
 use crate::replay::Replay;
-use crate::segment::{self, Segment, SegmentRef};
+use crate::seal::Seal;
+use crate::segment::{self, Scan, Segment, SegmentRef};
 use crate::{fsync, record, Error, Result};
 
 /// A record's sequence number. The first record ever appended is seq 1, and
@@ -44,16 +45,17 @@ pub enum SyncMode {
     /// A sync thread performs the fsyncs, one batch of appends at a time
     /// (group commit). Nothing reported durable is ever lost.
     Always,
-    /// The log never flushes (except when rotating, and on
-    /// [`Wal::sync`] and [`Wal::close`]); a record counts as durable as soon
-    /// as it is appended. A machine crash loses whatever the operating
+    /// The log never flushes (except to seal a full segment, on a thread of
+    /// its own, and on [`Wal::sync`] and [`Wal::close`]); a record counts
+    /// as durable as soon as it is appended. A machine crash loses whatever the operating
     /// system had not yet written back, typically up to about 30 seconds
     /// (less: the log starts writeback every 4 MiB, see `EARLY_WRITEBACK`).
     Never,
     /// A record counts as durable as soon as it is appended, and a sync
     /// thread flushes every given period: a machine crash loses at most the
-    /// last period of appends (plus the time one fsync takes). Periods
-    /// shorter than a millisecond are raised to one millisecond.
+    /// last period of appends (plus the time one fsync takes, or a seal
+    /// when a segment has just filled). Periods shorter than a millisecond
+    /// are raised to one millisecond.
     Interval(Duration),
 }
 
@@ -119,6 +121,11 @@ impl fmt::Debug for Options {
 pub struct Recovery {
     /// The torn tail cut off the last segment, if there was one.
     pub truncated: Option<TornTail>,
+    /// A pending segment deleted whole (its `offset` is 0): the segment
+    /// before it had not reached the disk complete, so the records in it
+    /// could not follow. Only a machine crash in [`SyncMode::Never`] or
+    /// [`SyncMode::Interval`] leaves this behind (see the crate's docs).
+    pub discarded: Option<TornTail>,
 }
 
 /// Bytes at the end of the last segment that did not form a complete, valid
@@ -179,11 +186,22 @@ struct Deferred {
 
 /// The segments, and what is needed to append.
 struct Log {
-    /// Segments before the active one, oldest first. Each is complete and
-    /// flushed: rotation makes sure of it before the next segment exists.
-    /// That is what lets recovery call any damage in them corruption.
+    /// Segments before the active one, oldest first. Each is complete, and
+    /// flushed before the segment after it gets its real name: rotation
+    /// flushes it before creating the next one (`Always` mode), or `seal`
+    /// does before naming it. That is what lets recovery call any damage in
+    /// them corruption.
     sealed: VecDeque<SegmentRef>,
     active: Segment,
+    /// In `Never` and `Interval` modes, the seal of the last sealed
+    /// segment while it is in flight: the active segment is pending until
+    /// it has finished (see [`crate::seal`]).
+    sealing: Option<Seal>,
+    /// Whether rotation seals on a thread (`Never` and `Interval` modes)
+    /// instead of flushing before it returns (`Always` mode, whose sync
+    /// thread rotates and must flush the old segment before any record of
+    /// the new one can be durable anyway).
+    seal_on_thread: bool,
     /// Reused buffer for encoding a frame, so an append does not allocate.
     frame: Vec<u8>,
     /// Set when a failed write could not be rolled back: see
@@ -201,13 +219,12 @@ struct Log {
     preallocate: bool,
 }
 
-/// In `Never` mode nothing flushes the active segment until rotation,
-/// which must then `fdatasync` a whole segment's dirty pages under the
-/// log's lock (tens of milliseconds for 64 MiB, a stall for every
-/// appender). So every this many bytes the log asks the kernel to start
-/// writing the new part back (`fsync::start_writeback`: it starts I/O,
-/// does not wait for it, and promises nothing), and the rotation's flush
-/// finds little left to do.
+/// In `Never` mode nothing flushes the active segment until its seal,
+/// which must then `fdatasync` a whole segment's dirty pages (on its own
+/// thread, but also filling the disk's queue). So every this many bytes
+/// the log asks the kernel to start writing the new part back
+/// (`fsync::start_writeback`: it starts I/O, does not wait for it, and
+/// promises nothing), and the seal's flush finds little left to do.
 const EARLY_WRITEBACK: u64 = 4 << 20;
 
 /// A frame buffer that grew past this is freed after use, so that one huge
@@ -235,6 +252,7 @@ impl Wal {
         create_dir(&dir)?;
         let dir_lock = lock_dir(&dir)?;
         let (mut log, recovery) = recover(&dir)?;
+        log.seal_on_thread = opts.sync != SyncMode::Always;
         if matches!(opts.sync, SyncMode::Never) {
             log.writeback_from = Some(log.active.len);
         } else {
@@ -281,6 +299,11 @@ impl Wal {
         self.shared.log().last_seq()
     }
 
+    /// The mode the log was opened with.
+    pub fn sync_mode(&self) -> SyncMode {
+        self.shared.durability.mode()
+    }
+
     /// The last seq that is durable (see [`SyncMode`] for what that means
     /// in each mode).
     pub fn durable_seq(&self) -> Seq {
@@ -293,7 +316,11 @@ impl Wal {
     /// record survives a crash of the process at once, and a crash of the
     /// machine once it is durable ([`Wal::wait_durable`],
     /// [`Options::on_durable`]). If the active segment is full, the log
-    /// first rotates to a new one, which costs this append a few fsyncs.
+    /// first rotates to a new one: in `Always` mode that costs this append
+    /// a few fsyncs; in the others it creates a file and starts a thread
+    /// to seal the full segment (and waits only if the seal before that
+    /// one is still running, when a whole segment filled in less time than
+    /// one seal takes).
     pub fn append(&self, payload: &[u8]) -> Result<Seq> {
         if self.shared.durability.mode() == SyncMode::Always {
             return self.append_many([payload]);
@@ -372,10 +399,16 @@ impl Wal {
     /// Flushes everything appended so far to disk before returning, in any
     /// [`SyncMode`].
     pub fn sync(&self) -> Result<()> {
-        let (target, file, path) = {
+        let (target, file, path, seal) = {
             let log = self.shared.log_written()?;
-            (log.last_seq(), Arc::clone(&log.active.file), log.active.path.clone())
+            let seal = log.sealing.as_ref().map(Seal::done);
+            (log.last_seq(), Arc::clone(&log.active.file), log.active.path.clone(), seal)
         };
+        // The records in a pending segment survive a crash only once the
+        // segment before it is flushed and the pending one named.
+        if let Some(seal) = seal {
+            seal.wait();
+        }
         fsync::data(&file, &path);
         self.shared.durability.record_synced(target);
         Ok(())
@@ -429,6 +462,7 @@ impl Wal {
         self.sync()?;
         self.stop_sync_thread();
         let mut log = self.shared.log();
+        log.finish_seal(true)?;
         log.active.trim()?;
         fsync::all(&log.active.file, &log.active.path);
         Ok(())
@@ -457,6 +491,9 @@ impl Wal {
 impl Drop for Wal {
     fn drop(&mut self) {
         self.stop_sync_thread();
+        // A seal still running would rename a file in a directory whose
+        // lock is about to be released.
+        let _ = self.shared.log().finish_seal(true);
     }
 }
 
@@ -531,10 +568,17 @@ impl Shared {
     }
 
     /// The active segment's file, for the sync thread to flush without
-    /// holding the log's lock.
+    /// holding the log's lock, once a seal in flight has finished.
     pub(crate) fn active_file(&self) -> (Arc<File>, PathBuf) {
-        let log = self.log();
-        (Arc::clone(&log.active.file), log.active.path.clone())
+        let (file, path, seal) = {
+            let log = self.log();
+            let seal = log.sealing.as_ref().map(Seal::done);
+            (Arc::clone(&log.active.file), log.active.path.clone(), seal)
+        };
+        if let Some(seal) = seal {
+            seal.wait();
+        }
+        (file, path)
     }
 
     /// For the sync thread: writes the deferred records, and returns the
@@ -566,6 +610,8 @@ impl Log {
             poisoned: false,
             writeback_from: None,
             preallocate: false,
+            sealing: None,
+            seal_on_thread: false,
         }
     }
 
@@ -581,6 +627,7 @@ impl Log {
         if self.poisoned {
             return Err(Error::Poisoned);
         }
+        self.finish_seal(false)?;
         let seq = self.active.next_seq();
         self.frame.clear();
         record::encode(seq, payload, &mut self.frame)?;
@@ -614,6 +661,7 @@ impl Log {
         if self.poisoned {
             return Err(Error::Poisoned);
         }
+        self.finish_seal(false)?;
         self.frame.clear();
         // Frames encoded but not yet written, and their count.
         let mut pending = 0u64;
@@ -676,18 +724,39 @@ impl Log {
 
     /// Seals the active segment and starts a new one after it.
     ///
-    /// The old segment is flushed first, so that a sealed segment is always
-    /// complete on disk, even in `Never` mode. Without that, a machine crash
-    /// could leave a torn tail in a segment that is no longer the last one,
-    /// indistinguishable from corruption. It costs an fsync per
-    /// `segment_bytes` of log.
+    /// The old segment is flushed before the new one carries its real name,
+    /// so that a named segment followed by another is always complete on
+    /// disk, in every mode. Without that, a machine crash could leave a torn
+    /// tail in a segment that is no longer the last one, indistinguishable
+    /// from corruption. It costs an fsync per `segment_bytes` of log: here,
+    /// in `Always` mode; on a seal thread in the others, whose appends
+    /// go on meanwhile into the new segment under its pending name (see
+    /// [`crate::seal`]). A seal still in flight from the previous rotation
+    /// is waited for first, so at most one segment is pending.
     /// The zeros written ahead of its frames are cut off first (and the
     /// flush is a full `fsync`, for the new size): a sealed segment ends
     /// with its last frame.
     fn rotate(&mut self, dir: &Path) -> Result<()> {
+        self.finish_seal(true)?;
         self.active.trim()?;
-        fsync::all(&self.active.file, &self.active.path);
-        let mut next = Segment::create(dir, self.active.next_seq())?;
+        let first_seq = self.active.next_seq();
+        let mut next = if self.seal_on_thread {
+            let next = Segment::create_pending(dir, first_seq)?;
+            let sealed = (Arc::clone(&self.active.file), self.active.path.clone());
+            let pending = (Arc::clone(&next.file), next.path.clone());
+            let named = segment::named_path(dir, first_seq);
+            match Seal::start(dir, sealed, pending, named) {
+                Ok(seal) => self.sealing = Some(seal),
+                Err(err) => {
+                    let _ = fs::remove_file(&next.path);
+                    return Err(err);
+                }
+            }
+            next
+        } else {
+            fsync::all(&self.active.file, &self.active.path);
+            Segment::create(dir, first_seq)?
+        };
         next.set_preallocate(self.preallocate);
         let sealed = std::mem::replace(&mut self.active, next);
         if self.writeback_from.is_some() {
@@ -697,13 +766,46 @@ impl Log {
         Ok(())
     }
 
+    /// Takes in the seal in flight, if it has finished or `wait` says to
+    /// wait for it: the active segment then has its real name. A failed
+    /// seal leaves the active segment pending, and the log refuses
+    /// further appends ([`Error::Poisoned`]): rotating again would make a
+    /// second pending segment.
+    fn finish_seal(&mut self, wait: bool) -> Result<()> {
+        match &self.sealing {
+            Some(seal) if wait || seal.finished() => {}
+            _ => return Ok(()),
+        }
+        let Some(seal) = self.sealing.take() else { return Ok(()) };
+        let (pending, named) = (seal.pending.clone(), seal.named.clone());
+        match seal.join() {
+            Ok(()) => {
+                debug_assert_eq!(self.active.path, pending);
+                self.active.path = named;
+                Ok(())
+            }
+            Err(err) => {
+                eprintln!(
+                    "wal: error: sealing the segment before {} failed ({err}); refusing further \
+                     appends",
+                    pending.display()
+                );
+                self.poisoned = true;
+                Err(err)
+            }
+        }
+    }
+
     /// The sealed segments whose records all have seqs up to `seq`, oldest
-    /// first.
+    /// first; never one whose seal is in flight (until the pending segment
+    /// after it is named, recovery needs it to judge that one).
     fn sealed_through(&self, seq: Seq) -> Vec<PathBuf> {
         let next_firsts =
             self.sealed.iter().skip(1).map(|s| s.first_seq).chain([self.active.first_seq]);
+        let settled = self.sealed.len() - usize::from(self.sealing.is_some());
         self.sealed
             .iter()
+            .take(settled)
             .zip(next_firsts)
             .take_while(|&(_, next_first)| next_first - 1 <= seq)
             .map(|(segment, _)| segment.path.clone())
@@ -739,11 +841,21 @@ fn lock_dir(dir: &Path) -> Result<File> {
 /// repairing a torn tail of the last segment. Creates the first segment of
 /// an empty log.
 fn recover(dir: &Path) -> Result<(Log, Recovery)> {
-    let mut segments = segment::list(dir)?;
+    let segment::Listing { named: mut segments, pending } = segment::list(dir)?;
+    if let Some(second) = pending.get(1) {
+        return Err(stray(second, "a log has at most one pending segment"));
+    }
+    let pending = pending.into_iter().next();
     let Some(last) = segments.pop() else {
+        if let Some(pending) = pending {
+            return Err(stray(&pending, "no named segment comes before it"));
+        }
         let log = Log::new(VecDeque::new(), Segment::create(dir, 1)?);
         return Ok((log, Recovery::default()));
     };
+    if let Some(pending) = pending.as_ref().filter(|p| p.first_seq <= last.first_seq) {
+        return Err(stray(pending, "it does not come after the last named segment"));
+    }
     let mut next_first_seq = None;
     for segment in &segments {
         check_follows(segment, next_first_seq)?;
@@ -756,8 +868,76 @@ fn recover(dir: &Path) -> Result<(Log, Recovery)> {
         next_first_seq = Some(segment.first_seq + scan.records);
     }
     check_follows(&last, next_first_seq)?;
-    let (active, truncated) = recover_last(dir, last)?;
-    Ok((Log::new(segments.into(), active), Recovery { truncated }))
+    let (mut active, truncated) = recover_last(dir, last)?;
+    let mut recovery = Recovery { truncated, discarded: None };
+    let mut sealed: VecDeque<SegmentRef> = segments.into();
+    if let Some(pending) = pending {
+        // Its records can follow only if the segment before it reached the
+        // disk whole: its seal had flushed it, or only the process crashed.
+        let whole = recovery.truncated.is_none() && active.next_seq() == pending.first_seq;
+        match if whole { check_pending(dir, &pending)? } else { None } {
+            Some((scan, truncated)) => {
+                // Seal it as the seal thread would have, then open the
+                // pending segment as the last one.
+                active.trim()?;
+                fsync::all(&active.file, &active.path);
+                let file = fs::File::open(&pending.path).at(&pending.path)?;
+                fsync::all(&file, &pending.path);
+                let named = segment::named_path(dir, pending.first_seq);
+                fs::rename(&pending.path, &named).at(&named)?;
+                fsync::dir(dir)?;
+                sealed.push_back(active.to_ref());
+                active = Segment::reopen(named, &scan)?;
+                recovery.truncated = truncated;
+            }
+            None => recovery.discarded = Some(discard_pending(dir, pending)?),
+        }
+    }
+    Ok((Log::new(sealed, active), recovery))
+}
+
+/// Verifies a pending segment that follows a whole last segment, as
+/// [`recover_last`] does the last segment, and cuts off its torn tail; the
+/// scan and the tail cut off (reported under the segment's real name, which
+/// it is about to get). `None` if its header never reached the disk: then
+/// nothing in it can be read.
+fn check_pending(dir: &Path, pending: &SegmentRef) -> Result<Option<(Scan, Option<TornTail>)>> {
+    if !segment::has_header(&pending.path, pending.first_seq)? {
+        return Ok(None);
+    }
+    let scan = segment::scan(&pending.path, pending.first_seq)?;
+    let torn = match scan.damage {
+        None => None,
+        Some(damage) if damage.followed_by_valid_frame => {
+            return Err(Error::Corrupt { segment: pending.path.clone(), offset: damage.offset });
+        }
+        Some(damage) => {
+            let discarded_bytes = scan.file_len - damage.offset;
+            warn_torn(&pending.path, damage.offset, discarded_bytes, damage.invalid.describe());
+            segment::truncate(&pending.path, damage.offset)?;
+            let segment = segment::named_path(dir, pending.first_seq);
+            Some(TornTail { segment, offset: damage.offset, discarded_bytes })
+        }
+    };
+    Ok(Some((scan, torn)))
+}
+
+/// Deletes a pending segment that cannot follow the segment before it.
+fn discard_pending(dir: &Path, pending: SegmentRef) -> Result<TornTail> {
+    let len = fs::metadata(&pending.path).at(&pending.path)?.len();
+    eprintln!(
+        "wal: warning: {}: discarding a pending segment ({len} bytes, seqs from {} on): the \
+         segment before it did not reach the disk whole (a machine crash before its seal)",
+        pending.path.display(),
+        pending.first_seq,
+    );
+    fs::remove_file(&pending.path).at(&pending.path)?;
+    fsync::dir(dir)?;
+    Ok(TornTail { segment: pending.path, offset: 0, discarded_bytes: len })
+}
+
+fn stray(pending: &SegmentRef, reason: &'static str) -> Error {
+    Error::StrayPending { segment: pending.path.clone(), reason }
 }
 
 /// Verifies that `segment` starts right after the segments before it.
@@ -822,6 +1002,88 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A log whose last append (the third of three 20-byte records in
+    /// 100-byte segments) rotated, with the seal that started left as the
+    /// log keeps it until its next append.
+    fn just_rotated(sync: SyncMode) -> (tempfile::TempDir, Wal) {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options { segment_bytes: 100, sync, ..Options::default() };
+        let (wal, _) = Wal::open(dir.path(), opts).unwrap();
+        for seq in 1..=3u8 {
+            wal.append(&[seq; 20]).unwrap();
+        }
+        assert_eq!(wal.shared.log().sealed.len(), 1);
+        (dir, wal)
+    }
+
+    fn pending_path(dir: &Path) -> PathBuf {
+        dir.join("00000000000000000003.wal.pending")
+    }
+
+    /// `Never` and `Interval` modes seal on a thread: the new segment is
+    /// pending until the seal has finished, then named; `Always` mode
+    /// flushes before it names the new segment and has no seal.
+    #[test]
+    fn rotation_seals_on_a_thread_unless_every_append_is_synced() {
+        let modes =
+            [SyncMode::Never, SyncMode::Interval(Duration::from_secs(60)), SyncMode::Always];
+        for sync in modes {
+            let (dir, wal) = just_rotated(sync);
+            let named = dir.path().join(segment::file_name(3));
+            let seal = wal.shared.log().sealing.as_ref().map(Seal::done);
+            assert_eq!(seal.is_some(), sync != SyncMode::Always, "{sync:?}");
+            if let Some(seal) = seal {
+                assert_eq!(wal.shared.log().active.path, pending_path(dir.path()));
+                seal.wait();
+                assert!(named.exists() && !pending_path(dir.path()).exists());
+                // Taken in by the next append.
+                wal.append(b"four").unwrap();
+                assert!(wal.shared.log().sealing.is_none());
+            }
+            assert_eq!(wal.shared.log().active.path, named, "{sync:?}");
+            wal.close().unwrap();
+        }
+    }
+
+    /// A replay made while the active segment was pending finds it under
+    /// its real name once the seal has renamed it.
+    #[test]
+    fn a_replay_follows_a_pending_segment_to_its_name() {
+        let (dir, wal) = just_rotated(SyncMode::Never);
+        let replay = wal.replay_from(1).unwrap();
+        wal.shared.log().sealing.as_ref().unwrap().done().wait();
+        assert!(!pending_path(dir.path()).exists());
+        let records: Vec<(Seq, Vec<u8>)> = replay.map(Result::unwrap).collect();
+        let expected: Vec<(Seq, Vec<u8>)> = (1..=3u8).map(|s| (s as Seq, vec![s; 20])).collect();
+        assert_eq!(records, expected);
+    }
+
+    /// The segment whose seal is in flight stays until the seal is taken
+    /// in: recovery needs it to judge the pending segment after it.
+    #[test]
+    fn removal_keeps_a_segment_whose_seal_is_in_flight() {
+        let (dir, wal) = just_rotated(SyncMode::Never);
+        let first = dir.path().join(segment::file_name(1));
+        wal.remove_through(2).unwrap();
+        assert!(first.exists());
+        assert_eq!(wal.first_seq(), 1);
+        wal.shared.log().sealing.as_ref().unwrap().done().wait();
+        wal.append(b"four").unwrap();
+        wal.remove_through(2).unwrap();
+        assert!(!first.exists());
+        assert_eq!(wal.first_seq(), 3);
+    }
+
+    /// `sync` returns only once the pending segment's records would
+    /// survive a machine crash: the seal has finished.
+    #[test]
+    fn sync_waits_for_the_seal_in_flight() {
+        let (dir, wal) = just_rotated(SyncMode::Never);
+        wal.sync().unwrap();
+        assert!(wal.shared.log().sealing.as_ref().unwrap().finished());
+        assert!(dir.path().join(segment::file_name(3)).exists());
+    }
 
     /// The early-writeback mark: only in `Never` mode, moved on once every
     /// `EARLY_WRITEBACK` bytes, and back to the start of a new segment on

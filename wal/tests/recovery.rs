@@ -60,6 +60,17 @@ fn segment_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// The pending segment files in `dir` (`<name>.wal.pending`), sorted.
+fn pending_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.to_str().unwrap().ends_with(".wal.pending"))
+        .collect();
+    files.sort();
+    files
+}
+
 fn first_seq_of(segment: &Path) -> Seq {
     segment.file_stem().unwrap().to_str().unwrap().parse().unwrap()
 }
@@ -134,7 +145,7 @@ fn every_cut_keeps_exactly_the_complete_frames() {
         let expected = (!zero_tail && (cut != boundary || cut < SEGMENT_HEADER)).then(|| {
             TornTail { segment: path.clone(), offset: boundary, discarded_bytes: cut - boundary }
         });
-        assert_eq!(recovery, Recovery { truncated: expected }, "cut at {cut}");
+        assert_eq!(recovery, Recovery { truncated: expected, discarded: None }, "cut at {cut}");
         let len = if zero_tail { cut } else { boundary.max(SEGMENT_HEADER) };
         assert_eq!(fs::metadata(&path).unwrap().len(), len, "cut at {cut}");
     }
@@ -313,6 +324,161 @@ fn damage_in_the_last_frame_drops_only_that_frame() {
     }
 }
 
+/// A copy of `multi_segment_log` as a crash could leave it while the
+/// seventh segment's seal was in flight (`Never` and `Interval` modes): the
+/// last segment still under its pending name. Returns the copy, the last
+/// segment's real path and its pending path.
+fn with_last_pending(dir: &Path, segments: &[PathBuf]) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let copy = copy_dir(dir);
+    let last = copy.path().join(segments.last().unwrap().file_name().unwrap());
+    let pending = PathBuf::from(format!("{}.pending", last.display()));
+    fs::rename(&last, &pending).unwrap();
+    (copy, last, pending)
+}
+
+#[test]
+fn a_pending_segment_after_a_whole_one_is_named_and_kept() {
+    let (dir, records, segments) = multi_segment_log();
+    // Recovery does not depend on the mode the log is opened in.
+    for sync in [SyncMode::Never, SyncMode::Always] {
+        let (copy, last, pending) = with_last_pending(dir.path(), &segments);
+        let opts = || Options { segment_bytes: 200, sync, ..Options::default() };
+        let (log, recovery) = Wal::open(copy.path(), opts()).unwrap();
+        assert_eq!(recovery, Recovery::default(), "{sync:?}");
+        assert_eq!(replay(&log, 1), records, "{sync:?}");
+        assert!(last.exists() && !pending.exists(), "{sync:?}");
+        assert_eq!(segment_files(copy.path()).len(), 8);
+        assert_eq!(log.append(b"after").unwrap(), 31);
+        log.close().unwrap();
+        let (log, recovery) = Wal::open(copy.path(), opts()).unwrap();
+        assert_eq!(recovery, Recovery::default(), "{sync:?}");
+        assert_eq!(log.last_seq(), 31, "{sync:?}");
+    }
+}
+
+#[test]
+fn a_torn_pending_segment_is_repaired_like_a_last_one() {
+    let (dir, records, segments) = multi_segment_log();
+    let (copy, last, pending) = with_last_pending(dir.path(), &segments);
+    let file = fs::OpenOptions::new().write(true).open(&pending).unwrap();
+    file.set_len(SEGMENT_HEADER + FRAME + 5).unwrap(); // 5 bytes into its second frame
+    let (log, recovery) = Wal::open(copy.path(), fast()).unwrap();
+    let torn =
+        TornTail { segment: last.clone(), offset: SEGMENT_HEADER + FRAME, discarded_bytes: 5 };
+    assert_eq!(recovery, Recovery { truncated: Some(torn), discarded: None });
+    assert_eq!(replay(&log, 1), records[..29]);
+    assert_eq!(fs::metadata(&last).unwrap().len(), SEGMENT_HEADER + FRAME);
+    assert!(!pending.exists());
+}
+
+#[test]
+fn a_pending_segment_after_a_torn_or_short_one_is_discarded() {
+    let (dir, records, segments) = multi_segment_log();
+    // The seventh segment holds seqs 25..=28. A crash before its seal
+    // cut it in its last frame (torn), or just before it (short: a
+    // frame that never reached the disk leaves no trace).
+    let last_frame = SEGMENT_HEADER + 3 * FRAME;
+    for (cut, torn) in [(last_frame + 7, true), (last_frame, false)] {
+        let (copy, last, pending) = with_last_pending(dir.path(), &segments);
+        let seventh = copy.path().join(segments[6].file_name().unwrap());
+        fs::OpenOptions::new().write(true).open(&seventh).unwrap().set_len(cut).unwrap();
+        let pending_len = fs::metadata(&pending).unwrap().len();
+
+        let (log, recovery) = Wal::open(copy.path(), fast()).unwrap();
+        let expected = Recovery {
+            truncated: torn.then(|| TornTail {
+                segment: seventh.clone(),
+                offset: last_frame,
+                discarded_bytes: 7,
+            }),
+            discarded: Some(TornTail {
+                segment: pending.clone(),
+                offset: 0,
+                discarded_bytes: pending_len,
+            }),
+        };
+        assert_eq!(recovery, expected, "cut at {cut}");
+        assert!(!pending.exists() && !last.exists(), "cut at {cut}");
+        assert_eq!(replay(&log, 1), records[..27], "cut at {cut}");
+        // The log goes on from the last record it has.
+        assert_eq!(log.append(b"after").unwrap(), 28, "cut at {cut}");
+        log.close().unwrap();
+        let (log, recovery) = Wal::open(copy.path(), fast()).unwrap();
+        assert_eq!(recovery, Recovery::default(), "cut at {cut}");
+        assert_eq!(log.last_seq(), 28, "cut at {cut}");
+    }
+}
+
+#[test]
+fn a_pending_segment_whose_header_never_reached_the_disk_is_discarded() {
+    let (dir, records, segments) = multi_segment_log();
+    let zeros = (SEGMENT_HEADER + 2 * FRAME) as usize;
+    for contents in [vec![], vec![0; 10], vec![0; zeros]] {
+        let (copy, last, pending) = with_last_pending(dir.path(), &segments);
+        fs::write(&pending, &contents).unwrap();
+        let (log, recovery) = Wal::open(copy.path(), fast()).unwrap();
+        let discarded = TornTail {
+            segment: pending.clone(),
+            offset: 0,
+            discarded_bytes: contents.len() as u64,
+        };
+        assert_eq!(recovery, Recovery { truncated: None, discarded: Some(discarded) });
+        assert!(!pending.exists() && !last.exists());
+        assert_eq!(replay(&log, 1), records[..28]);
+    }
+}
+
+#[test]
+fn a_damaged_pending_segment_is_refused_and_left_alone() {
+    let (dir, _, segments) = multi_segment_log();
+    // Damage followed by a valid frame: not a crash.
+    let (copy, last, pending) = with_last_pending(dir.path(), &segments);
+    flip_byte(&pending, SEGMENT_HEADER + 3);
+    match Wal::open(copy.path(), fast()) {
+        Err(Error::Corrupt { segment, offset }) => {
+            assert_eq!((segment, offset), (pending.clone(), SEGMENT_HEADER));
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+    assert!(pending.exists() && !last.exists());
+    // A header that is not zeros but not valid either.
+    let (copy, _, pending) = with_last_pending(dir.path(), &segments);
+    flip_byte(&pending, 2);
+    assert!(matches!(Wal::open(copy.path(), fast()), Err(Error::BadHeader { .. })));
+    assert!(pending.exists());
+}
+
+#[test]
+fn pending_segments_the_log_cannot_have_left_are_refused() {
+    let (dir, _, segments) = multi_segment_log();
+    let stray = |copy: &Path, expected: &Path| match Wal::open(copy, fast()) {
+        Err(Error::StrayPending { segment, .. }) => assert_eq!(segment, expected),
+        other => panic!("expected a stray pending segment, got {other:?}"),
+    };
+    // Two pending segments: the seventh and the eighth.
+    let (copy, _, _) = with_last_pending(dir.path(), &segments);
+    let seventh = copy.path().join(segments[6].file_name().unwrap());
+    let seventh_pending = PathBuf::from(format!("{}.pending", seventh.display()));
+    fs::rename(&seventh, &seventh_pending).unwrap();
+    let eighth_pending = pending_files(copy.path())[1].clone();
+    stray(copy.path(), &eighth_pending);
+    assert_eq!(pending_files(copy.path()).len(), 2);
+    // A pending segment with no named segment before it.
+    let alone = tempfile::tempdir().unwrap();
+    let path = alone.path().join("00000000000000000001.wal.pending");
+    fs::copy(&seventh_pending, &path).unwrap();
+    stray(alone.path(), &path);
+    // A pending segment before the last named one.
+    let (copy, _, _) = with_last_pending(dir.path(), &segments);
+    let (first, second) = (&segments[0], &segments[1]);
+    let early =
+        copy.path().join(format!("{}.pending", second.file_name().unwrap().to_str().unwrap()));
+    fs::copy(copy.path().join(first.file_name().unwrap()), &early).unwrap();
+    let last = copy.path().join(segments[7].file_name().unwrap());
+    fs::rename(PathBuf::from(format!("{}.pending", last.display())), &last).unwrap();
+    stray(copy.path(), &early);
+}
+
 #[test]
 fn bad_headers_are_refused() {
     let (dir, _, segments) = multi_segment_log();
@@ -374,6 +540,10 @@ fn many_tiny_segments_rotate_replay_and_get_removed() {
     assert_eq!(replay(&log, 1), records);
     assert_eq!(replay(&log, 137), records[136..]);
     log.close().unwrap();
+    // The last segment may have been pending (its predecessor's seal in
+    // flight) until the close.
+    let segments = segment_files(dir.path());
+    assert!(pending_files(dir.path()).is_empty());
 
     let (log, recovery) = Wal::open(dir.path(), with_segment_bytes(64)).unwrap();
     assert_eq!(recovery.truncated, None);
