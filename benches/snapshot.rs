@@ -8,7 +8,9 @@
 //! the two channels, so every message has one flag entry per user.
 //!
 //! Run: `cargo bench --bench snapshot -- --warm-up-time 1 --measurement-time 3`
-//! (`NATTER_BENCH_MESSAGES=1000000` for the 1M rows of docs/PERFORMANCE.md).
+//! (`NATTER_BENCH_MESSAGES=1000000` for the 1M rows of docs/PERFORMANCE.md;
+//! `NATTER_BENCH_USERS=20000 NATTER_BENCH_MESSAGES=5000` for the first rows
+//! after a cut in a big realm).
 //! It also prints the resident memory the built state added, per message.
 
 use std::time::{Duration, Instant};
@@ -19,7 +21,7 @@ use natter::apply::apply;
 use natter::apply::replay::Replay;
 use natter::persist::{self, decode_mutation, encode_mutation, snapshot};
 use natter::seed;
-use natter::state::State;
+use natter::state::{Flags, MessageId, State, UserId};
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -60,6 +62,29 @@ fn bench(c: &mut Criterion) {
     // What `Shared::snapshot` does while it holds the writer lock.
     group.bench_function(label("image (under the writer lock)"), |b| {
         b.iter_batched(|| (), |()| state.image(), BatchSize::PerIteration)
+    });
+    // Right after a cut, one new row for every 20th user (what the first
+    // send to a channel of 5% of the users writes under the writer lock):
+    // the copy-on-write of what the cut shares — the map of each shard
+    // such a user lives in, and that user's rows and last chunks.
+    let realm = state.realm_by_subdomain("").unwrap();
+    let members: Vec<UserId> = (0..users)
+        .step_by(20)
+        .map(|i| state.user_by_email(realm.id, &format!("user{i}@b.test")).unwrap().id)
+        .collect();
+    let mut next = MessageId(u64::MAX / 2);
+    group.bench_function(label("first rows after the cut, every 20th user"), |b| {
+        b.iter_batched(
+            || state.image(),
+            |image| {
+                next = MessageId(next.0 + 1);
+                for user in &members {
+                    state.set_flags(*user, next, Flags::default());
+                }
+                image
+            },
+            BatchSize::PerIteration,
+        )
     });
     let image = state.image();
     group.bench_function(label("encode"), |b| b.iter(|| snapshot::encode(&image)));

@@ -430,4 +430,38 @@ mod tests {
         assert_eq!(big.flags(b, MessageId(10)), Some(Flags::READ.with(Flags::STARRED)));
         assert_eq!(big.flags(a, MessageId(11)), None);
     }
+
+    /// After a cut, the first write to a shard copies the shard's map, but
+    /// not the rows of the other users in it: each keeps sharing its rows
+    /// with the image until its own rows are written (then only the
+    /// writer's rows are copied, and its full last chunks are left shared:
+    /// `user_messages`).
+    #[test]
+    fn a_write_after_the_cut_copies_only_the_writers_rows() {
+        let state = State::new();
+        let users: Vec<UserId> = (1..=300).map(UserId).collect();
+        for (i, user) in users.iter().enumerate() {
+            for id in 1..=50 {
+                state.set_flags(*user, MessageId(id + i as u64), Flags::default());
+            }
+        }
+        let image = state.image();
+        let Entries::Frozen(frozen) = &image.user_messages else { unreachable!() };
+        let shared = |user: &UserId| {
+            let before = frozen.get(user).unwrap();
+            state.user_messages.read(user, |now| now.shares_rows_with(before)).unwrap()
+        };
+        assert!(users.iter().all(shared));
+        // One write to each of a few users: every shard they live in is
+        // copied (300 users over 64 shards: every one of them has others).
+        let written = [UserId(1), UserId(77), UserId(150), UserId(299)];
+        for user in written {
+            state.set_flags(user, MessageId(10_000), Flags::READ);
+        }
+        for user in &users {
+            assert_eq!(shared(user), !written.contains(user), "{user:?}");
+        }
+        assert_eq!(state.flags(UserId(2), MessageId(2)), Some(Flags::default()));
+        assert_eq!(frozen.get(&UserId(1)).unwrap().get(MessageId(10_000)), None);
+    }
 }

@@ -10,9 +10,12 @@
 //! `Arc`. So:
 //!
 //! - a send appends one id to the end of the recipient's `ids` (and
-//!   `unread`): after a snapshot cut, `Arc::make_mut` copies at most that
-//!   one chunk, and cloning a whole `UserMessages` (which a copy-on-write
-//!   shard does) copies pointers, not ids;
+//!   `unread`). After a snapshot cut (which shares every chunk), it copies
+//!   the last chunk only while that holds fewer than `SHARED_FULL_ENOUGH`
+//!   ids, and otherwise starts a new chunk; cloning a whole `UserMessages`
+//!   (which a copy-on-write shard does to every user in it) copies one
+//!   pointer, and a user's rows are copied (chunk pointers, not ids) only
+//!   when that user's rows are written;
 //! - a row added in the middle (a historical row) copies one chunk, and a
 //!   chunk past `2 × CHUNK` splits in two;
 //! - a row costs 4 bytes (plus 4 while unread: a chunk stores its first
@@ -35,6 +38,16 @@ use super::messages::Flags;
 /// The chunk size a set fills before it starts a new chunk.
 const CHUNK: usize = 1024;
 
+/// A last chunk with at least this many ids that someone else shares (a
+/// snapshot cut holds every chunk) is left as it is: an id above it starts
+/// a new chunk instead of copying it. After a cut, the first send to each
+/// recipient would otherwise copy its last chunks (up to 4 KB each for the
+/// rows and the unread set, and as much again when the copy grows): for a
+/// send to a thousand users, megabytes of fresh memory under the writer
+/// lock. Below it the copy is small, and every chunk but the last keeps at
+/// least this many ids.
+const SHARED_FULL_ENOUGH: usize = CHUNK / 4;
+
 /// Up to `2 × CHUNK` ascending ids: a base and 32-bit offsets from it
 /// (4 bytes an id), never empty.
 #[derive(Clone)]
@@ -44,6 +57,13 @@ struct Chunk {
 }
 
 impl Chunk {
+    /// Whether an id above every id of the set may go into this chunk,
+    /// the set's last (see `SHARED_FULL_ENOUGH`).
+    fn open_for_append(this: &Arc<Chunk>) -> bool {
+        let len = this.len();
+        len < CHUNK && (len < SHARED_FULL_ENOUGH || Arc::strong_count(this) == 1)
+    }
+
     fn single(id: MessageId) -> Self {
         let mut offsets = Vec::with_capacity(16);
         offsets.push(0);
@@ -153,7 +173,7 @@ impl IdSet {
         // without a search.
         if self.last().is_none_or(|last| last < id) {
             match self.chunks.last_mut() {
-                Some(last) if last.len() < CHUNK => match last.offset(id) {
+                Some(last) if Chunk::open_for_append(last) => match last.offset(id) {
                     Some(offset) => Arc::make_mut(last).offsets.push(offset),
                     None => self.chunks.push(Arc::new(Chunk::single(id))),
                 },
@@ -202,7 +222,9 @@ impl IdSet {
         while let Some(&id) = ids.peek() {
             assert!(last.is_none_or(|last| last < id), "IdSet::append: {id} is not above {last:?}");
             let room = match self.chunks.last() {
-                Some(chunk) if chunk.len() < CHUNK => chunk.offset(id).map(|_| CHUNK - chunk.len()),
+                Some(chunk) if Chunk::open_for_append(chunk) => {
+                    chunk.offset(id).map(|_| CHUNK - chunk.len())
+                }
                 _ => None,
             };
             let Some(room) = room else {
@@ -361,8 +383,19 @@ impl<'de> Deserialize<'de> for IdSet {
 const FLAG_SETS: usize = 7;
 
 /// One user's rows: the messages delivered to them and their flags.
+///
+/// Behind an `Arc`, so that a clone is one pointer: the shard map that
+/// holds every user's rows is copy-on-write, and the first write to a
+/// shard after a snapshot cut clones the whole map. Each user's rows are
+/// then copied (their sets' chunk pointers, ≈ one per 1,024 rows) only
+/// when that user's rows are written, not when a neighbour's are.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UserMessages {
+#[serde(transparent)]
+pub struct UserMessages(Arc<Rows>);
+
+/// The rows themselves, read through `UserMessages`; see there.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rows {
     /// Every message delivered to the user (one row each).
     ids: IdSet,
     /// The rows without `READ`.
@@ -371,95 +404,37 @@ pub struct UserMessages {
     flags: [IdSet; FLAG_SETS],
 }
 
+impl std::ops::Deref for UserMessages {
+    type Target = Rows;
+
+    fn deref(&self) -> &Rows {
+        &self.0
+    }
+}
+
 impl UserMessages {
-    /// Number of rows.
-    pub fn len(&self) -> usize {
-        self.ids.len()
+    /// The rows to write: copied first if a snapshot (or anyone) still
+    /// shares them.
+    fn rows_mut(&mut self) -> &mut Rows {
+        Arc::make_mut(&mut self.0)
     }
 
-    /// Whether the user has no rows.
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
-    }
-
-    /// Every message delivered to the user.
-    pub fn ids(&self) -> &IdSet {
-        &self.ids
-    }
-
-    /// The unread ones.
-    pub fn unread(&self) -> &IdSet {
-        &self.unread
-    }
-
-    /// The starred ones.
-    pub fn starred(&self) -> &IdSet {
-        &self.flags[0]
-    }
-
-    /// The flags of the row for `id`, if the user has one.
-    pub fn get(&self, id: MessageId) -> Option<Flags> {
-        if !self.ids.contains(id) {
-            return None;
-        }
-        Some(self.flags_of(id))
-    }
-
-    /// The flags of a row known to exist.
-    fn flags_of(&self, id: MessageId) -> Flags {
-        let mut flags = Flags((!self.unread.contains(id)) as u32);
-        for (i, set) in self.flags.iter().enumerate() {
-            if !set.is_empty() && set.contains(id) {
-                flags = flags.with(Flags(1 << (i + 1)));
-            }
-        }
-        flags
+    /// Whether `self` and `other` are the same rows in memory, not copies.
+    #[cfg(test)]
+    pub(crate) fn shares_rows_with(&self, other: &UserMessages) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 
     /// Sets the row for `id` to `flags`, adding the row if absent.
     pub fn set(&mut self, id: MessageId, flags: Flags) {
-        // Every set holds only rows of `ids`: a new row is in none of them,
-        // so only the flags it has need a write (a send sets one or two).
-        let new = self.ids.insert(id);
-        let unread = !flags.contains(Flags::READ);
-        if unread || !new {
-            self.unread.set(id, unread);
-        }
-        for (i, set) in self.flags.iter_mut().enumerate() {
-            let on = flags.contains(Flags(1 << (i + 1)));
-            if on || !new {
-                set.set(id, on);
-            }
-        }
+        self.rows_mut().set(id, flags);
     }
 
     /// Sets the rows of `rows` (ascending ids) as `set` would one by one;
     /// rows above every row the user has (a replayed run of sends) are
     /// appended to each set in bulk.
     pub fn set_all(&mut self, rows: &[(MessageId, Flags)]) {
-        let ascending = rows.windows(2).all(|w| w[0].0 < w[1].0);
-        let above = match (rows.first(), self.ids.last()) {
-            (Some((first, _)), Some(last)) => *first > last,
-            _ => true,
-        };
-        if !(ascending && above) {
-            for (id, flags) in rows {
-                self.set(*id, *flags);
-            }
-            return;
-        }
-        // New rows: each set gets the ids that have its flag (see `set`).
-        self.ids.append(rows.iter().map(|(id, _)| *id));
-        let unread =
-            |(id, flags): &(MessageId, Flags)| (!flags.contains(Flags::READ)).then_some(*id);
-        self.unread.append(rows.iter().filter_map(unread));
-        let any = rows.iter().fold(0, |any, (_, flags)| any | flags.0);
-        for (i, set) in self.flags.iter_mut().enumerate() {
-            let bit = Flags(1 << (i + 1));
-            if any & bit.0 != 0 {
-                set.append(rows.iter().filter(|(_, f)| f.contains(bit)).map(|(id, _)| *id));
-            }
-        }
+        self.rows_mut().set_all(rows);
     }
 
     /// Adds the row for `id` with `flags` unless the user has one; whether
@@ -486,12 +461,59 @@ impl UserMessages {
     /// Removes the row for `id`, returning its flags.
     pub fn remove(&mut self, id: MessageId) -> Option<Flags> {
         let flags = self.get(id)?;
-        self.ids.remove(id);
-        self.unread.remove(id);
-        for set in &mut self.flags {
+        let rows = self.rows_mut();
+        rows.ids.remove(id);
+        rows.unread.remove(id);
+        for set in &mut rows.flags {
             set.remove(id);
         }
         Some(flags)
+    }
+}
+
+impl Rows {
+    /// Every message delivered to the user.
+    pub fn ids(&self) -> &IdSet {
+        &self.ids
+    }
+
+    /// The unread ones.
+    pub fn unread(&self) -> &IdSet {
+        &self.unread
+    }
+
+    /// The starred ones.
+    pub fn starred(&self) -> &IdSet {
+        &self.flags[0]
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether the user has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The flags of the row for `id`, if the user has one.
+    pub fn get(&self, id: MessageId) -> Option<Flags> {
+        if !self.ids.contains(id) {
+            return None;
+        }
+        Some(self.flags_of(id))
+    }
+
+    /// The flags of a row known to exist.
+    fn flags_of(&self, id: MessageId) -> Flags {
+        let mut flags = Flags((!self.unread.contains(id)) as u32);
+        for (i, set) in self.flags.iter().enumerate() {
+            if !set.is_empty() && set.contains(id) {
+                flags = flags.with(Flags(1 << (i + 1)));
+            }
+        }
+        flags
     }
 
     /// Up to `n` rows below `before`, newest first, with their flags.
@@ -507,6 +529,48 @@ impl UserMessages {
     /// How many chunks (shared pointers) the sets hold.
     pub fn parts(&self) -> usize {
         self.ids.parts() + self.unread.parts() + self.flags.iter().map(IdSet::parts).sum::<usize>()
+    }
+
+    fn set(&mut self, id: MessageId, flags: Flags) {
+        // Every set holds only rows of `ids`: a new row is in none of them,
+        // so only the flags it has need a write (a send sets one or two).
+        let new = self.ids.insert(id);
+        let unread = !flags.contains(Flags::READ);
+        if unread || !new {
+            self.unread.set(id, unread);
+        }
+        for (i, set) in self.flags.iter_mut().enumerate() {
+            let on = flags.contains(Flags(1 << (i + 1)));
+            if on || !new {
+                set.set(id, on);
+            }
+        }
+    }
+
+    fn set_all(&mut self, rows: &[(MessageId, Flags)]) {
+        let ascending = rows.windows(2).all(|w| w[0].0 < w[1].0);
+        let above = match (rows.first(), self.ids.last()) {
+            (Some((first, _)), Some(last)) => *first > last,
+            _ => true,
+        };
+        if !(ascending && above) {
+            for (id, flags) in rows {
+                self.set(*id, *flags);
+            }
+            return;
+        }
+        // New rows: each set gets the ids that have its flag (see `set`).
+        self.ids.append(rows.iter().map(|(id, _)| *id));
+        let unread =
+            |(id, flags): &(MessageId, Flags)| (!flags.contains(Flags::READ)).then_some(*id);
+        self.unread.append(rows.iter().filter_map(unread));
+        let any = rows.iter().fold(0, |any, (_, flags)| any | flags.0);
+        for (i, set) in self.flags.iter_mut().enumerate() {
+            let bit = Flags(1 << (i + 1));
+            if any & bit.0 != 0 {
+                set.append(rows.iter().filter(|(_, f)| f.contains(bit)).map(|(id, _)| *id));
+            }
+        }
     }
 }
 
@@ -636,10 +700,71 @@ mod tests {
         set.remove(MessageId(1));
         assert_eq!(frozen.len(), 3_000);
         assert!(frozen.contains(MessageId(1)) && !frozen.contains(MessageId(5_000)));
-        // Only the touched chunks were copied.
+        // Only the touched chunk was copied; the new id started a chunk of
+        // its own rather than copy the shared last one (952 ids).
         let shared =
             set.chunks.iter().filter(|c| frozen.chunks.iter().any(|f| Arc::ptr_eq(c, f))).count();
-        assert_eq!(shared, 1, "the middle chunk is still shared");
+        assert_eq!(shared, 2, "the middle and the last chunk are still shared");
+        assert_eq!(set.parts(), 4);
+    }
+
+    /// Appending above a shared last chunk starts a new chunk once the
+    /// last one holds `SHARED_FULL_ENOUGH` ids; below that it copies it.
+    /// Unshared, it fills up to `CHUNK` as before. `append` and `insert`
+    /// agree.
+    #[test]
+    fn appending_after_a_cut_copies_only_small_last_chunks() {
+        for bulk in [false, true] {
+            let add = |set: &mut IdSet, ids: std::ops::RangeInclusive<u64>| {
+                if bulk {
+                    set.append(ids.map(MessageId));
+                } else {
+                    ids.for_each(|id| {
+                        set.insert(MessageId(id));
+                    });
+                }
+            };
+            let mut set = IdSet::new();
+            add(&mut set, 1..=(SHARED_FULL_ENOUGH as u64 - 1));
+            let frozen = set.clone();
+            add(&mut set, 1_000..=1_000);
+            assert_eq!((set.parts(), frozen.parts()), (1, 1), "a small chunk is copied");
+            assert!(!Arc::ptr_eq(&set.chunks[0], &frozen.chunks[0]));
+
+            add(&mut set, 1_001..=1_100);
+            let frozen = set.clone();
+            add(&mut set, 2_000..=2_010);
+            assert_eq!(set.parts(), 2, "a new chunk after a shared one of {}", frozen.len());
+            assert!(Arc::ptr_eq(&set.chunks[0], &frozen.chunks[0]));
+            drop(frozen);
+            add(&mut set, 2_011..=2_020);
+            assert_eq!(set.parts(), 2, "unshared: filled as before");
+            let ids: Vec<u64> = set.iter().map(|id| id.0).collect();
+            let expected: Vec<u64> =
+                (1..SHARED_FULL_ENOUGH as u64).chain(1_000..=1_100).chain(2_000..=2_020).collect();
+            assert_eq!(ids, expected, "bulk {bulk}");
+        }
+    }
+
+    /// A clone of a user's rows (what copying a shard's map after a
+    /// snapshot cut makes of every user in it) is one pointer; a write
+    /// copies the rows on the writer's side only, and reads see through.
+    #[test]
+    fn rows_are_shared_until_written() {
+        let mut rows = UserMessages::default();
+        rows.set_all(&(1..=3_000).map(|i| (MessageId(i), Flags::default())).collect::<Vec<_>>());
+        let frozen = rows.clone();
+        assert!(rows.shares_rows_with(&frozen));
+        // Reads, and writes that change nothing, copy nothing.
+        assert_eq!(rows.get(MessageId(7)), Some(Flags::default()));
+        assert!(!rows.insert_if_absent(MessageId(7), Flags::READ));
+        assert_eq!(rows.update(MessageId(8), |f| f), Some(Flags::default()));
+        assert_eq!(rows.remove(MessageId(9_999)), None);
+        assert!(rows.shares_rows_with(&frozen));
+        rows.set(MessageId(7), Flags::READ);
+        assert!(!rows.shares_rows_with(&frozen));
+        assert_eq!(frozen.get(MessageId(7)), Some(Flags::default()));
+        assert_eq!((rows.unread().len(), frozen.unread().len()), (2_999, 3_000));
     }
 
     #[test]
