@@ -47,6 +47,10 @@ impl Done {
         self.changed.notify_all();
     }
 
+    fn is_set(&self) -> bool {
+        *self.finished.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Blocks the calling OS thread until the seal's thread has finished.
     pub(crate) fn wait(&self) {
         let mut finished = self.finished.lock().unwrap_or_else(PoisonError::into_inner);
@@ -90,10 +94,10 @@ impl Seal {
         Ok(Seal { thread, done, pending: pending_path, named })
     }
 
-    /// Whether the thread has finished, so that [`Seal::join`] returns at
-    /// once.
+    /// Whether the seal is done, so that [`Seal::join`] returns at once
+    /// (the thread has nothing left to do but exit).
     pub(crate) fn finished(&self) -> bool {
-        self.thread.is_finished()
+        self.done.is_set()
     }
 
     /// What waiters that do not own the seal wait on.
