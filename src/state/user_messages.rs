@@ -767,6 +767,76 @@ mod tests {
         assert_eq!((rows.unread().len(), frozen.unread().len()), (2_999, 3_000));
     }
 
+    /// Random inserts, appends and removals, with clones taken now and
+    /// then (as snapshot cuts share every chunk) and kept a while, against
+    /// a `BTreeSet`: every read answers the same, and every clone still
+    /// holds what it held when taken.
+    #[test]
+    fn random_changes_with_clones_match_a_btree_set() {
+        use std::collections::BTreeSet;
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for round in 0..10 {
+            let mut set = IdSet::new();
+            let mut model = BTreeSet::new();
+            let mut frozen: Vec<(IdSet, BTreeSet<u64>)> = Vec::new();
+            let mut top = 1u64;
+            for _ in 0..3_000 {
+                match next(100) {
+                    // Mostly new ids above every other, singly or in runs.
+                    0..=49 | 97.. => {
+                        top += 1 + next(3);
+                        set.insert(MessageId(top));
+                        model.insert(top);
+                    }
+                    50..=59 => {
+                        let run: Vec<u64> = (0..next(400)).map(|i| top + 1 + 2 * i).collect();
+                        top = run.last().copied().unwrap_or(top);
+                        set.append(run.iter().map(|&id| MessageId(id)));
+                        model.extend(run);
+                    }
+                    60..=74 => {
+                        let id = 1 + next(top);
+                        assert_eq!(set.insert(MessageId(id)), model.insert(id), "insert {id}");
+                    }
+                    75..=94 => {
+                        let id = 1 + next(top + 1);
+                        assert_eq!(set.remove(MessageId(id)), model.remove(&id), "remove {id}");
+                    }
+                    _ => {
+                        frozen.push((set.clone(), model.clone()));
+                        if frozen.len() > 3 {
+                            frozen.remove(0);
+                        }
+                    }
+                }
+                assert_eq!(set.len(), model.len());
+            }
+            let at = 1 + next(top + 1);
+            assert_eq!(ids(&set), model.iter().copied().collect::<Vec<_>>(), "round {round}");
+            assert_eq!(set.first().map(|id| id.0), model.first().copied());
+            assert_eq!(set.last().map(|id| id.0), model.last().copied());
+            assert_eq!(set.contains(MessageId(at)), model.contains(&at));
+            let from: Vec<u64> = set.iter_from(MessageId(at)).map(|id| id.0).collect();
+            assert_eq!(from, model.range(at..).copied().collect::<Vec<_>>());
+            let before: Vec<u64> = set.iter_before(MessageId(at)).map(|id| id.0).collect();
+            assert_eq!(before, model.range(..at).rev().copied().collect::<Vec<_>>());
+            for (old, old_model) in &frozen {
+                assert_eq!(ids(old), old_model.iter().copied().collect::<Vec<_>>());
+            }
+            // Chunks stay non-empty, ascending, disjoint and bounded.
+            for pair in set.chunks.windows(2) {
+                assert!(pair[0].last() < pair[1].first());
+            }
+            assert!(set.chunks.iter().all(|c| (1..=2 * CHUNK).contains(&c.len())));
+        }
+    }
+
     #[test]
     fn sets_encode_as_gaps_and_refuse_disorder() {
         let config = bincode::config::standard();
