@@ -87,7 +87,7 @@ impl Seal {
                 .name("wal-seal".into())
                 .spawn(move || {
                     let _done = done;
-                    run(&thread_dir, &sealed, &pending, &named)
+                    seal(&thread_dir, (&sealed.0, &sealed.1), (&pending.0, &pending.1), &named)
                 })
                 .at(dir)?
         };
@@ -115,13 +115,15 @@ impl Seal {
     }
 }
 
-/// The seal itself. The fsyncs abort the process on failure (see
-/// [`fsync`]); a failed rename leaves the pending segment pending, which
-/// recovery handles like any other.
-fn run(
+/// The seal itself, on the seal thread or at recovery: flushes `sealed`
+/// (complete, its zeros cut off) and then `pending`, and names `pending`
+/// as `named`. The fsyncs abort the process on failure (see [`fsync`]); a
+/// failed rename leaves the pending segment pending, which recovery
+/// handles like any other.
+pub(crate) fn seal(
     dir: &Path,
-    (sealed, sealed_path): &(Arc<File>, PathBuf),
-    (pending, pending_path): &(Arc<File>, PathBuf),
+    (sealed, sealed_path): (&File, &Path),
+    (pending, pending_path): (&File, &Path),
     named: &Path,
 ) -> Result<()> {
     // Its frames and its size (rotation has cut off any zeros).

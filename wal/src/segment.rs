@@ -103,15 +103,7 @@ impl Segment {
         fsync::all(&file, &temp);
         fs::rename(&temp, &path).at(&path)?;
         fsync::dir(dir)?;
-        Ok(Segment {
-            path,
-            first_seq,
-            file: Arc::new(file),
-            len: HEADER_LEN,
-            records: 0,
-            reserved: HEADER_LEN,
-            preallocate: false,
-        })
+        Ok(Segment::empty(path, first_seq, file))
     }
 
     /// Creates an empty segment whose first record will be `first_seq`,
@@ -129,7 +121,12 @@ impl Segment {
             let _ = fs::remove_file(&path);
             return Err(Error::io(&path, err));
         }
-        Ok(Segment {
+        Ok(Segment::empty(path, first_seq, file))
+    }
+
+    /// A segment just created: `file` holds its header and nothing else.
+    fn empty(path: PathBuf, first_seq: Seq, file: File) -> Segment {
+        Segment {
             path,
             first_seq,
             file: Arc::new(file),
@@ -137,7 +134,7 @@ impl Segment {
             records: 0,
             reserved: HEADER_LEN,
             preallocate: false,
-        })
+        }
     }
 
     /// Opens a scanned segment for appending after its last valid frame (the

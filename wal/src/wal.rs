@@ -28,7 +28,7 @@ use std::time::Duration;
 use crate::durability::{self, Durability};
 use crate::error::IoContext;
 use crate::replay::Replay;
-use crate::seal::Seal;
+use crate::seal::{self, Done, Seal};
 use crate::segment::{self, Scan, Segment, SegmentRef};
 use crate::{fsync, record, Error, Result};
 
@@ -399,16 +399,11 @@ impl Wal {
     /// Flushes everything appended so far to disk before returning, in any
     /// [`SyncMode`].
     pub fn sync(&self) -> Result<()> {
-        let (target, file, path, seal) = {
+        let (target, flush) = {
             let log = self.shared.log_written()?;
-            let seal = log.sealing.as_ref().map(Seal::done);
-            (log.last_seq(), Arc::clone(&log.active.file), log.active.path.clone(), seal)
+            (log.last_seq(), log.flush_target())
         };
-        // The records in a pending segment survive a crash only once the
-        // segment before it is flushed and the pending one named.
-        if let Some(seal) = seal {
-            seal.wait();
-        }
+        let (file, path) = flush.once_sealed();
         fsync::data(&file, &path);
         self.shared.durability.record_synced(target);
         Ok(())
@@ -570,15 +565,8 @@ impl Shared {
     /// The active segment's file, for the sync thread to flush without
     /// holding the log's lock, once a seal in flight has finished.
     pub(crate) fn active_file(&self) -> (Arc<File>, PathBuf) {
-        let (file, path, seal) = {
-            let log = self.log();
-            let seal = log.sealing.as_ref().map(Seal::done);
-            (Arc::clone(&log.active.file), log.active.path.clone(), seal)
-        };
-        if let Some(seal) = seal {
-            seal.wait();
-        }
-        (file, path)
+        let flush = self.log().flush_target();
+        flush.once_sealed()
     }
 
     /// For the sync thread: writes the deferred records, and returns the
@@ -600,6 +588,26 @@ impl Shared {
     }
 }
 
+/// The active segment, to flush without holding the log's lock, and the
+/// seal it waits for if it is pending.
+struct FlushTarget {
+    file: Arc<File>,
+    path: PathBuf,
+    seal: Option<Arc<Done>>,
+}
+
+impl FlushTarget {
+    /// The file, once a pending one is named: the records in a pending
+    /// segment survive a crash only once the segment before it is flushed
+    /// and the pending one named.
+    fn once_sealed(self) -> (Arc<File>, PathBuf) {
+        if let Some(seal) = self.seal {
+            seal.wait();
+        }
+        (self.file, self.path)
+    }
+}
+
 impl Log {
     fn new(sealed: VecDeque<SegmentRef>, active: Segment) -> Log {
         Log {
@@ -617,6 +625,14 @@ impl Log {
 
     fn last_seq(&self) -> Seq {
         self.active.next_seq() - 1
+    }
+
+    fn flush_target(&self) -> FlushTarget {
+        FlushTarget {
+            file: Arc::clone(&self.active.file),
+            path: self.active.path.clone(),
+            seal: self.sealing.as_ref().map(Seal::done),
+        }
     }
 
     fn oldest_seq(&self) -> Seq {
@@ -880,12 +896,9 @@ fn recover(dir: &Path) -> Result<(Log, Recovery)> {
                 // Seal it as the seal thread would have, then open the
                 // pending segment as the last one.
                 active.trim()?;
-                fsync::all(&active.file, &active.path);
                 let file = fs::File::open(&pending.path).at(&pending.path)?;
-                fsync::all(&file, &pending.path);
                 let named = segment::named_path(dir, pending.first_seq);
-                fs::rename(&pending.path, &named).at(&named)?;
-                fsync::dir(dir)?;
+                seal::seal(dir, (&active.file, &active.path), (&file, &pending.path), &named)?;
                 sealed.push_back(active.to_ref());
                 active = Segment::reopen(named, &scan)?;
                 recovery.truncated = truncated;

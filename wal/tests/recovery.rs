@@ -324,6 +324,16 @@ fn damage_in_the_last_frame_drops_only_that_frame() {
     }
 }
 
+/// Appends one record to a recovered `log`, which must get seq `next`,
+/// closes it, and checks that it reopens with nothing to repair.
+fn goes_on_after_reopen(log: Wal, dir: &Path, opts: Options, next: Seq, case: &str) {
+    assert_eq!(log.append(b"after").unwrap(), next, "{case}");
+    log.close().unwrap();
+    let (log, recovery) = Wal::open(dir, opts).unwrap();
+    assert_eq!(recovery, Recovery::default(), "{case}");
+    assert_eq!(log.last_seq(), next, "{case}");
+}
+
 /// A copy of `multi_segment_log` as a crash could leave it while the
 /// seventh segment's seal was in flight (`Never` and `Interval` modes): the
 /// last segment still under its pending name. Returns the copy, the last
@@ -348,11 +358,7 @@ fn a_pending_segment_after_a_whole_one_is_named_and_kept() {
         assert_eq!(replay(&log, 1), records, "{sync:?}");
         assert!(last.exists() && !pending.exists(), "{sync:?}");
         assert_eq!(segment_files(copy.path()).len(), 8);
-        assert_eq!(log.append(b"after").unwrap(), 31);
-        log.close().unwrap();
-        let (log, recovery) = Wal::open(copy.path(), opts()).unwrap();
-        assert_eq!(recovery, Recovery::default(), "{sync:?}");
-        assert_eq!(log.last_seq(), 31, "{sync:?}");
+        goes_on_after_reopen(log, copy.path(), opts(), 31, &format!("{sync:?}"));
     }
 }
 
@@ -401,11 +407,7 @@ fn a_pending_segment_after_a_torn_or_short_one_is_discarded() {
         assert!(!pending.exists() && !last.exists(), "cut at {cut}");
         assert_eq!(replay(&log, 1), records[..27], "cut at {cut}");
         // The log goes on from the last record it has.
-        assert_eq!(log.append(b"after").unwrap(), 28, "cut at {cut}");
-        log.close().unwrap();
-        let (log, recovery) = Wal::open(copy.path(), fast()).unwrap();
-        assert_eq!(recovery, Recovery::default(), "cut at {cut}");
-        assert_eq!(log.last_seq(), 28, "cut at {cut}");
+        goes_on_after_reopen(log, copy.path(), fast(), 28, &format!("cut at {cut}"));
     }
 }
 
