@@ -37,6 +37,8 @@ mod client;
 mod hist;
 #[path = "natter_load/mix.rs"]
 mod mix;
+#[path = "natter_load/watch.rs"]
+mod watch;
 
 /// Load generator for natter's HTTP API (loopback targets only).
 #[derive(Debug, Parser)]
@@ -134,6 +136,8 @@ struct Stats {
     /// When the slowest request was sent (wall clock), to line it up with
     /// other records of the same moment (a stall probe, the kernel log).
     slowest_sent: Option<SystemTime>,
+    /// What the machine did meanwhile (`watch::Watch::finish`).
+    machine: String,
 }
 
 impl Stats {
@@ -152,7 +156,7 @@ impl Stats {
         };
         let sent = self.slowest_sent.map(|at| format!(" (sent at {} UTC)", clock_time(at)));
         println!(
-            "{label} x{connections}: {} ok, {} errors in {:.2}s = {:.0} req/s; latency p50 {:?} p90 {:?} p99 {:?} max {:?}{}",
+            "{label} x{connections}: {} ok, {} errors in {:.2}s = {:.0} req/s; latency p50 {:?} p90 {:?} p99 {:?} max {:?}{}{}",
             latencies.len(),
             self.errors,
             self.elapsed.as_secs_f64(),
@@ -162,6 +166,7 @@ impl Stats {
             pct(0.99),
             pct(1.0),
             sent.unwrap_or_default(),
+            self.machine,
         );
     }
 }
@@ -183,6 +188,7 @@ fn measure(
         (rate_limit > 0).then(|| Duration::from_secs_f64(connections as f64 / rate_limit as f64));
     let remaining = Arc::new(AtomicU64::new(requests));
     let errors = Arc::new(AtomicU64::new(0));
+    let watch = watch::Watch::start();
     let started = Instant::now();
     let timeout = Duration::from_secs(30);
     let handles: Vec<_> = (0..connections)
@@ -241,11 +247,13 @@ fn measure(
         latencies.extend(mine);
         slowest.extend(my_slowest);
     }
+    let elapsed = started.elapsed();
     Stats {
         latencies,
         errors: errors.load(Ordering::Relaxed),
-        elapsed: started.elapsed(),
+        elapsed,
         slowest_sent: slowest.into_iter().max_by_key(|(took, _)| *took).map(|(_, sent)| sent),
+        machine: watch.finish(),
     }
 }
 
