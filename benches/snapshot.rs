@@ -10,7 +10,8 @@
 //! Run: `cargo bench --bench snapshot -- --warm-up-time 1 --measurement-time 3`
 //! (`NATTER_BENCH_MESSAGES=1000000` for the 1M rows of docs/PERFORMANCE.md;
 //! `NATTER_BENCH_USERS=20000 NATTER_BENCH_MESSAGES=5000` for the first rows
-//! after a cut in a big realm).
+//! after a cut in a big realm; `NATTER_BENCH_ROWS` for the rows of the one
+//! user of "first row after the cut").
 //! It also prints the resident memory the built state added, per message.
 
 use std::time::{Duration, Instant};
@@ -21,7 +22,7 @@ use natter::apply::apply;
 use natter::apply::replay::Replay;
 use natter::persist::{self, decode_mutation, encode_mutation, snapshot};
 use natter::seed;
-use natter::state::{Flags, MessageId, State, UserId};
+use natter::state::{Flags, MessageId, State, UserId, UserMessages};
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -162,5 +163,37 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// After a cut, the first new row of a user who already has many (each
+/// message of a busy realm, 10M of them, is a row of nearly everyone):
+/// the copy-on-write of that user's rows, whose chunk lists the cut
+/// shares. Set by set, it copies one pointer per chunk of ids.
+/// `NATTER_BENCH_ROWS` rows (default 4,000,000), all unread.
+fn rows_after_cut(c: &mut Criterion) {
+    let count = env("NATTER_BENCH_ROWS", 4_000_000);
+    let rows: Vec<(MessageId, Flags)> =
+        (1..=count).map(|i| (MessageId(i * 3), Flags::default())).collect();
+    let mut user = UserMessages::default();
+    user.set_all(&rows);
+    let mut next = MessageId(count * 3);
+    let mut group = c.benchmark_group("snapshot");
+    group.sample_size(20).measurement_time(Duration::from_secs(3));
+    let name = format!("first row after the cut/one user with {}k rows", count / 1_000);
+    group.bench_function(name, |b| {
+        b.iter_custom(|iterations| {
+            let mut took = Duration::ZERO;
+            for _ in 0..iterations {
+                let cut = user.clone();
+                next = MessageId(next.0 + 1);
+                let started = Instant::now();
+                user.set(next, Flags::default());
+                took += started.elapsed();
+                drop(cut);
+            }
+            took
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, rows_after_cut);
 criterion_main!(benches);

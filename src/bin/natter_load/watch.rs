@@ -15,7 +15,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
+
+use natter::http::conn::clock_time;
 
 /// How late a wake-up of the probe counts as a stall.
 pub const STALL: Duration = Duration::from_millis(5);
@@ -78,8 +80,17 @@ impl CpuTimes {
 struct Stalls {
     count: u64,
     longest: Duration,
+    /// When the longest one began (wall clock), to line it up with the
+    /// slowest request's send time.
+    longest_at: Option<SystemTime>,
+    /// Steal of all CPUs (ms) in the probe's window around the longest
+    /// stall (`WINDOW` naps; `/proc/stat` counts in 10 ms ticks).
+    longest_steal_ms: Option<u64>,
     realtime: bool,
 }
+
+/// Naps between two looks at `/proc/stat` in the probe.
+const WINDOW: u32 = 50;
 
 /// A running watch; [`Watch::finish`] stops it and describes what it saw.
 pub struct Watch {
@@ -119,8 +130,13 @@ fn describe(cpu: Option<[f64; 4]>, stalls: Option<Stalls>) -> String {
     }
     if let Some(s) = stalls {
         let kind = if s.realtime { "real-time" } else { "ordinary-priority" };
+        let at = s.longest_at.map(|at| format!(" at {} UTC", clock_time(at))).unwrap_or_default();
+        let steal = s
+            .longest_steal_ms
+            .map(|ms| format!(", {ms} ms of steal around it"))
+            .unwrap_or_default();
         parts.push(format!(
-            "a {kind} 1 ms sleeper woke ≥ {} ms late {} times (longest {:.1} ms)",
+            "a {kind} 1 ms sleeper woke ≥ {} ms late {} times (longest {:.1} ms{at}{steal})",
             STALL.as_millis(),
             s.count,
             s.longest.as_secs_f64() * 1e3
@@ -135,17 +151,36 @@ fn describe(cpu: Option<[f64; 4]>, stalls: Option<Stalls>) -> String {
 /// The probe thread's body: naps until `stop`, noting late wake-ups.
 fn probe(stop: &AtomicBool) -> Stalls {
     let mut stalls = Stalls { realtime: make_realtime(), ..Stalls::default() };
+    // The steal count at the start of the current window, and whether the
+    // longest stall so far fell in it.
+    let (mut window_steal, mut longest_in_window) = (CpuTimes::read().map(|c| c.steal), false);
+    let mut naps = 0;
     while !stop.load(Ordering::Relaxed) {
-        let before = Instant::now();
+        let (before, wall) = (Instant::now(), SystemTime::now());
         std::thread::sleep(NAP);
         let late = before.elapsed().saturating_sub(NAP);
         if late >= STALL {
             stalls.count += 1;
-            stalls.longest = stalls.longest.max(late);
+            if late > stalls.longest {
+                (stalls.longest, stalls.longest_at) = (late, Some(wall));
+                longest_in_window = true;
+            }
+        }
+        naps += 1;
+        if naps % WINDOW == 0 || stop.load(Ordering::Relaxed) {
+            let steal = CpuTimes::read().map(|c| c.steal);
+            if longest_in_window {
+                stalls.longest_steal_ms =
+                    window_steal.zip(steal).map(|(a, b)| b.saturating_sub(a) * TICK_MS);
+            }
+            (window_steal, longest_in_window) = (steal, false);
         }
     }
     stalls
 }
+
+/// Milliseconds per `/proc/stat` tick (USER_HZ is 100 on Linux).
+const TICK_MS: u64 = 10;
 
 /// Puts the calling thread in the FIFO real-time class; false if not
 /// allowed (then the probe also sees ordinary run-queue waits).
@@ -193,12 +228,19 @@ mod tests {
 
     #[test]
     fn the_description_names_what_was_seen() {
-        let stalls = Stalls { count: 3, longest: Duration::from_micros(7_260), realtime: true };
+        let stalls = Stalls {
+            count: 3,
+            longest: Duration::from_micros(7_260),
+            longest_at: Some(SystemTime::UNIX_EPOCH + Duration::from_millis(45_296_789)),
+            longest_steal_ms: Some(20),
+            realtime: true,
+        };
         let text = describe(Some([50.0, 10.0, 35.0, 5.0]), Some(stalls));
         assert_eq!(
             text,
             "; box: busy 50.0%, softirq 10.0%, idle 35.0%, steal 5.0%; \
-             a real-time 1 ms sleeper woke ≥ 5 ms late 3 times (longest 7.3 ms)"
+             a real-time 1 ms sleeper woke ≥ 5 ms late 3 times \
+             (longest 7.3 ms at 12:34:56.789 UTC, 20 ms of steal around it)"
         );
         assert_eq!(describe(None, None), "");
     }
