@@ -81,7 +81,8 @@ fn bench(c: &mut Criterion) {
             &reader,
             &mut Params::from_pairs(pairs.iter().copied()),
         )
-        .expect("get_messages");
+        .expect("get_messages")
+        .to_map();
         let n = reply["messages"].as_array().unwrap().len();
         assert!(n > 0, "{name}: no messages");
         group.bench_function(name, |b| {
@@ -147,8 +148,9 @@ fn bench(c: &mut Criterion) {
                 ("num_before", "20"),
                 ("narrow", r#"[["search","absent"]]"#),
             ];
-            let r =
-                get_messages_for(&state, &realm, &reader, &mut Params::from_pairs(pairs)).unwrap();
+            let r = get_messages_for(&state, &realm, &reader, &mut Params::from_pairs(pairs))
+                .unwrap()
+                .to_map();
             assert_eq!(r["found_oldest"], true);
             r
         })

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::json::{self, MessageOptions};
+use super::sorted_reply::{self, SortedMembers};
 use super::{register, spectators, App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::http::request::Params;
@@ -319,25 +320,33 @@ fn count(params: &mut Params, name: &str) -> ApiResult<u64> {
 /// `GET /messages`: a window of messages around an anchor, in a narrow.
 /// Without credentials, a spectator's read of web-public channels
 /// (`spectators` has Zulip's rules).
+///
+/// The reply is written straight to JSON text (`json::MessageWriter`):
+/// the same bytes as the map of `json::message` objects it replaces.
 pub fn get_messages(app: &App, call: &mut Call) -> ApiResult<Reply> {
-    let Some(me) = call.caller.clone() else {
-        spectators::check_realm(&call.realm)?;
-        let viewer = register::spectator(&call.realm);
-        let value = call.params.json("narrow")?;
-        let narrow = spectators::narrow(&app.state, &call.realm, &viewer, value.as_ref())?;
-        return fetch(&app.state, &call.realm, &viewer, &narrow, &mut call.params);
+    let reply = match call.caller.clone() {
+        None => {
+            spectators::check_realm(&call.realm)?;
+            let viewer = register::spectator(&call.realm);
+            let value = call.params.json("narrow")?;
+            let narrow = spectators::narrow(&app.state, &call.realm, &viewer, value.as_ref())?;
+            fetch(&app.state, &call.realm, &viewer, &narrow, &mut call.params)?
+        }
+        Some(me) => get_messages_for(&app.state, &call.realm, &me, &mut call.params)?,
     };
-    get_messages_for(&app.state, &call.realm, &me, &mut call.params)
+    call.sorted_reply = Some(reply);
+    Ok(Reply::new())
 }
 
 /// `GET /messages` against a `State` (the handler, minus HTTP; benches
-/// call it directly).
+/// call it directly): the reply's members (`SortedMembers::to_map` reads
+/// them as a map).
 pub fn get_messages_for(
     state: &State,
     realm: &Realm,
     me: &User,
     params: &mut Params,
-) -> ApiResult<Reply> {
+) -> ApiResult<SortedMembers> {
     let narrow = match params.json("narrow")? {
         Some(value) => Narrow::parse(state, me, &value)?,
         None => Narrow::default(),
@@ -372,7 +381,7 @@ fn fetch(
     me: &User,
     narrow: &Narrow,
     params: &mut Params,
-) -> ApiResult<Reply> {
+) -> ApiResult<SortedMembers> {
     if let Some(ids) = params.json("message_ids")? {
         return get_by_ids(state, realm, me, params, &ids, narrow);
     }
@@ -384,29 +393,34 @@ fn fetch(
     let found_anchor = at_anchor.is_some();
 
     let words = narrow.search_words();
-    let messages: Vec<Value> = before
-        .into_iter()
-        .rev()
-        .chain(at_anchor)
-        .chain(after)
-        .map(|(message, view)| {
-            let mut value = json::message(state, realm, me, &message, shown(me, view), options);
-            if !words.is_empty() {
-                let (content, subject) = search_match(&message, &words);
-                value["match_content"] = Value::String(content);
-                value["match_subject"] = Value::String(subject);
-            }
-            value
-        })
-        .collect();
-    Ok(reply! {
-        "messages" => messages,
-        "anchor" => anchor,
-        "found_anchor" => found_anchor,
-        "found_oldest" => found_oldest,
-        "found_newest" => found_newest,
-        "history_limited" => false,
-    })
+    let mut writer = json::MessageWriter::new(state, realm, me, options);
+    let mut reply = SortedMembers::with_capacity(128);
+    reply.unsigned("anchor", anchor);
+    reply.boolean("found_anchor", found_anchor);
+    reply.boolean("found_newest", found_newest);
+    reply.boolean("found_oldest", found_oldest);
+    reply.boolean("history_limited", false);
+    let out = reply.member("messages");
+    out.push(b'[');
+    for (i, (message, view)) in before.into_iter().rev().chain(at_anchor).chain(after).enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let view = shown(me, view);
+        if words.is_empty() {
+            writer.write(out, &message, view, &[]);
+            continue;
+        }
+        let (content, subject) = search_match(&message, &words);
+        let (mut content_json, mut subject_json) = (Vec::new(), Vec::new());
+        sorted_reply::string(&mut content_json, &content);
+        sorted_reply::string(&mut subject_json, &subject);
+        let extra: [(&str, &[u8]); 2] =
+            [("match_content", &content_json), ("match_subject", &subject_json)];
+        writer.write(out, &message, view, &extra);
+    }
+    out.push(b']');
+    Ok(reply)
 }
 
 /// A message's rendered content and topic with the search words marked
@@ -475,7 +489,7 @@ fn get_by_ids(
     params: &mut Params,
     ids: &Value,
     narrow: &Narrow,
-) -> ApiResult<Reply> {
+) -> ApiResult<SortedMembers> {
     for conflicting in ["anchor", "num_before", "num_after", "include_anchor"] {
         if params.raw(conflicting).is_some() {
             return Err(ApiError::bad_request(format!(
@@ -500,12 +514,22 @@ fn get_by_ids(
     ids.dedup();
     let options = options_for(me, params)?;
     let viewer = Viewer::new(state, me);
-    let messages: Vec<Value> = ids
+    let mut writer = json::MessageWriter::new(state, realm, me, options);
+    let mut reply = SortedMembers::with_capacity(128);
+    reply.boolean("history_limited", false);
+    let out = reply.member("messages");
+    out.push(b'[');
+    let found = ids
         .iter()
-        .flat_map(|id| scan(&viewer, narrow, &Source::Single(*id), *id, Direction::Newer, 1))
-        .map(|(message, view)| json::message(state, realm, me, &message, shown(me, view), options))
-        .collect();
-    Ok(reply! { "messages" => messages, "history_limited" => false })
+        .flat_map(|id| scan(&viewer, narrow, &Source::Single(*id), *id, Direction::Newer, 1));
+    for (i, (message, view)) in found.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        writer.write(out, &message, shown(me, view), &[]);
+    }
+    out.push(b']');
+    Ok(reply)
 }
 
 /// Where a window is taken: `anchor`, `num_before`, `num_after` and
@@ -813,6 +837,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::mutation::{MessageEdit, Mutation, NewContent, PropagateMode};
+    use crate::state::messages::{Reaction, ReactionType};
     use crate::state::Role;
     use crate::testkit::World;
 
@@ -851,6 +877,86 @@ mod tests {
     fn fetch(f: &Fixture, pairs: &[(&str, &str)]) -> ApiResult<Reply> {
         let realm = f.w.state.realms.get(&f.me.realm).unwrap();
         get_messages_for(&f.w.state, &realm, &f.me, &mut Params::from_pairs(pairs.iter().copied()))
+            .map(|reply| reply.to_map())
+    }
+
+    /// `MessageWriter` writes exactly the bytes `json::message`'s map
+    /// serializes to: channel and direct messages, an empty topic, an
+    /// edited and moved message, reactions, mention flags, a historical
+    /// view, every option, with and without extra members, one writer
+    /// reused across messages (its caches of senders and channels).
+    #[test]
+    fn written_messages_are_the_bytes_of_the_map() {
+        let mut f = fixture();
+        let general = f.w.state.channel_by_name.get(&(f.me.realm, "general".into())).unwrap();
+        let empty = f.w.post(&f.third, general, "", "no topic \"here\"");
+        let edited = f.w.post(&f.other, general, "old", "first <b>draft</b>");
+        f.w.apply(Mutation::EditMessage(MessageEdit {
+            message: edited,
+            editor: f.other.id,
+            timestamp: 1_700_000_100,
+            content: Some(NewContent {
+                content: "second draft".into(),
+                rendered: "<p>second draft</p>".into(),
+                is_me_message: false,
+                mentioned: Vec::new(),
+                channel_wildcard: false,
+                topic_wildcard: Vec::new(),
+            }),
+            topic: Some("new".into()),
+            channel: None,
+            moved: vec![edited],
+            counts_as_move: true,
+            propagate_mode: PropagateMode::ChangeOne,
+        }));
+        for (message, user, name) in [(f.ids[0], &f.me, "octopus"), (f.ids[4], &f.third, "tada")] {
+            let reaction = Reaction {
+                emoji_name: name.into(),
+                emoji_code: "1f419".into(),
+                reaction_type: ReactionType::Unicode,
+                user: user.id,
+            };
+            f.w.apply(Mutation::AddReaction { message, reaction });
+        }
+        let mut ids = f.ids.clone();
+        ids.extend([empty, edited]);
+        let state = &f.w.state;
+        let bools = [false, true];
+        for viewer in [&f.me, &f.other] {
+            let realm = state.realms.get(&viewer.realm).unwrap();
+            for (apply_markdown, allow_empty_topic_name, client_gravatar) in bools
+                .iter()
+                .flat_map(|a| bools.iter().flat_map(move |b| bools.map(|c| (*a, *b, c))))
+            {
+                let options =
+                    MessageOptions { apply_markdown, allow_empty_topic_name, client_gravatar };
+                let mut writer = json::MessageWriter::new(state, &realm, viewer, options);
+                for id in &ids {
+                    let message = state.messages.get(id).unwrap();
+                    let flags = state.flags(viewer.id, *id).unwrap_or_default();
+                    for historical in bools {
+                        let view = MessageView { flags, historical };
+                        let map = json::message(state, &realm, viewer, &message, view, options);
+                        let mut out = Vec::new();
+                        writer.write(&mut out, &message, view, &[]);
+                        assert_eq!(String::from_utf8(out).unwrap(), map.to_string(), "{id:?}");
+                        let mut with_extra = map.clone();
+                        with_extra["match_content"] = json!("<p>x</p>");
+                        with_extra["match_subject"] = json!("y");
+                        let mut out = Vec::new();
+                        let extra: [(&str, &[u8]); 2] =
+                            [("match_content", b"\"<p>x</p>\""), ("match_subject", b"\"y\"")];
+                        writer.write(&mut out, &message, view, &extra);
+                        assert_eq!(String::from_utf8(out).unwrap(), with_extra.to_string());
+                    }
+                }
+            }
+        }
+        let edited = state.messages.get(&edited).unwrap();
+        assert!(
+            !edited.edit_history().is_empty()
+                && !state.messages.get(&f.ids[0]).unwrap().reactions().is_empty()
+        );
     }
 
     fn ids(reply: &Reply) -> Vec<u64> {
@@ -992,8 +1098,9 @@ mod tests {
         let realm = w.state.realms.get(&late.realm).unwrap();
         let fetch = |who: &User, narrow: &str| {
             let pairs = [("anchor", "newest"), ("num_before", "10"), ("narrow", narrow)];
-            let r =
-                get_messages_for(&w.state, &realm, who, &mut Params::from_pairs(pairs)).unwrap();
+            let r = get_messages_for(&w.state, &realm, who, &mut Params::from_pairs(pairs))
+                .unwrap()
+                .to_map();
             ids(&r)
         };
         assert_eq!(fetch(&late, r#"[["stream","vault"]]"#), [after.0]);
