@@ -498,8 +498,13 @@ pub fn get_one(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let invalid = || ApiError::bad_request("Invalid message(s)");
     let message = app.state.messages.get(&id).ok_or_else(invalid)?;
     let view = access::message_view(&app.state, me, &message).ok_or_else(invalid)?;
-    let body = json::message(&app.state, &call.realm, me, &message, view, options);
-    Ok(reply! { "message" => body, "raw_content" => message.content() })
+    // Written straight to JSON text, as `GET /messages` is.
+    let mut reply = SortedMembers::with_capacity(1024);
+    let mut writer = json::MessageWriter::new(&app.state, &call.realm, me, options);
+    writer.write(reply.member("message"), &message, view, &[]);
+    reply.string("raw_content", message.content());
+    call.sorted_reply = Some(reply);
+    Ok(Reply::new())
 }
 
 /// `DELETE /messages/{message_id}`: delete a message (see
