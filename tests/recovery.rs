@@ -71,9 +71,17 @@ fn acknowledged_messages_survive_a_crash() {
 fn snapshot_plus_log_tail_survives_a_crash() {
     let mut server = TestServer::start_with(&["--snapshot-every", "10", "--segment-bytes", "4096"]);
     let c = server.client(HAMLET);
-    let sent = send_many(&c, 60, |i| format!("snapshot {i} {}", "x".repeat(100)));
+    let mut sent = send_many(&c, 60, |i| format!("snapshot {i} {}", "x".repeat(100)));
+    // The snapshot thread writes in the background at the lowest CPU
+    // priority: on a busy machine the first file can take a while.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while snapshots(&server).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no snapshot was written in 120 s");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // A tail after it.
+    sent.extend(send_many(&c, 5, |i| format!("tail {i}")));
     server.kill();
-    assert!(!snapshots(&server).is_empty(), "a snapshot was written");
     server.restart();
     assert_all_present(&server, &sent);
     assert!(server.stderr().contains("log records replayed"));
