@@ -198,6 +198,9 @@ pub struct MessageWriter<'a> {
     /// A channel's name as a JSON string.
     channels: Vec<(ChannelId, Vec<u8>)>,
     members: SortedMembers,
+    /// Whether to write the viewer's `flags` (a message event carries
+    /// them beside the message instead).
+    with_flags: bool,
 }
 
 impl<'a> MessageWriter<'a> {
@@ -215,7 +218,13 @@ impl<'a> MessageWriter<'a> {
             senders: Vec::new(),
             channels: Vec::new(),
             members: SortedMembers::with_capacity(1024),
+            with_flags: true,
         }
+    }
+
+    /// The same writer leaving out the `flags` member.
+    pub fn without_flags(self) -> Self {
+        MessageWriter { with_flags: false, ..self }
     }
 
     /// Appends `message` as seen through `view`, with `extra` members (JSON
@@ -272,7 +281,9 @@ impl<'a> MessageWriter<'a> {
             };
             write_json(m.member("edit_history"), &edit_history_json(message, &show));
         }
-        write_json(m.member("flags"), &view.flag_names());
+        if self.with_flags {
+            write_json(m.member("flags"), &view.flag_names());
+        }
         m.unsigned("id", message.id.0);
         m.boolean("is_me_message", message.is_me_message);
         if let Some(ts) = message.last_edit_timestamp() {

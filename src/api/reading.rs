@@ -883,8 +883,9 @@ mod tests {
     /// `MessageWriter` writes exactly the bytes `json::message`'s map
     /// serializes to: channel and direct messages, an empty topic, an
     /// edited and moved message, reactions, mention flags, a historical
-    /// view, every option, with and without extra members, one writer
-    /// reused across messages (its caches of senders and channels).
+    /// view, every option, with and without extra members and without
+    /// flags (as message events carry it), writers reused across messages
+    /// (their caches of senders and channels).
     #[test]
     fn written_messages_are_the_bytes_of_the_map() {
         let mut f = fixture();
@@ -931,6 +932,8 @@ mod tests {
                 let options =
                     MessageOptions { apply_markdown, allow_empty_topic_name, client_gravatar };
                 let mut writer = json::MessageWriter::new(state, &realm, viewer, options);
+                let mut flagless =
+                    json::MessageWriter::new(state, &realm, viewer, options).without_flags();
                 for id in &ids {
                     let message = state.messages.get(id).unwrap();
                     let flags = state.flags(viewer.id, *id).unwrap_or_default();
@@ -948,6 +951,11 @@ mod tests {
                             [("match_content", b"\"<p>x</p>\""), ("match_subject", b"\"y\"")];
                         writer.write(&mut out, &message, view, &extra);
                         assert_eq!(String::from_utf8(out).unwrap(), with_extra.to_string());
+                        let mut without = map.clone();
+                        without.as_object_mut().unwrap().remove("flags");
+                        let mut out = Vec::new();
+                        flagless.write(&mut out, &message, view, &[]);
+                        assert_eq!(String::from_utf8(out).unwrap(), without.to_string());
                     }
                 }
             }

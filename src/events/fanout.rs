@@ -20,6 +20,7 @@ use crate::api::json::{
     self as shapes, can_see_subscribers, MessageOptions, Subscribers, UserOptions,
 };
 use crate::api::register;
+use crate::api::sorted_reply::SortedMembers;
 use crate::state::access::role_in_system_group;
 use crate::state::access::{can_read_channel, can_see_channel, sees_others_emails, MessageView};
 use crate::state::{Destination, Flags, Realm, SystemGroup, User, UserId};
@@ -367,10 +368,17 @@ fn message_event(
                     let view = MessageView { flags: Flags::default(), historical: false };
                     // Rendered as the sender sees it: with `client_gravatar`
                     // set, the avatar is null exactly when `null_avatar` holds.
-                    let mut body =
-                        object(shapes::message(state, realm, sender, &message, view, options));
-                    body.remove("flags");
-                    members(&object(json!({ "type": "message", "message": body })))
+                    // Straight to text, without the flags (each queue's own
+                    // `flags` member goes beside it).
+                    let mut event = SortedMembers::with_capacity(1024);
+                    let mut writer =
+                        shapes::MessageWriter::new(state, realm, sender, options).without_flags();
+                    writer.write(event.member("message"), &message, view, &[]);
+                    event.string("type", "message");
+                    let mut text = Vec::with_capacity(1024);
+                    event.write_object(&mut text, &[]);
+                    let inner = text.get(1..text.len() - 1).unwrap_or_default();
+                    Arc::from(String::from_utf8_lossy(inner))
                 };
                 Arc::clone(slot.insert(text))
             }
