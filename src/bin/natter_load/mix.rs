@@ -231,9 +231,15 @@ pub fn run(addr: SocketAddr, args: &MixArgs, connections: usize) -> Result<(), S
         std::thread::sleep(Duration::from_secs(args.warmup));
         run.recorder.take();
         let t = Instant::now();
+        let machine = crate::watch::Watch::start();
         std::thread::sleep(Duration::from_secs(args.window));
         let window = run.recorder.take();
+        let machine = machine.finish();
         let pass = report(&window, n, t.elapsed(), args);
+        // What the machine did meanwhile (steal, the stall probe).
+        if let Some(line) = machine.strip_prefix("; ") {
+            println!("  {line}");
+        }
         (pass, window)
     };
     match ramp {
