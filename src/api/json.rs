@@ -3,6 +3,7 @@
 //! here with `state::access`, never in the individual handlers.
 
 use md5::{Digest, Md5};
+use rustc_hash::FxHashMap;
 use serde_json::{json, Map, Value};
 
 use std::sync::Arc;
@@ -193,10 +194,11 @@ pub struct MessageWriter<'a> {
     viewer: &'a User,
     options: MessageOptions,
     /// A sender's `avatar_url`, `sender_email`, `sender_full_name` and
-    /// `sender_realm_str` values, as JSON text.
-    senders: Vec<(UserId, Arc<[Vec<u8>; 4]>)>,
+    /// `sender_realm_str` values, as JSON text (a reply can hold up to
+    /// 5,000 messages from as many senders: a map, not a list).
+    senders: FxHashMap<UserId, Arc<[Vec<u8>; 4]>>,
     /// A channel's name as a JSON string.
-    channels: Vec<(ChannelId, Vec<u8>)>,
+    channels: FxHashMap<ChannelId, Arc<[u8]>>,
     members: SortedMembers,
     /// Whether to write the viewer's `flags` (a message event carries
     /// them beside the message instead).
@@ -215,8 +217,8 @@ impl<'a> MessageWriter<'a> {
             realm,
             viewer,
             options,
-            senders: Vec::new(),
-            channels: Vec::new(),
+            senders: FxHashMap::default(),
+            channels: FxHashMap::default(),
             members: SortedMembers::with_capacity(1024),
             with_flags: true,
         }
@@ -251,17 +253,13 @@ impl<'a> MessageWriter<'a> {
         }
         let (kind, stream) = match &message.destination {
             Destination::Channel { channel, .. } => {
-                let at = match self.channels.iter().position(|(id, _)| id == channel) {
-                    Some(at) => at,
-                    None => {
-                        let name = state.channels.read(channel, |c| c.name.clone());
-                        let mut text = Vec::new();
-                        sorted_reply::string(&mut text, &name.unwrap_or_default());
-                        self.channels.push((*channel, text));
-                        self.channels.len() - 1
-                    }
-                };
-                m.member("display_recipient").extend_from_slice(&self.channels[at].1);
+                let name = self.channels.entry(*channel).or_insert_with(|| {
+                    let name = state.channels.read(channel, |c| c.name.clone());
+                    let mut text = Vec::new();
+                    sorted_reply::string(&mut text, &name.unwrap_or_default());
+                    text.into()
+                });
+                m.member("display_recipient").extend_from_slice(name);
                 ("stream", Some(channel.0))
             }
             Destination::Direct { participants } => {
@@ -324,7 +322,7 @@ impl<'a> MessageWriter<'a> {
 
     /// The sender's members (see `senders`), looked up on first use.
     fn sender(&mut self, id: UserId) -> Arc<[Vec<u8>; 4]> {
-        if let Some((_, text)) = self.senders.iter().find(|(s, _)| *s == id) {
+        if let Some(text) = self.senders.get(&id) {
             return Arc::clone(text);
         }
         let (state, realm, viewer) = (self.state, self.realm, self.viewer);
@@ -339,7 +337,7 @@ impl<'a> MessageWriter<'a> {
         let sender_realm = if sender.is_system_bot() { SYSTEM_BOT_REALM } else { &realm.string_id };
         sorted_reply::string(&mut text[3], sender_realm);
         let text = Arc::new(text);
-        self.senders.push((id, Arc::clone(&text)));
+        self.senders.insert(id, Arc::clone(&text));
         text
     }
 }
