@@ -198,6 +198,11 @@ pub(crate) fn run_sync_thread(shared: &Shared) {
     // the waiters would wait forever for records that may or may not be on
     // disk; a restart is the only clean way on.
     let _abort = AbortOnPanic;
+    // The gather's sleep (`Options::gather`, ~100 µs) would otherwise end
+    // up to the default 50 µs timer slack late, and every durable writer
+    // waits through it.
+    #[cfg(target_os = "linux")]
+    let _ = nix::sys::prctl::set_timerslack(1_000);
     match shared.durability.mode {
         SyncMode::Always => group_commit(shared),
         SyncMode::Interval(period) => sync_periodically(shared, period.max(MIN_INTERVAL)),
