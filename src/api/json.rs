@@ -106,7 +106,10 @@ pub struct MessageOptions {
     pub client_gravatar: bool,
 }
 
-/// A Message resource as seen by `viewer` through `view`.
+/// A Message resource as seen by `viewer` through `view`, as a map: the
+/// reference `MessageWriter`'s bytes are checked against (every reply
+/// and event writes messages with `MessageWriter`).
+#[cfg(test)]
 pub fn message(
     state: &State,
     realm: &Realm,

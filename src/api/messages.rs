@@ -26,10 +26,10 @@ use crate::http::request::Params;
 use crate::markdown;
 use crate::mutation::{Mutation, NewMessage};
 use crate::reply;
-use crate::state::access::{self, can_see_channel};
+use crate::state::access::{self, can_see_channel, MessageView};
 use crate::state::{
-    Channel, ChannelId, Destination, IdKind, Message, MessageId, MessageParts, RecipientId, State,
-    TopicsPolicy, User, UserId,
+    Channel, ChannelId, Destination, IdKind, Message, MessageId, MessageParts, Realm, RecipientId,
+    State, TopicsPolicy, User, UserId,
 };
 
 /// Longest message content in characters (`max_message_length`).
@@ -498,13 +498,26 @@ pub fn get_one(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let invalid = || ApiError::bad_request("Invalid message(s)");
     let message = app.state.messages.get(&id).ok_or_else(invalid)?;
     let view = access::message_view(&app.state, me, &message).ok_or_else(invalid)?;
-    // Written straight to JSON text, as `GET /messages` is.
-    let mut reply = SortedMembers::with_capacity(1024);
-    let mut writer = json::MessageWriter::new(&app.state, &call.realm, me, options);
-    writer.write(reply.member("message"), &message, view, &[]);
-    reply.string("raw_content", message.content());
-    call.sorted_reply = Some(reply);
+    call.sorted_reply = Some(one_message(&app.state, &call.realm, me, &message, view, options));
     Ok(Reply::new())
+}
+
+/// The reply of `GET /messages/{message_id}` (a spectator's too): the
+/// message as `viewer` sees it, and its `raw_content`; written straight to
+/// JSON text, as `GET /messages` is.
+pub(super) fn one_message(
+    state: &State,
+    realm: &Realm,
+    viewer: &User,
+    message: &Message,
+    view: MessageView,
+    options: MessageOptions,
+) -> SortedMembers {
+    let mut reply = SortedMembers::with_capacity(1024);
+    let mut writer = json::MessageWriter::new(state, realm, viewer, options);
+    writer.write(reply.member("message"), message, view, &[]);
+    reply.string("raw_content", message.content());
+    reply
 }
 
 /// `DELETE /messages/{message_id}`: delete a message (see

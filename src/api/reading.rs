@@ -400,16 +400,11 @@ fn fetch(
     reply.boolean("found_newest", found_newest);
     reply.boolean("found_oldest", found_oldest);
     reply.boolean("history_limited", false);
-    let out = reply.member("messages");
-    out.push(b'[');
-    for (i, (message, view)) in before.into_iter().rev().chain(at_anchor).chain(after).enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
+    let shown_messages = before.into_iter().rev().chain(at_anchor).chain(after);
+    sorted_reply::array(reply.member("messages"), shown_messages, |out, (message, view)| {
         let view = shown(me, view);
         if words.is_empty() {
-            writer.write(out, &message, view, &[]);
-            continue;
+            return writer.write(out, &message, view, &[]);
         }
         let (content, subject) = search_match(&message, &words);
         let (mut content_json, mut subject_json) = (Vec::new(), Vec::new());
@@ -418,8 +413,7 @@ fn fetch(
         let extra: [(&str, &[u8]); 2] =
             [("match_content", &content_json), ("match_subject", &subject_json)];
         writer.write(out, &message, view, &extra);
-    }
-    out.push(b']');
+    });
     Ok(reply)
 }
 
@@ -517,18 +511,12 @@ fn get_by_ids(
     let mut writer = json::MessageWriter::new(state, realm, me, options);
     let mut reply = SortedMembers::with_capacity(128);
     reply.boolean("history_limited", false);
-    let out = reply.member("messages");
-    out.push(b'[');
     let found = ids
         .iter()
         .flat_map(|id| scan(&viewer, narrow, &Source::Single(*id), *id, Direction::Newer, 1));
-    for (i, (message, view)) in found.enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        writer.write(out, &message, shown(me, view), &[]);
-    }
-    out.push(b']');
+    sorted_reply::array(reply.member("messages"), found, |out, (message, view)| {
+        writer.write(out, &message, shown(me, view), &[])
+    });
     Ok(reply)
 }
 

@@ -161,6 +161,22 @@ pub fn unsigned(out: &mut Vec<u8>, mut value: u64) {
     out.extend_from_slice(&digits[at..]);
 }
 
+/// Appends a JSON array of `items`, each written by `each`.
+pub fn array<T>(
+    out: &mut Vec<u8>,
+    items: impl IntoIterator<Item = T>,
+    mut each: impl FnMut(&mut Vec<u8>, T),
+) {
+    out.push(b'[');
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        each(out, item);
+    }
+    out.push(b']');
+}
+
 /// Appends `value` as a JSON string, escaped exactly as serde_json does.
 pub fn string(out: &mut Vec<u8>, value: &str) {
     serde_json::to_writer(&mut *out, value).expect("writing to a Vec cannot fail");

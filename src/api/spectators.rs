@@ -21,8 +21,7 @@
 
 use serde_json::{json, Value};
 
-use super::json::{self, MessageOptions};
-use super::sorted_reply::SortedMembers;
+use super::json::MessageOptions;
 use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::narrow::{split_terms, Narrow};
@@ -145,10 +144,8 @@ pub fn get_message(app: &App, call: &mut Call) -> ApiResult<Reply> {
     // The stand-in reads exactly the web-public channels' history.
     access::message_view(&app.state, &viewer, &message).ok_or_else(invalid)?;
     let view = MessageView { flags: Flags::READ, historical: false };
-    let mut reply = SortedMembers::with_capacity(1024);
-    let mut writer = json::MessageWriter::new(&app.state, &call.realm, &viewer, options);
-    writer.write(reply.member("message"), &message, view, &[]);
-    reply.string("raw_content", message.content());
+    let reply =
+        super::messages::one_message(&app.state, &call.realm, &viewer, &message, view, options);
     call.sorted_reply = Some(reply);
     Ok(Reply::new())
 }

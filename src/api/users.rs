@@ -41,17 +41,12 @@ pub fn list(app: &App, call: &mut Call) -> ApiResult<Reply> {
     // Each user's object as `json::user`'s map serializes it, written
     // straight to text (`user_json::write_user_members`).
     let mut list = Vec::with_capacity(2 + users.len() * 420);
-    list.push(b'[');
     let mut members = SortedMembers::with_capacity(512);
-    for (i, user) in users.iter().enumerate() {
-        if i > 0 {
-            list.push(b',');
-        }
+    sorted_reply::array(&mut list, users.iter(), |list, user| {
         members.clear();
         user_json::write_user_members(&mut members, &app.state, me, user, options);
-        members.write_object(&mut list, &[]);
-    }
-    list.push(b']');
+        members.write_object(list, &[]);
+    });
     let mut reply = SortedMembers::default();
     reply.insert("members", list);
     call.sorted_reply = Some(reply);

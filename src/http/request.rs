@@ -211,16 +211,16 @@ impl Params {
 /// Written here because it is on every request's path: the crate makes
 /// several passes and a copy or two per name and value (about a sixth of
 /// the user-space instructions of a `POST /messages`), where a name or
-/// value without `%` or `+` — most of them — needs one UTF-8 check and is
-/// passed on in place.
+/// value without `%` or `+` — most of them — is passed on in place, and
+/// needs no UTF-8 check of its own when the whole body is valid UTF-8.
 fn decode_form(raw: &[u8], mut each: impl FnMut(&str, &str)) {
     // One UTF-8 check for the whole body: the pieces are split at ASCII
     // bytes, so a piece without `%` is then valid text as it stands.
     let text = std::str::from_utf8(raw).ok();
     let (mut name_buf, mut value_buf) = (Vec::new(), Vec::new());
-    // One pass: where the pair started, its first `=`, and which of `%`
-    // and `+` its name and its value hold.
-    let (mut start, mut equals, mut marks) = (0, None, [Marks::default(); 2]);
+    // One pass: where the pair started, its first `=`, and whether its
+    // name and its value hold a `%` or `+` to decode.
+    let (mut start, mut equals, mut encoded) = (0, None, [false; 2]);
     for at in 0..=raw.len() {
         match raw.get(at).copied().unwrap_or(b'&') {
             b'&' => {
@@ -229,44 +229,37 @@ fn decode_form(raw: &[u8], mut each: impl FnMut(&str, &str)) {
                         Some(eq) => (start..eq, eq + 1..at),
                         None => (start..at, at..at),
                     };
-                    let name = form_text(raw, text, name, marks[0], &mut name_buf);
-                    let value = form_text(raw, text, value, marks[1], &mut value_buf);
+                    let name = form_text(raw, text, name, encoded[0], &mut name_buf);
+                    let value = form_text(raw, text, value, encoded[1], &mut value_buf);
                     each(&name, &value);
                 }
-                (start, equals, marks) = (at + 1, None, [Marks::default(); 2]);
+                (start, equals, encoded) = (at + 1, None, [false; 2]);
             }
             b'=' if equals.is_none() => equals = Some(at),
-            b'%' => marks[usize::from(equals.is_some())].percent = true,
-            b'+' => marks[usize::from(equals.is_some())].plus = true,
+            b'%' | b'+' => encoded[usize::from(equals.is_some())] = true,
             _ => {}
         }
     }
 }
 
-/// Which bytes of a form's name or value need decoding.
-#[derive(Clone, Copy, Default)]
-struct Marks {
-    percent: bool,
-    plus: bool,
-}
-
-/// One name or value of a form (`raw[range]`) as text: `+` → space and
-/// `%XX` → the byte, then UTF-8, lossy. `text` is all of `raw` when it
-/// is valid UTF-8: a piece without `%` or `+` is then borrowed from it
-/// without a check of its own.
+/// One name or value of a form (`raw[range]`) as text: when `encoded` (it
+/// holds `%` or `+`), `+` → space and `%XX` → the byte, into `scratch`;
+/// then UTF-8, lossy. `text` is all of `raw` when it is valid UTF-8: a
+/// piece that is not `encoded` is then borrowed from it without a check
+/// of its own.
 fn form_text<'a>(
     raw: &'a [u8],
     text: Option<&'a str>,
     range: std::ops::Range<usize>,
-    marks: Marks,
+    encoded: bool,
     scratch: &'a mut Vec<u8>,
 ) -> std::borrow::Cow<'a, str> {
     use std::borrow::Cow;
-    if let (Some(text), Marks { percent: false, plus: false }) = (text, marks) {
+    if let (Some(text), false) = (text, encoded) {
         return Cow::Borrowed(&text[range]);
     }
     let bytes = &raw[range];
-    let bytes = if marks.percent || marks.plus {
+    let bytes = if encoded {
         let hex = |b: Option<&u8>| b.and_then(|&b| (b as char).to_digit(16)).map(|d| d as u8);
         scratch.clear();
         scratch.reserve(bytes.len());

@@ -111,8 +111,9 @@ impl Watch {
         Watch { cpu: CpuTimes::read(), stop, probe }
     }
 
-    /// One line: `box: busy …%, softirq …%, idle …%, steal …%; probe woke
-    /// ≥ 5 ms late N times (longest …)`; empty when nothing was watched.
+    /// What was seen, to append to a result line: `; box: busy …%,
+    /// softirq …%, idle …%, steal …%; a real-time 1 ms sleeper woke ≥ 5 ms
+    /// late N times (longest …)`; empty when nothing was watched.
     pub fn finish(self) -> String {
         self.stop.store(true, Ordering::Relaxed);
         let stalls = self.probe.and_then(|p| p.join().ok());
