@@ -707,6 +707,11 @@ struct Table {
     by_head: HashMap<(&'static str, usize), Vec<usize>, FxBuildHasher>,
     /// Indexes of routes whose first segment is `{…}` (or that have none).
     any_head: Vec<usize>,
+    /// Indexes of the routes without `{…}` segments, by pattern, in table
+    /// order: such a route is the best match for its own path, found with
+    /// one hash of the path (the busiest routes — `/users/me`,
+    /// `/messages`, `/events`, `/register` — are literal).
+    literal: HashMap<&'static str, Vec<usize>, FxBuildHasher>,
 }
 
 fn table() -> &'static Table {
@@ -727,23 +732,35 @@ fn table() -> &'static Table {
         let mut by_head: HashMap<(&'static str, usize), Vec<usize>, FxBuildHasher> =
             HashMap::default();
         let mut any_head = Vec::new();
+        let mut literal: HashMap<&'static str, Vec<usize>, FxBuildHasher> = HashMap::default();
         for (i, c) in routes.iter().enumerate() {
+            if c.literals == c.parts.len() {
+                literal.entry(c.route.pattern).or_default().push(i);
+            }
             // Patterns start with `/`: part 0 is empty, part 1 the head.
             match c.parts.get(1) {
                 Some(Some(head)) => by_head.entry((*head, c.parts.len())).or_default().push(i),
                 _ => any_head.push(i),
             }
         }
-        Table { routes, by_head, any_head }
+        Table { routes, by_head, any_head, literal }
     })
 }
 
 /// Finds the route for `method` and `path` (the part after `/api/v1`).
 /// Literal segments win over `{…}` segments (`/users/me` before `/users/{id}`).
 pub fn find(method: &str, path: &str) -> Match {
+    let table = table();
+    let trimmed = path.trim_end_matches('/');
+    if let Some(same_path) = table.literal.get(trimmed) {
+        let route = same_path.iter().map(|&i| table.routes[i].route).find(|r| r.method == method);
+        if let Some(route) = route {
+            return Match::Found(route, Vec::new());
+        }
+    }
     let mut buf = [""; MAX_SEGMENTS];
     let mut n = 0;
-    for segment in path.trim_end_matches('/').split('/') {
+    for segment in trimmed.split('/') {
         if n == MAX_SEGMENTS {
             return Match::NotFound;
         }
@@ -751,7 +768,6 @@ pub fn find(method: &str, path: &str) -> Match {
         n += 1;
     }
     let segments = &buf[..n];
-    let table = table();
     let group = segments.get(1).and_then(|head| table.by_head.get(&(*head, segments.len())));
     let group = group.map_or(&[][..], Vec::as_slice);
     // Both lists in table order, merged: ties go to the earlier route,
