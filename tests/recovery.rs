@@ -177,6 +177,29 @@ fn every_fsync_mode_keeps_data_across_a_clean_restart() {
     }
 }
 
+/// Without `--fsync always` a reply still waits for its record's `write(2)`
+/// (only the flush to disk is skipped), so a crash of the process — not of
+/// the machine — loses nothing acknowledged, even with writers batching
+/// each other's records into one write.
+#[test]
+fn without_fsync_acknowledged_sends_survive_a_process_crash() {
+    for mode in ["never", "interval:60000"] {
+        let mut server = TestServer::start_with(&["--fsync", mode, "--snapshot-every", "0"]);
+        let sent: Vec<_> = std::thread::scope(|s| {
+            let writers: Vec<_> = (0..8)
+                .map(|w| {
+                    let c = server.client(HAMLET);
+                    s.spawn(move || send_many(&c, 15, |i| format!("{mode} crash {w} {i}")))
+                })
+                .collect();
+            writers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+        });
+        server.kill();
+        server.restart();
+        assert_all_present(&server, &sent);
+    }
+}
+
 /// Group commit with its gathering off (`--commit-gather-us 0`) and at a
 /// long wait: writers sending at once all get their messages kept.
 #[test]
