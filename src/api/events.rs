@@ -3,10 +3,10 @@
 
 use serde_json::json;
 
+use super::sorted_reply::SortedMembers;
 use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::events::queue::QueueError;
-use crate::reply;
 
 /// 400 `BAD_EVENT_QUEUE_ID`. The lowercase "id" in the message matters:
 /// zulip-term 0.7.0 re-registers only when `msg` starts with
@@ -33,10 +33,15 @@ pub fn get_events(app: &App, call: &mut Call) -> ApiResult<Reply> {
         .queues
         .poll_json(&queue_id, user, last_event_id, dont_block)
         .map_err(|_| bad_queue(&queue_id))?;
-    // The events are JSON text already (`queue::Queued`): spliced into the
-    // reply as they are.
-    call.raw_fields.push(("events".into(), polled.json));
-    Ok(reply! { "queue_id" => queue_id })
+    // Written as text in key order (`SortedMembers`), the most frequent
+    // reply of all (one per event delivered): the events are JSON text
+    // already (`queue::Queued`) and go in as they are, and no map of the
+    // reply is built, allocated and freed.
+    let mut out = SortedMembers::with_capacity(polled.json.len() + queue_id.len() + 32);
+    out.member("events").extend_from_slice(polled.json.as_bytes());
+    out.string("queue_id", &queue_id);
+    call.sorted_reply = Some(out);
+    Ok(Reply::new())
 }
 
 /// `DELETE /events`: delete one of the caller's queues.
