@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
+use rustc_hash::FxBuildHasher;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -314,13 +315,16 @@ pub enum QueueError {
 
 #[derive(Default)]
 struct Registry {
-    by_id: HashMap<String, Arc<QueueCell>>,
-    by_user: HashMap<UserId, Vec<Arc<QueueCell>>>,
+    /// FxHash, not SipHash (looked up on every long-poll and every
+    /// delivery): the ids are the server's own, with a random part, so
+    /// nobody can choose keys that collide.
+    by_id: HashMap<String, Arc<QueueCell>, FxBuildHasher>,
+    by_user: HashMap<UserId, Vec<Arc<QueueCell>>, FxBuildHasher>,
     /// The `all_public_streams` queues of each realm: every public
     /// channel's message looks for them, and walking (and locking) every
     /// queue of the server per message for the few that are was
     /// proportional to the users online.
-    all_public: HashMap<RealmId, Vec<Arc<QueueCell>>>,
+    all_public: HashMap<RealmId, Vec<Arc<QueueCell>>, FxBuildHasher>,
 }
 
 impl Registry {
