@@ -378,7 +378,13 @@ fn message_event(
                     let mut text = Vec::with_capacity(1024);
                     event.write_object(&mut text, &[]);
                     let inner = text.get(1..text.len() - 1).unwrap_or_default();
-                    Arc::from(String::from_utf8_lossy(inner))
+                    // The writer writes UTF-8: checked by the vectorized
+                    // `from_utf8`, not the lossy scan (≈ 3.6k instructions
+                    // for a short message's event).
+                    match std::str::from_utf8(inner) {
+                        Ok(text) => Arc::from(text),
+                        Err(_) => Arc::from(String::from_utf8_lossy(inner)),
+                    }
                 };
                 Arc::clone(slot.insert(text))
             }
