@@ -102,6 +102,33 @@ hamlet@natter.test\r\n--b--\r\n";
     send(&server, "POST /api/v1/messages", &headers, b"{}").err(400, "BAD_REQUEST");
 }
 
+/// A browser's boundary has capitals (Chrome: `----WebKitFormBoundary`
+/// and 16 mixed-case characters; Firefox's are digits) and a boundary is
+/// compared byte for byte: only the media type is case-insensitive.
+#[test]
+fn a_mixed_case_multipart_boundary_is_kept_as_sent() {
+    let server = TestServer::start();
+    let auth = hamlet_auth(&server);
+    let boundary = "----WebKitFormBoundary7MA4YWxkTrZu0gW";
+    let part = |name: &str, value: &str| {
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+        )
+    };
+    let body = [
+        part("type", "stream"),
+        part("to", "general"),
+        part("topic", "browser"),
+        part("content", "from a browser"),
+        format!("--{boundary}--\r\n"),
+    ]
+    .concat();
+    let content_type = format!("Multipart/Form-Data; boundary={boundary}");
+    let headers = [("Authorization", auth.as_str()), ("Content-Type", content_type.as_str())];
+    let r = send(&server, "POST /api/v1/messages", &headers, body.as_bytes()).ok();
+    assert_eq!(raw_content(&server, &r["id"]), "from a browser");
+}
+
 #[test]
 fn chunked_body_then_a_pipelined_request_on_one_connection() {
     let server = TestServer::start();

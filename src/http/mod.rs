@@ -41,7 +41,8 @@ struct Head<'a> {
     query: &'a str,
     host: &'a str,
     authorization: Option<&'a [u8]>,
-    content_type: String,
+    /// As sent: a multipart boundary is case-sensitive.
+    content_type: &'a str,
     user_agent: &'a str,
 }
 
@@ -145,7 +146,7 @@ impl Service {
             query,
             host: header_text(found[0]),
             authorization: found[1],
-            content_type: header_text(found[2]).to_ascii_lowercase(),
+            content_type: header_text(found[2]),
             user_agent: header_text(found[3]),
         };
         match self.dispatch(&head, req.body, session) {
@@ -168,7 +169,7 @@ impl Service {
             Match::WrongMethod => return Err(ApiError::method_not_allowed(head.method)),
             Match::NotFound => return Err(ApiError::no_such_endpoint()),
         };
-        let params = request_params(head.query, &head.content_type, body)?;
+        let params = request_params(head.query, head.content_type, body)?;
         // Read before the realm and account (`Session`).
         let generation = app.state.users_generation.load(Ordering::Acquire);
         let realm = session.realm(generation, head.host, || self.realm_for_host(head.host))?;
@@ -241,10 +242,15 @@ fn request_params(query: &str, content_type: &str, body: &[u8]) -> ApiResult<Par
     let mut params = Params::default();
     params.add_urlencoded(query.as_bytes());
     if !body.is_empty() {
+        // The media type is case-insensitive; its parameters (a boundary)
+        // are not, so the header is passed on as sent.
         let media_type = content_type.split(';').next().unwrap_or("").trim();
+        let is = |name: &str| media_type.eq_ignore_ascii_case(name);
         match media_type {
-            "" | "application/x-www-form-urlencoded" => params.add_urlencoded(body),
-            "multipart/form-data" => {
+            _ if media_type.is_empty() || is("application/x-www-form-urlencoded") => {
+                params.add_urlencoded(body)
+            }
+            _ if is("multipart/form-data") => {
                 let fields = multipart::text_fields(content_type, body).map_err(|why| {
                     ApiError::bad_request(format!("Malformed multipart/form-data body: {why}"))
                 })?;
