@@ -22,6 +22,21 @@ fn send_many(c: &Client, n: usize, content: impl Fn(usize) -> String) -> Vec<(u6
     (0..n).map(content).map(|s| (send(c, &s), s)).collect()
 }
 
+/// Eight writers at once, each on its own connection, each sending `n`
+/// messages whose contents are `label`, the writer and the index; returns
+/// every (id, content) pair.
+fn send_concurrently(server: &TestServer, n: usize, label: &str) -> Vec<(u64, String)> {
+    std::thread::scope(|s| {
+        let writers: Vec<_> = (0..8)
+            .map(|w| {
+                let c = server.client(HAMLET);
+                s.spawn(move || send_many(&c, n, |i| format!("{label} {w} {i}")))
+            })
+            .collect();
+        writers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+    })
+}
+
 fn assert_all_present(server: &TestServer, sent: &[(u64, String)]) {
     let c = server.client(HAMLET);
     for (id, content) in sent {
@@ -185,15 +200,7 @@ fn every_fsync_mode_keeps_data_across_a_clean_restart() {
 fn without_fsync_acknowledged_sends_survive_a_process_crash() {
     for mode in ["never", "interval:60000"] {
         let mut server = TestServer::start_with(&["--fsync", mode, "--snapshot-every", "0"]);
-        let sent: Vec<_> = std::thread::scope(|s| {
-            let writers: Vec<_> = (0..8)
-                .map(|w| {
-                    let c = server.client(HAMLET);
-                    s.spawn(move || send_many(&c, 15, |i| format!("{mode} crash {w} {i}")))
-                })
-                .collect();
-            writers.into_iter().flat_map(|w| w.join().unwrap()).collect()
-        });
+        let sent = send_concurrently(&server, 15, &format!("{mode} crash"));
         server.kill();
         server.restart();
         assert_all_present(&server, &sent);
@@ -206,15 +213,7 @@ fn without_fsync_acknowledged_sends_survive_a_process_crash() {
 fn concurrent_durable_sends_survive_a_restart_with_any_gathering() {
     for gather in ["0", "2000"] {
         let mut server = TestServer::start_with(&["--commit-gather-us", gather]);
-        let sent: Vec<_> = std::thread::scope(|s| {
-            let writers: Vec<_> = (0..8)
-                .map(|w| {
-                    let c = server.client(HAMLET);
-                    s.spawn(move || send_many(&c, 10, |i| format!("gather {gather} {w} {i}")))
-                })
-                .collect();
-            writers.into_iter().flat_map(|w| w.join().unwrap()).collect()
-        });
+        let sent = send_concurrently(&server, 10, &format!("gather {gather}"));
         server.stop();
         server.restart();
         assert_all_present(&server, &sent);
