@@ -24,8 +24,8 @@ use crate::mutation::{FlagsChange, MessageEdit, Mutation, NewMessage};
 use crate::state::messages::{EditRecord, Reaction};
 use crate::state::scheduled::ScheduledId;
 use crate::state::{
-    Channel, ChannelId, Destination, Flags, IdKind, Message, MessageId, Role, State, Subscription,
-    UserId,
+    Channel, ChannelId, Destination, Flags, IdKind, Members, Message, MessageId, Role, State,
+    Subscription, UserId,
 };
 
 /// Applies mutation number `seq` and returns the events it causes.
@@ -266,7 +266,7 @@ fn send_message(state: &State, new: &NewMessage, read_by: &[UserId]) -> Vec<Even
     };
     let mut recipients = Vec::with_capacity(subscribers.as_ref().map_or(2, |s| s.1.len() + 1));
     let first = subscribers.as_ref().is_some_and(|s| s.0);
-    let subscribers = subscribers.as_ref().map_or(&[][..], |s| &s.1[..]);
+    let subscribers = subscribers.as_ref().map_or(&[][..], |s| s.1.as_slice());
     deliver(state, new, read_by, first, subscribers, |_, user, flags| {
         state.set_flags(user, message.id, flags);
         recipients.push((user, flags));
@@ -284,14 +284,12 @@ pub(crate) fn claim_message(state: &State, message: &Message) {
     state.ids.claim(IdKind::Recipient, message.recipient.0);
 }
 
-/// Whether `channel` has no message yet, and its subscribers (read in
-/// place under the shard's read lock, in the set's order).
-pub(crate) fn channel_subscribers(state: &State, channel: ChannelId) -> (bool, Vec<UserId>) {
+/// Whether `channel` has no message yet, and its subscribers (ascending;
+/// shared with the channel, not copied).
+pub(crate) fn channel_subscribers(state: &State, channel: ChannelId) -> (bool, Members) {
     state
         .channels
-        .read(&channel, |c| {
-            (c.first_message_id.is_none(), c.subscribers.iter().copied().collect::<Vec<_>>())
-        })
+        .read(&channel, |c| (c.first_message_id.is_none(), c.subscribers.shared()))
         .unwrap_or_else(|| panic!("apply: no channel {channel}"))
 }
 

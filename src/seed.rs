@@ -14,8 +14,8 @@ use crate::markdown;
 use crate::mutation::{Mutation, NewMessage};
 use crate::state::{
     BotType, Channel, ChannelId, ChannelPermissions, Destination, Group, GroupId, GroupSetting,
-    IdKind, Message, MessageId, MessageParts, Realm, RealmId, RealmSettings, RecipientId, Role,
-    State, Subscription, SystemGroup, SystemGroups, TopicsPolicy, User, UserId,
+    IdKind, Members, Message, MessageId, MessageParts, Realm, RealmId, RealmSettings, RecipientId,
+    Role, State, Subscription, SystemGroup, SystemGroups, TopicsPolicy, User, UserId,
 };
 
 /// Zulip's palette for new subscriptions, picked in turn per user.
@@ -167,7 +167,7 @@ pub fn channel(
         is_default: !new.invite_only,
         permissions: default_permissions(realm, new.creator),
         first_message_id: None,
-        subscribers: BTreeSet::new(),
+        subscribers: Members::new(),
     };
     let subscribers = new.subscribers.iter().map(|u| (*u, subscription(state, *u, 0))).collect();
     Ok(Mutation::CreateChannel { channel, subscribers })

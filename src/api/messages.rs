@@ -28,8 +28,8 @@ use crate::mutation::{Mutation, NewMessage};
 use crate::reply;
 use crate::state::access::{self, can_see_channel, MessageView};
 use crate::state::{
-    Channel, ChannelId, Destination, IdKind, Message, MessageId, MessageParts, Realm, RecipientId,
-    State, TopicsPolicy, User, UserId,
+    Channel, ChannelId, Destination, IdKind, Members, Message, MessageId, MessageParts, Realm,
+    RecipientId, State, TopicsPolicy, User, UserId,
 };
 
 /// Longest message content in characters (`max_message_length`).
@@ -248,7 +248,27 @@ struct Resolved {
     recipient: RecipientId,
     /// Who it is delivered to (channel subscribers and the sender, or the
     /// direct participants).
-    recipients: Vec<UserId>,
+    recipients: Recipients,
+}
+
+/// A message's recipients, in delivery order: a channel's subscribers as
+/// the channel holds them (shared, not copied) when the sender is among
+/// them, or a list of their own.
+#[derive(Debug)]
+enum Recipients {
+    Subscribers(Members),
+    Listed(Vec<UserId>),
+}
+
+impl std::ops::Deref for Recipients {
+    type Target = [UserId];
+
+    fn deref(&self) -> &[UserId] {
+        match self {
+            Recipients::Subscribers(members) => members.as_slice(),
+            Recipients::Listed(ids) => ids,
+        }
+    }
 }
 
 /// Checks the target against current state (under the writer lock): the
@@ -286,11 +306,14 @@ fn resolve_target(state: &State, sender: &User, target: &Target) -> ApiResult<Re
                     )));
                 }
                 check_topic_policy(channel, realm_policy, topic)?;
-                let mut recipients = Vec::with_capacity(channel.subscribers.len() + 1);
-                recipients.extend(channel.subscribers.iter().copied());
-                if !channel.subscribers.contains(&sender.id) {
-                    recipients.push(sender.id);
-                }
+                let recipients = if channel.subscribers.contains(&sender.id) {
+                    Recipients::Subscribers(channel.subscribers.shared())
+                } else {
+                    let mut listed = Vec::with_capacity(channel.subscribers.len() + 1);
+                    listed.extend(channel.subscribers.iter().copied());
+                    listed.push(sender.id);
+                    Recipients::Listed(listed)
+                };
                 let destination =
                     Destination::Channel { channel: channel.id, topic: topic.as_str().into() };
                 Ok(Resolved { destination, recipient: channel.recipient, recipients })
@@ -332,7 +355,7 @@ fn resolve_target(state: &State, sender: &User, target: &Target) -> ApiResult<Re
                 .get(&participants)
                 .unwrap_or_else(|| RecipientId(state.ids.peek(IdKind::Recipient)));
             Ok(Resolved {
-                recipients: participants.clone(),
+                recipients: Recipients::Listed(participants.clone()),
                 destination: Destination::Direct { participants: participants.into() },
                 recipient,
             })

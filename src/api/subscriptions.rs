@@ -21,8 +21,8 @@ use crate::reply;
 use crate::seed;
 use crate::state::access::{self, can_see_channel};
 use crate::state::{
-    Channel, ChannelId, Destination, GroupSetting, IdKind, MessageId, Realm, RecipientId, Role,
-    State, TopicsPolicy, User, UserId,
+    Channel, ChannelId, Destination, GroupSetting, IdKind, Members, MessageId, Realm, RecipientId,
+    Role, State, TopicsPolicy, User, UserId,
 };
 
 /// Longest channel name in characters (register's `max_stream_name_length`).
@@ -387,7 +387,7 @@ fn new_channel(
         is_default: c.is_default,
         permissions,
         first_message_id: None,
-        subscribers: BTreeSet::new(),
+        subscribers: Members::new(),
     })
 }
 

@@ -36,7 +36,7 @@ use rustc_hash::FxHashMap;
 
 use super::{apply, channel_subscribers, claim_message, deliver};
 use crate::mutation::{Mutation, NewMessage};
-use crate::state::{ChannelId, Destination, Flags, Message, MessageId, State, UserId};
+use crate::state::{ChannelId, Destination, Flags, Members, Message, MessageId, State, UserId};
 
 /// Most sends gathered before they are written (bounds the memory of the
 /// pending rows and messages).
@@ -64,7 +64,7 @@ pub struct Replay<'s> {
 /// A channel's audience during a run.
 struct Audience {
     first: bool,
-    subscribers: Vec<UserId>,
+    subscribers: Members,
     slots: Vec<usize>,
 }
 
@@ -144,7 +144,7 @@ impl<'s> Replay<'s> {
                     rows[slot].1.push((id, flags));
                     recipients.push(user);
                 };
-                deliver(state, &new, read_by, audience.first, &audience.subscribers, row);
+                deliver(state, &new, read_by, audience.first, audience.subscribers.as_slice(), row);
                 audience.first = false;
             }
             Destination::Direct { .. } => {

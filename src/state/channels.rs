@@ -1,11 +1,10 @@
 //! Channels (Zulip "streams") and per-user subscriptions.
 
-use std::collections::BTreeSet;
-
 use serde::{Deserialize, Serialize};
 
 use super::groups::GroupSetting;
 use super::ids::{ChannelId, MessageId, RealmId, RecipientId, UserId};
+use super::members::Members;
 
 /// Whether a channel allows the empty topic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,7 +90,7 @@ pub struct Channel {
     /// Oldest message still in the channel.
     pub first_message_id: Option<MessageId>,
     /// Reverse index of `State::subscriptions`: users subscribed now.
-    pub subscribers: BTreeSet<UserId>,
+    pub subscribers: Members,
 }
 
 /// One user's settings for one channel they are subscribed to.
