@@ -39,7 +39,7 @@ fn in_group_inner(
     seen: &mut BTreeSet<GroupId>,
     depth: usize,
 ) -> bool {
-    if depth > MAX_GROUP_DEPTH || !seen.insert(id) {
+    if depth > MAX_GROUP_DEPTH || seen.contains(&id) {
         return false;
     }
     // Decided under the shard's read lock where it can be (a send asks
@@ -63,7 +63,11 @@ fn in_group_inner(
     match subgroups {
         None => false,
         Some(Err(decided)) => decided,
+        // Marked seen only when its subgroups are followed (what stops a
+        // cycle): a group that decides at once (the usual system group)
+        // costs the set no allocation.
         Some(Ok(subgroups)) => {
+            seen.insert(id);
             subgroups.into_iter().any(|sub| in_group_inner(state, user, sub, seen, depth + 1))
         }
     }
