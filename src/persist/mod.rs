@@ -201,6 +201,7 @@ pub fn open_reporting(
     })?;
     applier.finish();
     report.replayed = replay.finish();
+    state.rebuild_holder_hints();
     Ok((state, wal, report))
 }
 

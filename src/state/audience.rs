@@ -3,7 +3,7 @@
 //! for a channel whose history is open to subscribers, everyone subscribed
 //! now (they can read it as history). As in Zulip.
 
-use super::{Destination, Message, State, UserId};
+use super::{Destination, IdKind, Message, State, UserId};
 
 impl State {
     /// Users holding a row for `message` (it was delivered to them),
@@ -25,6 +25,15 @@ impl State {
             return holders;
         }
         self.holders_by_scan(message)
+    }
+
+    /// Hints for the newest messages read from the rows
+    /// (`HolderHints::rebuild`): called once recovery has rebuilt the
+    /// state, whose hints start empty.
+    pub fn rebuild_holder_hints(&self) {
+        let rows = self.user_messages.freeze();
+        let next_id = self.ids.peek(IdKind::Message);
+        self.holder_hints.rebuild(next_id, || rows.iter().map(|(user, m)| (*user, m.ids())));
     }
 
     /// `message_holders` by one pass over the rows map: a pointer copy of
@@ -120,5 +129,19 @@ mod tests {
             assert_eq!(hinted, scanned);
         }
         assert!(!state.message_holders(&state.messages.get(&second).unwrap()).contains(&gone));
+
+        // A restart: the state comes back from its image with no hints;
+        // rebuilt from the rows, every message has one again (the one
+        // with the late row too: its holders are read as they are now),
+        // and they still match the scan.
+        let restarted = State::from_image(state.image());
+        assert!(restarted.holder_hints.candidates(first).is_none(), "hints are not snapshotted");
+        restarted.rebuild_holder_hints();
+        for id in (0..200).map(MessageId).filter(|id| restarted.messages.contains(id)) {
+            assert!(restarted.holder_hints.candidates(id).is_some(), "{id} has a hint");
+        }
+        let before = both(&state);
+        assert_eq!(both(&restarted), before);
+        assert!(before[0].0.contains(&late));
     }
 }

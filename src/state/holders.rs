@@ -12,20 +12,21 @@
 //! a message after its send drops the message's hint** (`row_added`, called
 //! by every row-adding method of `State`). Rows removed since the send
 //! are filtered out when the hint is read. A message without a hint (older
-//! than the window, after a restart, or with a late row) falls back to the
-//! scan; either way the answer is the same, so nothing observable depends
-//! on the hint, and it is not snapshotted.
+//! than the window, or with a late row) falls back to the scan; either way
+//! the answer is the same, so nothing observable depends on the hint, and
+//! it is not snapshotted: once recovery has rebuilt the state, `rebuild`
+//! reads the newest messages' hints from the rows themselves.
 //!
 //! Bounded: the newest `MAX_MESSAGES` messages and `MAX_USERS` user ids in
-//! all; the oldest hints go first. Deterministic (only `apply` writes it),
-//! like the rest of `State`.
+//! all; the oldest hints go first. Deterministic (only `apply` and
+//! recovery write it), like the rest of `State`.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use super::{MessageId, UserId};
+use super::{IdSet, MessageId, UserId};
 
 /// Messages with a hint at most.
 const MAX_MESSAGES: usize = 1 << 16;
@@ -101,6 +102,94 @@ impl HolderHints {
         self.newest.fetch_max(id.0, Ordering::AcqRel);
     }
 
+    /// Replaces every hint with hints read from the rows: each of the
+    /// newest messages (ids from `next_id − MAX_MESSAGES` up) gets the
+    /// users who hold a row for it now, as if it had just been sent to
+    /// them, as many of the newest as the rings hold. Run once recovery has
+    /// rebuilt the state: hints are not snapshotted, and without this a
+    /// reaction, edit or deletion of any message sent before a restart
+    /// would test every user's rows until new sends had filled the window
+    /// again. `rows` lists every user's delivered ids; it is walked twice
+    /// (each user's tail above the window only): once to count each
+    /// message's holders, once to place them.
+    pub fn rebuild<'a, I>(&self, next_id: u64, rows: impl Fn() -> I)
+    where
+        I: Iterator<Item = (UserId, &'a IdSet)>,
+    {
+        self.rebuild_within(next_id, rows, MAX_MESSAGES, MAX_USERS);
+    }
+
+    /// `rebuild` with the rings' bounds as parameters (smaller in tests).
+    fn rebuild_within<'a, I>(
+        &self,
+        next_id: u64,
+        rows: impl Fn() -> I,
+        max_messages: usize,
+        max_users: usize,
+    ) where
+        I: Iterator<Item = (UserId, &'a IdSet)>,
+    {
+        let lowest = next_id.saturating_sub(max_messages as u64);
+        let mut counts = vec![0u32; (next_id - lowest) as usize];
+        for (_, ids) in rows() {
+            for id in ids.iter_from(MessageId(lowest)) {
+                if let Some(count) = counts.get_mut((id.0 - lowest) as usize) {
+                    *count += 1;
+                }
+            }
+        }
+        // The newest messages whose holders fit the ring together; the
+        // window ends below a message `note_send` would not note either.
+        let (mut from, mut total) = (counts.len(), 0usize);
+        while let Some(&count) = from.checked_sub(1).and_then(|at| counts.get(at)) {
+            let count = count as usize;
+            if count > max_users / 8 || total + count > max_users {
+                break;
+            }
+            total += count;
+            from -= 1;
+        }
+        let cut = lowest + from as u64;
+        let counts = &counts[from..];
+        // Where each message's holders start in the ring, and how many of
+        // them are placed so far.
+        let mut next: Vec<usize> = counts
+            .iter()
+            .scan(0usize, |start, count| {
+                let at = *start;
+                *start += *count as usize;
+                Some(at)
+            })
+            .collect();
+        let mut inner = self.inner.lock();
+        *inner = Hints::default();
+        if total == 0 {
+            return;
+        }
+        inner.users.reserve_exact(MAX_USERS + MAX_USERS / 8);
+        inner.messages.reserve_exact(MAX_MESSAGES + 1);
+        inner.users.resize(total, UserId(0));
+        let placed = inner.users.make_contiguous();
+        for (user, ids) in rows() {
+            for id in ids.iter_from(MessageId(cut)) {
+                if let Some(at) = next.get_mut((id.0 - cut) as usize) {
+                    placed[*at] = user;
+                    *at += 1;
+                }
+            }
+        }
+        let mut start = 0u64;
+        for (offset, count) in counts.iter().enumerate() {
+            if *count == 0 {
+                continue;
+            }
+            let id = MessageId(cut + offset as u64);
+            inner.messages.push_back(Noted { id, start, len: *count, dropped: false });
+            start += u64::from(*count);
+            self.newest.fetch_max(id.0, Ordering::AcqRel);
+        }
+    }
+
     /// A row was added for `id` (by anything but its send): its hint, if
     /// any, is no longer complete.
     pub fn row_added(&self, id: MessageId) {
@@ -152,5 +241,68 @@ mod tests {
         // Noted out of order: not a hint.
         hints.note_send(MessageId(7), [UserId(2)].into_iter());
         assert_eq!(hints.candidates(MessageId(7)), None);
+    }
+
+    /// Hints read from rows: each message in the window gets exactly the
+    /// users whose rows hold it; one nobody holds gets none, nor do ids
+    /// below the window; what was hinted before is gone.
+    #[test]
+    fn rebuilt_hints_are_the_holders_of_the_newest_messages() {
+        let ids = |list: &[u64]| {
+            let mut set = IdSet::new();
+            for id in list {
+                set.insert(MessageId(*id));
+            }
+            set
+        };
+        let next_id = MAX_MESSAGES as u64 + 10;
+        let old = 5; // below the window
+        let (a, b, c) = (next_id - 3, next_id - 2, next_id - 1);
+        let rows = [
+            (UserId(7), ids(&[old, a, c])),
+            (UserId(2), ids(&[a, c])),
+            (UserId(9), ids(&[old, c])),
+        ];
+        let hints = HolderHints::default();
+        hints.note_send(MessageId(1), [UserId(1)].into_iter());
+        hints.rebuild(next_id, || rows.iter().map(|(user, set)| (*user, set)));
+        assert_eq!(hints.candidates(MessageId(a)), Some(vec![UserId(2), UserId(7)]));
+        assert_eq!(hints.candidates(MessageId(b)), None, "no holder, no hint");
+        assert_eq!(hints.candidates(MessageId(c)), Some(vec![UserId(2), UserId(7), UserId(9)]));
+        assert_eq!(hints.candidates(MessageId(old)), None, "below the window");
+        assert_eq!(hints.candidates(MessageId(1)), None, "replaced");
+        // Later rows and sends behave as after any send.
+        hints.row_added(MessageId(a));
+        assert_eq!(hints.candidates(MessageId(a)), None);
+        hints.note_send(MessageId(next_id), [UserId(4)].into_iter());
+        assert_eq!(hints.candidates(MessageId(next_id)), Some(vec![UserId(4)]));
+        assert!(hints.candidates(MessageId(c)).is_some());
+    }
+
+    /// The window holds as many of the newest messages as the users ring
+    /// does, and stops below one with more holders than a send notes.
+    #[test]
+    fn a_rebuild_keeps_the_newest_messages_that_fit() {
+        // Messages 1..=40, two holders each but message 3 with thirty.
+        let holders_of = |id: u64| if id == 3 { 30 } else { 2 };
+        let rows: Vec<(UserId, IdSet)> = (0..30)
+            .map(|user| {
+                let mut set = IdSet::new();
+                for id in (1..=40).filter(|id| user < holders_of(*id)) {
+                    set.insert(MessageId(id));
+                }
+                (UserId(user), set)
+            })
+            .collect();
+        let hinted = |max_messages, max_users| {
+            let hints = HolderHints::default();
+            let iter = || rows.iter().map(|(user, set)| (*user, set));
+            hints.rebuild_within(41, iter, max_messages, max_users);
+            (1..=40).filter(|id| hints.candidates(MessageId(*id)).is_some()).collect::<Vec<_>>()
+        };
+        assert_eq!(hinted(64, 1000), (1..=40).collect::<Vec<_>>(), "all of them");
+        assert_eq!(hinted(4, 1000), vec![37, 38, 39, 40], "the newest four ids");
+        assert_eq!(hinted(64, 20), (31..=40).collect::<Vec<_>>(), "ten pairs fill twenty");
+        assert_eq!(hinted(64, 200), (4..=40).collect::<Vec<_>>(), "30 > 200 / 8 stops at 3");
     }
 }

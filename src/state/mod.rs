@@ -123,8 +123,8 @@ pub struct State {
     /// are rebuilt exactly when they may have changed.
     pub users_generation: AtomicU64,
     /// Not snapshotted: who holds a row for each recent message, noted at
-    /// its send (`holders`), so `message_holders` need not test every
-    /// user's rows.
+    /// its send and read from the rows after recovery (`holders`), so
+    /// `message_holders` need not test every user's rows.
     pub holder_hints: holders::HolderHints,
 }
 
