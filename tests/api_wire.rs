@@ -462,6 +462,64 @@ Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n",
 }
 
 #[test]
+fn a_reply_the_client_stops_reading_is_abandoned_after_the_time_out() {
+    // One connection at a time: the stalled one holds the only slot until
+    // natter gives up on its reply.
+    let server = TestServer::start_with(&[
+        "--read-timeout-ms",
+        "300",
+        "--max-connections",
+        "1",
+        "--max-body-bytes",
+        "16000000",
+    ]);
+    // A reply larger than the kernel's buffers (send ≤ 4 MB here, the
+    // client's receive window 32 KB), as in the slow-reader test above.
+    let mut body = format!("username={HAMLET}");
+    for i in 0..200_000 {
+        body.push_str(&format!("&unused_parameter_{i:07}="));
+    }
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.set_recv_buffer_size(32 * 1024).unwrap();
+    let addr: std::net::SocketAddr = server.addr.parse().unwrap();
+    socket.connect(&addr.into()).unwrap();
+    let mut stalled: TcpStream = socket.into();
+    stalled.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let head = format!(
+        "POST /api/v1/dev_fetch_api_key HTTP/1.1\r\nHost: x\r\n\
+Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stalled.write_all(head.as_bytes()).unwrap();
+    stalled.write_all(body.as_bytes()).unwrap();
+    // Not a byte read: once natter's write has made no progress for the
+    // time-out it closes the connection, and the slot serves again (poll
+    // for that; the bound is generous, the time-out is 0.3 s).
+    let request = b"GET /api/v1/server_settings HTTP/1.1\r\nHost: x\r\n\r\n";
+    let mut served = false;
+    for _ in 0..600 {
+        let mut other = connect(&server.addr);
+        other.write_all(request).unwrap();
+        if read_response(&mut other).status == 200 {
+            served = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(served, "the stalled reply was never abandoned");
+    // The stalled client gets what the buffers held, then the close: less
+    // than the reply's length.
+    let mut received = Vec::new();
+    let _ = stalled.read_to_end(&mut received);
+    let head_end = received.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&received[..head_end]).into_owned();
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    let length: usize =
+        head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).unwrap().parse().unwrap();
+    assert!(received.len() - head_end < length, "the whole reply arrived after all");
+}
+
+#[test]
 fn http_1_0_connection_close_and_head_are_honoured() {
     let server = TestServer::start();
     // HTTP/1.0: one reply, then closed.

@@ -290,8 +290,6 @@ enum Fill {
 
 struct Conn<'l> {
     stream: Socket,
-    /// Ends a wait for bytes at its deadline.
-    alarm: AlarmSlot,
     limits: &'l Limits,
     /// Received bytes are `buf[start..end]`; `buf` is always initialized.
     buf: Vec<u8>,
@@ -303,35 +301,59 @@ struct Conn<'l> {
     body: Vec<u8>,
 }
 
-/// The socket, read and written with plain non-blocking system calls;
-/// may's own blocking calls only when a write cannot go on at once.
+/// The socket, read and written with plain non-blocking system calls; a
+/// wait for either direction parks in `WaitIo::wait_io` until the next
+/// readiness event or the alarm's deadline.
 ///
 /// may's readiness flag (set by its event loop on each readiness event,
-/// edge-triggered) is what `WaitIo::wait_io` parks on, and may's
-/// `read`/`write` clear it before they try. So `pending` records whether
-/// the socket may hold bytes that no flag announces: true at first, after
-/// a read that filled the buffer, and after may's `write` ran (it cleared
-/// the flag); false after a read found the socket drained. While it is
-/// false, waiting before reading loses nothing: bytes that arrive later
-/// raise the flag.
+/// edge-triggered, for reading and writing alike) is what `wait_io` parks
+/// on and clears. So `pending` records whether the socket may hold bytes
+/// that no flag announces: true at first, after a read that filled the
+/// buffer, and after a wait for writing (which may have cleared a flag a
+/// read event raised); false after a read found the socket drained. While
+/// it is false, waiting before reading loses nothing: bytes that arrive
+/// later raise the flag.
+///
+/// **No may call with a time-out is ever made on it** (no `set_read_timeout`
+/// or `set_write_timeout`): such a call parks with a timer in the timer
+/// list of the worker that owns the socket, and the alarm's sweeper wakes
+/// a connection through `WaitIoWaker::wakeup`, which removes that timer
+/// from whichever thread the sweeper runs on. may's timer list may only
+/// be changed by its own worker, so a sweep that met a write parked that
+/// way would corrupt it. Every wait here is `wait_io`, which sets no timer.
 struct Socket {
     stream: TcpStream,
     pending: bool,
+    /// Ends a wait (for bytes to read, or for room to write) at its deadline.
+    alarm: AlarmSlot,
+    /// The longest a write may make no progress before the reply is
+    /// abandoned.
+    write_timeout: Duration,
 }
 
 impl Socket {
-    /// Writes all of `bytes`; a zero-length write is a closed peer.
+    /// Writes all of `bytes`; a zero-length write is a closed peer, and a
+    /// client that takes no bytes for `write_timeout` a time-out.
     fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        let mut deadline = None;
         while !bytes.is_empty() {
             match self.stream.inner().write(bytes) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => bytes = &bytes[n..],
+                Ok(n) => {
+                    bytes = &bytes[n..];
+                    deadline = None;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    // The client is slow to read: park in may's write,
-                    // with its write time-out.
+                    // The client is slow to read: wait for room (any
+                    // readiness event wakes the wait; the write says
+                    // whether there is room) until the deadline.
+                    let due = *deadline.get_or_insert_with(|| Instant::now() + self.write_timeout);
+                    if Instant::now() >= due {
+                        return Err(io::ErrorKind::TimedOut.into());
+                    }
                     self.pending = true;
-                    return write_all(&mut self.stream, bytes);
+                    self.alarm.wait(&self.stream, due);
                 }
                 Err(e) => return Err(e),
             }
@@ -344,10 +366,9 @@ impl<'l> Conn<'l> {
     fn new(stream: TcpStream, alarm: AlarmSlot, limits: &'l Limits) -> Self {
         let _ = stream.set_nodelay(true);
         // A reply that makes no progress for this long is abandoned.
-        let _ = stream.set_write_timeout(Some(limits.read_timeout));
+        let write_timeout = limits.read_timeout;
         Conn {
-            stream: Socket { stream, pending: true },
-            alarm,
+            stream: Socket { stream, pending: true, alarm, write_timeout },
             limits,
             buf: vec![0; READ_BUF],
             start: 0,
@@ -652,7 +673,7 @@ impl<'l> Conn<'l> {
                     return Fill::TimedOut;
                 }
                 // Drained: wait for the next readiness event (or the alarm).
-                self.alarm.wait(&self.stream.stream, deadline);
+                self.stream.alarm.wait(&self.stream.stream, deadline);
             }
             let space = self.buf.len() - self.end;
             match self.stream.stream.inner().read(&mut self.buf[self.end..]) {
@@ -827,20 +848,6 @@ fn encode(
     stream.write_all(out)?;
     out.clear();
     stream.write_all(&reply.body)
-}
-
-/// `write_all` through may (parks while the socket is full) that treats a
-/// zero-length write as a closed peer.
-fn write_all(stream: &mut TcpStream, mut bytes: &[u8]) -> io::Result<()> {
-    while !bytes.is_empty() {
-        match stream.write(bytes) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => bytes = &bytes[n..],
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
