@@ -6,7 +6,7 @@
 //! the Host header, authenticate, run the handler with panics caught, and
 //! build the JSON envelope. Framing, limits and time-outs are `conn.rs`'s.
 
-mod alarm;
+pub mod alarm;
 pub mod auth;
 pub mod conn;
 pub mod multipart;

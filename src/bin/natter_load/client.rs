@@ -1,13 +1,18 @@
 //! The load generator's HTTP/1.1 client: one keep-alive connection, one
-//! request at a time, over any byte stream — a `may::net::TcpStream` for
-//! the coroutine-based mix (thousands of connections on one or two OS
-//! threads) or a std `TcpStream`. Replies are read into one reusable
-//! buffer and parsed with `httparse`; only `Content-Length` bodies are
-//! understood (natter never chunks its replies).
+//! request at a time, over any byte stream — a may socket read wait-first
+//! ([`Socket`]) for the coroutine-based clients (thousands of connections
+//! on one or two OS threads), or a script in the tests. Replies are read
+//! into one reusable buffer and parsed with `httparse`; only
+//! `Content-Length` bodies are understood (natter never chunks its
+//! replies).
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use may::net::TcpStream;
+use natter::http::alarm::{AlarmSlot, Alarms};
 
 /// One keep-alive connection.
 pub struct Client<S> {
@@ -20,15 +25,103 @@ pub struct Client<S> {
 }
 
 /// A coroutine client connection (parks its coroutine, never its thread).
-pub type MayClient = Client<may::net::TcpStream>;
+pub type MayClient = Client<Socket>;
 
 impl MayClient {
-    /// Connects to `addr`; reads time out after `timeout`.
+    /// Connects to `addr`; a read or a write that makes no progress for
+    /// `timeout` fails with `ErrorKind::TimedOut`.
     pub fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<MayClient> {
-        let stream = may::net::TcpStream::connect(addr)?;
+        let stream = TcpStream::connect(addr)?;
         stream.set_nodelay(true)?;
-        stream.set_read_timeout(Some(timeout))?;
-        Ok(Client::new(stream))
+        let alarm = alarms().register(&stream);
+        Ok(Client::new(Socket { stream, alarm, timeout, pending: true }))
+    }
+}
+
+/// The time-outs of every client connection (one sweeper coroutine).
+fn alarms() -> &'static Arc<Alarms> {
+    static ALARMS: OnceLock<Arc<Alarms>> = OnceLock::new();
+    ALARMS.get_or_init(Alarms::start)
+}
+
+/// A may socket read and written with plain non-blocking system calls,
+/// waiting first: natter's connection loop does the same
+/// (`natter::http::alarm`). may's own `read` tries the socket before it
+/// parks — twice, and with a timer added and removed for its time-out —
+/// and a client that has just sent a request almost never finds its reply
+/// there yet: about two wasted system calls per request, and a share of
+/// the box the server under test then does not get.
+pub struct Socket {
+    stream: TcpStream,
+    alarm: AlarmSlot,
+    timeout: Duration,
+    /// Whether the socket may hold bytes no readiness event announces:
+    /// at first, and after a read that filled the buffer or a wait for
+    /// writing (which clears the same readiness flag).
+    pending: bool,
+}
+
+impl Socket {
+    /// Parks until the socket's next readiness event or `deadline`: on
+    /// the alarm in a coroutine, in poll(2) for `interest` on a plain
+    /// thread (the setup connection), where may cannot park.
+    fn wait(&self, deadline: Instant, interest: nix::poll::PollFlags) {
+        if may::coroutine::is_coroutine() {
+            self.alarm.wait(&self.stream, deadline);
+            return;
+        }
+        use std::os::fd::AsFd;
+        let left = deadline.saturating_duration_since(Instant::now()).as_millis();
+        let timeout = nix::poll::PollTimeout::try_from(left.min(i32::MAX as u128) as i32)
+            .unwrap_or(nix::poll::PollTimeout::MAX);
+        let mut fds = [nix::poll::PollFd::new(self.stream.inner().as_fd(), interest)];
+        let _ = nix::poll::poll(&mut fds, timeout);
+    }
+}
+
+impl Read for Socket {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            if !self.pending {
+                if Instant::now() >= deadline {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+                self.wait(deadline, nix::poll::PollFlags::POLLIN);
+            }
+            match self.stream.inner().read(buf) {
+                Ok(n) => {
+                    self.pending = n == buf.len();
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.pending = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Write for Socket {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            match self.stream.inner().write(bytes) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if Instant::now() >= deadline {
+                        return Err(io::ErrorKind::TimedOut.into());
+                    }
+                    self.pending = true;
+                    self.wait(deadline, nix::poll::PollFlags::POLLOUT);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                done => return done,
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -169,6 +262,46 @@ mod tests {
         fn flush(&mut self) -> io::Result<()> {
             Ok(())
         }
+    }
+
+    /// A server that accepts and never answers: a call times out, from a
+    /// coroutine (the alarm) and from a plain thread (poll(2)); a reply
+    /// that does come is read in both.
+    #[test]
+    fn a_silent_server_times_out_and_a_reply_is_read() {
+        may::config().set_stack_size(0x8000);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for (i, stream) in listener.incoming().take(4).enumerate() {
+                let mut stream = stream.unwrap();
+                if i >= 2 {
+                    let mut request = [0u8; 64];
+                    let _ = stream.read(&mut request);
+                    stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").unwrap();
+                }
+                held.push(stream);
+            }
+            held
+        });
+        let timeout = Duration::from_millis(200);
+        let silent = move |client: &mut MayClient| {
+            let started = Instant::now();
+            let e = client.call(b"GET / HTTP/1.1\r\n\r\n").unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+            assert!(started.elapsed() >= timeout);
+        };
+        // Plain thread, then coroutine: silent; then the same, answered.
+        silent(&mut MayClient::connect(addr, timeout).unwrap());
+        let mut client = MayClient::connect(addr, timeout).unwrap();
+        may::go!(move || silent(&mut client)).join().unwrap();
+        let reply = MayClient::connect(addr, timeout).unwrap().call(b"GET /\r\n\r\n").unwrap();
+        assert_eq!(reply, (200, b"ok".to_vec()));
+        let mut client = MayClient::connect(addr, timeout).unwrap();
+        let reply = may::go!(move || client.call(b"GET /\r\n\r\n").unwrap()).join().unwrap();
+        assert_eq!(reply, (200, b"ok".to_vec()));
+        drop(server.join().unwrap());
     }
 
     #[test]
