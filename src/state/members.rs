@@ -80,17 +80,31 @@ impl Members {
         }
     }
 
-    /// Adds every id of `ids` (in any order, repeats allowed): one sort of
-    /// the whole, not one shift per id.
+    /// Adds every id of `ids` (in any order, repeats allowed): the new ids
+    /// sorted, then one merge with the members (linear in both), not one
+    /// shift per id nor a sort of the whole.
     pub fn extend(&mut self, ids: impl IntoIterator<Item = UserId>) {
-        let mut ids = ids.into_iter().peekable();
-        if ids.peek().is_none() {
+        let mut new: Vec<UserId> = ids.into_iter().collect();
+        new.sort_unstable();
+        new.dedup();
+        new.retain(|id| !self.contains(id));
+        if new.is_empty() {
             return;
         }
-        let all = Arc::make_mut(&mut self.0);
-        all.extend(ids);
-        all.sort_unstable();
-        all.dedup();
+        let mut merged = Vec::with_capacity(self.0.len() + new.len());
+        let (mut old, mut added) = (self.0.iter().peekable(), new.into_iter().peekable());
+        while let (Some(a), Some(b)) = (old.peek(), added.peek()) {
+            if **a < *b {
+                merged.push(**a);
+                old.next();
+            } else {
+                merged.push(*b);
+                added.next();
+            }
+        }
+        merged.extend(old.copied());
+        merged.extend(added);
+        self.0 = Arc::new(merged);
     }
 
     /// Removes every member.
