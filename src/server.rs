@@ -29,6 +29,10 @@ pub struct Server {
 
 /// Recovers the data dir and builds the application (no HTTP).
 pub fn open_app(config: Config) -> Result<Arc<App>, String> {
+    // Before `Durable::new` spawns the first coroutine: an app opened
+    // in-process (tests, benches) runs on the server's stack size too, not
+    // may's default 32 KiB, which debug builds overflow.
+    may::config().set_stack_size(STACK_WORDS);
     let durable = Arc::new(Durable::new(0));
     let on_durable = Arc::clone(&durable);
     let options = wal::Options {
