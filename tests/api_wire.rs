@@ -365,6 +365,21 @@ fn stalled_requests_and_idle_connections_are_closed_by_the_time_outs() {
     assert!(read_to_close(&mut stream).is_empty());
 }
 
+/// Whether a new connection gets a 200 within `attempts` tries `pause`
+/// apart (a connection slot freed as soon as the server has seen a close).
+fn served_within(server: &TestServer, attempts: usize, pause: Duration) -> bool {
+    let request = b"GET /api/v1/server_settings HTTP/1.1\r\nHost: x\r\n\r\n";
+    for _ in 0..attempts {
+        let mut stream = connect(&server.addr);
+        stream.write_all(request).unwrap();
+        if read_response(&mut stream).status == 200 {
+            return true;
+        }
+        std::thread::sleep(pause);
+    }
+    false
+}
+
 #[test]
 fn past_the_connection_cap_a_new_connection_gets_503() {
     let server = TestServer::start_with(&["--max-connections", "2"]);
@@ -384,17 +399,7 @@ fn past_the_connection_cap_a_new_connection_gets_503() {
     // Once one closes, a new connection is served again (as soon as the
     // server has seen the close: poll for that).
     drop(held.pop());
-    let mut served = false;
-    for _ in 0..500 {
-        let mut stream = connect(&server.addr);
-        stream.write_all(request).unwrap();
-        if read_response(&mut stream).status == 200 {
-            served = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(served, "a freed slot is reused");
+    assert!(served_within(&server, 500, Duration::from_millis(10)), "a freed slot is reused");
 
     // A cap the open-file limit cannot hold is lowered, with a warning, so
     // clients past it get the 503 instead of waiting on a failing accept.
@@ -407,38 +412,51 @@ fn past_the_connection_cap_a_new_connection_gets_503() {
     huge.anonymous().get("/server_settings", &[]).ok();
 }
 
-#[test]
-fn a_5_mb_reply_reaches_a_slow_reader_while_others_are_served() {
-    // An honest way to a 5 MB reply with production routes: 200,000
-    // parameters the endpoint does not use come back, by name, in
-    // `ignored_parameters_unsupported`.
-    let server = TestServer::start_with(&["--max-body-bytes", "16000000"]);
+/// Asks for a 5 MB reply on a connection with a 32 KB receive window, so
+/// the reply cannot all sit in kernel buffers (natter's send buffer is at
+/// most 4 MB here). An honest way to it with production routes: 200,000
+/// parameters the endpoint does not use come back, by name, in
+/// `ignored_parameters_unsupported`. The server needs
+/// `--max-body-bytes 16000000`.
+fn request_a_5_mb_reply(server: &TestServer) -> TcpStream {
     let mut body = format!("username={HAMLET}");
     for i in 0..200_000 {
         body.push_str(&format!("&unused_parameter_{i:07}="));
     }
     let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    // A small receive window, so the reply cannot all sit in kernel buffers.
     socket.set_recv_buffer_size(32 * 1024).unwrap();
     let addr: std::net::SocketAddr = server.addr.parse().unwrap();
     socket.connect(&addr.into()).unwrap();
-    let mut slow: TcpStream = socket.into();
-    slow.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut stream: TcpStream = socket.into();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let head = format!(
         "POST /api/v1/dev_fetch_api_key HTTP/1.1\r\nHost: x\r\n\
 Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
-    slow.write_all(head.as_bytes()).unwrap();
-    slow.write_all(body.as_bytes()).unwrap();
-    // Read only the start of the reply, then stop reading.
-    let mut start = vec![0u8; 16 * 1024];
-    slow.read_exact(&mut start).unwrap();
-    let head_end = start.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    let head = String::from_utf8_lossy(&start[..head_end]).into_owned();
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body.as_bytes()).unwrap();
+    stream
+}
+
+/// The end of a 200 reply's head in `received`, and its Content-Length.
+fn ok_head(received: &[u8]) -> (usize, usize) {
+    let head_end = received.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&received[..head_end]).into_owned();
     assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
     let length: usize =
         head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).unwrap().parse().unwrap();
+    (head_end, length)
+}
+
+#[test]
+fn a_5_mb_reply_reaches_a_slow_reader_while_others_are_served() {
+    let server = TestServer::start_with(&["--max-body-bytes", "16000000"]);
+    let mut slow = request_a_5_mb_reply(&server);
+    // Read only the start of the reply, then stop reading.
+    let mut start = vec![0u8; 16 * 1024];
+    slow.read_exact(&mut start).unwrap();
+    let (head_end, length) = ok_head(&start);
     assert!(length > 5_000_000, "{length}");
     // Meanwhile other connections are served promptly.
     let anon = server.anonymous();
@@ -473,49 +491,19 @@ fn a_reply_the_client_stops_reading_is_abandoned_after_the_time_out() {
         "--max-body-bytes",
         "16000000",
     ]);
-    // A reply larger than the kernel's buffers (send ≤ 4 MB here, the
-    // client's receive window 32 KB), as in the slow-reader test above.
-    let mut body = format!("username={HAMLET}");
-    for i in 0..200_000 {
-        body.push_str(&format!("&unused_parameter_{i:07}="));
-    }
-    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    socket.set_recv_buffer_size(32 * 1024).unwrap();
-    let addr: std::net::SocketAddr = server.addr.parse().unwrap();
-    socket.connect(&addr.into()).unwrap();
-    let mut stalled: TcpStream = socket.into();
-    stalled.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let head = format!(
-        "POST /api/v1/dev_fetch_api_key HTTP/1.1\r\nHost: x\r\n\
-Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    stalled.write_all(head.as_bytes()).unwrap();
-    stalled.write_all(body.as_bytes()).unwrap();
+    let mut stalled = request_a_5_mb_reply(&server);
     // Not a byte read: once natter's write has made no progress for the
     // time-out it closes the connection, and the slot serves again (poll
     // for that; the bound is generous, the time-out is 0.3 s).
-    let request = b"GET /api/v1/server_settings HTTP/1.1\r\nHost: x\r\n\r\n";
-    let mut served = false;
-    for _ in 0..600 {
-        let mut other = connect(&server.addr);
-        other.write_all(request).unwrap();
-        if read_response(&mut other).status == 200 {
-            served = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(served, "the stalled reply was never abandoned");
+    assert!(
+        served_within(&server, 600, Duration::from_millis(50)),
+        "the stalled reply was never abandoned"
+    );
     // The stalled client gets what the buffers held, then the close: less
     // than the reply's length.
     let mut received = Vec::new();
     let _ = stalled.read_to_end(&mut received);
-    let head_end = received.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    let head = String::from_utf8_lossy(&received[..head_end]).into_owned();
-    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
-    let length: usize =
-        head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).unwrap().parse().unwrap();
+    let (head_end, length) = ok_head(&received);
     assert!(received.len() - head_end < length, "the whole reply arrived after all");
 }
 

@@ -66,6 +66,16 @@ struct Noted {
 }
 
 impl Hints {
+    /// The rings' whole size at once, on first use: growing them by
+    /// doubling copied up to 32 MB under the writer lock (a 4-25 ms send).
+    /// Pages untouched stay unallocated.
+    fn reserve(&mut self) {
+        if self.users.capacity() == 0 {
+            self.users.reserve_exact(MAX_USERS + MAX_USERS / 8);
+            self.messages.reserve_exact(MAX_MESSAGES + 1);
+        }
+    }
+
     fn find(&self, id: MessageId) -> Option<usize> {
         self.messages.binary_search_by(|n| n.id.cmp(&id)).ok()
     }
@@ -84,13 +94,7 @@ impl HolderHints {
         if inner.messages.back().is_some_and(|n| n.id >= id) {
             return;
         }
-        if inner.users.capacity() == 0 {
-            // The rings' whole size at once, on first use: growing them
-            // by doubling copied up to 32 MB under the writer lock (a
-            // 4-25 ms send). Pages untouched stay unallocated.
-            inner.users.reserve_exact(MAX_USERS + MAX_USERS / 8);
-            inner.messages.reserve_exact(MAX_MESSAGES + 1);
-        }
+        inner.reserve();
         let start = inner.base + inner.users.len() as u64;
         inner.users.extend(recipients);
         inner.messages.push_back(Noted { id, start, len: len as u32, dropped: false });
@@ -166,8 +170,7 @@ impl HolderHints {
         if total == 0 {
             return;
         }
-        inner.users.reserve_exact(MAX_USERS + MAX_USERS / 8);
-        inner.messages.reserve_exact(MAX_MESSAGES + 1);
+        inner.reserve();
         inner.users.resize(total, UserId(0));
         let placed = inner.users.make_contiguous();
         for (user, ids) in rows() {
@@ -186,7 +189,9 @@ impl HolderHints {
             let id = MessageId(cut + offset as u64);
             inner.messages.push_back(Noted { id, start, len: *count, dropped: false });
             start += u64::from(*count);
-            self.newest.fetch_max(id.0, Ordering::AcqRel);
+        }
+        if let Some(last) = inner.messages.back() {
+            self.newest.fetch_max(last.id.0, Ordering::AcqRel);
         }
     }
 
