@@ -101,13 +101,24 @@ impl TestServer {
                 }
             }
         }
-        // Keep draining stdout so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
+        // Keep draining stdout so the server never blocks on a full pipe,
+        // into a file: a crash's report can land there (the coroutine
+        // library's SIGSEGV handler prints its backtrace to stdout).
+        let mut later = std::fs::File::create(self.stdout_path()).expect("stdout file");
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let _ = writeln!(later, "{line}");
+            }
+        });
         if !accounts.is_empty() {
             self.accounts = accounts;
         }
         self.child = Some(child);
         Ok(())
+    }
+
+    fn stdout_path(&self) -> PathBuf {
+        self.dir.path().join("stdout.log")
     }
 
     /// What the server wrote to stderr so far.
@@ -205,8 +216,9 @@ impl Drop for TestServer {
             // its failure: say so, with what it wrote, before the data dir
             // (and its stderr.log) is deleted.
             if let Ok(Some(status)) = child.try_wait() {
+                let stdout = std::fs::read_to_string(self.stdout_path()).unwrap_or_default();
                 eprintln!(
-                    "natter exited during the test ({status}); its stderr:\n{}",
+                    "natter exited during the test ({status}); its stderr:\n{}\nits stdout after the listening line:\n{stdout}",
                     self.stderr()
                 );
             } else if std::thread::panicking() {
