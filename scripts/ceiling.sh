@@ -12,7 +12,7 @@
 # POST /messages, --fsync always), send-never (POST /messages, --fsync
 # never), half (durable sends at half of the measured peak: p99 there).
 # Environment: CONNECTIONS (64), REQUESTS per row (300000; sends 150000),
-# ROUNDS (3), RUNS (1), CLIENT_THREADS (2), WORKERS (natter's, 2),
+# ROUNDS (3), RUNS (1), CLIENT_THREADS (2), WORKERS (natter's and the ceiling's, 2; NATTER_WORKERS sets natter's alone),
 # NATTER_ARGS (extra natter options, e.g. "--snapshot-every 0" to leave
 # snapshot pauses out), NO_BUILD=1 to skip `cargo build --release`.
 set -euo pipefail
@@ -43,7 +43,7 @@ trap cleanup EXIT
 # (Not run in a $(…) subshell: its pid must reach PIDS for the cleanup.)
 start_natter() {
   local name=$1; shift
-  "$BIN/natter" --dev --data-dir "$TMP/$name" --listen 127.0.0.1:0 --workers "$WORKERS" ${NATTER_ARGS:-} "$@" \
+  "$BIN/natter" --dev --data-dir "$TMP/$name" --listen 127.0.0.1:0 --workers "${NATTER_WORKERS:-$WORKERS}" ${NATTER_ARGS:-} "$@" \
     >"$TMP/$name.out" 2>"$TMP/$name.err" &
   PIDS+=($!)
   ADDR=$(natter_address "$TMP/$name.out" "${PIDS[-1]}" "$TMP/$name.err") || exit 1
