@@ -858,6 +858,23 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// The connection loop relies on may's socket waits being safe when a
+    /// connection is woken on another worker and ends at once; may 0.3.51
+    /// is not (vendor/may/NATTER-PATCH.md). Fails if the build stops using
+    /// the patched copy, e.g. after a may upgrade: check that the new
+    /// release fixes the race before dropping the patch.
+    #[test]
+    fn may_is_the_patched_copy() {
+        let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.lock"))
+            .expect("Cargo.lock");
+        let may = lock
+            .split("[[package]]")
+            .find(|p| p.contains("\nname = \"may\"\n"))
+            .expect("may in Cargo.lock");
+        assert!(may.contains("version = \"0.3.51\""), "may changed version: {may}");
+        assert!(!may.contains("source ="), "may comes from the registry, not vendor/may: {may}");
+    }
+
     fn parse(raw: &[u8]) -> Result<Framing, u16> {
         let mut headers = [httparse::EMPTY_HEADER; 16];
         let mut req = httparse::Request::new(&mut headers);
