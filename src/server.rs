@@ -127,7 +127,8 @@ pub fn shutdown(app: &App) {
 
 /// Opens the data dir, seeds it in dev mode, and starts serving.
 pub fn start(config: Config) -> Result<Server, String> {
-    may::config().set_workers(config.workers).set_stack_size(STACK_WORDS);
+    // (`open_app` sets the coroutine stack size.)
+    may::config().set_workers(config.workers);
     let requested = resolve_listen(&config.listen)?;
     let app = open_app(config)?;
     let credentials = if app.config.dev {
