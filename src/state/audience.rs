@@ -10,21 +10,27 @@ impl State {
     /// ascending.
     ///
     /// A recent message's recipients are remembered from its send
-    /// (`holders`): only they are tested. Otherwise every user's rows are
+    /// (`holders`), and a direct message's can only be its participants
+    /// (nobody else may read it, so nobody else gets a row, historical or
+    /// not): only they are tested. Otherwise every user's rows are
     /// (`holders_by_scan`). Looking at every account this way was, with
     /// 10,000 users, milliseconds per reaction under the writer lock: the
     /// largest cost of the `natter-load --kind mix` load.
     pub fn message_holders(&self, message: &Message) -> Vec<UserId> {
-        let in_realm = |id: &UserId| self.users.read(id, |u| u.realm == message.realm);
-        if let Some(mut holders) = self.holder_hints.candidates(message.id) {
+        let candidates = match &message.destination {
+            Destination::Direct { participants } => Some(participants.to_vec()),
             // Its recipients at send, and nobody has gained a row since.
-            holders.retain(|id| {
-                self.user_messages.read(id, |m| m.ids().contains(message.id)) == Some(true)
-                    && in_realm(id) == Some(true)
-            });
-            return holders;
-        }
-        self.holders_by_scan(message)
+            Destination::Channel { .. } => self.holder_hints.candidates(message.id),
+        };
+        let Some(mut holders) = candidates else {
+            return self.holders_by_scan(message);
+        };
+        let in_realm = |id: &UserId| self.users.read(id, |u| u.realm == message.realm);
+        holders.retain(|id| {
+            self.user_messages.read(id, |m| m.ids().contains(message.id)) == Some(true)
+                && in_realm(id) == Some(true)
+        });
+        holders
     }
 
     /// Hints for the newest messages read from the rows
@@ -143,5 +149,41 @@ mod tests {
         let before = both(&state);
         assert_eq!(both(&restarted), before);
         assert!(before[0].0.contains(&late));
+    }
+
+    #[test]
+    fn direct_message_holders_are_its_participants_with_a_row_without_a_hint() {
+        let mut w = crate::testkit::World::new();
+        let [a, b, c, d] =
+            ["a", "b", "c", "d"].map(|n| w.user("", &format!("{n}@x.test"), Role::Member));
+        let pair = w.dm(&a, &[&b], "one to one");
+        let group = w.dm(&b, &[&a, &c], "a group");
+        let own = w.dm(&d, &[], "a note to self");
+        w.state.remove_row(c.id, group);
+        // As after a restart: no hints, so only the participants can answer
+        // without the scan.
+        let state = State::from_image(w.state.image());
+        for id in [pair, group, own] {
+            assert!(state.holder_hints.candidates(id).is_none());
+        }
+        let holders = |id| {
+            let m = state.messages.get(&id).unwrap();
+            let hinted = state.message_holders(&m);
+            assert_eq!(hinted, state.holders_by_scan(&m), "{id}");
+            hinted
+        };
+        let ids = |us: &[&crate::state::User]| us.iter().map(|u| u.id).collect::<Vec<_>>();
+        assert_eq!(holders(pair), ids(&[&a, &b]));
+        assert_eq!(holders(group), ids(&[&a, &b]), "c's row is gone");
+        assert_eq!(holders(own), ids(&[&d]));
+        // A row nobody outside the conversation can get, put in by hand:
+        // the scan finds it, the participants do not — they are what is
+        // asked.
+        state.user_messages.upsert(c.id, |rows| {
+            rows.insert_if_absent(pair, crate::state::Flags::READ);
+        });
+        let m = state.messages.get(&pair).unwrap();
+        assert!(state.holders_by_scan(&m).contains(&c.id));
+        assert_eq!(state.message_holders(&m), ids(&[&a, &b]));
     }
 }
