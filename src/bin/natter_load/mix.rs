@@ -101,6 +101,9 @@ struct User {
     unread: Mutex<Vec<u64>>,
     /// Received, not yet reacted to.
     unreacted: Mutex<Vec<u64>>,
+    /// The event queue it long-polls, once registered: deleted when the
+    /// run ends, so runs against one server leave no queues behind.
+    queue: Mutex<Option<String>>,
 }
 
 /// What every coroutine shares.
@@ -297,7 +300,39 @@ pub fn run(addr: SocketAddr, args: &MixArgs, connections: usize) -> Result<(), S
         }
     }
     run.stop.store(true, Ordering::Release);
+    delete_queues(&run, &users);
     Ok(())
+}
+
+/// Deletes the users' event queues (`DELETE /events`), as a client that
+/// closes does, over the action connections: an abandoned queue would keep
+/// every event sent to it until the server collects it, ten minutes on.
+fn delete_queues(run: &Run, users: &[Arc<User>]) {
+    let queues: Vec<(&User, String)> =
+        users.iter().filter_map(|u| Some((&**u, u.queue.lock().take()?))).collect();
+    let mut conns: Vec<MayClient> = run.pool.lock().drain(..).collect();
+    let (mut deleted, mut failed) = (0usize, 0usize);
+    for (i, (user, queue)) in queues.iter().enumerate() {
+        let request =
+            request("DELETE", "/api/v1/events", Some(&user.auth), &form(&[("queue_id", queue)]));
+        let slot = i % conns.len().max(1);
+        let mut reply = conns.get_mut(slot).map(|c| c.call(&request));
+        if !matches!(reply, Some(Ok(_))) {
+            // The server closed an idle connection: one more try on a new one.
+            if let Ok(fresh) = MayClient::connect(run.addr, Duration::from_secs(10)) {
+                match conns.get_mut(slot) {
+                    Some(c) => *c = fresh,
+                    None => conns.push(fresh),
+                }
+                reply = conns.get_mut(slot).map(|c| c.call(&request));
+            }
+        }
+        match reply {
+            Some(Ok((200, _))) => deleted += 1,
+            _ => failed += 1,
+        }
+    }
+    println!("mix: deleted {deleted} event queues ({failed} not deleted)");
 }
 
 /// Prints one window; whether it meets the "supported" criteria.
@@ -436,6 +471,7 @@ fn setup(addr: SocketAddr, args: &MixArgs, count: usize) -> Result<Vec<User>, St
             channel: format!("load-{}", index / args.group_size),
             unread: Mutex::new(Vec::new()),
             unreacted: Mutex::new(Vec::new()),
+            queue: Mutex::new(None),
         })
         .collect())
 }
@@ -489,6 +525,7 @@ fn poll_events(run: &Run, user: &User) {
                         if std::mem::take(&mut first) {
                             run.registered.fetch_add(1, Ordering::AcqRel);
                         }
+                        *user.queue.lock() = Some(q.to_owned());
                         (q.to_owned(), l)
                     }
                     _ => {
