@@ -10,7 +10,12 @@
 #
 # Rows: fixed (natter's HTTP loop), me (GET /users/me), send (durable
 # POST /messages, --fsync always), send-never (POST /messages, --fsync
-# never), half (durable sends at half of the measured peak: p99 there).
+# never), half (durable sends at half of the measured peak: p99 there, and
+# the durable ceiling's at the same rate),
+# durable (the durable ceiling — natter's loop answering the fixed JSON once
+# a send-sized record is synced by natter's log, no application work —
+# against bare may_minihttp, then natter's durable sends against it: what
+# the syncs cost, and what natter's work costs on top).
 # Environment: CONNECTIONS (64), REQUESTS per row (300000; sends 150000),
 # ROUNDS (3), RUNS (1), CLIENT_THREADS (2), WORKERS (natter's and the ceiling's, 2; NATTER_WORKERS sets natter's alone),
 # NATTER_ARGS (extra natter options, e.g. "--snapshot-every 0" to leave
@@ -49,21 +54,23 @@ start_natter() {
   ADDR=$(natter_address "$TMP/$name.out" "${PIDS[-1]}" "$TMP/$name.err") || exit 1
 }
 
-"$BIN/natter-ceiling" --workers "$WORKERS" --seconds 36000 >"$TMP/ceiling.out" &
+"$BIN/natter-ceiling" --workers "$WORKERS" --seconds 36000 --log-dir "$TMP/ceiling-log" >"$TMP/ceiling.out" &
 PIDS+=($!)
 for _ in $(seq 100); do grep -q may_minihttp "$TMP/ceiling.out" 2>/dev/null && break; sleep 0.1; done
 LOOP=$(sed -n 's|natter-ceiling: natter loop http://||p' "$TMP/ceiling.out")
 BARE=$(sed -n 's|natter-ceiling: may_minihttp http://||p' "$TMP/ceiling.out")
+DURABLE=$(sed -n 's|natter-ceiling: durable http://||p' "$TMP/ceiling.out")
 start_natter always --fsync always
 ALWAYS=$ADDR
 start_natter never --fsync never
 NEVER=$ADDR
 
-# compare ADDR KIND REQUESTS: one --versus run against the ceiling; prints
-# natter's line, the ceiling's and the ratio.
+# compare ADDR KIND REQUESTS [VERSUS [natter-load options]]: one --versus
+# run against the ceiling (or VERSUS); prints natter's line, the ceiling's
+# and the ratio.
 compare() {
-  "$BIN/natter-load" --addr "$1" --versus "$BARE" --kind "$2" --requests "$3" \
-    --connections "$CONNECTIONS" --rounds "$ROUNDS" --client-threads "$CLIENT_THREADS" | tail -3
+  "$BIN/natter-load" --addr "$1" --versus "${4:-$BARE}" --kind "$2" --requests "$3" \
+    --connections "$CONNECTIONS" --rounds "$ROUNDS" --client-threads "$CLIENT_THREADS" "${@:5}" | tail -3
 }
 
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); natter --workers $WORKERS; $CONNECTIONS connections; client threads $CLIENT_THREADS"
@@ -74,12 +81,23 @@ for row in $ROWS; do
       me) echo "== GET /users/me (run $run)"; compare "$ALWAYS" me "${REQUESTS:-300000}" ;;
       send) echo "== durable POST /messages, --fsync always (run $run)"; compare "$ALWAYS" send "${REQUESTS:-150000}" ;;
       send-never) echo "== POST /messages, --fsync never (run $run)"; compare "$NEVER" send "${REQUESTS:-150000}" ;;
+      durable)
+        echo "== the durable ceiling against bare may_minihttp (run $run)"
+        compare "$DURABLE" send "${REQUESTS:-150000}" "$BARE" --key unused
+        echo "== durable POST /messages against the durable ceiling (run $run)"
+        compare "$ALWAYS" send "${REQUESTS:-150000}" "$DURABLE"
+        ;;
       half)
         # Peak first, then a fixed rate of half of it: the p99 there.
         peak=$("$BIN/natter-load" --addr "$ALWAYS" --kind send --requests "${REQUESTS:-150000}" \
           --connections "$CONNECTIONS" --client-threads "$CLIENT_THREADS" | sed -n 's/.* = \([0-9]*\) req\/s.*/\1/p')
         echo "== durable POST /messages at half of the peak ($peak/s → $((peak / 2))/s) (run $run)"
         "$BIN/natter-load" --addr "$ALWAYS" --kind send --requests "${REQUESTS:-150000}" \
+          --connections "$CONNECTIONS" --client-threads "$CLIENT_THREADS" --rate-limit $((peak / 2)) | tail -1
+        # The same rate through the durable ceiling (no application work):
+        # the part of the tail that is the log's syncs and the machine.
+        echo "   the durable ceiling at the same rate:"
+        "$BIN/natter-load" --addr "$DURABLE" --kind send --key unused --requests "${REQUESTS:-150000}" \
           --connections "$CONNECTIONS" --client-threads "$CLIENT_THREADS" --rate-limit $((peak / 2)) | tail -1
         ;;
       *) echo "unknown row $row" >&2; exit 2 ;;
