@@ -3,7 +3,8 @@
 # answering fixed JSON (`natter-ceiling`) against natter, with the same
 # client (`natter-load`, may coroutines on --client-threads threads), the
 # same connections and the same requests per round, rounds alternating
-# between the two servers; prints each row's ratio to the ceiling.
+# between the two servers; prints each row's ratio to the ceiling, and at
+# the end each row's values with their median (RUNS > 1 for a median).
 #
 #   scripts/ceiling.sh                 # every row, 3 rounds each
 #   RUNS=5 scripts/ceiling.sh me       # one row, five times (median it)
@@ -68,24 +69,61 @@ NEVER=$ADDR
 # compare ADDR KIND REQUESTS [VERSUS [natter-load options]]: one --versus
 # run against the ceiling (or VERSUS); prints natter's line, the ceiling's
 # and the ratio.
+# The ratio (or p99) is also noted under $LABEL for the summary at the end.
 compare() {
   "$BIN/natter-load" --addr "$1" --versus "${4:-$BARE}" --kind "$2" --requests "$3" \
-    --connections "$CONNECTIONS" --rounds "$ROUNDS" --client-threads "$CLIENT_THREADS" "${@:5}" | tail -3
+    --connections "$CONNECTIONS" --rounds "$ROUNDS" --client-threads "$CLIENT_THREADS" "${@:5}" |
+    tail -3 | tee "$TMP/last"
+  sed -n "s|^ratio .* = \([0-9.]*\)%|$LABEL\t\1|p" "$TMP/last" >>"$TMP/summary"
+}
+# note_p99 LABEL: notes the p99 (in ms) of the natter-load line in $TMP/last.
+note_p99() {
+  sed -n 's#.* p99 \([0-9.]*\)\(µs\|ms\|s\) .*#\1 \2#p' "$TMP/last" |
+    awk -v label="$1" '{ v = $1; if ($2 == "µs") v /= 1000; if ($2 == "s") v *= 1000; printf "%s\t%.2f\n", label, v }' >>"$TMP/summary"
+}
+# summary: each label's values in order and their median.
+summary() {
+  [ -s "$TMP/summary" ] || return 0
+  echo "== summary (medians over the runs)"
+  awk -F'\t' '
+    !($1 in n) { order[++labels] = $1 }
+    { n[$1]++; v[$1, n[$1]] = $2; list[$1] = list[$1] (n[$1] > 1 ? ", " : "") $2 }
+    END {
+      for (i = 1; i <= labels; i++) {
+        l = order[i]; k = n[l]
+        for (a = 1; a <= k; a++) s[a] = v[l, a]
+        for (a = 1; a <= k; a++) for (b = a + 1; b <= k; b++) if (s[b] + 0 < s[a] + 0) { t = s[a]; s[a] = s[b]; s[b] = t }
+        median = k % 2 ? s[(k + 1) / 2] : (s[k / 2] + s[k / 2 + 1]) / 2
+        printf "%-52s median %s  (%s)\n", l, median, list[l]
+      }
+    }' "$TMP/summary"
 }
 
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); natter --workers $WORKERS; $CONNECTIONS connections; client threads $CLIENT_THREADS"
 for row in $ROWS; do
   for run in $(seq "$RUNS"); do
     case $row in
-      fixed) echo "== fixed JSON through natter's loop (run $run)"; compare "$LOOP" fixed "${REQUESTS:-300000}" ;;
-      me) echo "== GET /users/me (run $run)"; compare "$ALWAYS" me "${REQUESTS:-300000}" ;;
-      send) echo "== durable POST /messages, --fsync always (run $run)"; compare "$ALWAYS" send "${REQUESTS:-150000}" ;;
-      send-never) echo "== POST /messages, --fsync never (run $run)"; compare "$NEVER" send "${REQUESTS:-150000}" ;;
+      fixed)
+        echo "== fixed JSON through natter's loop (run $run)"
+        LABEL="fixed JSON, natter's loop / bare (%)" compare "$LOOP" fixed "${REQUESTS:-300000}"
+        ;;
+      me)
+        echo "== GET /users/me (run $run)"
+        LABEL="GET /users/me / bare (%)" compare "$ALWAYS" me "${REQUESTS:-300000}"
+        ;;
+      send)
+        echo "== durable POST /messages, --fsync always (run $run)"
+        LABEL="durable POST /messages / bare (%)" compare "$ALWAYS" send "${REQUESTS:-150000}"
+        ;;
+      send-never)
+        echo "== POST /messages, --fsync never (run $run)"
+        LABEL="POST /messages --fsync never / bare (%)" compare "$NEVER" send "${REQUESTS:-150000}"
+        ;;
       durable)
         echo "== the durable ceiling against bare may_minihttp (run $run)"
-        compare "$DURABLE" send "${REQUESTS:-150000}" "$BARE" --key unused
+        LABEL="durable ceiling / bare (%)" compare "$DURABLE" send "${REQUESTS:-150000}" "$BARE" --key unused
         echo "== durable POST /messages against the durable ceiling (run $run)"
-        compare "$ALWAYS" send "${REQUESTS:-150000}" "$DURABLE"
+        LABEL="durable POST /messages / durable ceiling (%)" compare "$ALWAYS" send "${REQUESTS:-150000}" "$DURABLE"
         ;;
       half)
         # Peak first, then a fixed rate of half of it: the p99 there.
@@ -93,14 +131,19 @@ for row in $ROWS; do
           --connections "$CONNECTIONS" --client-threads "$CLIENT_THREADS" | sed -n 's/.* = \([0-9]*\) req\/s.*/\1/p')
         echo "== durable POST /messages at half of the peak ($peak/s → $((peak / 2))/s) (run $run)"
         "$BIN/natter-load" --addr "$ALWAYS" --kind send --requests "${REQUESTS:-150000}" \
-          --connections "$CONNECTIONS" --client-threads "$CLIENT_THREADS" --rate-limit $((peak / 2)) | tail -1
+          --connections "$CONNECTIONS" --client-threads "$CLIENT_THREADS" --rate-limit $((peak / 2)) |
+          tail -1 | tee "$TMP/last"
+        note_p99 "durable sends at half of the peak, p99 (ms)"
         # The same rate through the durable ceiling (no application work):
         # the part of the tail that is the log's syncs and the machine.
         echo "   the durable ceiling at the same rate:"
         "$BIN/natter-load" --addr "$DURABLE" --kind send --key unused --requests "${REQUESTS:-150000}" \
-          --connections "$CONNECTIONS" --client-threads "$CLIENT_THREADS" --rate-limit $((peak / 2)) | tail -1
+          --connections "$CONNECTIONS" --client-threads "$CLIENT_THREADS" --rate-limit $((peak / 2)) |
+          tail -1 | tee "$TMP/last"
+        note_p99 "the durable ceiling at that rate, p99 (ms)"
         ;;
       *) echo "unknown row $row" >&2; exit 2 ;;
     esac
   done
 done
+summary
