@@ -85,7 +85,7 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         Mutation::Personal(change) => {
             use crate::state::personal::PersonalChange as P;
             matches!(
-                change,
+                **change,
                 P::SetAlertWords { .. }
                     | P::AddDrafts { .. }
                     | P::EditDraft { .. }
@@ -120,7 +120,7 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
                 state.ids.claim(IdKind::Group, group.id.0);
                 state.groups.insert(group.id, group.clone());
             }
-            state.index_realm(realm.clone());
+            state.index_realm((**realm).clone());
             Vec::new()
         }
         Mutation::CreateUser(user) => {
@@ -140,7 +140,7 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
             );
             state.ids.claim(IdKind::Channel, channel.id.0);
             state.ids.claim(IdKind::Recipient, channel.recipient.0);
-            state.index_channel(Channel { subscribers: Default::default(), ..channel.clone() });
+            state.index_channel(Channel { subscribers: Default::default(), ..(**channel).clone() });
             let mut events =
                 vec![Event::ChannelCreate { realm: channel.realm, channel: channel.id }];
             events.extend(subscribe(state, channel.id, subscribers));

@@ -58,7 +58,7 @@ pub fn realm(state: &State, string_id: &str, name: &str, now: i64) -> ApiResult<
         settings: RealmSettings::default(),
         system_groups,
     };
-    Ok(Mutation::CreateRealm { realm, groups })
+    Ok(Mutation::CreateRealm { realm: Box::new(realm), groups })
 }
 
 /// A new account in `realm` with a fresh API key.
@@ -170,7 +170,7 @@ pub fn channel(
         subscribers: Members::new(),
     };
     let subscribers = new.subscribers.iter().map(|u| (*u, subscription(state, *u, 0))).collect();
-    Ok(Mutation::CreateChannel { channel, subscribers })
+    Ok(Mutation::CreateChannel { channel: Box::new(channel), subscribers })
 }
 
 /// One account printed at dev start-up.

@@ -96,7 +96,7 @@ pub(super) fn policy_changes(new: &NewMessage, changes: &[AutoPolicy]) -> Vec<Mu
     changes
         .iter()
         .map(|c| {
-            Mutation::Personal(PersonalChange::SetUserTopic {
+            Mutation::personal(PersonalChange::SetUserTopic {
                 user: c.user,
                 channel: *channel,
                 topic: topic.to_string(),
@@ -126,7 +126,7 @@ pub(super) fn policies_follow_a_move(
     }
     let holders = state.settings.user_topics.collect_sorted(|_, t| t.contains_key(&old_key));
     let set = |user, channel, topic: &str, policy| {
-        Mutation::Personal(PersonalChange::SetUserTopic {
+        Mutation::personal(PersonalChange::SetUserTopic {
             user,
             channel,
             topic: topic.to_owned(),

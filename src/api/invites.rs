@@ -284,7 +284,7 @@ pub fn send_invites(app: &App, call: &mut Call) -> ApiResult<Reply> {
                 status: InviteStatus::Pending,
             })
             .collect();
-        Ok((Mutation::Personal(PersonalChange::CreateInvites(invites.clone())), (invites, skipped)))
+        Ok((Mutation::personal(PersonalChange::CreateInvites(invites.clone())), (invites, skipped)))
     })?;
     for invite in &created {
         mail_invitation(app, &call.realm, &me, invite)?;
@@ -328,7 +328,7 @@ pub fn create_multiuse(app: &App, call: &mut Call) -> ApiResult<Reply> {
             key,
             status: InviteStatus::Pending,
         };
-        Ok((Mutation::Personal(PersonalChange::CreateInvites(vec![invite])), ()))
+        Ok((Mutation::personal(PersonalChange::CreateInvites(vec![invite])), ()))
     })?;
     Ok(reply! { "invite_link" => link })
 }
@@ -415,7 +415,7 @@ pub fn resend_invite(app: &App, call: &mut Call) -> ApiResult<Reply> {
         let invite = managed_invite(state, &me, id, false, now)?;
         let expires = invite.expires.map(|t| now + (t - invite.invited));
         let change = PersonalChange::ResendInvite { id, invited: now, expires };
-        Ok((Mutation::Personal(change), Invite { invited: now, expires, ..invite }))
+        Ok((Mutation::personal(change), Invite { invited: now, expires, ..invite }))
     })?;
     let inviter = app.state.users.get(&invite.inviter).unwrap_or(me);
     mail_invitation(app, &call.realm, &inviter, &invite)?;
@@ -513,9 +513,9 @@ pub fn register_invitee(app: &App, call: &mut Call) -> ApiResult<Reply> {
         let change =
             PersonalChange::AcceptInvite { id: invite.id, user, password_hash, channels, groups };
         let mutation = if messages.is_empty() {
-            Mutation::Personal(change)
+            Mutation::personal(change)
         } else {
-            let mut parts = vec![Mutation::Personal(change)];
+            let mut parts = vec![Mutation::personal(change)];
             parts.extend(messages);
             Mutation::Batch(parts)
         };

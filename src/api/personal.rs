@@ -41,7 +41,7 @@ pub(crate) fn commit_change(
     app: &App,
     build: impl FnOnce(&State) -> ApiResult<PersonalChange>,
 ) -> ApiResult<()> {
-    app.committer.commit(|state| Ok((Mutation::Personal(build(state)?), ())))
+    app.committer.commit(|state| Ok((Mutation::personal(build(state)?), ())))
 }
 
 // ---------------------------------------------------------------- alert words
@@ -112,7 +112,7 @@ fn change_alert_words(
         let mut words = before.clone();
         edit(&mut words)?;
         let change = PersonalChange::SetAlertWords { user, words: words.clone() };
-        Ok((Mutation::Personal(change), words))
+        Ok((Mutation::personal(change), words))
     })?;
     Ok(reply! { "alert_words" => words })
 }
@@ -248,7 +248,7 @@ pub fn create_drafts(app: &App, call: &mut Call) -> ApiResult<Reply> {
         let ids = state.settings.peek_ids(LocalIdKind::Draft, parsed.len());
         let drafts: Vec<Draft> =
             parsed.into_iter().zip(&ids).map(|(d, id)| Draft { id: *id, ..d }).collect();
-        Ok((Mutation::Personal(PersonalChange::AddDrafts { user: me.id, drafts }), ids))
+        Ok((Mutation::personal(PersonalChange::AddDrafts { user: me.id, drafts }), ids))
     })?;
     Ok(reply! { "ids" => ids })
 }

@@ -202,7 +202,7 @@ pub fn create_saved_snippet(app: &App, call: &mut Call) -> ApiResult<Reply> {
         let id = state.settings.peek_id(LocalIdKind::Snippet);
         let snippet = SavedSnippet { id, title, content, date_created: now };
         Ok((
-            Mutation::Personal(PersonalChange::PutSnippet { user: me, snippet, update: false }),
+            Mutation::personal(PersonalChange::PutSnippet { user: me, snippet, update: false }),
             id,
         ))
     })?;
@@ -317,7 +317,7 @@ pub fn add_playground(app: &App, call: &mut Call) -> ApiResult<Reply> {
         let id = state.settings.peek_id(LocalIdKind::Playground);
         let playground =
             Playground { id, realm, name, pygments_language: language, url_template: template };
-        Ok((Mutation::Personal(PersonalChange::AddPlayground(playground)), id))
+        Ok((Mutation::personal(PersonalChange::AddPlayground(playground)), id))
     })?;
     Ok(reply! { "id" => id })
 }

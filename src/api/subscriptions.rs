@@ -272,7 +272,7 @@ pub fn subscribe(app: &App, call: &mut Call) -> ApiResult<Reply> {
                     )?;
                     created.push((c.id, c.name.clone()));
                     plan.mutations.push(Mutation::CreateChannel {
-                        channel: c.clone(),
+                        channel: Box::new(c.clone()),
                         subscribers: Vec::new(),
                     });
                     c

@@ -379,7 +379,7 @@ mod tests {
             }]),
         ];
         for change in changes {
-            step(Mutation::Personal(change));
+            step(Mutation::personal(change));
         }
         let image = state.image();
         let bytes = snapshot::encode(&image);

@@ -279,11 +279,11 @@ mod tests {
                         Mutation::Subscribe { channel: secret, subscribers: vec![(user, sub)] }
                     }
                 }
-                1_000 => Mutation::Personal(PersonalChange::SetAlertWords {
+                1_000 => Mutation::personal(PersonalChange::SetAlertWords {
                     user: users[1],
                     words: vec!["number 7".into()],
                 }),
-                2_000 => Mutation::Personal(PersonalChange::SetMuted {
+                2_000 => Mutation::personal(PersonalChange::SetMuted {
                     user: users[2],
                     target: users[3],
                     since: Some(5),
