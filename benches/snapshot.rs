@@ -157,9 +157,10 @@ fn bench(c: &mut Criterion) {
         }
         wal.close().unwrap();
     }
-    group.bench_function(label("open: replay the log (read thread, two decode threads, apply)"), |b| {
-        b.iter_with_large_drop(|| persist::open(data.path(), Default::default()).unwrap().0)
-    });
+    group.bench_function(
+        label("open: replay the log (read thread, two decode threads, apply)"),
+        |b| b.iter_with_large_drop(|| persist::open(data.path(), Default::default()).unwrap().0),
+    );
     group.finish();
 }
 
