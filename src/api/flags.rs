@@ -79,7 +79,9 @@ pub(crate) fn plan(
     let mut historical = Vec::new();
     let mut ignored = Vec::new();
     let mut updated = 0;
-    let subscribed = state.subscriptions.get(&me.id).unwrap_or_default();
+    // The caller's channels, only where they matter (marking unread): the
+    // common change, marking read, copies no subscription map.
+    let mut subscriptions = None;
     for id in ids {
         if !seen.insert(*id) {
             continue;
@@ -94,7 +96,12 @@ pub(crate) fn plan(
             (None, Unreadable::Refuse) => return Err(ApiError::bad_request("Invalid message(s)")),
         };
         if let Destination::Channel { channel, .. } = &message.destination {
-            if !add && flag == Flags::READ && !subscribed.contains_key(channel) {
+            let mut subscribed = || {
+                subscriptions
+                    .get_or_insert_with(|| state.subscriptions.get(&me.id).unwrap_or_default())
+                    .contains_key(channel)
+            };
+            if !add && flag == Flags::READ && !subscribed() {
                 if !ignored.contains(&channel.0) {
                     ignored.push(channel.0);
                 }

@@ -152,7 +152,6 @@ pub struct Queued {
 
 impl Queued {
     fn write(&self, out: &mut String) {
-        use std::fmt::Write as _;
         out.push('{');
         let mut first = true;
         for part in [Some(&*self.shared), self.own.as_deref()].into_iter().flatten() {
@@ -167,7 +166,13 @@ impl Queued {
         if !first {
             out.push(',');
         }
-        let _ = write!(out, "\"id\":{}}}", self.id);
+        out.push_str("\"id\":");
+        // Without the formatting machinery: a long-poll writes one per event.
+        if self.id < 0 {
+            out.push('-');
+        }
+        out.push_str(crate::api::sorted_reply::decimal(self.id.unsigned_abs(), &mut [0; 20]));
+        out.push('}');
     }
 }
 
