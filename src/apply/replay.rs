@@ -156,9 +156,14 @@ impl<'s> Replay<'s> {
                 deliver(state, &new, read_by, false, &[], row);
             }
         }
-        // As `send_message`: the recipients are its holders (a hint that
-        // no one reads before the run is written).
-        state.holder_hints.note_send(id, recipients.drain(..));
+        // As `send_message`: a channel message's recipients are its
+        // holders (a hint that no one reads before the run is written); a
+        // direct message's are its participants, without a hint.
+        if matches!(new.message.destination, Destination::Channel { .. }) {
+            state.holder_hints.note_send(id, recipients.drain(..));
+        } else {
+            recipients.clear();
+        }
         self.messages.push(Arc::new(new.message));
     }
 

@@ -3,7 +3,7 @@
 //! for a channel whose history is open to subscribers, everyone subscribed
 //! now (they can read it as history). As in Zulip.
 
-use super::{Destination, IdKind, Message, State, UserId};
+use super::{Destination, IdKind, Message, MessageId, State, UserId};
 
 impl State {
     /// Users holding a row for `message` (it was delivered to them),
@@ -39,7 +39,16 @@ impl State {
     pub fn rebuild_holder_hints(&self) {
         let rows = self.user_messages.freeze();
         let next_id = self.ids.peek(IdKind::Message);
-        self.holder_hints.rebuild(next_id, || rows.iter().map(|(user, m)| (*user, m.ids())));
+        // Direct messages get no hint, as at their send.
+        let in_channel = |id: MessageId| {
+            self.messages.read(&id, |m| matches!(m.destination, Destination::Channel { .. }))
+                == Some(true)
+        };
+        self.holder_hints.rebuild(
+            next_id,
+            || rows.iter().map(|(user, m)| (*user, m.ids())),
+            in_channel,
+        );
     }
 
     /// `message_holders` by one pass over the rows map: a pointer copy of
@@ -159,13 +168,23 @@ mod tests {
         let pair = w.dm(&a, &[&b], "one to one");
         let group = w.dm(&b, &[&a, &c], "a group");
         let own = w.dm(&d, &[], "a note to self");
-        w.state.remove_row(c.id, group);
-        // As after a restart: no hints, so only the participants can answer
-        // without the scan.
-        let state = State::from_image(w.state.image());
+        let channel = w.channel("", "team", false, &[&a, &c]);
+        let post = w.post(&a, channel.id, "t", "in a channel");
+        // Only the channel message took room in the hints at its send.
         for id in [pair, group, own] {
-            assert!(state.holder_hints.candidates(id).is_none());
+            assert!(w.state.holder_hints.candidates(id).is_none(), "{id} noted at send");
         }
+        assert_eq!(w.state.holder_hints.candidates(post), Some(vec![a.id, c.id]));
+        w.state.remove_row(c.id, group);
+        // As after a restart, with the hints rebuilt from the rows: again
+        // only the channel message has one, so only the participants can
+        // answer a direct message without the scan.
+        let state = State::from_image(w.state.image());
+        state.rebuild_holder_hints();
+        for id in [pair, group, own] {
+            assert!(state.holder_hints.candidates(id).is_none(), "{id} hinted by the rebuild");
+        }
+        assert_eq!(state.holder_hints.candidates(post), Some(vec![a.id, c.id]));
         let holders = |id| {
             let m = state.messages.get(&id).unwrap();
             let hinted = state.message_holders(&m);

@@ -7,8 +7,10 @@
 //! of cache misses per reaction under the writer lock, the largest cost of
 //! a chat load (`natter-load --kind mix`) and quadratic in the users.
 //! Reactions and edits are mostly to recent messages, whose rows were
-//! nearly all written by their send; so `apply`'s send notes the
-//! recipients here, and the hint stays exact by this rule: **a row added to
+//! nearly all written by their send; so `apply`'s send of a channel
+//! message notes the recipients here (a direct message's holders are its
+//! participants, asked without a hint), and the hint stays exact by this
+//! rule: **a row added to
 //! a message after its send drops the message's hint** (`row_added`, called
 //! by every row-adding method of `State`). Rows removed since the send
 //! are filtered out when the hint is read. A message without a hint (older
@@ -115,12 +117,18 @@ impl HolderHints {
     /// would test every user's rows until new sends had filled the window
     /// again. `rows` lists every user's delivered ids; it is walked twice
     /// (each user's tail above the window only): once to count each
-    /// message's holders, once to place them.
-    pub fn rebuild<'a, I>(&self, next_id: u64, rows: impl Fn() -> I)
-    where
+    /// message's holders, once to place them. Only ids `hinted` accepts
+    /// get a hint (channel messages: a direct message's holders are its
+    /// participants, and it is not noted at its send either).
+    pub fn rebuild<'a, I>(
+        &self,
+        next_id: u64,
+        rows: impl Fn() -> I,
+        hinted: impl Fn(MessageId) -> bool,
+    ) where
         I: Iterator<Item = (UserId, &'a IdSet)>,
     {
-        self.rebuild_within(next_id, rows, MAX_MESSAGES, MAX_USERS);
+        self.rebuild_within(next_id, rows, hinted, MAX_MESSAGES, MAX_USERS);
     }
 
     /// `rebuild` with the rings' bounds as parameters (smaller in tests).
@@ -128,16 +136,20 @@ impl HolderHints {
         &self,
         next_id: u64,
         rows: impl Fn() -> I,
+        hinted: impl Fn(MessageId) -> bool,
         max_messages: usize,
         max_users: usize,
     ) where
         I: Iterator<Item = (UserId, &'a IdSet)>,
     {
         let lowest = next_id.saturating_sub(max_messages as u64);
+        // Which ids of the window get a hint, asked once each.
+        let wanted: Vec<bool> = (lowest..next_id).map(|id| hinted(MessageId(id))).collect();
         let mut counts = vec![0u32; (next_id - lowest) as usize];
         for (_, ids) in rows() {
             for id in ids.iter_from(MessageId(lowest)) {
-                if let Some(count) = counts.get_mut((id.0 - lowest) as usize) {
+                let at = (id.0 - lowest) as usize;
+                if let (Some(count), Some(true)) = (counts.get_mut(at), wanted.get(at)) {
                     *count += 1;
                 }
             }
@@ -175,6 +187,9 @@ impl HolderHints {
         let placed = inner.users.make_contiguous();
         for (user, ids) in rows() {
             for id in ids.iter_from(MessageId(cut)) {
+                if wanted.get((id.0 - lowest) as usize) != Some(&true) {
+                    continue;
+                }
                 if let Some(at) = next.get_mut((id.0 - cut) as usize) {
                     placed[*at] = user;
                     *at += 1;
@@ -270,12 +285,20 @@ mod tests {
         ];
         let hints = HolderHints::default();
         hints.note_send(MessageId(1), [UserId(1)].into_iter());
-        hints.rebuild(next_id, || rows.iter().map(|(user, set)| (*user, set)));
+        hints.rebuild(next_id, || rows.iter().map(|(user, set)| (*user, set)), |_| true);
         assert_eq!(hints.candidates(MessageId(a)), Some(vec![UserId(2), UserId(7)]));
         assert_eq!(hints.candidates(MessageId(b)), None, "no holder, no hint");
         assert_eq!(hints.candidates(MessageId(c)), Some(vec![UserId(2), UserId(7), UserId(9)]));
         assert_eq!(hints.candidates(MessageId(old)), None, "below the window");
         assert_eq!(hints.candidates(MessageId(1)), None, "replaced");
+        // Ids the caller does not want hinted (direct messages) get none,
+        // and take no place from the others.
+        let rows = [(UserId(9), ids(&[c])), (UserId(7), ids(&[a])), (UserId(2), ids(&[a, c]))];
+        let some = HolderHints::default();
+        some.rebuild(next_id, || rows.iter().map(|(user, set)| (*user, set)), |id| id.0 != a);
+        assert_eq!(some.candidates(MessageId(a)), None);
+        assert_eq!(some.candidates(MessageId(c)), Some(vec![UserId(2), UserId(9)]));
+        assert_eq!(some.inner.lock().users.len(), 2);
         // Later rows and sends behave as after any send.
         hints.row_added(MessageId(a));
         assert_eq!(hints.candidates(MessageId(a)), None);
@@ -302,7 +325,7 @@ mod tests {
         let hinted = |max_messages, max_users| {
             let hints = HolderHints::default();
             let iter = || rows.iter().map(|(user, set)| (*user, set));
-            hints.rebuild_within(41, iter, max_messages, max_users);
+            hints.rebuild_within(41, iter, |_| true, max_messages, max_users);
             (1..=40).filter(|id| hints.candidates(MessageId(*id)).is_some()).collect::<Vec<_>>()
         };
         assert_eq!(hinted(64, 1000), (1..=40).collect::<Vec<_>>(), "all of them");
