@@ -308,7 +308,7 @@ fn message_event(
     };
     // The realm and the sender as the renderer needs them, read once, on
     // the first rendering (none when no queue wants the message).
-    let mut render_context: Option<Option<(Realm, User)>> = None;
+    let mut render_context: Option<Option<(Arc<Realm>, Arc<User>)>> = None;
     // One rendering per (apply_markdown, null avatar, empty topic as ""),
     // as JSON text shared by every queue of that shape.
     let mut rendered: FxHashMap<(bool, bool, bool), Arc<str>> = FxHashMap::default();
@@ -356,7 +356,10 @@ fn message_event(
             Entry::Occupied(known) => Arc::clone(known.get()),
             Entry::Vacant(slot) => {
                 let context = render_context.get_or_insert_with(|| {
-                    Some((state.realms.get(&message.realm)?, state.users.get(&message.sender)?))
+                    Some((
+                        state.realms.get_shared(&message.realm)?,
+                        state.users.get_shared(&message.sender)?,
+                    ))
                 });
                 let (realm, sender) = context.as_ref()?;
                 let text = {
