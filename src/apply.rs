@@ -272,11 +272,7 @@ fn send_message(state: &State, new: &NewMessage, read_by: &[UserId]) -> Vec<Even
         recipients.push((user, flags));
     });
     state.index_message(Arc::new(message.clone()));
-    // A direct message's holders are its participants (`message_holders`):
-    // it takes no room in the hints' rings.
-    if matches!(message.destination, Destination::Channel { .. }) {
-        state.holder_hints.note_send(message.id, recipients.iter().map(|(u, _)| *u));
-    }
+    state.note_holders(message, recipients.iter().map(|(u, _)| *u));
     vec![Event::Message { message: message.id, recipients }]
 }
 

@@ -79,9 +79,11 @@ pub(crate) fn plan(
     let mut historical = Vec::new();
     let mut ignored = Vec::new();
     let mut updated = 0;
-    // The caller's channels, only where they matter (marking unread): the
-    // common change, marking read, copies no subscription map.
-    let mut subscriptions = None;
+    // Marking unread leaves out channels the caller is not subscribed to:
+    // only that change reads their subscriptions (marking read, the
+    // common one, copies no map).
+    let subscribed =
+        (!add && flag == Flags::READ).then(|| state.subscriptions.get(&me.id).unwrap_or_default());
     for id in ids {
         if !seen.insert(*id) {
             continue;
@@ -95,13 +97,10 @@ pub(crate) fn plan(
             (None, Unreadable::Skip) => continue,
             (None, Unreadable::Refuse) => return Err(ApiError::bad_request("Invalid message(s)")),
         };
-        if let Destination::Channel { channel, .. } = &message.destination {
-            let mut subscribed = || {
-                subscriptions
-                    .get_or_insert_with(|| state.subscriptions.get(&me.id).unwrap_or_default())
-                    .contains_key(channel)
-            };
-            if !add && flag == Flags::READ && !subscribed() {
+        if let (Destination::Channel { channel, .. }, Some(subscribed)) =
+            (&message.destination, &subscribed)
+        {
+            if !subscribed.contains_key(channel) {
                 if !ignored.contains(&channel.0) {
                     ignored.push(channel.0);
                 }

@@ -156,14 +156,9 @@ impl<'s> Replay<'s> {
                 deliver(state, &new, read_by, false, &[], row);
             }
         }
-        // As `send_message`: a channel message's recipients are its
-        // holders (a hint that no one reads before the run is written); a
-        // direct message's are its participants, without a hint.
-        if matches!(new.message.destination, Destination::Channel { .. }) {
-            state.holder_hints.note_send(id, recipients.drain(..));
-        } else {
-            recipients.clear();
-        }
+        // As `send_message` (a hint that no one reads before the run is
+        // written); the drain empties `recipients` either way.
+        state.note_holders(&new.message, recipients.drain(..));
         self.messages.push(Arc::new(new.message));
     }
 

@@ -33,21 +33,30 @@ impl State {
         holders
     }
 
+    /// Notes a message's recipients at its send (live or replayed) as its
+    /// holders, if it is one that takes a hint (`takes_hint`).
+    pub fn note_holders(
+        &self,
+        message: &Message,
+        recipients: impl ExactSizeIterator<Item = UserId>,
+    ) {
+        if takes_hint(message) {
+            self.holder_hints.note_send(message.id, recipients);
+        }
+    }
+
     /// Hints for the newest messages read from the rows
     /// (`HolderHints::rebuild`): called once recovery has rebuilt the
     /// state, whose hints start empty.
     pub fn rebuild_holder_hints(&self) {
         let rows = self.user_messages.freeze();
         let next_id = self.ids.peek(IdKind::Message);
-        // Direct messages get no hint, as at their send.
-        let in_channel = |id: MessageId| {
-            self.messages.read(&id, |m| matches!(m.destination, Destination::Channel { .. }))
-                == Some(true)
-        };
+        // The messages that took a hint at their send.
+        let hinted = |id: MessageId| self.messages.read(&id, |m| takes_hint(m)) == Some(true);
         self.holder_hints.rebuild(
             next_id,
             || rows.iter().map(|(user, m)| (*user, m.ids())),
-            in_channel,
+            hinted,
         );
     }
 
@@ -88,6 +97,13 @@ impl State {
         }
         audience
     }
+}
+
+/// Whether `message`'s holders are remembered from its send: a channel
+/// message's are; a direct message's are its participants, asked without
+/// a hint, so it takes no room in the hints' rings.
+fn takes_hint(message: &Message) -> bool {
+    matches!(message.destination, Destination::Channel { .. })
 }
 
 #[cfg(test)]

@@ -496,8 +496,6 @@ fn spawn_user(run: &Arc<Run>, user: Arc<User>) {
     may::go!(move || act(&r, &user));
 }
 
-/// Registers a queue and long-polls it until the run stops, noting the
-/// messages received.
 /// A queue's `GET /events` request, written once but for `last_event_id`:
 /// a long-poll per delivery, so the client spends its share of the box on
 /// reading events rather than on formatting and URL-encoding the same
@@ -526,6 +524,8 @@ impl EventsRequest {
     }
 }
 
+/// Registers a queue and long-polls it until the run stops, noting the
+/// messages received.
 fn poll_events(run: &Run, user: &User) {
     let rec = &run.recorder;
     let mut first = true;
