@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 use super::message_edit::edit_history_json;
-use super::sorted_reply::{self, SortedMembers};
+use super::sorted_reply;
 use crate::state::access::{can_see_email, MessageView};
 use crate::state::{
     Channel, ChannelId, Destination, GroupSetting, Message, Realm, Role, State, Subscription,
@@ -202,7 +202,6 @@ pub struct MessageWriter<'a> {
     senders: FxHashMap<UserId, Arc<[Vec<u8>; 4]>>,
     /// A channel's name as a JSON string.
     channels: FxHashMap<ChannelId, Arc<[u8]>>,
-    members: SortedMembers,
     /// Whether to write the viewer's `flags` (a message event carries
     /// them beside the message instead).
     with_flags: bool,
@@ -220,9 +219,9 @@ impl<'a> MessageWriter<'a> {
             realm,
             viewer,
             options,
-            senders: FxHashMap::default(),
+            // A reply's few senders without a rehash as they come.
+            senders: FxHashMap::with_capacity_and_hasher(8, Default::default()),
             channels: FxHashMap::default(),
-            members: SortedMembers::with_capacity(1024),
             with_flags: true,
         }
     }
@@ -243,18 +242,17 @@ impl<'a> MessageWriter<'a> {
     ) {
         let (state, realm, options) = (self.state, self.realm, self.options);
         let sender = self.sender(message.sender);
-        let m = &mut self.members;
-        m.clear();
+        let mut m = sorted_reply::Object::start(out, extra);
         m.member("avatar_url").extend_from_slice(&sender[0]);
         m.string("client", &message.client);
         if options.apply_markdown {
             m.string("content", message.rendered());
-            m.string("content_type", "text/html");
+            m.member("content_type").extend_from_slice(b"\"text/html\"");
         } else {
             m.string("content", message.content());
-            m.string("content_type", "text/x-markdown");
+            m.member("content_type").extend_from_slice(b"\"text/x-markdown\"");
         }
-        let (kind, stream) = match &message.destination {
+        let stream = match &message.destination {
             Destination::Channel { channel, .. } => {
                 let name = self.channels.entry(*channel).or_insert_with(|| {
                     let name = state.channels.read(channel, |c| c.name.clone());
@@ -263,12 +261,12 @@ impl<'a> MessageWriter<'a> {
                     text.into()
                 });
                 m.member("display_recipient").extend_from_slice(name);
-                ("stream", Some(channel.0))
+                Some(channel.0)
             }
             Destination::Direct { participants } => {
                 let list = display_recipient(state, participants);
                 write_json(m.member("display_recipient"), &list);
-                ("private", None)
+                None
             }
         };
         if !message.edit_history().is_empty() && realm.settings.allow_edit_history {
@@ -283,10 +281,24 @@ impl<'a> MessageWriter<'a> {
             write_json(m.member("edit_history"), &edit_history_json(message, &show));
         }
         if self.with_flags {
-            write_json(m.member("flags"), &view.flag_names());
+            // Flag names are plain identifiers: nothing to escape.
+            let out = m.member("flags");
+            out.push(b'[');
+            for (i, name) in
+                view.flags.name_iter().chain(view.historical.then_some("historical")).enumerate()
+            {
+                out.extend_from_slice(if i == 0 { b"\"" } else { b",\"" });
+                out.extend_from_slice(name.as_bytes());
+                out.push(b'"');
+            }
+            out.push(b']');
         }
         m.unsigned("id", message.id.0);
-        m.boolean("is_me_message", message.is_me_message);
+        m.member("is_me_message").extend_from_slice(if message.is_me_message {
+            b"true"
+        } else {
+            b"false"
+        });
         if let Some(ts) = message.last_edit_timestamp() {
             write_json(m.member("last_edit_timestamp"), &ts);
         }
@@ -319,8 +331,12 @@ impl<'a> MessageWriter<'a> {
         m.member("submessages").extend_from_slice(b"[]");
         write_json(m.member("timestamp"), &message.timestamp);
         m.member("topic_links").extend_from_slice(b"[]");
-        m.string("type", kind);
-        m.write_object(out, extra);
+        m.member("type").extend_from_slice(if stream.is_some() {
+            b"\"stream\""
+        } else {
+            b"\"private\""
+        });
+        m.finish();
     }
 
     /// The sender's members (see `senders`), looked up on first use.

@@ -394,7 +394,10 @@ fn fetch(
 
     let words = narrow.search_words();
     let mut writer = json::MessageWriter::new(state, realm, me, options);
-    let mut reply = SortedMembers::with_capacity(128);
+    // Room for the messages at once (a short one is about 700 bytes), not
+    // a doubling per few of them.
+    let count = before.len() + usize::from(found_anchor) + after.len();
+    let mut reply = SortedMembers::with_capacity(256 + count * 768);
     reply.unsigned("anchor", anchor);
     reply.boolean("found_anchor", found_anchor);
     reply.boolean("found_newest", found_newest);

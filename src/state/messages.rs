@@ -524,14 +524,18 @@ impl Flags {
 
     /// Zulip's flag names, including the deprecated `wildcard_mentioned`.
     pub fn names(self) -> Vec<&'static str> {
-        let mut names: Vec<&'static str> =
-            Flags::NAMES.iter().filter(|(f, _)| self.contains(*f)).map(|(_, n)| *n).collect();
-        if self.contains(Flags::STREAM_WILDCARD_MENTIONED)
-            || self.contains(Flags::TOPIC_WILDCARD_MENTIONED)
-        {
-            names.push("wildcard_mentioned");
-        }
-        names
+        self.name_iter().collect()
+    }
+
+    /// `names` without collecting them.
+    pub fn name_iter(self) -> impl Iterator<Item = &'static str> {
+        let wildcard = self.contains(Flags::STREAM_WILDCARD_MENTIONED)
+            || self.contains(Flags::TOPIC_WILDCARD_MENTIONED);
+        Flags::NAMES
+            .iter()
+            .filter(move |(f, _)| self.contains(*f))
+            .map(|(_, n)| *n)
+            .chain(wildcard.then_some("wildcard_mentioned"))
     }
 }
 
