@@ -100,9 +100,18 @@ impl SortedMembers {
     /// also one of this object's) each put where its key sorts, as a
     /// `BTreeMap` holding them all would serialize.
     pub fn write_object(&self, out: &mut Vec<u8>, extra: &[(&str, &[u8])]) {
-        let mut extra: Vec<(&str, &[u8])> = extra.to_vec();
-        extra.extend(self.late.iter().map(|(k, v)| (*k, v.as_slice())));
-        extra.sort_unstable_by_key(|(k, _)| *k);
+        // The envelope's members come sorted and there are rarely late
+        // ones: merged into a sorted copy only when needed.
+        let merged: Vec<(&str, &[u8])>;
+        let extra = if self.late.is_empty() && extra.is_sorted_by_key(|(k, _)| *k) {
+            extra
+        } else {
+            let mut all = extra.to_vec();
+            all.extend(self.late.iter().map(|(k, v)| (*k, v.as_slice())));
+            all.sort_unstable_by_key(|(k, _)| *k);
+            merged = all;
+            &merged
+        };
         let extra_bytes: usize = extra.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
         out.reserve(self.text.len() + 2 + extra_bytes);
         out.push(b'{');
@@ -122,7 +131,7 @@ impl SortedMembers {
             out.extend_from_slice(&self.text[start..end]);
         };
         let mut next = 0;
-        for (key, value) in extra {
+        for &(key, value) in extra {
             let at = next + self.starts[next..].partition_point(|(k, _)| *k < key);
             copy(out, next, at, &mut first);
             next = at;
@@ -420,5 +429,11 @@ mod tests {
         let mut out = Vec::new();
         SortedMembers::default().write_object(&mut out, &[("msg", b"\"\"")]);
         assert_eq!(out, br#"{"msg":""}"#);
+        // Extra members out of order and no late ones: sorted all the same.
+        let mut m = SortedMembers::default();
+        m.unsigned("id", 7);
+        let mut out = Vec::new();
+        m.write_object(&mut out, &[("result", b"1"), ("ignored", b"2"), ("msg", b"3")]);
+        assert_eq!(out, br#"{"id":7,"ignored":2,"msg":3,"result":1}"#);
     }
 }

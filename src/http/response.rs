@@ -55,12 +55,15 @@ pub fn success_with(mut fields: Reply, raw: RawFields, ignored: Vec<String>) -> 
 pub fn success_sorted(members: &SortedMembers, ignored: Vec<String>) -> Response {
     let ignored_json = (!ignored.is_empty())
         .then(|| serde_json::to_vec(&ignored).expect("a list of strings serializes"));
-    let mut envelope: Vec<(&str, &[u8])> = vec![("msg", b"\"\""), ("result", b"\"success\"")];
-    if let Some(list) = &ignored_json {
-        envelope.push(("ignored_parameters_unsupported", list));
-    }
+    // In key order, so that `write_object` need not sort them.
+    let envelope: [(&str, &[u8]); 3] = [
+        ("ignored_parameters_unsupported", ignored_json.as_deref().unwrap_or_default()),
+        ("msg", b"\"\""),
+        ("result", b"\"success\""),
+    ];
+    let envelope = if ignored_json.is_some() { &envelope[..] } else { &envelope[1..] };
     let mut body = Vec::new();
-    members.write_object(&mut body, &envelope);
+    members.write_object(&mut body, envelope);
     Response { status: 200, body }
 }
 
