@@ -391,32 +391,35 @@ fn resolve(
     let normalized = operator.to_ascii_lowercase().replace('_', "-");
     let filter = match normalized.as_str() {
         "channel" | "stream" => {
+            // Whether a channel is there, and the viewer may see it, read
+            // in place: a narrow is parsed on every `GET /messages`, and a
+            // `Channel` copy (names, description, settings) per parse cost
+            // more than the rest of it.
+            let in_realm = |id: ChannelId| {
+                state.channels.read(&id, |c| c.realm == viewer.realm).unwrap_or(false).then_some(id)
+            };
             let channel = match operand {
-                Value::Number(n) => {
-                    n.as_u64().and_then(|id| state.channel_in_realm(viewer.realm, ChannelId(id)))
-                }
+                Value::Number(n) => n.as_u64().and_then(|id| in_realm(ChannelId(id))),
                 Value::String(s) => {
                     if s.chars().count() > MAX_OPERAND_CHARS {
                         return Err(bad_operator("channel name is too long"));
                     }
-                    state.channel_by_name(viewer.realm, s.trim()).or_else(|| {
-                        s.trim()
-                            .parse::<u64>()
-                            .ok()
-                            .and_then(|id| state.channel_in_realm(viewer.realm, ChannelId(id)))
+                    state.channel_id_by_name(viewer.realm, s.trim()).or_else(|| {
+                        s.trim().parse::<u64>().ok().and_then(|id| in_realm(ChannelId(id)))
                     })
                 }
                 _ => None,
             };
-            let channel = channel
-                .filter(|c| can_see_channel(viewer, c))
-                .ok_or_else(|| bad_operator("unknown channel"))?;
-            Filter::Channel(channel.id)
+            let visible = |id: &ChannelId| {
+                state.channels.read(id, |c| can_see_channel(viewer, c)).unwrap_or(false)
+            };
+            let channel = channel.filter(visible).ok_or_else(|| bad_operator("unknown channel"))?;
+            Filter::Channel(channel)
         }
         "topic" | "subject" => {
             let topic = operand_str(operator, operand)?.trim();
-            let realm = state.realms.get(&viewer.realm);
-            let empty_name = realm.map(|r| r.settings.empty_topic_display_name);
+            let realm = state.realms.get_shared(&viewer.realm);
+            let empty_name = realm.as_ref().map(|r| r.settings.empty_topic_display_name.as_str());
             if Some(topic) == empty_name.as_deref() || topic == "(no topic)" {
                 Filter::Topic(String::new())
             } else {

@@ -345,6 +345,13 @@ impl State {
         self.channels.get(&id)
     }
 
+    /// The id of a channel of `realm` by name (case-insensitive), without
+    /// copying the channel.
+    pub fn channel_id_by_name(&self, realm: RealmId, name: &str) -> Option<ChannelId> {
+        let id = self.channel_by_name.get(&(realm, name.to_lowercase()))?;
+        self.channels.contains(&id).then_some(id)
+    }
+
     /// The caller's flags on a message, if it was delivered to them.
     pub fn flags(&self, user: UserId, message: MessageId) -> Option<Flags> {
         self.user_messages.read(&user, |m| m.get(message)).flatten()
