@@ -420,7 +420,7 @@ fn resolve(
             let topic = operand_str(operator, operand)?.trim();
             let realm = state.realms.get_shared(&viewer.realm);
             let empty_name = realm.as_ref().map(|r| r.settings.empty_topic_display_name.as_str());
-            if Some(topic) == empty_name.as_deref() || topic == "(no topic)" {
+            if Some(topic) == empty_name || topic == "(no topic)" {
                 Filter::Topic(String::new())
             } else {
                 Filter::Topic(topic.to_lowercase())
