@@ -294,11 +294,7 @@ impl<'a> MessageWriter<'a> {
             out.push(b']');
         }
         m.unsigned("id", message.id.0);
-        m.member("is_me_message").extend_from_slice(if message.is_me_message {
-            b"true"
-        } else {
-            b"false"
-        });
+        m.boolean("is_me_message", message.is_me_message);
         if let Some(ts) = message.last_edit_timestamp() {
             write_json(m.member("last_edit_timestamp"), &ts);
         }

@@ -61,7 +61,7 @@ impl SortedMembers {
         }
         self.starts.push((key, self.text.len()));
         // Keys are the handler's own identifiers: nothing to escape.
-        debug_assert!(key.bytes().all(|b| b != b'"' && b != b'\\' && b >= 0x20));
+        debug_assert!(!needs_escape(key.as_bytes()));
         self.text.push(b'"');
         self.text.extend_from_slice(key.as_bytes());
         self.text.extend_from_slice(b"\":");
@@ -139,7 +139,7 @@ impl SortedMembers {
                 out.push(b',');
             }
             first = false;
-            if key.bytes().all(|b| b != b'"' && b != b'\\' && b >= 0x20) {
+            if !needs_escape(key.as_bytes()) {
                 out.push(b'"');
                 out.extend_from_slice(key.as_bytes());
                 out.push(b'"');
@@ -194,7 +194,7 @@ impl<'o, 'e> Object<'o, 'e> {
         #[cfg(debug_assertions)]
         {
             assert!(self.last < key, "members out of order: {key} after {}", self.last);
-            assert!(key.bytes().all(|b| b != b'"' && b != b'\\' && b >= 0x20));
+            assert!(!needs_escape(key.as_bytes()));
             self.last = key;
         }
         if self.next < self.extra.len() {
@@ -226,7 +226,7 @@ impl<'o, 'e> Object<'o, 'e> {
                 break;
             }
             self.next += 1;
-            if k.bytes().all(|b| b != b'"' && b != b'\\' && b >= 0x20) {
+            if !needs_escape(k.as_bytes()) {
                 self.open(k);
                 self.out.push(b'"');
             } else {
@@ -248,6 +248,11 @@ impl<'o, 'e> Object<'o, 'e> {
     /// Member `key` with an unsigned integer value.
     pub fn unsigned(&mut self, key: &'static str, value: u64) {
         unsigned(self.member(key), value);
+    }
+
+    /// Member `key` with a boolean value.
+    pub fn boolean(&mut self, key: &'static str, value: bool) {
+        self.member(key).extend_from_slice(if value { b"true" } else { b"false" });
     }
 
     /// Closes the object (`}`), after any extra members still to come.
@@ -406,7 +411,7 @@ mod tests {
             o.string("d", "x\"\u{1}é");
             o.member("f").extend_from_slice(b"null");
             o.member("g0").extend_from_slice(b"[1]");
-            o.member("h").extend_from_slice(b"true");
+            o.boolean("h", true);
             o.finish();
             assert_eq!(String::from_utf8(out).unwrap(), format!("[0,{expected}"));
         }
