@@ -32,15 +32,15 @@ pub fn get_events(app: &App, call: &mut Call) -> ApiResult<Reply> {
         .hub
         .realtime()
         .queues
-        .poll_json(&queue_id, user, last_event_id, dont_block)
-        .map_err(|_| bad_queue(&queue_id))?;
+        .poll_json(queue_id, user, last_event_id, dont_block)
+        .map_err(|_| bad_queue(queue_id))?;
     // Written as text in key order (`SortedMembers`), the most frequent
     // reply of all (one per event delivered): the events are JSON text
     // already (`queue::Queued`) and go in as they are, and no map of the
     // reply is built, allocated and freed.
     let mut out = SortedMembers::with_capacity(polled.json.len() + queue_id.len() + 32);
     out.member("events").extend_from_slice(polled.json.as_bytes());
-    out.string("queue_id", &queue_id);
+    out.string("queue_id", queue_id);
     call.sorted_reply = Some(out);
     Ok(Reply::new())
 }
