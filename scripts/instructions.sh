@@ -24,17 +24,8 @@ REQUESTS=${REQUESTS:-10000}
 WARMUP=${WARMUP:-2000}
 TMP=$(mktemp -d)
 PID=
-cleanup() {
-  [ -z "$PID" ] || kill "$PID" 2>/dev/null || true
-  [ -z "$PID" ] || wait "$PID" 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-valgrind --tool=callgrind --callgrind-out-file="$TMP/callgrind.%p" \
-  "$BIN/natter" --dev --data-dir "$TMP/data" --listen 127.0.0.1:0 --workers 1 \
-  --snapshot-every 0 --fsync "$FSYNC" >"$TMP/out" 2>"$TMP/err" &
-PID=$!
-ADDR=$(natter_address "$TMP/out" "$PID" "$TMP/err")
+trap callgrind_cleanup EXIT
+callgrind_natter "$TMP" --fsync "$FSYNC"
 load() {
   "$BIN/natter-load" --addr "$ADDR" --kind "$KIND" --requests "$1" --connections 4 --client-threads 1 | tail -1
 }

@@ -27,17 +27,8 @@ WARMUP=${WARMUP:-8}
 WINDOW=${WINDOW:-20}
 TMP=$(mktemp -d)
 PID=
-cleanup() {
-  [ -z "$PID" ] || kill "$PID" 2>/dev/null || true
-  [ -z "$PID" ] || wait "$PID" 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-valgrind --tool=callgrind --callgrind-out-file="$TMP/callgrind.%p" \
-  "$BIN/natter" --dev --data-dir "$TMP/data" --listen 127.0.0.1:0 --workers 1 \
-  --snapshot-every 0 >"$TMP/out" 2>"$TMP/err" &
-PID=$!
-ADDR=$(natter_address "$TMP/out" "$PID" "$TMP/err")
+trap callgrind_cleanup EXIT
+callgrind_natter "$TMP"
 "$BIN/natter-load" --addr "$ADDR" --kind mix --users "$USERS" --rate "$RATE" \
   --warmup "$WARMUP" --window "$WINDOW" --connections 8 --client-threads 1 >"$TMP/load" 2>&1 &
 LOAD=$!
