@@ -22,7 +22,7 @@
 
 use crate::mutation::{Mutation, NewMessage};
 use crate::state::access::can_read_channel;
-use crate::state::personal::PersonalChange;
+use crate::state::personal::{PersonalChange, UserTopics};
 use crate::state::settings::SettingValue;
 use crate::state::{ChannelId, Destination, State, UserId};
 
@@ -161,8 +161,11 @@ fn attention(policy: u8) -> u8 {
 
 /// The policy a user has set for a topic (0 = inherit).
 fn current_policy(state: &State, user: UserId, channel: ChannelId, topic: &str) -> u8 {
-    let key = (channel, topic.to_lowercase());
-    state.settings.user_topics.read(&user, |m| m.get(&key).map(|t| t.policy)).flatten().unwrap_or(0)
+    // The lowercased key only for a user with topic settings (few have).
+    let policy = |m: &UserTopics| {
+        (!m.is_empty()).then(|| m.get(&(channel, topic.to_lowercase())).map(|t| t.policy))
+    };
+    state.settings.user_topics.read(&user, policy).flatten().flatten().unwrap_or(0)
 }
 
 /// Whether setting `new` changes anything: not the same policy, and an

@@ -81,7 +81,7 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
             };
             let topic = topic.ok_or_else(|| ApiError::missing("topic"))?;
             let topic = normalize_topic_for(topic, &call.realm.settings.empty_topic_display_name)?;
-            Target::Channel { channel: parse_channel_ref(&to)?, topic }
+            Target::Channel { channel: parse_channel_ref(to)?, topic }
         }
         Kind::Direct => Target::Direct(parse_user_refs(&to)?),
     };
@@ -95,7 +95,7 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
         (Some(queue_id), Some(local_id)) => Some((queue_id, local_id)),
         _ => None,
     };
-    let client = if call.client.is_empty() { "API" } else { call.client.as_str() };
+    let client = if call.client.is_empty() { Arc::from("API") } else { Arc::clone(&call.client) };
     let sender = call.caller();
     let draft = Draft::new(&app.state, sender, target, content, read_by_sender, client);
     let (id, automatic) = app.committer.commit(|state| {
@@ -400,17 +400,19 @@ pub(super) fn check_topic_policy(
     }
 }
 
-/// `to` for a channel message: a name, an id, or a one-element list of either.
-fn parse_channel_ref(to: &Value) -> ApiResult<ChannelRef> {
+/// `to` for a channel message: a name, an id, or a one-element list of
+/// either. A name with nothing to trim is kept, not copied.
+fn parse_channel_ref(to: Value) -> ApiResult<ChannelRef> {
     match to {
         Value::String(name) if name.trim().is_empty() => {
             Err(ApiError::bad_request("Channel name can't be empty"))
         }
+        Value::String(name) if name.trim().len() == name.len() => Ok(ChannelRef::Name(name)),
         Value::String(name) => Ok(ChannelRef::Name(name.trim().to_owned())),
         Value::Number(n) => {
             n.as_u64().map(ChannelRef::Id).ok_or_else(|| ApiError::invalid("to", "not a channel"))
         }
-        Value::Array(items) if items.len() == 1 => parse_channel_ref(&items[0]),
+        Value::Array(mut items) if items.len() == 1 => parse_channel_ref(items.swap_remove(0)),
         Value::Array(_) => Err(ApiError::bad_request("Cannot send to multiple channels")),
         _ => Err(ApiError::invalid("to", "not a channel name or ID")),
     }

@@ -89,8 +89,9 @@ pub struct Call {
     pub params: Params,
     /// Values of the `{…}` segments of the route pattern, in order.
     pub path: Vec<String>,
-    /// Client name (first token of the User-Agent), Zulip's `client`.
-    pub client: String,
+    /// Client name (first token of the User-Agent), Zulip's `client`;
+    /// shared with the connection that sent it and the messages it sends.
+    pub client: Arc<str>,
     /// Reply fields the handler has already serialized (large lists such
     /// as register's `realm_users`), spliced into the reply's JSON as they
     /// are instead of going through `Value` maps.

@@ -110,7 +110,7 @@ fn client_name(call: &Call) -> String {
     if call.client.is_empty() {
         "API".to_owned()
     } else {
-        call.client.clone()
+        call.client.to_string()
     }
 }
 

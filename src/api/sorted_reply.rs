@@ -24,11 +24,12 @@ pub struct SortedMembers {
 }
 
 impl SortedMembers {
-    /// An empty object with room for `bytes` of members.
+    /// An empty object with room for `bytes` of members (and for about a
+    /// member per 16 of them, 2 to 32).
     pub fn with_capacity(bytes: usize) -> Self {
         SortedMembers {
             text: Vec::with_capacity(bytes),
-            starts: Vec::with_capacity(24),
+            starts: Vec::with_capacity((bytes / 16).clamp(2, 32)),
             late: Vec::new(),
         }
     }

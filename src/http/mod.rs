@@ -77,6 +77,13 @@ pub struct Session {
     /// The `Authorization` header `caller` authenticated with, for `realm`.
     authorization: Vec<u8>,
     caller: Option<Arc<User>>,
+    /// The `User-Agent` header `client` was read from.
+    user_agent: Vec<u8>,
+    /// Its client name, shared with each call (and each message sent).
+    client: Option<Arc<str>>,
+    /// The last request's parameters, emptied (`Params::reuse`): their
+    /// buffers serve the next request.
+    params: Params,
 }
 
 impl Session {
@@ -121,6 +128,23 @@ impl Session {
         self.authorization.extend_from_slice(authorization);
         self.caller = Some(Arc::clone(&caller));
         Ok(caller)
+    }
+}
+
+impl Session {
+    /// The client name (Zulip's `client`: the first token of the
+    /// `User-Agent`), remembered while the header stays the same.
+    fn client(&mut self, user_agent: &str) -> Arc<str> {
+        match &self.client {
+            Some(client) if self.user_agent == user_agent.as_bytes() => Arc::clone(client),
+            _ => {
+                let client: Arc<str> = user_agent.split(['/', ' ']).next().unwrap_or("").into();
+                self.user_agent.clear();
+                self.user_agent.extend_from_slice(user_agent.as_bytes());
+                self.client = Some(Arc::clone(&client));
+                client
+            }
+        }
     }
 }
 
@@ -169,7 +193,9 @@ impl Service {
             Match::WrongMethod => return Err(ApiError::method_not_allowed(head.method)),
             Match::NotFound => return Err(ApiError::no_such_endpoint()),
         };
-        let params = request_params(head.query, head.content_type, body)?;
+        let mut params = std::mem::take(&mut session.params);
+        params.reuse();
+        request_params(&mut params, head.query, head.content_type, body)?;
         // Read before the realm and account (`Session`).
         let generation = app.state.users_generation.load(Ordering::Acquire);
         let realm = session.realm(generation, head.host, || self.realm_for_host(head.host))?;
@@ -182,18 +208,19 @@ impl Service {
                 })?)
             }
         };
-        let client = head.user_agent.split(['/', ' ']).next().unwrap_or("").to_owned();
         let mut call = Call {
             realm,
             caller,
             params,
             path: path_args,
-            client,
+            client: session.client(head.user_agent),
             raw_fields: Vec::new(),
             sorted_reply: None,
         };
-        let fields = (route.handler)(app, &mut call)?;
-        Ok((fields, call.raw_fields, call.params.unused(), call.sorted_reply))
+        let fields = (route.handler)(app, &mut call);
+        let unused = fields.as_ref().map_or_else(|_| Vec::new(), |_| call.params.unused());
+        session.params = call.params;
+        Ok((fields?, call.raw_fields, unused, call.sorted_reply))
     }
 
     /// The realm a Host header names: `<subdomain>.<host>` for a realm's
@@ -238,8 +265,12 @@ type Dispatched = (
 /// Request variables as Zulip reads them, for every method: the query
 /// string, then the body (form-urlencoded or multipart text parts), which
 /// wins when both name a variable. A body of another type is refused.
-fn request_params(query: &str, content_type: &str, body: &[u8]) -> ApiResult<Params> {
-    let mut params = Params::default();
+fn request_params(
+    params: &mut Params,
+    query: &str,
+    content_type: &str,
+    body: &[u8],
+) -> ApiResult<()> {
     params.add_urlencoded(query.as_bytes());
     if !body.is_empty() {
         // The media type is case-insensitive; its parameters (a boundary)
@@ -264,7 +295,7 @@ fn request_params(query: &str, content_type: &str, body: &[u8]) -> ApiResult<Par
             }
         }
     }
-    Ok(params)
+    Ok(())
 }
 
 /// A header's value as text; `""` if absent or not UTF-8.
@@ -311,6 +342,12 @@ mod tests {
         assert_eq!(guarded(|| response::error(&ApiError::bad_request("x"))).status, 400);
     }
 
+    /// `request_params` into fresh parameters.
+    fn request_params(query: &str, content_type: &str, body: &[u8]) -> ApiResult<Params> {
+        let mut params = Params::default();
+        super::request_params(&mut params, query, content_type, body).map(|()| params)
+    }
+
     #[test]
     fn variables_come_from_query_and_body_and_the_body_wins() {
         let mut p = request_params("a=q&b=q", "", b"b=body&c=body").unwrap();
@@ -331,6 +368,19 @@ mod tests {
         assert!(e.msg.contains("Unsupported Content-Type"));
         // No body: any content type is fine (query only).
         assert!(request_params("a=1", "application/json", b"").is_ok());
+    }
+
+    /// A connection's client name follows its `User-Agent`: shared while
+    /// the header repeats, read afresh when it changes.
+    #[test]
+    fn the_client_name_is_remembered_per_user_agent() {
+        let mut session = Session::default();
+        let first = session.client("ZulipPython/0.9.0 (Linux)");
+        assert_eq!(&*first, "ZulipPython");
+        assert!(Arc::ptr_eq(&first, &session.client("ZulipPython/0.9.0 (Linux)")));
+        assert_eq!(&*session.client("curl/8.5.0"), "curl");
+        assert_eq!(&*session.client(""), "");
+        assert_eq!(&*session.client("ZulipTerminal/0.7"), "ZulipTerminal");
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub struct Params {
     entries: Vec<Entry>,
     /// `entries` is sorted by name, one per name.
     sorted: bool,
+    /// Where `%XX`-encoded names and values are decoded before they are
+    /// copied into `text`; kept with the rest for `reuse`.
+    scratch: (Vec<u8>, Vec<u8>),
 }
 
 /// Most parameters kept in arrival order; see `Params`.
@@ -55,8 +58,27 @@ impl Params {
         }
         // Room for all of it at once (decoding never makes text longer).
         self.text.reserve(raw.len());
-        decode_form(raw, |name, value| self.push(name, value));
+        let mut scratch = std::mem::take(&mut self.scratch);
+        decode_form(raw, &mut scratch, |name, value| self.push(name, value));
+        self.scratch = scratch;
         self.settle();
+    }
+
+    /// Empties these parameters for the next request of a connection,
+    /// keeping their buffers (the text, the entries, the decoding scratch)
+    /// so that the request allocates none of them — unless they grew past
+    /// `REUSE_AT_MOST` bytes, which a large body should not pin for the
+    /// rest of its connection.
+    pub fn reuse(&mut self) {
+        const REUSE_AT_MOST: usize = 16 * 1024;
+        let held = self.text.capacity() + self.scratch.0.capacity() + self.scratch.1.capacity();
+        if held + self.entries.capacity() * std::mem::size_of::<Entry>() > REUSE_AT_MOST {
+            *self = Params::default();
+            return;
+        }
+        self.text.clear();
+        self.entries.clear();
+        self.sorted = false;
     }
 
     /// Adds decoded (name, value) pairs, e.g. multipart text parts; a
@@ -213,11 +235,14 @@ impl Params {
 /// the user-space instructions of a `POST /messages`), where a name or
 /// value without `%` or `+` — most of them — is passed on in place, and
 /// needs no UTF-8 check of its own when the whole body is valid UTF-8.
-fn decode_form(raw: &[u8], mut each: impl FnMut(&str, &str)) {
+fn decode_form(
+    raw: &[u8],
+    (name_buf, value_buf): &mut (Vec<u8>, Vec<u8>),
+    mut each: impl FnMut(&str, &str),
+) {
     // One UTF-8 check for the whole body: the pieces are split at ASCII
     // bytes, so a piece without `%` is then valid text as it stands.
     let text = std::str::from_utf8(raw).ok();
-    let (mut name_buf, mut value_buf) = (Vec::new(), Vec::new());
     // Each pair found with vectorized byte searches (`memchr`): its `&`,
     // its first `=`, and whether its name and value hold a `%` or `+`.
     let encoded =
@@ -231,8 +256,8 @@ fn decode_form(raw: &[u8], mut each: impl FnMut(&str, &str)) {
                 None => (start..end, end..end),
             };
             let (name_encoded, value_encoded) = (encoded(&name), encoded(&value));
-            let name = form_text(raw, text, name, name_encoded, &mut name_buf);
-            let value = form_text(raw, text, value, value_encoded, &mut value_buf);
+            let name = form_text(raw, text, name, name_encoded, name_buf);
+            let value = form_text(raw, text, value, value_encoded, value_buf);
             each(&name, &value);
         }
         start = end + 1;
@@ -382,6 +407,37 @@ mod tests {
         assert_eq!((one.entries.len(), one.raw("a")), (1, Some("1")));
     }
 
+    /// A connection's parameters reused for its next request hold only
+    /// that request's, none of the one before (names, values, marks,
+    /// sorting); buffers grown past the bound are let go.
+    #[test]
+    fn reused_params_forget_the_request_before() {
+        let mut params = Params::default();
+        params.add_urlencoded(b"to=general&content=a%2Bb&secret=1");
+        assert_eq!(params.raw("content"), Some("a+b"));
+        params.reuse();
+        params.add_urlencoded(b"content=c%20d&type=stream");
+        assert_eq!(params.raw("to"), None);
+        assert_eq!(params.raw("secret"), None);
+        assert_eq!(params.raw("content"), Some("c d"));
+        assert_eq!(params.unused(), ["type"]);
+        // A sorted (large) request, then a small one: kept in arrival
+        // order again, its last value counting.
+        params.reuse();
+        params.add_urlencoded("k=1&".repeat(SORT_PAST + 1).as_bytes());
+        assert!(params.sorted);
+        params.reuse();
+        params.add_urlencoded(b"z=1&a=2&z=3");
+        assert!(!params.sorted);
+        assert_eq!(params.raw("z"), Some("3"));
+        assert_eq!(params.unused(), ["a"]);
+        // A large body's buffers are not pinned to the connection.
+        params.reuse();
+        params.add_urlencoded(format!("big={}", "x".repeat(64 * 1024)).as_bytes());
+        params.reuse();
+        assert_eq!(params.text.capacity(), 0);
+    }
+
     /// The decoder against the `form_urlencoded` crate, on tricky cases
     /// and on many pseudo-random byte strings drawn from the characters
     /// that matter (`%`, `+`, `=`, `&`, hex digits, non-UTF-8 bytes).
@@ -390,9 +446,12 @@ mod tests {
         let crate_pairs = |raw: &[u8]| -> Vec<(String, String)> {
             form_urlencoded::parse(raw).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
         };
-        let urlencoded_pairs = |raw: &[u8]| -> Vec<(String, String)> {
+        // One scratch for every case, as a connection's `Params` keeps it:
+        // what an earlier body decoded there must not leak into the next.
+        let mut scratch = (Vec::new(), Vec::new());
+        let mut urlencoded_pairs = |raw: &[u8]| -> Vec<(String, String)> {
             let mut pairs = Vec::new();
-            decode_form(raw, |k, v| pairs.push((k.to_owned(), v.to_owned())));
+            decode_form(raw, &mut scratch, |k, v| pairs.push((k.to_owned(), v.to_owned())));
             pairs
         };
         let cases: [&[u8]; 14] = [
