@@ -37,7 +37,7 @@ fn bench(c: &mut Criterion) {
         is_me_message: false,
     });
     let send = Mutation::SendMessage(NewMessage {
-        message,
+        message: std::sync::Arc::new(message),
         read_by_sender: true,
         mentioned: Vec::new(),
         channel_wildcard: false,

@@ -57,7 +57,7 @@ fn build() -> (State, Realm, User) {
             message.sender = reader.id;
         }
         step(Mutation::SendMessage(NewMessage {
-            message,
+            message: std::sync::Arc::new(message),
             read_by_sender: true,
             mentioned: vec![],
             channel_wildcard: false,

@@ -271,7 +271,7 @@ fn send_message(state: &State, new: &NewMessage, read_by: &[UserId]) -> Vec<Even
         state.set_flags(user, message.id, flags);
         recipients.push((user, flags));
     });
-    state.index_message(Arc::new(message.clone()));
+    state.index_message(Arc::clone(message));
     state.note_holders(message, recipients.iter().map(|(u, _)| *u));
     vec![Event::Message { message: message.id, recipients }]
 }

@@ -7,6 +7,7 @@
 //! means bumping `persist::FORMAT_VERSION`.
 
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 use crate::state::messages::Reaction;
 use crate::state::personal::PersonalChange;
@@ -491,8 +492,11 @@ impl PropagateMode {
 /// A message being sent, with everything `apply` needs to deliver it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NewMessage {
-    /// The message, id and rendering included, with no reactions or edits.
-    pub message: Message,
+    /// The message, id and rendering included, with no reactions or edits;
+    /// shared with the state once applied (not copied there). Encoded as
+    /// the message itself (serde's `rc`): the log's bytes are those of a
+    /// plain `Message`.
+    pub message: Arc<Message>,
     /// Whether the sender's copy starts as read.
     pub read_by_sender: bool,
     /// Users mentioned personally (or through a group) in the content.

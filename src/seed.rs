@@ -348,7 +348,7 @@ fn seed_realm(
         });
         Ok((
             Mutation::SendMessage(NewMessage {
-                message,
+                message: Arc::new(message),
                 read_by_sender: true,
                 mentioned: Vec::new(),
                 channel_wildcard: false,
@@ -398,7 +398,7 @@ pub fn bench_state(
     for i in 0..messages {
         let message = bench_message(&state, i, 1_000, &general, &other, ids[(i % users) as usize]);
         step(Mutation::SendMessage(NewMessage {
-            message,
+            message: Arc::new(message),
             read_by_sender: true,
             mentioned: vec![],
             channel_wildcard: false,

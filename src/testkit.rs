@@ -88,7 +88,7 @@ impl World {
         });
         let mentioned = mentioned.iter().map(|u| u.id).collect();
         self.apply(Mutation::SendMessage(NewMessage {
-            message,
+            message: std::sync::Arc::new(message),
             read_by_sender: true,
             mentioned,
             channel_wildcard: false,

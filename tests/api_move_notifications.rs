@@ -416,7 +416,7 @@ fn change_all_moves_respect_the_time_limit_for_every_message() {
                 is_me_message: false,
             });
             Mutation::SendMessage(NewMessage {
-                message,
+                message: std::sync::Arc::new(message),
                 read_by_sender: true,
                 mentioned: Vec::new(),
                 channel_wildcard: false,

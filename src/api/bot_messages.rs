@@ -184,7 +184,7 @@ pub fn posted(
         is_me_message: false,
     });
     NewMessage {
-        message,
+        message: std::sync::Arc::new(message),
         read_by_sender: true,
         mentioned: Vec::new(),
         channel_wildcard: false,

@@ -321,7 +321,7 @@ mod tests {
                 is_me_message: false,
             });
             r.step(Mutation::SendMessage(crate::mutation::NewMessage {
-                message,
+                message: std::sync::Arc::new(message),
                 read_by_sender: true,
                 mentioned: Vec::new(),
                 channel_wildcard: false,

@@ -219,11 +219,11 @@ impl Draft {
             content: with_room_for(&self.content, self.rendered.html.len()),
             rendered_content: self.rendered.html.clone(),
             timestamp: self.timestamp,
-            client: Arc::clone(&self.client),
+            client: state.names.shared(&self.client).unwrap_or_else(|| Arc::clone(&self.client)),
             is_me_message: self.is_me_message,
         });
         Ok(NewMessage {
-            message,
+            message: Arc::new(message),
             read_by_sender: self.read_by_sender,
             mentioned: notify.mentioned,
             channel_wildcard: notify.channel_wildcard,
@@ -314,8 +314,10 @@ fn resolve_target(state: &State, sender: &User, target: &Target) -> ApiResult<Re
                     listed.push(sender.id);
                     Recipients::Listed(listed)
                 };
-                let destination =
-                    Destination::Channel { channel: channel.id, topic: topic.as_str().into() };
+                // The topic's shared copy when there is one, so that
+                // storing the message copies neither it nor the message.
+                let topic = state.names.shared(topic).unwrap_or_else(|| topic.as_str().into());
+                let destination = Destination::Channel { channel: channel.id, topic };
                 Ok(Resolved { destination, recipient: channel.recipient, recipients })
             };
             state.channels.read(&id, resolve).unwrap_or_else(|| Err(not_found()))
@@ -726,6 +728,36 @@ mod tests {
         assert!(resolve_target(&state, member, &direct(&[bot])).is_ok());
         assert!(resolve_target(&state, member, &direct(&[owner])).is_ok());
         assert!(resolve_target(&state, member, &direct(&[member])).is_ok());
+    }
+
+    /// A message built for a topic and client already stored holds their
+    /// shared copies, so storing it keeps the very message the log
+    /// recorded: no copy of it (nor of its names) per send.
+    #[test]
+    fn a_message_is_stored_as_built_with_the_shared_names() {
+        use crate::apply::apply;
+        let (state, users) = send_world();
+        let member = &users[1];
+        let topic = |m: &Message| match &m.destination {
+            Destination::Channel { topic, .. } => Arc::clone(topic),
+            Destination::Direct { .. } => unreachable!(),
+        };
+        let mut built = Vec::new();
+        for _ in 0..2 {
+            let target =
+                Target::Channel { channel: ChannelRef::Name("c".into()), topic: "lunch".into() };
+            // A new `Arc` for the client each time, as each connection has.
+            let client: Arc<str> = Arc::from("ZulipPython");
+            let draft = Draft::new(&state, member, target, "hi".into(), false, client);
+            let new = draft.build(&state, member).unwrap();
+            let message = Arc::clone(&new.message);
+            apply(&state, state.applied_seq() + 1, &Mutation::SendMessage(new));
+            let stored = state.messages.read(&message.id, Arc::clone).unwrap();
+            assert!(Arc::ptr_eq(&stored, &message), "the stored message is the one built");
+            built.push(message);
+        }
+        assert!(Arc::ptr_eq(&built[0].client, &built[1].client));
+        assert!(Arc::ptr_eq(&topic(&built[0]), &topic(&built[1])));
     }
 
     #[test]

@@ -173,7 +173,7 @@ mod tests {
             is_me_message: false,
         });
         step(Mutation::SendMessage(NewMessage {
-            message: message.clone(),
+            message: std::sync::Arc::new(message.clone()),
             read_by_sender: true,
             mentioned: Vec::new(),
             channel_wildcard: false,

@@ -159,7 +159,7 @@ impl<'s> Replay<'s> {
         // As `send_message` (a hint that no one reads before the run is
         // written); the drain empties `recipients` either way.
         state.note_holders(&new.message, recipients.drain(..));
-        self.messages.push(Arc::new(new.message));
+        self.messages.push(new.message);
     }
 
     /// Writes the pending run: each user's rows under one lock, then the
@@ -331,7 +331,7 @@ mod tests {
                     });
                     sent.push(message.id);
                     Mutation::SendMessage(NewMessage {
-                        message,
+                        message: Arc::new(message),
                         read_by_sender: i % 3 != 0,
                         mentioned: if i % 11 == 0 { vec![users[1]] } else { Vec::new() },
                         channel_wildcard: i % 13 == 0,

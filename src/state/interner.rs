@@ -38,6 +38,12 @@ impl Interner {
         shared
     }
 
+    /// The shared copy of `name`, if one is shared already (nothing is
+    /// added): a message built with it needs no copy when it is stored.
+    pub fn shared(&self, name: &str) -> Option<Arc<str>> {
+        self.names.lock().get(name).cloned()
+    }
+
     /// Makes `message`'s client name and topic the shared copies (one
     /// lock for both; the message is copied only if someone else holds
     /// it and a name was not shared yet).
