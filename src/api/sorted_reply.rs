@@ -102,13 +102,24 @@ impl SortedMembers {
     /// `BTreeMap` holding them all would serialize.
     pub fn write_object(&self, out: &mut Vec<u8>, extra: &[(&str, &[u8])]) {
         // The envelope's members come sorted and there are rarely late
-        // ones: merged into a sorted copy only when needed.
+        // ones: merged into a sorted copy only when needed, on the stack
+        // when they are few (a reply's envelope and a late member or two).
+        const FEW: usize = 8;
+        let mut few: [(&str, &[u8]); FEW] = [("", &[]); FEW];
         let merged: Vec<(&str, &[u8])>;
+        let late = self.late.iter().map(|(k, v)| (*k, v.as_slice()));
         let extra = if self.late.is_empty() && extra.is_sorted_by_key(|(k, _)| *k) {
             extra
+        } else if extra.len() + self.late.len() <= FEW {
+            let all = &mut few[..extra.len() + self.late.len()];
+            for (slot, member) in all.iter_mut().zip(extra.iter().copied().chain(late)) {
+                *slot = member;
+            }
+            all.sort_unstable_by_key(|(k, _)| *k);
+            &*all
         } else {
             let mut all = extra.to_vec();
-            all.extend(self.late.iter().map(|(k, v)| (*k, v.as_slice())));
+            all.extend(late);
             all.sort_unstable_by_key(|(k, _)| *k);
             merged = all;
             &merged
@@ -393,6 +404,11 @@ mod tests {
             vec![("a", &b"1"[..])],
             vec![("c", &b"[]"[..]), ("e", &b"\"\""[..]), ("z", &b"{}"[..])],
             vec![("a", &b"0"[..]), ("g", &b"false"[..])],
+            // More than fit the merge's stack array with the late member.
+            ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "i"]
+                .into_iter()
+                .map(|k| (k, &b"7"[..]))
+                .collect(),
         ] {
             let mut out = Vec::new();
             m.write_object(&mut out, &extra);
