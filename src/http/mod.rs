@@ -67,6 +67,10 @@ impl conn::Handler for Service {
 /// change…), so the first request after such a change resolves both
 /// afresh. Only successes are kept, and only for the connection that sent
 /// them: a header is never compared with another client's.
+///
+/// It also keeps the client name its `User-Agent` gave (compared the same
+/// way) and the buffers of its last request's parameters, so that a
+/// request allocates neither.
 #[derive(Default)]
 pub struct Session {
     /// The users generation the realm and account were read at.
@@ -129,9 +133,7 @@ impl Session {
         self.caller = Some(Arc::clone(&caller));
         Ok(caller)
     }
-}
 
-impl Session {
     /// The client name (Zulip's `client`: the first token of the
     /// `User-Agent`), remembered while the header stays the same.
     fn client(&mut self, user_agent: &str) -> Arc<str> {
