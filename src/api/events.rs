@@ -38,7 +38,7 @@ pub fn get_events(app: &App, call: &mut Call) -> ApiResult<Reply> {
     // reply of all (one per event delivered): the events are JSON text
     // already (`queue::Queued`) and go in as they are, and no map of the
     // reply is built, allocated and freed.
-    let mut out = SortedMembers::with_capacity(polled.json.len() + queue_id.len() + 32);
+    let mut out = SortedMembers::reply(polled.json.len() + queue_id.len() + 32);
     out.member("events").extend_from_slice(polled.json.as_bytes());
     out.string("queue_id", queue_id);
     call.sorted_reply = Some(out);

@@ -110,7 +110,7 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
         Ok((auto_topics::batch(Mutation::SendMessage(new), parts), (id, automatic)))
     })?;
     // Members in key order, as the map's serialization would put them.
-    let mut out = SortedMembers::with_capacity(64);
+    let mut out = SortedMembers::reply(64);
     if let Some(policy) = automatic {
         out.unsigned("automatic_new_visibility_policy", policy.into());
     }
@@ -540,7 +540,7 @@ pub(super) fn one_message(
     view: MessageView,
     options: MessageOptions,
 ) -> SortedMembers {
-    let mut reply = SortedMembers::with_capacity(1024);
+    let mut reply = SortedMembers::reply(1024);
     let mut writer = json::MessageWriter::new(state, realm, viewer, options);
     writer.write(reply.member("message"), message, view, &[]);
     reply.string("raw_content", message.content());

@@ -397,7 +397,7 @@ fn fetch(
     // Room for the messages at once (a short one is about 700 bytes), not
     // a doubling per few of them.
     let count = before.len() + usize::from(found_anchor) + after.len();
-    let mut reply = SortedMembers::with_capacity(256 + count * 768);
+    let mut reply = SortedMembers::reply(256 + count * 768);
     reply.unsigned("anchor", anchor);
     reply.boolean("found_anchor", found_anchor);
     reply.boolean("found_newest", found_newest);
@@ -512,7 +512,7 @@ fn get_by_ids(
     let options = options_for(me, params)?;
     let viewer = Viewer::new(state, me);
     let mut writer = json::MessageWriter::new(state, realm, me, options);
-    let mut reply = SortedMembers::with_capacity(128);
+    let mut reply = SortedMembers::reply(128);
     reply.boolean("history_limited", false);
     let found = ids
         .iter()

@@ -15,12 +15,48 @@
 
 /// An object's members as JSON text (`"k":v,"k2":v2`, no braces), in
 /// ascending key order, with where each member starts.
-#[derive(Debug, Default)]
+///
+/// A `reply` is the whole object a handler answers with: its text starts
+/// with the `{`, and the envelope's `msg` and `result` are written in
+/// their places as the handler's members go by, so that the object is the
+/// reply body as it stands (`into_reply_body`), without a copy or a merge.
+#[derive(Debug)]
 pub struct SortedMembers {
     text: Vec<u8>,
     starts: Vec<(&'static str, usize)>,
-    /// Members added out of order (`insert`), as (key, JSON value).
+    /// Members given ahead (`insert`), each greater than every key
+    /// written when it was given, in key order: written in their places
+    /// as `member` passes them.
+    pending: Vec<(&'static str, Vec<u8>)>,
+    /// Members given after a greater key was written, merged in where
+    /// they sort when the object is written.
     late: Vec<(&'static str, Vec<u8>)>,
+    /// The envelope's members still to write: `ENVELOPE[envelope..]` (all
+    /// of it for a `reply`, none otherwise).
+    envelope: usize,
+    /// The first byte of the least key still to write (`pending` or the
+    /// envelope), `NOTHING_GIVEN` if none: a member whose key starts
+    /// below it passes none of them, which one comparison tells.
+    next_first: u16,
+}
+
+/// A success reply's own members, in key order.
+const ENVELOPE: [(&str, &[u8]); 2] = [("msg", b"\"\""), ("result", b"\"success\"")];
+
+/// `SortedMembers::next_first` when nothing is given ahead.
+const NOTHING_GIVEN: u16 = 0x100;
+
+impl Default for SortedMembers {
+    fn default() -> Self {
+        SortedMembers {
+            text: Vec::new(),
+            starts: Vec::new(),
+            pending: Vec::new(),
+            late: Vec::new(),
+            envelope: ENVELOPE.len(),
+            next_first: NOTHING_GIVEN,
+        }
+    }
 }
 
 impl SortedMembers {
@@ -30,22 +66,77 @@ impl SortedMembers {
         SortedMembers {
             text: Vec::with_capacity(bytes),
             starts: Vec::with_capacity((bytes / 16).clamp(2, 32)),
-            late: Vec::new(),
+            ..SortedMembers::default()
         }
     }
 
-    /// Empties the object, keeping its buffers.
+    /// A handler's whole reply, with room for `bytes` of its own members:
+    /// the success envelope's members come with it (see the type).
+    pub fn reply(bytes: usize) -> Self {
+        let mut reply = SortedMembers::with_capacity(bytes + 32);
+        reply.text.push(b'{');
+        reply.envelope = 0;
+        reply.refresh();
+        reply
+    }
+
+    /// Whether this is a handler's whole reply (`reply`).
+    pub fn is_reply(&self) -> bool {
+        self.text.first() == Some(&b'{')
+    }
+
+    /// Empties the object, keeping its buffers (not for a `reply`).
     pub fn clear(&mut self) {
+        debug_assert!(!self.is_reply(), "a reply is written once");
         self.text.clear();
         self.starts.clear();
+        self.pending.clear();
         self.late.clear();
+        self.next_first = NOTHING_GIVEN;
     }
 
     /// Adds member `key` (not otherwise present) with `value` as JSON
-    /// text, in any order: it is put in its place when the object is
-    /// written. For a member or two around a shared writer's output.
+    /// text, in any order: written in its place as the members after it
+    /// are, or when the object is written. For a member or two around a
+    /// shared writer's output.
     pub fn insert(&mut self, key: &'static str, value: Vec<u8>) {
-        self.late.push((key, value));
+        if self.starts.last().is_none_or(|(last, _)| *last < key) {
+            let at = self.pending.partition_point(|(k, _)| *k < key);
+            self.pending.insert(at, (key, value));
+            self.refresh();
+        } else {
+            self.late.push((key, value));
+        }
+    }
+
+    /// The least key given ahead and not written yet.
+    fn next_given(&self) -> Option<&'static str> {
+        let envelope = ENVELOPE.get(self.envelope).map(|(k, _)| *k);
+        let pending = self.pending.first().map(|(k, _)| *k);
+        match (envelope, pending) {
+            (Some(e), Some(p)) => Some(e.min(p)),
+            (e, p) => e.or(p),
+        }
+    }
+
+    fn refresh(&mut self) {
+        self.next_first = self.next_given().map_or(NOTHING_GIVEN, |k| u16::from(k.as_bytes()[0]));
+    }
+
+    /// Writes the members given ahead whose keys are below `key` (all of
+    /// them for `None`).
+    fn write_given(&mut self, key: Option<&str>) {
+        while let Some(next) = self.next_given().filter(|next| key.is_none_or(|key| *next < key)) {
+            if ENVELOPE.get(self.envelope).is_some_and(|(k, _)| *k == next) {
+                let value = ENVELOPE[self.envelope].1;
+                self.envelope += 1;
+                self.start(next).extend_from_slice(value);
+            } else {
+                let (_, value) = self.pending.remove(0);
+                self.start(next).extend_from_slice(&value);
+            }
+        }
+        self.refresh();
     }
 
     /// Starts member `key` (greater than every key before it) and returns
@@ -56,8 +147,15 @@ impl SortedMembers {
             "members out of order: {key} after {:?}",
             self.starts.last()
         );
-        let start = self.text.len();
-        if start > 0 {
+        if u16::from(key.as_bytes()[0]) >= self.next_first {
+            self.write_given(Some(key));
+        }
+        self.start(key)
+    }
+
+    /// Writes the separator and `"key":` of the next member.
+    fn start(&mut self, key: &'static str) -> &mut Vec<u8> {
+        if self.text.len() > usize::from(self.is_reply()) {
             self.text.push(b',');
         }
         self.starts.push((key, self.text.len()));
@@ -67,6 +165,25 @@ impl SortedMembers {
         self.text.extend_from_slice(key.as_bytes());
         self.text.extend_from_slice(b"\":");
         &mut self.text
+    }
+
+    /// A `reply`'s bytes as the success body, with the parameters the
+    /// handler ignored (`ignored_parameters_unsupported`, as JSON) if any:
+    /// the text itself, closed, when every member can still go at its end;
+    /// otherwise written out with the rest merged in (`write_object`).
+    pub fn into_reply_body(mut self, ignored: Option<Vec<u8>>) -> Vec<u8> {
+        debug_assert!(self.is_reply(), "only a reply is a reply body");
+        if let Some(ignored) = ignored {
+            self.insert("ignored_parameters_unsupported", ignored);
+        }
+        if !self.late.is_empty() {
+            let mut body = Vec::new();
+            self.write_object(&mut body, &[]);
+            return body;
+        }
+        self.write_given(None);
+        self.text.push(b'}');
+        self.text
     }
 
     /// Member `key` with a string value, escaped as serde_json escapes it.
@@ -90,28 +207,41 @@ impl SortedMembers {
     }
 
     /// The members as a map: what the handler's reply holds for callers
-    /// that run handlers directly (tests, benches), without the HTTP layer.
+    /// that run handlers directly (tests, benches), without the HTTP layer
+    /// (and so without a `reply`'s envelope).
     pub fn to_map(&self) -> super::Reply {
         let mut text = Vec::new();
         self.write_object(&mut text, &[]);
-        serde_json::from_slice(&text).expect("a sorted reply is a JSON object")
+        let mut map: super::Reply =
+            serde_json::from_slice(&text).expect("a sorted reply is a JSON object");
+        if self.is_reply() {
+            map.remove("msg");
+            map.remove("result");
+        }
+        map
     }
 
     /// Writes the object `{…}` to `out` with `extra` members (none of them
     /// also one of this object's) each put where its key sorts, as a
     /// `BTreeMap` holding them all would serialize.
     pub fn write_object(&self, out: &mut Vec<u8>, extra: &[(&str, &[u8])]) {
-        // The envelope's members come sorted and there are rarely late
-        // ones: merged into a sorted copy only when needed, on the stack
-        // when they are few (a reply's envelope and a late member or two).
+        // `extra` (a staged object's envelope) comes sorted, and members
+        // given but not written yet (a reply's envelope, `insert`) are
+        // few: merged into a sorted copy only when needed, on the stack
+        // when they are few.
         const FEW: usize = 8;
         let mut few: [(&str, &[u8]); FEW] = [("", &[]); FEW];
         let merged: Vec<(&str, &[u8])>;
-        let late = self.late.iter().map(|(k, v)| (*k, v.as_slice()));
-        let extra = if self.late.is_empty() && extra.is_sorted_by_key(|(k, _)| *k) {
+        let envelope = &ENVELOPE[self.envelope..];
+        let given = envelope.len() + self.pending.len() + self.late.len();
+        let late = envelope
+            .iter()
+            .copied()
+            .chain(self.pending.iter().chain(&self.late).map(|(k, v)| (*k, &v[..])));
+        let extra = if given == 0 && extra.is_sorted_by_key(|(k, _)| *k) {
             extra
-        } else if extra.len() + self.late.len() <= FEW {
-            let all = &mut few[..extra.len() + self.late.len()];
+        } else if extra.len() + given <= FEW {
+            let all = &mut few[..extra.len() + given];
             for (slot, member) in all.iter_mut().zip(extra.iter().copied().chain(late)) {
                 *slot = member;
             }
@@ -367,6 +497,49 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
+
+    /// A `reply` is the body `success` makes of the same map, whether its
+    /// members sort before, between or after the envelope's, with a member
+    /// given ahead or after greater ones, and with ignored parameters
+    /// (which go at the end, or merged in when a greater key is written).
+    #[test]
+    fn a_reply_is_the_body_success_makes_of_its_map() {
+        let member_sets: [&[&'static str]; 5] =
+            [&[], &["id"], &["events", "queue_id"], &["a", "is_x", "zeta"], &["msgs", "resulted"]];
+        for members in member_sets {
+            for given in [None, Some("b_given"), Some("max_message_id"), Some("zz")] {
+                for given_first in [true, false] {
+                    for ignored in
+                        [vec![], vec!["x".to_owned()], vec!["a".to_owned(), "zz".to_owned()]]
+                    {
+                        let mut reply = SortedMembers::reply(16);
+                        let mut map = serde_json::Map::new();
+                        if let (Some(key), true) = (given, given_first) {
+                            reply.insert(key, b"[7]".to_vec());
+                        }
+                        for (i, key) in members.iter().enumerate() {
+                            reply.unsigned(key, i as u64);
+                            map.insert((*key).into(), json!(i));
+                        }
+                        if let (Some(key), false) = (given, given_first) {
+                            reply.insert(key, b"[7]".to_vec());
+                        }
+                        if let Some(key) = given {
+                            map.insert(key.into(), json!([7]));
+                        }
+                        assert_eq!(reply.to_map(), map, "{members:?} {given:?}");
+                        let want = crate::http::response::success(map, ignored.clone()).body;
+                        let got = crate::http::response::success_sorted(reply, ignored).body;
+                        assert_eq!(
+                            String::from_utf8(got).unwrap(),
+                            String::from_utf8(want).unwrap(),
+                            "{members:?} {given:?} first {given_first}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn strings_are_escaped_as_serde_json_escapes_them() {

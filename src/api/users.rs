@@ -4,7 +4,7 @@ use super::json::UserOptions;
 use super::sorted_reply::SortedMembers;
 use super::{sorted_reply, user_json, App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
-use crate::state::UserId;
+use crate::state::{State, User, UserId};
 
 fn user_options(call: &mut Call) -> ApiResult<UserOptions> {
     Ok(UserOptions {
@@ -22,15 +22,22 @@ fn user_options(call: &mut Call) -> ApiResult<UserOptions> {
 /// building one (tests below compare the two).
 pub fn get_me(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let me = call.caller();
+    call.sorted_reply = Some(me_reply(&app.state, me));
+    Ok(Reply::new())
+}
+
+/// `GET /users/me`'s reply: `max_message_id` given first, so that it is
+/// written in its place among the user's members and the reply is its
+/// body as it stands.
+fn me_reply(state: &State, me: &User) -> SortedMembers {
     let options = UserOptions { client_gravatar: false, include_custom_profile_fields: true };
-    let mut members = SortedMembers::with_capacity(512);
-    user_json::write_user_members(&mut members, &app.state, me, me, options);
-    let max_id = app.state.max_user_message(me.id).map_or(0, |id| id.0);
+    let mut reply = SortedMembers::reply(512);
+    let max_id = state.max_user_message(me.id).map_or(0, |id| id.0);
     let mut max = Vec::with_capacity(20);
     sorted_reply::unsigned(&mut max, max_id);
-    members.insert("max_message_id", max);
-    call.sorted_reply = Some(members);
-    Ok(Reply::new())
+    reply.insert("max_message_id", max);
+    user_json::write_user_members(&mut reply, state, me, me, options);
+    reply
 }
 
 /// `GET /users`: every account in the caller's realm.
@@ -105,12 +112,18 @@ mod tests {
     }
 
     fn me_written(state: &crate::state::State, me: &User, ignored: &[String]) -> Vec<u8> {
+        response::success_sorted(me_reply(state, me), ignored.to_vec()).body
+    }
+
+    /// The same object staged (not a `reply`), `max_message_id` given
+    /// last: merged in by `write_object` with the envelope.
+    fn me_staged(state: &crate::state::State, me: &User, ignored: &[String]) -> Vec<u8> {
         let options = UserOptions { client_gravatar: false, include_custom_profile_fields: true };
         let mut members = SortedMembers::default();
         user_json::write_user_members(&mut members, state, me, me, options);
         let max_id = state.max_user_message(me.id).map_or(0, |id| id.0);
         members.insert("max_message_id", max_id.to_string().into_bytes());
-        response::success_sorted(&members, ignored.to_vec()).body
+        response::success_sorted(members, ignored.to_vec()).body
     }
 
     /// The realm of `user_json`'s tests, plus what changes the bytes: field
@@ -146,13 +159,14 @@ mod tests {
             for me in &users {
                 for ignored in [vec![], vec!["apply_markdown".to_owned(), "zzz".to_owned()]] {
                     let want = me_through_a_map(&state, me, &ignored);
-                    let got = me_written(&state, me, &ignored);
-                    assert_eq!(
-                        String::from_utf8(got).unwrap(),
-                        String::from_utf8(want).unwrap(),
-                        "{visibility:?} user {}",
-                        me.id
-                    );
+                    for got in [me_written(&state, me, &ignored), me_staged(&state, me, &ignored)] {
+                        assert_eq!(
+                            String::from_utf8(got).unwrap(),
+                            String::from_utf8(want.clone()).unwrap(),
+                            "{visibility:?} user {}",
+                            me.id
+                        );
+                    }
                 }
             }
         }

@@ -178,7 +178,7 @@ impl Service {
         match self.dispatch(&head, req.body, session) {
             Ok((fields, raw, ignored, Some(sorted))) => {
                 debug_assert!(fields.is_empty() && raw.is_empty(), "a reply written twice");
-                response::success_sorted(&sorted, ignored)
+                response::success_sorted(sorted, ignored)
             }
             Ok((fields, raw, ignored, None)) => response::success_with(fields, raw, ignored),
             Err(e) => response::error(&e),
