@@ -9,9 +9,10 @@
 //! insert per member, then a walk to serialize it — most of a small
 //! request's instructions. `SortedMembers` is the same object written
 //! directly: the handler appends its members in key order (checked in debug
-//! builds), each start recorded, and the envelope (`http::response::
-//! success_sorted`) slots its own members in where the map would have put
-//! them. The bytes are the map's bytes (`users.rs` tests compare them).
+//! builds), each start recorded, and a `reply` writes the envelope's own
+//! members in where the map would have put them, so that it is the body as
+//! it stands (`http::response::success_sorted`). The bytes are the map's
+//! bytes (`users.rs` and this module's tests compare them).
 
 /// An object's members as JSON text (`"k":v,"k2":v2`, no braces), in
 /// ascending key order, with where each member starts.
@@ -19,7 +20,7 @@
 /// A `reply` is the whole object a handler answers with: its text starts
 /// with the `{`, and the envelope's `msg` and `result` are written in
 /// their places as the handler's members go by, so that the object is the
-/// reply body as it stands (`into_reply_body`), without a copy or a merge.
+/// reply body as it stands (`into_success_body`), without a copy or a merge.
 #[derive(Debug)]
 pub struct SortedMembers {
     text: Vec<u8>,
@@ -81,7 +82,7 @@ impl SortedMembers {
     }
 
     /// Whether this is a handler's whole reply (`reply`).
-    pub fn is_reply(&self) -> bool {
+    fn is_reply(&self) -> bool {
         self.text.first() == Some(&b'{')
     }
 
@@ -167,18 +168,20 @@ impl SortedMembers {
         &mut self.text
     }
 
-    /// A `reply`'s bytes as the success body, with the parameters the
-    /// handler ignored (`ignored_parameters_unsupported`, as JSON) if any:
-    /// the text itself, closed, when every member can still go at its end;
-    /// otherwise written out with the rest merged in (`write_object`).
-    pub fn into_reply_body(mut self, ignored: Option<Vec<u8>>) -> Vec<u8> {
-        debug_assert!(self.is_reply(), "only a reply is a reply body");
+    /// The object as a success body, with the parameters the handler
+    /// ignored (`ignored_parameters_unsupported`, as JSON) if any. A
+    /// `reply` whose remaining members can all go at its end is its own
+    /// text, closed; otherwise (a member that sorts before one already
+    /// written, or an object staged without the envelope) it is written
+    /// out with the rest merged in (`write_object`).
+    pub fn into_success_body(mut self, ignored: Option<Vec<u8>>) -> Vec<u8> {
         if let Some(ignored) = ignored {
             self.insert("ignored_parameters_unsupported", ignored);
         }
-        if !self.late.is_empty() {
+        if !self.is_reply() || !self.late.is_empty() {
+            let envelope = if self.is_reply() { &[][..] } else { &ENVELOPE[..] };
             let mut body = Vec::new();
-            self.write_object(&mut body, &[]);
+            self.write_object(&mut body, envelope);
             return body;
         }
         self.write_given(None);

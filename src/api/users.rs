@@ -46,16 +46,14 @@ pub fn list(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let me = call.caller();
     let users = app.state.realm_users(me.realm);
     // Each user's object as `json::user`'s map serializes it, written
-    // straight to text (`user_json::write_user_members`).
-    let mut list = Vec::with_capacity(2 + users.len() * 420);
+    // straight into the reply (`user_json::write_user_members`).
+    let mut reply = SortedMembers::reply(2 + users.len() * 420);
     let mut members = SortedMembers::with_capacity(512);
-    sorted_reply::array(&mut list, users.iter(), |list, user| {
+    sorted_reply::array(reply.member("members"), users.iter(), |list, user| {
         members.clear();
         user_json::write_user_members(&mut members, &app.state, me, user, options);
         members.write_object(list, &[]);
     });
-    let mut reply = SortedMembers::default();
-    reply.insert("members", list);
     call.sorted_reply = Some(reply);
     Ok(Reply::new())
 }

@@ -50,24 +50,12 @@ pub fn success_with(mut fields: Reply, raw: RawFields, ignored: Vec<String>) -> 
 }
 
 /// `success` for a reply the handler wrote as text (`Call::sorted_reply`):
-/// the envelope's members put in key order among the handler's, the same
+/// the envelope's members in key order among the handler's, the same
 /// bytes as `success` of the equivalent map.
 pub fn success_sorted(members: SortedMembers, ignored: Vec<String>) -> Response {
     let ignored_json = (!ignored.is_empty())
         .then(|| serde_json::to_vec(&ignored).expect("a list of strings serializes"));
-    if members.is_reply() {
-        return Response { status: 200, body: members.into_reply_body(ignored_json) };
-    }
-    // In key order, so that `write_object` need not sort them.
-    let envelope: [(&str, &[u8]); 3] = [
-        ("ignored_parameters_unsupported", ignored_json.as_deref().unwrap_or_default()),
-        ("msg", b"\"\""),
-        ("result", b"\"success\""),
-    ];
-    let envelope = if ignored_json.is_some() { &envelope[..] } else { &envelope[1..] };
-    let mut body = Vec::new();
-    members.write_object(&mut body, envelope);
-    Response { status: 200, body }
+    Response { status: 200, body: members.into_success_body(ignored_json) }
 }
 
 /// The Zulip error envelope with the error's status.
