@@ -235,6 +235,11 @@ impl Params {
 /// the user-space instructions of a `POST /messages`), where a name or
 /// value without `%` or `+` — most of them — is passed on in place, and
 /// needs no UTF-8 check of its own when the whole body is valid UTF-8.
+/// One plain pass over the bytes finds every `&`, each pair's first `=`
+/// and whether its name and value hold a `%` or `+`: a form's pieces are
+/// a few bytes long, and a vectorized search per piece (`memchr`) cost
+/// more in setting up than it saved — and in a message's text every
+/// sixth byte or so is a `+` anyway.
 fn decode_form(
     raw: &[u8],
     (name_buf, value_buf): &mut (Vec<u8>, Vec<u8>),
@@ -243,25 +248,41 @@ fn decode_form(
     // One UTF-8 check for the whole body: the pieces are split at ASCII
     // bytes, so a piece without `%` is then valid text as it stands.
     let text = std::str::from_utf8(raw).ok();
-    // Each pair found with vectorized byte searches (`memchr`): its `&`,
-    // its first `=`, and whether its name and value hold a `%` or `+`.
-    let encoded =
-        |range: &std::ops::Range<usize>| memchr::memchr2(b'%', b'+', &raw[range.clone()]).is_some();
-    let mut start = 0;
-    while start < raw.len() {
-        let end = memchr::memchr(b'&', &raw[start..]).map_or(raw.len(), |at| start + at);
-        if end > start {
-            let (name, value) = match memchr::memchr(b'=', &raw[start..end]) {
-                Some(eq) => (start..start + eq, start + eq + 1..end),
-                None => (start..end, end..end),
-            };
-            let (name_encoded, value_encoded) = (encoded(&name), encoded(&value));
-            let name = form_text(raw, text, name, name_encoded, name_buf);
-            let value = form_text(raw, text, value, value_encoded, value_buf);
-            each(&name, &value);
+    let mut pair = Pair { start: 0, eq: None, name_encoded: false, value_encoded: false };
+    let mut emit = |pair: &Pair, end: usize| {
+        if end == pair.start {
+            return;
         }
-        start = end + 1;
+        let (name, value) = match pair.eq {
+            Some(eq) => (pair.start..eq, eq + 1..end),
+            None => (pair.start..end, end..end),
+        };
+        let name = form_text(raw, text, name, pair.name_encoded, name_buf);
+        let value = form_text(raw, text, value, pair.value_encoded, value_buf);
+        each(&name, &value);
+    };
+    for (at, &byte) in raw.iter().enumerate() {
+        match byte {
+            b'&' => {
+                emit(&pair, at);
+                pair = Pair { start: at + 1, eq: None, name_encoded: false, value_encoded: false };
+            }
+            b'=' if pair.eq.is_none() => pair.eq = Some(at),
+            b'%' | b'+' if pair.eq.is_none() => pair.name_encoded = true,
+            b'%' | b'+' => pair.value_encoded = true,
+            _ => {}
+        }
     }
+    emit(&pair, raw.len());
+}
+
+/// Where `decode_form` is in the current pair.
+struct Pair {
+    start: usize,
+    /// The pair's first `=`, once seen.
+    eq: Option<usize>,
+    name_encoded: bool,
+    value_encoded: bool,
 }
 
 /// One name or value of a form (`raw[range]`) as text: when `encoded` (it
@@ -290,21 +311,19 @@ fn form_text<'a>(
         };
         scratch.clear();
         scratch.reserve(bytes.len());
-        // The runs between escapes are copied whole.
-        let mut rest = bytes;
-        while let Some(at) = memchr::memchr2(b'%', b'+', rest) {
-            scratch.extend_from_slice(&rest[..at]);
-            let (byte, len) = match rest[at] {
+        let mut at = 0;
+        while let Some(&byte) = bytes.get(at) {
+            let (byte, len) = match byte {
                 b'+' => (b' ', 1),
-                _ => match hex(rest.get(at + 1)).zip(hex(rest.get(at + 2))) {
+                b'%' => match hex(bytes.get(at + 1)).zip(hex(bytes.get(at + 2))) {
                     Some((high, low)) => (high << 4 | low, 3),
                     None => (b'%', 1),
                 },
+                byte => (byte, 1),
             };
             scratch.push(byte);
-            rest = &rest[at + len..];
+            at += len;
         }
-        scratch.extend_from_slice(rest);
         &scratch[..]
     } else {
         bytes
