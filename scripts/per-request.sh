@@ -17,13 +17,16 @@
 #   scripts/per-request.sh              # both, GET /users/me
 #   KIND=fixed scripts/per-request.sh   # natter's loop with fixed JSON
 #   ONLY=strace scripts/per-request.sh  # one of the three
+#   ONLY=perf KIND=send NATTER_ARGS="--fsync never" scripts/per-request.sh
 #
 # strace slows every system call so much that the client always has the
 # next request ready: it shows which calls a request makes, not how often
 # the loop finds nothing to read; the perf counts are the real mix.
 #
 # Environment: KIND (me), REQUESTS (10000), WARMUP (2000), CONNECTIONS
-# (4), BIN (target/release), ONLY (callgrind|strace), NO_BUILD=1, KEEP
+# (4), BIN (target/release), ONLY (callgrind|perf|strace), NATTER_ARGS
+# (extra options for the perf run's natter, e.g. "--fsync never" or
+# "--workers 1"; they replace the default --workers 2), NO_BUILD=1, KEEP
 # (a path prefix: keep the whole strace tables as KEEP.natter.strace and
 # KEEP.ceiling.strace).
 set -euo pipefail
@@ -89,7 +92,8 @@ if [ "${ONLY:-perf}" = perf ]; then
   done
   PC=${PERF_CONNECTIONS:-64}
   N=${PERF_REQUESTS:-200000}
-  "$BIN/natter" --dev --data-dir "$TMP/pf" --listen 127.0.0.1:0 --workers 2 \
+  # shellcheck disable=SC2086 # NATTER_ARGS is a list of options
+  "$BIN/natter" --dev --data-dir "$TMP/pf" --listen 127.0.0.1:0 ${NATTER_ARGS:---workers 2} \
     >"$TMP/pf.out" 2>"$TMP/pf.err" &
   PIDS+=($!)
   wait_for "$TMP/pf.out" "listening on"
@@ -101,17 +105,26 @@ if [ "${ONLY:-perf}" = perf ]; then
   # perf_run NAME PID ADDR KIND: the server's counters while the client runs.
   perf_run() {
     "$BIN/natter-load" --addr "$3" --kind "$4" --requests 20000 --connections "$PC" >/dev/null
-    local before after
+    local before after box_before box_after
     before=$(cut -d' ' -f14-15 "/proc/$2/stat")
+    box_before=$(sed -n 's/^cpu  //p' /proc/stat)
     perf stat -x, -e "$events" -p "$2" -o "$TMP/$1.perf" -- \
       "$BIN/natter-load" --addr "$3" --kind "$4" --requests "$N" --connections "$PC" \
       --client-threads 2 | sed -n "s/^/  $1 /p" | tail -1
     after=$(cut -d' ' -f14-15 "/proc/$2/stat")
+    box_after=$(sed -n 's/^cpu  //p' /proc/stat)
     echo "perf: $1, per request ($N requests, $PC connections):"
     # utime and stime are in clock ticks
     echo "$before $after" | awk -v n="$N" -v hz="$(getconf CLK_TCK)" '{
         printf "  %-18s %7.2f µs\n  %-18s %7.2f µs\n", "user CPU", ($3 - $1) / hz / n * 1e6,
           "system CPU", ($4 - $2) / hz / n * 1e6 }'
+    # The whole box (client and kernel too): busy CPU per request, and
+    # the share of it idle (idle and iowait) while the client ran.
+    echo "$box_before | $box_after" | awk -v n="$N" -v hz="$(getconf CLK_TCK)" -F' [|] ' '{
+        split($1, a, " "); split($2, b, " "); total = 0; idle = 0
+        for (i = 1; i <= 8; i++) { d = b[i] - a[i]; total += d; if (i == 4 || i == 5) idle += d }
+        printf "  %-18s %7.2f µs\n  %-18s %7.1f %%\n", "box busy CPU", (total - idle) / hz / n * 1e6,
+          "box idle", total ? 100 * idle / total : 0 }'
     awk -F, -v n="$N" '$1 ~ /^[0-9.]+$/ {
         unit = ($3 == "task-clock") ? "µs" : ""; v = $1 / n; if (unit == "µs") v = v * 1000
         name = $3; sub(/^syscalls:sys_enter_/, "", name); sub(/^raw_syscalls:sys_enter/, "all system calls", name)
