@@ -248,7 +248,7 @@ fn decode_form(
     // One UTF-8 check for the whole body: the pieces are split at ASCII
     // bytes, so a piece without `%` is then valid text as it stands.
     let text = std::str::from_utf8(raw).ok();
-    let mut pair = Pair { start: 0, eq: None, name_encoded: false, value_encoded: false };
+    let mut pair = Pair::starting_at(0);
     let mut emit = |pair: &Pair, end: usize| {
         if end == pair.start {
             return;
@@ -265,7 +265,7 @@ fn decode_form(
         match byte {
             b'&' => {
                 emit(&pair, at);
-                pair = Pair { start: at + 1, eq: None, name_encoded: false, value_encoded: false };
+                pair = Pair::starting_at(at + 1);
             }
             b'=' if pair.eq.is_none() => pair.eq = Some(at),
             b'%' | b'+' if pair.eq.is_none() => pair.name_encoded = true,
@@ -283,6 +283,12 @@ struct Pair {
     eq: Option<usize>,
     name_encoded: bool,
     value_encoded: bool,
+}
+
+impl Pair {
+    fn starting_at(start: usize) -> Self {
+        Pair { start, eq: None, name_encoded: false, value_encoded: false }
+    }
 }
 
 /// One name or value of a form (`raw[range]`) as text: when `encoded` (it
