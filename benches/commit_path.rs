@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
+use natter::api::params::Params;
 use natter::api::{messages, App, Call};
-use natter::http::request::Params;
 use natter::seed;
 
 fn app(fsync: &str, dir: &std::path::Path) -> Arc<App> {

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
+use natter::api::params::Params;
 use natter::api::{message_edit, messages, App, Call};
-use natter::http::request::Params;
 use natter::seed;
 
 const TOPIC_SIZE: usize = 10_000;

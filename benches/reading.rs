@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
+use natter::api::params::Params;
 use natter::api::reading::{get_messages_for, register_state_with};
 use natter::api::Reply;
 use natter::apply::apply;
-use natter::http::request::Params;
 use natter::mutation::{Mutation, NewMessage};
 use natter::seed::{self, NewChannel, NewUser};
 use natter::state::{Realm, Role, State, User};

@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
+use natter::api::params::Params;
 use natter::api::{events, messages, register, App, Call};
 use natter::events::queue::QueueOptions;
-use natter::http::request::Params;
 use natter::mutation::{Mutation, UserChange};
 use natter::seed;
 use natter::state::{Role, Subscription, User, UserId};

@@ -39,7 +39,6 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod api;
 pub mod apply;
-pub mod apply_admin;
 pub mod commit;
 pub mod config;
 pub mod entropy;
@@ -53,8 +52,10 @@ pub mod persist;
 pub mod realm_create;
 pub mod scheduler;
 pub mod seed;
+pub mod send;
 pub mod server;
 pub mod state;
 pub mod system_bots;
 #[cfg(test)]
 pub(crate) mod testkit;
+pub mod view;

@@ -17,9 +17,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use natter::api::params::Params;
 use natter::api::{self, App, Call, Handler, Reply};
 use natter::error::ApiResult;
-use natter::http::request::Params;
 use natter::mutation::{ChannelChange, Mutation};
 use natter::seed::{self, NewChannel};
 use natter::state::{access, ChannelId, MessageId, User};

@@ -16,9 +16,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use natter::api::params::Params;
 use natter::api::{self, App, Call, Handler, Reply};
 use natter::error::ApiResult;
-use natter::http::request::Params;
 use natter::mutation::Mutation;
 use natter::seed;
 use natter::state::{Subscription, User};

@@ -11,7 +11,6 @@
 
 use serde_json::{json, Value};
 
-use super::json::{self, UserOptions};
 use super::profile_fields;
 use super::{App, Call, Reply};
 use crate::entropy;
@@ -20,6 +19,7 @@ use crate::mutation::{Mutation, UserChange};
 use crate::reply;
 use crate::seed::{self, NewUser};
 use crate::state::{BotType, RealmId, Role, State, User, UserId};
+use crate::view::user::UserOptions;
 
 /// Longest full name (Zulip's `MAX_NAME_LENGTH`).
 pub const MAX_NAME_LENGTH: usize = 100;
@@ -372,7 +372,7 @@ pub fn create_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
         "user_id" => user.id.0,
         "api_key" => user.api_key,
         "email" => user.email,
-        "avatar_url" => json::avatar_url(&user, false),
+        "avatar_url" => crate::view::user::avatar_url(&user, false),
         "default_sending_stream" => Value::Null,
         "default_events_register_stream" => Value::Null,
         "default_all_public_streams" => false,
@@ -388,7 +388,7 @@ fn bot_json(state: &State, bot: &User) -> Value {
         "email": bot.email,
         "full_name": bot.full_name,
         "api_key": bot.api_key,
-        "avatar_url": json::avatar_url(bot, false),
+        "avatar_url": crate::view::user::avatar_url(bot, false),
         "bot_type": bot.bot_type.map(|t| t.code()),
         "is_active": bot.is_active,
         "owner_id": bot.bot_owner.map(|o| o.0),
@@ -484,5 +484,5 @@ pub fn regenerate_bot_key(app: &App, call: &mut Call) -> ApiResult<Reply> {
 /// segment here.
 pub fn user_by_path_email(app: &App, call: &Call, options: UserOptions) -> ApiResult<Reply> {
     let user = user_by_path(app, call)?.ok_or_else(|| ApiError::bad_request("No such user"))?;
-    Ok(reply! { "user" => json::user(&app.state, call.caller(), &user, options) })
+    Ok(reply! { "user" => crate::view::user::user(&app.state, call.caller(), &user, options) })
 }

@@ -1,17 +1,17 @@
 //! Listing channels: `GET /users/me/subscriptions`, `GET /streams`, and
 //! register's `subscription` section (`subscriptions`, `unsubscribed`,
-//! `never_subscribed`). The object shapes live in `json::subscription` and
-//! `json::stream`; who may know about which channel is
+//! `never_subscribed`). The object shapes live in `crate::view::channel::subscription` and
+//! `crate::view::channel::stream`; who may know about which channel is
 //! `access::can_see_channel`.
 
 use serde_json::Value;
 
-use super::json::{self, Subscribers};
 use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::reply;
 use crate::state::access::{can_read_channel, can_see_channel};
 use crate::state::{Channel, State, User};
+use crate::view::channel::Subscribers;
 
 /// Every channel of `user`'s realm they may know about, sorted by name.
 fn visible_channels(state: &State, user: &User) -> Vec<Channel> {
@@ -32,7 +32,7 @@ pub fn subscriptions(state: &State, user: &User, include: Subscribers) -> Vec<Va
         .iter()
         .filter_map(|(id, sub)| {
             let channel = state.channel_in_realm(user.realm, *id)?;
-            let value = json::subscription(state, user, &channel, sub, include);
+            let value = crate::view::channel::subscription(state, user, &channel, sub, include);
             Some((channel.name.to_lowercase(), value))
         })
         .collect();
@@ -77,10 +77,10 @@ pub fn register_state_full(
         .partition(|c| former.contains_key(&c.id));
     let unsubscribed: Vec<Value> = left
         .into_iter()
-        .map(|c| json::subscription(state, user, c, &former[&c.id], include))
+        .map(|c| crate::view::channel::subscription(state, user, c, &former[&c.id], include))
         .collect();
     let never: Vec<Value> =
-        never.into_iter().map(|c| json::stream(state, user, c, include)).collect();
+        never.into_iter().map(|c| crate::view::channel::stream(state, user, c, include)).collect();
     let subscribed: Vec<Value> = subscriptions(state, user, include)
         .into_iter()
         .filter(|s| archived_channels || s["is_archived"] != Value::Bool(true))
@@ -140,7 +140,7 @@ pub fn get_streams(app: &App, call: &mut Call) -> ApiResult<Reply> {
                 || (include_can_access_content && can_read_channel(me, c))
                 || owner.as_ref().is_some_and(|o| c.subscribers.contains(&o.id))
         })
-        .map(|c| json::stream(state, me, &c, Subscribers::Omit))
+        .map(|c| crate::view::channel::stream(state, me, &c, Subscribers::Omit))
         .collect();
     Ok(reply! { "streams" => streams })
 }

@@ -3,10 +3,10 @@
 
 use serde_json::json;
 
-use super::sorted_reply::SortedMembers;
 use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::events::queue::QueueError;
+use crate::view::json_text::SortedMembers;
 
 /// 400 `BAD_EVENT_QUEUE_ID`. The lowercase "id" in the message matters:
 /// zulip-term 0.7.0 re-registers only when `msg` starts with

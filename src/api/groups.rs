@@ -12,13 +12,13 @@ use std::collections::{BTreeSet, VecDeque};
 use serde_json::Value;
 
 use super::{App, Call, Reply};
-use crate::apply_admin::group_json;
 use crate::entropy;
 use crate::error::{ApiError, ApiResult};
 use crate::mutation::{GroupChange, Mutation};
 use crate::reply;
 use crate::state::access::role_in_system_group;
 use crate::state::{Group, GroupId, GroupSetting, IdKind, Role, State, User, UserId};
+use crate::view::groups::group_json;
 
 /// Longest group name.
 const MAX_NAME: usize = 100;

@@ -509,7 +509,7 @@ pub fn register_invitee(app: &App, call: &mut Call) -> ApiResult<Reply> {
             .collect();
         // The system bots' messages (the inviter's notice, the welcome
         // text) go in the same record as the account.
-        let messages = super::bot_messages::on_join(state, &invite, &user, now);
+        let messages = crate::send::bot_messages::on_join(state, &invite, &user, now);
         let change =
             PersonalChange::AcceptInvite { id: invite.id, user, password_hash, channels, groups };
         let mutation = if messages.is_empty() {

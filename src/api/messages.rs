@@ -14,23 +14,23 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::auto_topics;
-use super::json::{self, MessageOptions};
-use super::mentions::{self, Visible};
 use super::reactions;
-use super::sorted_reply::SortedMembers;
 use super::{App, Call, Reply};
+use crate::api::params::Params;
 use crate::entropy;
 use crate::error::{ApiError, ApiResult};
-use crate::http::request::Params;
 use crate::markdown;
 use crate::mutation::{Mutation, NewMessage};
 use crate::reply;
+use crate::send::auto_topics;
+use crate::send::mentions::{self, Visible};
 use crate::state::access::{self, can_see_channel, MessageView};
 use crate::state::{
     Channel, ChannelId, Destination, IdKind, Members, Message, MessageId, MessageParts, Realm,
     RecipientId, State, TopicsPolicy, User, UserId,
 };
+use crate::view::json_text::SortedMembers;
+use crate::view::message::MessageOptions;
 
 /// Longest message content in characters (`max_message_length`).
 pub const MAX_MESSAGE_LENGTH: usize = 10_000;
@@ -541,7 +541,7 @@ pub(super) fn one_message(
     options: MessageOptions,
 ) -> SortedMembers {
     let mut reply = SortedMembers::reply(1024);
-    let mut writer = json::MessageWriter::new(state, realm, viewer, options);
+    let mut writer = crate::view::message::MessageWriter::new(state, realm, viewer, options);
     writer.write(reply.member("message"), message, view, &[]);
     reply.string("raw_content", message.content());
     reply

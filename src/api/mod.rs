@@ -4,19 +4,15 @@
 
 pub mod accounts;
 pub mod auth;
-pub mod auto_topics;
-pub mod bot_messages;
 pub mod channels;
 pub mod events;
 pub mod flags;
 pub mod group_setting;
 pub mod groups;
 pub mod invites;
-pub mod json;
-pub mod mentions;
 pub mod message_edit;
 pub mod messages;
-pub mod move_notices;
+pub mod params;
 pub mod passwords;
 pub mod personal;
 pub mod presence;
@@ -25,29 +21,25 @@ pub mod reactions;
 pub mod read_state;
 pub mod reading;
 pub mod realm;
-pub mod realm_bots;
 pub mod register;
 pub mod resources;
 pub mod scheduled;
 pub mod settings;
-pub mod sorted_reply;
 pub mod spectators;
 pub mod streams;
 pub mod subscriptions;
 pub mod typing;
-pub mod user_json;
-pub mod user_lists;
 pub mod users;
 
 use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 
+use crate::api::params::Params;
 use crate::commit::Committer;
 use crate::config::Config;
 use crate::error::{ApiError, ApiResult};
 use crate::events::Hub;
-use crate::http::request::Params;
 use crate::state::{Realm, State, User};
 
 /// Everything a handler may use. Passed explicitly; there is no global.
@@ -99,7 +91,7 @@ pub struct Call {
     /// The whole reply written as JSON text in key order, when the
     /// handler wrote it so (`sorted_reply`): then the `Reply` it returns
     /// is empty and `raw_fields` unused.
-    pub sorted_reply: Option<sorted_reply::SortedMembers>,
+    pub sorted_reply: Option<crate::view::json_text::SortedMembers>,
 }
 
 /// Pre-serialized reply fields: (name, JSON text). The text is natter's

@@ -9,7 +9,6 @@
 use serde_json::{json, Map, Value};
 
 use super::{App, Call, Reply};
-use crate::apply::personal::{muted_topics_json, muted_users_json, playgrounds_json};
 use crate::entropy;
 use crate::error::{ApiError, ApiResult};
 use crate::mutation::Mutation;
@@ -17,6 +16,7 @@ use crate::reply;
 use crate::state::access::{can_read_channel, can_see_channel};
 use crate::state::personal::{Draft, LocalIdKind, PersonalChange, UserStatus};
 use crate::state::{Channel, ChannelId, Realm, State, User, UserId};
+use crate::view::personal::{muted_topics_json, muted_users_json, playgrounds_json};
 
 /// Longest alert word, in characters.
 pub const MAX_ALERT_WORD_LENGTH: usize = 100;

@@ -10,13 +10,13 @@ use std::collections::BTreeSet;
 use serde_json::{json, Map, Value};
 
 use super::{App, Call, Reply};
-use crate::apply_admin::profile_fields_json;
 use crate::error::{ApiError, ApiResult};
 use crate::markdown;
 use crate::mutation::{Mutation, UserChange};
 use crate::reply;
 use crate::state::profile::{FieldType, ProfileField};
 use crate::state::{RealmId, State, User, UserId};
+use crate::view::profile::profile_fields_json;
 
 /// Longest field name.
 const MAX_NAME: usize = 40;
@@ -457,18 +457,4 @@ pub fn delete_own(app: &App, call: &mut Call) -> ApiResult<Reply> {
         changes.push(UserChange::ProfileValue { field: id, value: None });
     }
     commit_own(app, &me, changes)
-}
-
-/// A user's `profile_data` object (field id → `{value, rendered_value?}`).
-pub fn profile_data(state: &State, user: UserId) -> Value {
-    let values = state.profile_values.get(&user).unwrap_or_default();
-    let mut out = Map::new();
-    for (id, (value, rendered)) in values {
-        let mut v = json!({ "value": value });
-        if let Some(r) = rendered {
-            v["rendered_value"] = json!(r);
-        }
-        out.insert(id.to_string(), v);
-    }
-    Value::Object(out)
 }

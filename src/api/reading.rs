@@ -15,11 +15,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::json::{self, MessageOptions};
-use super::sorted_reply::{self, SortedMembers};
-use super::{register, spectators, App, Call, Reply};
+use super::{spectators, App, Call, Reply};
+use crate::api::params::Params;
 use crate::error::{ApiError, ApiResult};
-use crate::http::request::Params;
 use crate::markdown::escape_html;
 use crate::narrow::{highlight, Is, Narrow};
 use crate::reply;
@@ -28,6 +26,8 @@ use crate::state::{
     ChannelId, Destination, Flags, IdKind, Message, MessageId, Realm, RecipientId, State, User,
     UserId,
 };
+use crate::view::json_text::{self, SortedMembers};
+use crate::view::message::MessageOptions;
 
 /// Zulip's `LARGER_THAN_MAX_MESSAGE_ID`: the anchor meaning "newest", and
 /// the `anchor` reply when nothing is unread (zulip-term compares with it).
@@ -143,7 +143,7 @@ fn source(state: &State, viewer: &User, narrow: &Narrow) -> Source {
             None => Source::Nothing,
         };
     }
-    if register::is_spectator(viewer) {
+    if crate::state::access::is_spectator(viewer) {
         // No account: what a spectator may read is every web-public
         // channel's history.
         let recipients = state
@@ -321,13 +321,13 @@ fn count(params: &mut Params, name: &str) -> ApiResult<u64> {
 /// Without credentials, a spectator's read of web-public channels
 /// (`spectators` has Zulip's rules).
 ///
-/// The reply is written straight to JSON text (`json::MessageWriter`):
-/// the same bytes as the map of `json::message` objects it replaces.
+/// The reply is written straight to JSON text (`crate::view::message::MessageWriter`):
+/// the same bytes as the map of `crate::view::message::message` objects it replaces.
 pub fn get_messages(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let reply = match call.caller.clone() {
         None => {
             spectators::check_realm(&call.realm)?;
-            let viewer = register::spectator(&call.realm);
+            let viewer = crate::state::access::spectator(&call.realm);
             let value = call.params.json("narrow")?;
             let narrow = spectators::narrow(&app.state, &call.realm, &viewer, value.as_ref())?;
             fetch(&app.state, &call.realm, &viewer, &narrow, &mut call.params)?
@@ -357,7 +357,7 @@ pub fn get_messages_for(
 /// How a message in a reply appears to `me`: as stored, or for a spectator
 /// as Zulip shows them, read and not marked historical.
 fn shown(me: &User, view: MessageView) -> MessageView {
-    if register::is_spectator(me) {
+    if crate::state::access::is_spectator(me) {
         MessageView { flags: Flags::READ, historical: false }
     } else {
         view
@@ -368,7 +368,7 @@ fn shown(me: &User, view: MessageView) -> MessageView {
 /// URLs (no address is public to them).
 fn options_for(me: &User, params: &mut Params) -> ApiResult<MessageOptions> {
     let mut options = message_options(params)?;
-    if register::is_spectator(me) {
+    if crate::state::access::is_spectator(me) {
         options.client_gravatar = false;
     }
     Ok(options)
@@ -393,7 +393,7 @@ fn fetch(
     let found_anchor = at_anchor.is_some();
 
     let words = narrow.search_words();
-    let mut writer = json::MessageWriter::new(state, realm, me, options);
+    let mut writer = crate::view::message::MessageWriter::new(state, realm, me, options);
     // Room for the messages at once (a short one is about 700 bytes), not
     // a doubling per few of them.
     let count = before.len() + usize::from(found_anchor) + after.len();
@@ -404,15 +404,15 @@ fn fetch(
     reply.boolean("found_oldest", found_oldest);
     reply.boolean("history_limited", false);
     let shown_messages = before.into_iter().rev().chain(at_anchor).chain(after);
-    sorted_reply::array(reply.member("messages"), shown_messages, |out, (message, view)| {
+    json_text::array(reply.member("messages"), shown_messages, |out, (message, view)| {
         let view = shown(me, view);
         if words.is_empty() {
             return writer.write(out, &message, view, &[]);
         }
         let (content, subject) = search_match(&message, &words);
         let (mut content_json, mut subject_json) = (Vec::new(), Vec::new());
-        sorted_reply::string(&mut content_json, &content);
-        sorted_reply::string(&mut subject_json, &subject);
+        json_text::string(&mut content_json, &content);
+        json_text::string(&mut subject_json, &subject);
         let extra: [(&str, &[u8]); 2] =
             [("match_content", &content_json), ("match_subject", &subject_json)];
         writer.write(out, &message, view, &extra);
@@ -511,13 +511,13 @@ fn get_by_ids(
     ids.dedup();
     let options = options_for(me, params)?;
     let viewer = Viewer::new(state, me);
-    let mut writer = json::MessageWriter::new(state, realm, me, options);
+    let mut writer = crate::view::message::MessageWriter::new(state, realm, me, options);
     let mut reply = SortedMembers::reply(128);
     reply.boolean("history_limited", false);
     let found = ids
         .iter()
         .flat_map(|id| scan(&viewer, narrow, &Source::Single(*id), *id, Direction::Newer, 1));
-    sorted_reply::array(reply.member("messages"), found, |out, (message, view)| {
+    json_text::array(reply.member("messages"), found, |out, (message, view)| {
         writer.write(out, &message, shown(me, view), &[])
     });
     Ok(reply)
@@ -871,7 +871,7 @@ mod tests {
             .map(|reply| reply.to_map())
     }
 
-    /// `MessageWriter` writes exactly the bytes `json::message`'s map
+    /// `MessageWriter` writes exactly the bytes `crate::view::message::message`'s map
     /// serializes to: channel and direct messages, an empty topic, an
     /// edited and moved message, reactions, mention flags, a historical
     /// view, every option, with and without extra members and without
@@ -922,15 +922,19 @@ mod tests {
             {
                 let options =
                     MessageOptions { apply_markdown, allow_empty_topic_name, client_gravatar };
-                let mut writer = json::MessageWriter::new(state, &realm, viewer, options);
+                let mut writer =
+                    crate::view::message::MessageWriter::new(state, &realm, viewer, options);
                 let mut flagless =
-                    json::MessageWriter::new(state, &realm, viewer, options).without_flags();
+                    crate::view::message::MessageWriter::new(state, &realm, viewer, options)
+                        .without_flags();
                 for id in &ids {
                     let message = state.messages.get(id).unwrap();
                     let flags = state.flags(viewer.id, *id).unwrap_or_default();
                     for historical in bools {
                         let view = MessageView { flags, historical };
-                        let map = json::message(state, &realm, viewer, &message, view, options);
+                        let map = crate::view::message::message(
+                            state, &realm, viewer, &message, view, options,
+                        );
                         let mut out = Vec::new();
                         writer.write(&mut out, &message, view, &[]);
                         assert_eq!(String::from_utf8(out).unwrap(), map.to_string(), "{id:?}");

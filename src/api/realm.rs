@@ -56,6 +56,6 @@ pub fn server_settings(app: &App, call: &mut Call) -> ApiResult<Reply> {
         "realm_icon" => format!("https://secure.gravatar.com/avatar/{}?d=identicon", realm.id),
         "realm_description" => realm.description,
         "realm_web_public_access_enabled" =>
-            super::register::web_public_access_enabled(&app.state, realm),
+            crate::state::access::web_public_access_enabled(&app.state, realm),
     })
 }

@@ -17,15 +17,19 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
-use super::json::Subscribers;
-use super::json::{self as shapes, UserOptions};
 use super::realm::{realm_url, FEATURE_LEVEL, VERSION};
-use super::{channels, reading, user_lists, App, Call, RawFields, Reply};
+use super::{channels, reading, App, Call, RawFields, Reply};
 use crate::error::{ApiError, ApiResult};
+use crate::events::queue::subscriber_lists;
 use crate::events::queue::{Capabilities, IncludeSubscribers, QueueError, QueueOptions};
 use crate::narrow::Narrow;
 use crate::state::access::role_in_system_group;
+use crate::state::access::{spectator, web_public_access_enabled};
 use crate::state::{Group, Realm, RealmId, State, User, UserId};
+use crate::view::bots::{administers, bot_json};
+use crate::view::channel::Subscribers;
+use crate::view::user::UserOptions;
+use crate::view::user_lists;
 
 /// A section another area contributes: inserts its fields into `out` when
 /// `wants("<fetch type>")`.
@@ -36,7 +40,7 @@ pub const PLUGINS: &[RegisterState] = &[
     super::profile_fields::register_state,
     super::streams::register_state,
     super::scheduled::register_state,
-    super::realm_bots::register_state,
+    register_state,
 ];
 
 /// Longest channel name in characters (`max_stream_name_length`).
@@ -245,7 +249,7 @@ fn spectator_register(app: &App, call: &mut Call) -> ApiResult<Reply> {
             .channels
             .collect_sorted(|_, c| c.realm == realm.id && c.is_web_public && !c.is_archived)
             .into_iter()
-            .map(|(_, c)| shapes::stream(state, &viewer, &c, Subscribers::Omit))
+            .map(|(_, c)| crate::view::channel::stream(state, &viewer, &c, Subscribers::Omit))
             .collect();
         insert(&mut out, "subscriptions", json!([]));
         insert(&mut out, "unsubscribed", json!([]));
@@ -261,31 +265,6 @@ fn spectator_register(app: &App, call: &mut Call) -> ApiResult<Reply> {
         insert(&mut out, "server_timestamp", json!(crate::entropy::now()));
     }
     Ok(out)
-}
-
-/// Whether `user` is the stand-in for a logged-out spectator.
-pub(crate) fn is_spectator(user: &User) -> bool {
-    user.id == UserId(0)
-}
-
-/// The stand-in account a spectator's sections are read as: no id (0 is
-/// never an account's), the least-privileged role, no subscriptions.
-pub(crate) fn spectator(realm: &Realm) -> User {
-    User {
-        id: UserId(0),
-        realm: realm.id,
-        email: String::new(),
-        delivery_email: String::new(),
-        full_name: String::new(),
-        role: crate::state::Role::Guest,
-        is_active: false,
-        bot_type: None,
-        bot_owner: None,
-        api_key: String::new(),
-        date_joined: 0,
-        timezone: String::new(),
-        avatar_version: 1,
-    }
 }
 
 /// Decodes and checks every register parameter (before anything exists).
@@ -356,15 +335,6 @@ fn parse_options(app: &App, call: &mut Call, viewer: &User) -> ApiResult<Registe
     })
 }
 
-/// The JSON builders' form of `include_subscribers`.
-pub fn subscriber_lists(include: IncludeSubscribers) -> Subscribers {
-    match include {
-        IncludeSubscribers::No => Subscribers::Omit,
-        IncludeSubscribers::Yes => Subscribers::All,
-        IncludeSubscribers::Partial => Subscribers::Partial,
-    }
-}
-
 fn invalid_subscribers() -> ApiError {
     ApiError::invalid("include_subscribers", "must be true, false or \"partial\"")
 }
@@ -420,15 +390,15 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
         "realm_is_zephyr_mirror_realm": false,
         "realm_web_public_access_enabled": web_public_access_enabled(ctx.state, realm),
         "realm_enable_spectator_access": s.enable_spectator_access,
-        "realm_can_create_public_channel_group": shapes::group_setting(&realm.group_setting(
+        "realm_can_create_public_channel_group": crate::view::groups::group_setting(&realm.group_setting(
             &s.can_create_public_channel_group,
             crate::state::SystemGroup::Members,
         )),
-        "realm_can_create_private_channel_group": shapes::group_setting(&realm.group_setting(
+        "realm_can_create_private_channel_group": crate::view::groups::group_setting(&realm.group_setting(
             &s.can_create_private_channel_group,
             crate::state::SystemGroup::Members,
         )),
-        "realm_can_create_web_public_channel_group": shapes::group_setting(&realm.group_setting(
+        "realm_can_create_web_public_channel_group": crate::view::groups::group_setting(&realm.group_setting(
             &s.can_create_web_public_channel_group,
             crate::state::SystemGroup::Moderators,
         )),
@@ -483,23 +453,6 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
     }
 }
 
-/// Zulip's `realm_web_public_access_enabled`: the realm allows public
-/// access and has at least one web-public channel to show.
-pub fn web_public_access_enabled(state: &State, realm: &Realm) -> bool {
-    if !realm.settings.enable_spectator_access {
-        return false;
-    }
-    // Looked at in place (the keep callback keeps nothing): cloning a
-    // web-public channel would copy its subscriber set, 10,000 ids in a
-    // big realm, on every register.
-    let mut found = false;
-    state.channels.collect_sorted(|_, c| {
-        found |= c.realm == realm.id && c.is_web_public && !c.is_archived;
-        false
-    });
-    found
-}
-
 /// `realm_user`: every account of the realm, and the caller's own fields.
 /// The two user lists are JSON text from the realm's cached cut
 /// (`user_lists`), never built as `Value` maps.
@@ -527,8 +480,8 @@ fn realm_user_section(
         "delivery_email": me.delivery_email,
         "full_name": me.full_name,
         "avatar_source": "G",
-        "avatar_url": shapes::avatar_url(me, false),
-        "avatar_url_medium": shapes::avatar_url(me, false),
+        "avatar_url": crate::view::user::avatar_url(me, false),
+        "avatar_url_medium": crate::view::user::avatar_url(me, false),
         "is_admin": me.role.is_admin(),
         "is_owner": me.role == crate::state::Role::Owner,
         "is_moderator": me.role <= crate::state::Role::Moderator,
@@ -623,6 +576,26 @@ fn user_groups_section(groups: &[Group], users: &[User], out: &mut Reply) {
 fn cross_realm_bots(state: &State, viewer: &User, client_gravatar: bool) -> Value {
     let bots = state.system_bots(viewer.realm);
     Value::Array(
-        bots.iter().map(|b| shapes::system_bot(state, viewer, b, client_gravatar)).collect(),
+        bots.iter()
+            .map(|b| crate::view::user::system_bot(state, viewer, b, client_gravatar))
+            .collect(),
     )
+}
+
+/// The `realm_bots` register section: the bots `user` administers.
+pub fn register_state(app: &App, user: &User, wants: &dyn Fn(&str) -> bool, out: &mut Reply) {
+    if !wants("realm_bot") {
+        return;
+    }
+    // Filtered before cloning: a big realm has few bots.
+    let bots: Vec<Value> = app
+        .state
+        .users
+        .collect_sorted(|_, b| {
+            b.realm == user.realm && b.is_bot() && !b.is_system_bot() && administers(user, b)
+        })
+        .iter()
+        .map(|(_, bot)| bot_json(bot))
+        .collect();
+    out.insert("realm_bots".into(), Value::Array(bots));
 }

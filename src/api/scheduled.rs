@@ -12,13 +12,13 @@
 
 use serde_json::Value;
 
-use super::auto_topics;
 use super::messages::{self, ChannelRef, Draft, Target, UserRef};
 use super::{App, Call, Reply};
 use crate::entropy;
 use crate::error::{ApiError, ApiResult};
 use crate::mutation::Mutation;
 use crate::reply;
+use crate::send::auto_topics;
 use crate::state::scheduled::{ScheduledId, ScheduledMessage, ScheduledTo};
 use crate::state::{ChannelId, State, User, UserId};
 
@@ -328,7 +328,13 @@ pub fn deliver(app: &App, id: ScheduledId, now: i64) -> Delivery {
                 // The Notification Bot tells the owner, in the same record.
                 let owner = state.users.get(&s.sender);
                 let notice = owner.and_then(|owner| {
-                    super::bot_messages::scheduled_failure(state, &owner, s.deliver_at, &e.msg, now)
+                    crate::send::bot_messages::scheduled_failure(
+                        state,
+                        &owner,
+                        s.deliver_at,
+                        &e.msg,
+                        now,
+                    )
                 });
                 let failed = Mutation::FailScheduled { id, reason: e.msg };
                 match notice {
@@ -347,9 +353,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::api::params::Params;
     use crate::config::Cli;
     use crate::events::{Audience, Event};
-    use crate::http::request::Params;
     use crate::seed::{self, NewUser};
     use crate::state::system_bots::SystemBot;
     use crate::state::{Role, Subscription};
@@ -445,7 +451,7 @@ mod tests {
         let last = crate::state::MessageId(app.state.ids.peek(crate::state::IdKind::Message) - 1);
         let notice = app.state.messages.get(&last).unwrap();
         assert_eq!(notice.sender, bot.id);
-        let shown = crate::api::json::iso8601(at).replacen('T', " ", 1);
+        let shown = crate::view::time::iso8601(at).replacen('T', " ", 1);
         assert_eq!(
             notice.content(),
             format!(
@@ -455,7 +461,7 @@ mod tests {
         );
         assert!(notice.rendered().starts_with(&format!(
             "<p>The message you scheduled for <time datetime=\"{}\">{shown}</time>",
-            crate::api::json::iso8601(at).replace("+00:00", "Z")
+            crate::view::time::iso8601(at).replace("+00:00", "Z")
         )));
         assert!(notice.rendered().contains("<blockquote>"), "{}", notice.rendered());
         assert_eq!(app.state.flags(hamlet.id, last), Some(crate::state::Flags::default()));

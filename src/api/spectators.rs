@@ -21,12 +21,12 @@
 
 use serde_json::{json, Value};
 
-use super::json::MessageOptions;
 use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::narrow::{split_terms, Narrow};
 use crate::state::access::{self, MessageView};
 use crate::state::{ChannelId, Flags, MessageId, Realm, State};
+use crate::view::message::MessageOptions;
 
 /// Operators a spectator's narrow may use (Zulip's spectator-compatible
 /// list), normalized: lowercase, `-` for `_`.
@@ -138,7 +138,7 @@ pub fn get_message(app: &App, call: &mut Call) -> ApiResult<Reply> {
         allow_empty_topic_name: call.params.bool_or("allow_empty_topic_name", false)?,
         client_gravatar: false,
     };
-    let viewer = super::register::spectator(&call.realm);
+    let viewer = crate::state::access::spectator(&call.realm);
     let invalid = || ApiError::bad_request("Invalid message(s)");
     let message = app.state.messages.get(&id).ok_or_else(invalid)?;
     // The stand-in reads exactly the web-public channels' history.

@@ -5,7 +5,6 @@
 use serde_json::Value;
 
 use super::group_setting;
-use super::json::{self, Subscribers};
 use super::subscriptions::{
     check_channel_name, check_description, parse_retention, parse_topics_policy, visible_channel,
 };
@@ -16,13 +15,14 @@ use crate::mutation::{ChannelChange, ChannelPermission, Mutation};
 use crate::reply;
 use crate::state::access::{self, can_see_channel};
 use crate::state::{Channel, GroupSetting, Role, State, TopicsPolicy, User};
+use crate::view::channel::Subscribers;
 
 /// Register's `default_streams` section: `realm_default_streams`.
 pub fn register_state(app: &App, user: &User, wants: &dyn Fn(&str) -> bool, out: &mut Reply) {
     if wants("default_streams") {
         out.insert(
             "realm_default_streams".into(),
-            crate::apply_admin::default_streams(&app.state, user.realm),
+            crate::view::channel::default_streams(&app.state, user.realm),
         );
     }
 }
@@ -30,7 +30,9 @@ pub fn register_state(app: &App, user: &User, wants: &dyn Fn(&str) -> bool, out:
 /// `GET /streams/{stream_id}`: one channel the caller may know about.
 pub fn get_one(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let channel = visible_channel(app, call, 0)?;
-    Ok(reply! { "stream" => json::stream(&app.state, call.caller(), &channel, Subscribers::Omit) })
+    Ok(
+        reply! { "stream" => crate::view::channel::stream(&app.state, call.caller(), &channel, Subscribers::Omit) },
+    )
 }
 
 /// `GET /get_stream_id`: a channel's id by name.

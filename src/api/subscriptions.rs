@@ -11,7 +11,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{json, Map, Value};
 
 use super::group_setting;
-use super::json::can_see_subscribers;
 use super::{App, Call, Reply};
 use crate::entropy;
 use crate::error::{ApiError, ApiResult};
@@ -19,6 +18,7 @@ use crate::markdown;
 use crate::mutation::{ChannelPermission, Mutation, NotificationSetting, SubscriptionChange};
 use crate::reply;
 use crate::seed;
+use crate::state::access::can_see_subscribers;
 use crate::state::access::{self, can_see_channel};
 use crate::state::{
     Channel, ChannelId, Destination, GroupSetting, IdKind, Members, MessageId, Realm, RecipientId,
@@ -427,7 +427,7 @@ fn announcement(
         format!("@_**{}|{}** created a new channel {}.", me.full_name, me.id, names.join(", "));
     // Rendered like any message; the new channels (created in the same
     // record) resolve too.
-    let resolver = Announcing { visible: super::mentions::Visible::new(s, me), created };
+    let resolver = Announcing { visible: crate::send::mentions::Visible::new(s, me), created };
     let rendered = markdown::render_message(&content, &resolver).html;
     // From the Notification Bot; from the creator where the realm has none.
     let sender = s
@@ -435,7 +435,7 @@ fn announcement(
         .unwrap_or_else(|| me.clone());
     let id = MessageId(s.ids.peek(IdKind::Message));
     let destination = Destination::Channel { channel: target.id, topic: ANNOUNCE_TOPIC.into() };
-    let message = super::bot_messages::posted(
+    let message = crate::send::bot_messages::posted(
         id,
         &sender,
         target.recipient,
@@ -450,7 +450,7 @@ fn announcement(
 /// The creator's view of the realm plus the channels being created (not
 /// in state yet), for the announcement's links.
 struct Announcing<'a> {
-    visible: super::mentions::Visible<'a>,
+    visible: crate::send::mentions::Visible<'a>,
     created: &'a [(ChannelId, String)],
 }
 

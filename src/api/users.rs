@@ -1,10 +1,12 @@
 //! Users: `GET /users/me`, `GET /users`, `GET /users/{user_id}`.
 
-use super::json::UserOptions;
-use super::sorted_reply::SortedMembers;
-use super::{sorted_reply, user_json, App, Call, Reply};
+use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::state::{State, User, UserId};
+use crate::view::json_text;
+use crate::view::json_text::SortedMembers;
+use crate::view::user::UserOptions;
+use crate::view::user_text;
 
 fn user_options(call: &mut Call) -> ApiResult<UserOptions> {
     Ok(UserOptions {
@@ -17,8 +19,8 @@ fn user_options(call: &mut Call) -> ApiResult<UserOptions> {
 
 /// `GET /users/me`: the caller's own account.
 ///
-/// Written straight to JSON text (`user_json::write_user_members`): the
-/// same bytes as `json::user` plus `max_message_id` in a map, without
+/// Written straight to JSON text (`user_text::write_user_members`): the
+/// same bytes as `crate::view::user::user` plus `max_message_id` in a map, without
 /// building one (tests below compare the two).
 pub fn get_me(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let me = call.caller();
@@ -34,9 +36,9 @@ fn me_reply(state: &State, me: &User) -> SortedMembers {
     let mut reply = SortedMembers::reply(512);
     let max_id = state.max_user_message(me.id).map_or(0, |id| id.0);
     let mut max = Vec::with_capacity(20);
-    sorted_reply::unsigned(&mut max, max_id);
+    json_text::unsigned(&mut max, max_id);
     reply.insert("max_message_id", max);
-    user_json::write_user_members(&mut reply, state, me, me, options);
+    user_text::write_user_members(&mut reply, state, me, me, options);
     reply
 }
 
@@ -45,13 +47,13 @@ pub fn list(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let options = user_options(call)?;
     let me = call.caller();
     let users = app.state.realm_users(me.realm);
-    // Each user's object as `json::user`'s map serializes it, written
-    // straight into the reply (`user_json::write_user_members`).
+    // Each user's object as `crate::view::user::user`'s map serializes it, written
+    // straight into the reply (`user_text::write_user_members`).
     let mut reply = SortedMembers::reply(2 + users.len() * 420);
     let mut members = SortedMembers::with_capacity(512);
-    sorted_reply::array(reply.member("members"), users.iter(), |list, user| {
+    json_text::array(reply.member("members"), users.iter(), |list, user| {
         members.clear();
-        user_json::write_user_members(&mut members, &app.state, me, user, options);
+        user_text::write_user_members(&mut members, &app.state, me, user, options);
         members.write_object(list, &[]);
     });
     call.sorted_reply = Some(reply);
@@ -74,14 +76,14 @@ pub fn get_one(app: &App, call: &mut Call) -> ApiResult<Reply> {
     if user.is_system_bot() {
         // Rare: the Notification and Welcome Bots, marked as Zulip marks
         // its cross-realm bots.
-        let bot = super::json::system_bot(&app.state, me, &user, options.client_gravatar);
+        let bot = crate::view::user::system_bot(&app.state, me, &user, options.client_gravatar);
         call.raw_fields.push(("user".into(), bot.to_string()));
         return Ok(Reply::new());
     }
     // `user` sorts after `msg` and `result`: appended, it is where the
     // map would have put it.
     let mut members = SortedMembers::with_capacity(512);
-    user_json::write_user_members(&mut members, &app.state, me, &user, options);
+    user_text::write_user_members(&mut members, &app.state, me, &user, options);
     let mut text = Vec::with_capacity(512);
     members.write_object(&mut text, &[]);
     let text = String::from_utf8(text).expect("JSON text is UTF-8");
@@ -94,16 +96,17 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::api::json;
-    use crate::api::user_json::tests::realm;
     use crate::http::response;
     use crate::state::{profile, EmailVisibility, User};
+    use crate::view::user_text::tests::realm;
 
-    /// `GET /users/me`'s reply as it was built before: `json::user`'s map
+    /// `GET /users/me`'s reply as it was built before: `crate::view::user::user`'s map
     /// plus `max_message_id`, through the ordinary envelope.
     fn me_through_a_map(state: &crate::state::State, me: &User, ignored: &[String]) -> Vec<u8> {
         let options = UserOptions { client_gravatar: false, include_custom_profile_fields: true };
-        let Value::Object(mut fields) = json::user(state, me, me, options) else { unreachable!() };
+        let Value::Object(mut fields) = crate::view::user::user(state, me, me, options) else {
+            unreachable!()
+        };
         let max_id = state.max_user_message(me.id).map_or(0, |id| id.0);
         fields.insert("max_message_id".into(), serde_json::json!(max_id));
         response::success(fields, ignored.to_vec()).body
@@ -118,7 +121,7 @@ mod tests {
     fn me_staged(state: &crate::state::State, me: &User, ignored: &[String]) -> Vec<u8> {
         let options = UserOptions { client_gravatar: false, include_custom_profile_fields: true };
         let mut members = SortedMembers::default();
-        user_json::write_user_members(&mut members, state, me, me, options);
+        user_text::write_user_members(&mut members, state, me, me, options);
         let max_id = state.max_user_message(me.id).map_or(0, |id| id.0);
         members.insert("max_message_id", max_id.to_string().into_bytes());
         response::success_sorted(members, ignored.to_vec()).body
@@ -170,7 +173,7 @@ mod tests {
         }
     }
 
-    /// Another user's object (`GET /users/{id}`) is `json::user`'s map's
+    /// Another user's object (`GET /users/{id}`) is `crate::view::user::user`'s map's
     /// bytes too, for every viewer, target and option.
     #[test]
     fn one_user_writes_the_bytes_the_map_gave_for_every_viewer() {
@@ -185,11 +188,12 @@ mod tests {
                     {
                         let options =
                             UserOptions { client_gravatar, include_custom_profile_fields };
-                        let want =
-                            serde_json::to_string(&json::user(&state, viewer, user, options))
-                                .unwrap();
+                        let want = serde_json::to_string(&crate::view::user::user(
+                            &state, viewer, user, options,
+                        ))
+                        .unwrap();
                         let mut members = SortedMembers::default();
-                        user_json::write_user_members(&mut members, &state, viewer, user, options);
+                        user_text::write_user_members(&mut members, &state, viewer, user, options);
                         let mut got = Vec::new();
                         members.write_object(&mut got, &[]);
                         assert_eq!(String::from_utf8(got).unwrap(), want);

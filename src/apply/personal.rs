@@ -7,6 +7,7 @@ use super::settings::to_user;
 use crate::events::{Audience, Event};
 use crate::state::personal::{InviteStatus, LocalIdKind, PersonalChange};
 use crate::state::{IdKind, RealmId, State, Subscription, UserId};
+use crate::view::personal::{muted_topics_json, muted_users_json, playgrounds_json};
 
 /// Applies one change of this area.
 pub(super) fn apply(state: &State, change: &PersonalChange) -> Vec<Event> {
@@ -237,38 +238,12 @@ pub(super) fn apply(state: &State, change: &PersonalChange) -> Vec<Event> {
     }
 }
 
-/// `muted_users` as register and the event show it.
-pub(crate) fn muted_users_json(state: &State, user: UserId) -> Value {
-    let muted = state.settings.muted_users.get(&user).unwrap_or_default();
-    Value::Array(muted.iter().map(|(id, t)| json!({ "id": id.0, "timestamp": t })).collect())
-}
-
-/// The legacy `muted_topics` triples `[channel name, topic, UNIX seconds]`.
-pub(crate) fn muted_topics_json(state: &State, user: UserId) -> Value {
-    let topics = state.settings.user_topics.get(&user).unwrap_or_default();
-    let list = topics
-        .iter()
-        .filter(|(_, t)| t.policy == 1)
-        .filter_map(|((channel, _), t)| {
-            let name = state.channels.read(channel, |c| c.name.clone())?;
-            Some(json!([name, t.topic, t.last_updated]))
-        })
-        .collect();
-    Value::Array(list)
-}
-
 fn playgrounds_event(state: &State, realm: RealmId) -> Event {
     Event::Broadcast {
         audience: Audience::Realm(realm),
         event: json!({ "type": "realm_playgrounds",
                        "realm_playgrounds": playgrounds_json(state, realm) }),
     }
-}
-
-/// A realm's playgrounds, by id.
-pub(crate) fn playgrounds_json(state: &State, realm: RealmId) -> Value {
-    let list = state.settings.playgrounds.collect_sorted(|_, p| p.realm == realm);
-    Value::Array(list.into_iter().map(|(_, p)| p.to_json()).collect())
 }
 
 /// `invites_changed` (no payload: clients refetch) for the realm's

@@ -14,16 +14,17 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 use serde_json::{json, Map, Value};
 
+use super::queue::subscriber_lists;
 use super::queue::{members, Outgoing, Queue};
 use super::{Audience, Event, Realtime};
-use crate::api::json::{
-    self as shapes, can_see_subscribers, MessageOptions, Subscribers, UserOptions,
-};
-use crate::api::register;
-use crate::api::sorted_reply::SortedMembers;
+use crate::state::access::can_see_subscribers;
 use crate::state::access::role_in_system_group;
 use crate::state::access::{can_read_channel, can_see_channel, sees_others_emails, MessageView};
 use crate::state::{Destination, Flags, Realm, SystemGroup, User, UserId};
+use crate::view::channel::{self, Subscribers};
+use crate::view::json_text::SortedMembers;
+use crate::view::message::{MessageOptions, MessageWriter};
+use crate::view::user::{self, UserOptions};
 
 /// Delivers one event (of mutation `seq`, or ephemeral if `None`) to the
 /// queues that should see it.
@@ -46,7 +47,7 @@ pub fn deliver(rt: &Realtime, seq: Option<u64>, event: &Event) {
                 let body = json!({
                     "type": "realm_user",
                     "op": "add",
-                    "person": shapes::user(state, &viewer, &person, options),
+                    "person": user::user(state, &viewer, &person, options),
                 });
                 Some(Outgoing::shared(Arc::new(object(body))))
             });
@@ -86,7 +87,7 @@ pub fn deliver(rt: &Realtime, seq: Option<u64>, event: &Event) {
                 let body = json!({
                     "type": "stream",
                     "op": "create",
-                    "streams": [shapes::stream(state, &viewer, &created, Subscribers::Omit)],
+                    "streams": [channel::stream(state, &viewer, &created, Subscribers::Omit)],
                 });
                 Some(Outgoing::shared(Arc::new(object(body))))
             });
@@ -144,11 +145,11 @@ pub fn deliver(rt: &Realtime, seq: Option<u64>, event: &Event) {
                     return None;
                 }
                 let viewer = state.users.get(&q.user)?;
-                let include = register::subscriber_lists(q.options.include_subscribers);
+                let include = subscriber_lists(q.options.include_subscribers);
                 let body = json!({
                     "type": "stream",
                     "op": "create",
-                    "streams": [shapes::stream(state, &viewer, &channel, include)],
+                    "streams": [channel::stream(state, &viewer, &channel, include)],
                 });
                 Some(Outgoing::shared(Arc::new(object(body))))
             });
@@ -252,11 +253,11 @@ fn subscription_add(
         let viewer = state.users.get(&q.user)?;
         if users.contains(&q.user) {
             let sub = state.subscriptions.read(&q.user, |m| m.get(&channel.id).cloned())??;
-            let include = register::subscriber_lists(q.options.include_subscribers);
+            let include = subscriber_lists(q.options.include_subscribers);
             let body = json!({
                 "type": "subscription",
                 "op": "add",
-                "subscriptions": [shapes::subscription(state, &viewer, &channel, &sub, include)],
+                "subscriptions": [channel::subscription(state, &viewer, &channel, &sub, include)],
             });
             return Some(Outgoing::shared(Arc::new(object(body))));
         }
@@ -375,7 +376,7 @@ fn message_event(
                     // `flags` member goes beside it).
                     let mut event = SortedMembers::with_capacity(1024);
                     let mut writer =
-                        shapes::MessageWriter::new(state, realm, sender, options).without_flags();
+                        MessageWriter::new(state, realm, sender, options).without_flags();
                     writer.write(event.member("message"), &message, view, &[]);
                     event.string("type", "message");
                     let mut text = Vec::with_capacity(1024);

@@ -133,7 +133,7 @@ pub struct Realtime {
     /// Who is online.
     pub presence: presence::Presences,
     /// Register's user lists, cached per realm and users generation.
-    pub user_lists: crate::api::user_lists::UserLists,
+    pub user_lists: crate::view::user_lists::UserLists,
 }
 
 impl Realtime {
@@ -143,7 +143,7 @@ impl Realtime {
             state,
             queues: queue::Queues::new(config),
             presence: presence::Presences::default(),
-            user_lists: crate::api::user_lists::UserLists::default(),
+            user_lists: crate::view::user_lists::UserLists::default(),
         }
     }
 }

@@ -29,6 +29,7 @@ use serde_json::{Map, Value};
 
 use crate::config::QueueConfig;
 use crate::state::{MessageId, RealmId, UserId};
+use crate::view::channel::Subscribers;
 
 /// The `client_capabilities` natter honours, as sent to `POST /register`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -171,7 +172,7 @@ impl Queued {
         if self.id < 0 {
             out.push('-');
         }
-        out.push_str(crate::api::sorted_reply::decimal(self.id.unsigned_abs(), &mut [0; 20]));
+        out.push_str(crate::view::json_text::decimal(self.id.unsigned_abs(), &mut [0; 20]));
         out.push('}');
     }
 }
@@ -802,6 +803,15 @@ impl Queues {
 /// `<server start>:<counter>` shape but not enumerable.
 fn new_queue_id() -> String {
     format!("{}:{}", crate::entropy::now(), crate::entropy::api_key())
+}
+
+/// The JSON builders' form of `include_subscribers`.
+pub fn subscriber_lists(include: IncludeSubscribers) -> Subscribers {
+    match include {
+        IncludeSubscribers::No => Subscribers::Omit,
+        IncludeSubscribers::Yes => Subscribers::All,
+        IncludeSubscribers::Partial => Subscribers::Partial,
+    }
 }
 
 #[cfg(test)]

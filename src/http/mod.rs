@@ -10,7 +10,6 @@ pub mod alarm;
 pub mod auth;
 pub mod conn;
 pub mod multipart;
-pub mod request;
 pub mod response;
 pub mod router;
 
@@ -18,10 +17,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use crate::api::params::Params;
 use crate::api::{App, Call};
 use crate::error::{ApiError, ApiResult};
 use crate::state::{Realm, User};
-use request::Params;
 use response::Response;
 use router::{Access, Match};
 
@@ -261,7 +260,7 @@ type Dispatched = (
     crate::api::Reply,
     crate::api::RawFields,
     Vec<String>,
-    Option<crate::api::sorted_reply::SortedMembers>,
+    Option<crate::view::json_text::SortedMembers>,
 );
 
 /// Request variables as Zulip reads them, for every method: the query

@@ -7,9 +7,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use super::conn::Limits;
-use crate::api::sorted_reply::SortedMembers;
 use crate::api::{RawFields, Reply};
 use crate::error::ApiError;
+use crate::view::json_text::SortedMembers;
 
 /// A finished response: status and JSON body.
 pub struct Response {

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use super::{
     Channel, Destination, EmailVisibility, Flags, GroupId, GroupSetting, Message, Realm, Role,
-    State, SystemGroup, User,
+    State, SystemGroup, User, UserId,
 };
 
 /// Subgroup nesting deeper than this is not followed (groups may form
@@ -436,6 +436,56 @@ impl MessageView {
         }
         names
     }
+}
+
+/// Whether `viewer` may see who is subscribed to `channel`.
+pub fn can_see_subscribers(viewer: &User, channel: &Channel) -> bool {
+    viewer.realm == channel.realm
+        && (channel.subscribers.contains(&viewer.id)
+            || viewer.role.is_admin()
+            || (!channel.invite_only && viewer.role != Role::Guest))
+}
+
+/// Whether `user` is the stand-in for a logged-out spectator.
+pub(crate) fn is_spectator(user: &User) -> bool {
+    user.id == UserId(0)
+}
+
+/// The stand-in account a spectator's sections are read as: no id (0 is
+/// never an account's), the least-privileged role, no subscriptions.
+pub(crate) fn spectator(realm: &Realm) -> User {
+    User {
+        id: UserId(0),
+        realm: realm.id,
+        email: String::new(),
+        delivery_email: String::new(),
+        full_name: String::new(),
+        role: crate::state::Role::Guest,
+        is_active: false,
+        bot_type: None,
+        bot_owner: None,
+        api_key: String::new(),
+        date_joined: 0,
+        timezone: String::new(),
+        avatar_version: 1,
+    }
+}
+
+/// Zulip's `realm_web_public_access_enabled`: the realm allows public
+/// access and has at least one web-public channel to show.
+pub fn web_public_access_enabled(state: &State, realm: &Realm) -> bool {
+    if !realm.settings.enable_spectator_access {
+        return false;
+    }
+    // Looked at in place (the keep callback keeps nothing): cloning a
+    // web-public channel would copy its subscriber set, 10,000 ids in a
+    // big realm, on every register.
+    let mut found = false;
+    state.channels.collect_sorted(|_, c| {
+        found |= c.realm == realm.id && c.is_web_public && !c.is_archived;
+        false
+    });
+    found
 }
 
 #[cfg(test)]

@@ -85,9 +85,9 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::json::{self, UserOptions};
     use crate::state::Role;
     use crate::testkit::World;
+    use crate::view::user::UserOptions;
 
     #[test]
     fn hosts_become_email_domains() {
@@ -103,7 +103,7 @@ mod tests {
         let admin = w.user("", "admin@t.test", Role::Administrator);
         let member = w.user("", "member@t.test", Role::Member);
         let options = UserOptions { client_gravatar: false, include_custom_profile_fields: false };
-        let shown = |w: &World, viewer| json::user(&w.state, viewer, &member, options);
+        let shown = |w: &World, viewer| crate::view::user::user(&w.state, viewer, &member, options);
         assert_eq!(shown(&w, &admin)["email"], "member@t.test");
         let mut realm = w.state.realm_by_subdomain("").unwrap();
         realm.settings.email_address_visibility = EmailVisibility::Admins;

@@ -18,9 +18,9 @@
 //! global-time syntax, so the time is rendered here as Zulip renders it
 //! (`<time datetime="…">…</time>`).
 
-use super::mentions::Visible;
 use crate::markdown::{self, Resolver};
 use crate::mutation::{Mutation, NewMessage};
+use crate::send::mentions::Visible;
 use crate::state::personal::Invite;
 use crate::state::system_bots::SystemBot;
 use crate::state::{
@@ -72,7 +72,7 @@ pub fn scheduled_failure(
         return None;
     }
     // Zulip writes the time as Python prints an aware datetime.
-    let iso = super::json::iso8601(deliver_at);
+    let iso = crate::view::time::iso8601(deliver_at);
     let shown = iso.replacen('T', " ", 1);
     let quoted: String = reason.lines().map(|l| format!("> {l}\n")).collect();
     let template = |time: &str| {

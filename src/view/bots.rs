@@ -10,8 +10,6 @@
 
 use serde_json::{json, Value};
 
-use super::json;
-use super::{App, Reply};
 use crate::events::{Audience, Event};
 use crate::mutation::UserChange;
 use crate::state::{State, User, UserId};
@@ -28,7 +26,7 @@ pub fn bot_json(bot: &User) -> Value {
         "default_sending_stream": Value::Null,
         "default_events_register_stream": Value::Null,
         "default_all_public_streams": false,
-        "avatar_url": json::avatar_url(bot, false),
+        "avatar_url": crate::view::user::avatar_url(bot, false),
         "owner_id": bot.bot_owner.map(|o| o.0),
         "services": [],
     })
@@ -105,22 +103,4 @@ pub fn on_change(state: &State, before: &User, change: &UserChange) -> Vec<Event
         }
         UserChange::Role(_) | UserChange::Email(_) | UserChange::ProfileValue { .. } => Vec::new(),
     }
-}
-
-/// The `realm_bots` register section: the bots `user` administers.
-pub fn register_state(app: &App, user: &User, wants: &dyn Fn(&str) -> bool, out: &mut Reply) {
-    if !wants("realm_bot") {
-        return;
-    }
-    // Filtered before cloning: a big realm has few bots.
-    let bots: Vec<Value> = app
-        .state
-        .users
-        .collect_sorted(|_, b| {
-            b.realm == user.realm && b.is_bot() && !b.is_system_bot() && administers(user, b)
-        })
-        .iter()
-        .map(|(_, bot)| bot_json(bot))
-        .collect();
-    out.insert("realm_bots".into(), Value::Array(bots));
 }

@@ -15,6 +15,9 @@ use crate::mutation::{
 use crate::state::access::{can_see_channel, can_see_email};
 use crate::state::profile::ProfileField;
 use crate::state::{Channel, ChannelId, Group, GroupId, IdKind, RealmId, State, UserId};
+use crate::view::channel::default_streams;
+use crate::view::groups::group_json;
+use crate::view::profile::profile_fields_json;
 
 fn broadcast(audience: Audience, event: Value) -> Event {
     Event::Broadcast { audience, event }
@@ -57,7 +60,7 @@ pub fn unsubscribe(state: &State, channel: ChannelId, users: &[UserId]) -> Vec<E
         .realm_users(before.realm)
         .into_iter()
         .filter(|u| u.is_active && !users.contains(&u.id))
-        .filter(|u| crate::api::json::can_see_subscribers(u, &before))
+        .filter(|u| crate::state::access::can_see_subscribers(u, &before))
         .map(|u| u.id)
         .collect();
     if !peers.is_empty() {
@@ -93,25 +96,6 @@ fn stream_update(channel: &Channel, property: &str, value: Value) -> Map<String,
     event.insert("property".into(), json!(property));
     event.insert("value".into(), value);
     event
-}
-
-/// The default channels of a realm, as in register's `realm_default_streams`.
-pub fn default_streams(state: &State, realm: RealmId) -> Value {
-    let list: Vec<Value> = state
-        .channels
-        .collect_sorted(|_, c| c.realm == realm && c.is_default && !c.is_archived)
-        .into_iter()
-        .map(|(_, c)| {
-            json!({"stream_id": c.id.0, "name": c.name, "description": c.description,
-                   "rendered_description": c.rendered_description, "invite_only": c.invite_only,
-                   "is_web_public": c.is_web_public, "is_archived": c.is_archived,
-                   "history_public_to_subscribers": c.history_public_to_subscribers,
-                   "date_created": c.date_created, "creator_id": c.creator.map(|u| u.0),
-                   "message_retention_days": c.message_retention_days,
-                   "topics_policy": c.topics_policy.as_str(), "folder_id": c.folder_id})
-        })
-        .collect();
-    Value::Array(list)
 }
 
 /// The realm's `default_streams` event (the whole list, as Zulip sends it).
@@ -219,7 +203,7 @@ pub fn update_channel(state: &State, id: ChannelId, changes: &[ChannelChange]) -
                 stream_update(&after, "topics_policy", json!(policy.as_str()))
             }
             ChannelChange::Permission(which, setting) => {
-                stream_update(&after, which.name(), crate::api::json::group_setting(setting))
+                stream_update(&after, which.name(), crate::view::groups::group_setting(setting))
             }
         };
         events.push(broadcast(audience, Value::Object(event)));
@@ -365,7 +349,7 @@ pub fn update_users(state: &State, changes: &[(UserId, UserChange)]) -> Vec<Even
                 events.push(broadcast(realm, person(json!({"custom_profile_field": field_json}))));
             }
         }
-        events.extend(crate::api::realm_bots::on_change(state, &before, change));
+        events.extend(crate::view::bots::on_change(state, &before, change));
     }
     events
 }
@@ -394,30 +378,6 @@ fn system_group_moves(
         ));
     }
     events
-}
-
-/// A user group as Zulip's `realm_user_groups` entries show it.
-pub fn group_json(state: &State, group: &Group) -> Value {
-    let members: Vec<u64> = match group.system {
-        Some(system) => state
-            .realm_users(group.realm)
-            .into_iter()
-            .filter(|u| u.is_active && crate::state::access::role_in_system_group(u.role, system))
-            .map(|u| u.id.0)
-            .collect(),
-        None => group.direct_members.iter().map(|u| u.0).collect(),
-    };
-    json!({
-        "id": group.id.0,
-        "name": group.name,
-        "description": group.description,
-        "members": members,
-        "direct_subgroup_ids": group.direct_subgroups.iter().map(|g| g.0).collect::<Vec<_>>(),
-        "is_system_group": group.system.is_some(),
-        "date_created": group.date_created,
-        "creator_id": group.creator.map(|u| u.0),
-        "deactivated": group.deactivated,
-    })
 }
 
 /// `Mutation::CreateGroup`.
@@ -505,28 +465,6 @@ pub fn update_group(state: &State, id: GroupId, change: &GroupChange) -> Vec<Eve
         }
     }
     events
-}
-
-/// A realm's custom profile fields, in order, as Zulip shows them.
-pub fn profile_fields_json(state: &State, realm: RealmId) -> Value {
-    let mut fields: Vec<ProfileField> = state
-        .profile_fields
-        .collect_sorted(|_, f| f.realm == realm)
-        .into_iter()
-        .map(|(_, f)| f)
-        .collect();
-    fields.sort_by_key(|f| (f.order, f.id));
-    Value::Array(
-        fields
-            .iter()
-            .map(|f| {
-                json!({"id": f.id, "type": f.field_type.code(), "order": f.order,
-                       "name": f.name, "hint": f.hint, "field_data": f.field_data,
-                       "display_in_profile_summary": f.display_in_profile_summary,
-                       "required": f.required, "editable_by_user": f.editable_by_user})
-            })
-            .collect(),
-    )
 }
 
 fn profile_fields_event(state: &State, realm: RealmId) -> Vec<Event> {

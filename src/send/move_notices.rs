@@ -22,9 +22,9 @@
 //! The notices are ordinary channel messages from the realm's Notification
 //! Bot, rendered by the Markdown pipeline, and start read for the editor.
 
-use super::mentions::Visible;
 use crate::markdown::{self, hash_encode};
 use crate::mutation::{Mutation, PropagateMode};
+use crate::send::mentions::Visible;
 use crate::state::access::message_view;
 use crate::state::system_bots::SystemBot;
 use crate::state::{Channel, Destination, MessageId, State, User, UserId};
@@ -169,7 +169,7 @@ fn notice(
 ) -> Mutation {
     let rendered = markdown::render_message(&content, &Visible::new(state, m.editor));
     let destination = Destination::Channel { channel: channel.id, topic: topic.into() };
-    let message = super::bot_messages::posted(
+    let message = crate::send::bot_messages::posted(
         id,
         bot,
         channel.recipient,

@@ -1,5 +1,5 @@
 //! Lists of users' JSON written straight to bytes, for register's
-//! `realm_users` in realms of thousands: the same objects as `json::user`,
+//! `realm_users` in realms of thousands: the same objects as `crate::view::user::user`,
 //! without building (and freeing) a `serde_json` map, its keys and its
 //! values for every user. Building those maps was most of register's time
 //! in a 10,000-user realm. The tests below check that both agree for every
@@ -10,12 +10,14 @@ use std::collections::HashMap;
 use md5::{Digest, Md5};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use super::json::{avatar_url_string, Iso8601, UserOptions};
-use super::sorted_reply::{string, unsigned, SortedMembers};
 use crate::state::access::can_see_email;
 use crate::state::{profile, Role, State, User, UserId};
+use crate::view::json_text::{string, unsigned, SortedMembers};
+use crate::view::time::Iso8601;
+use crate::view::user::avatar_url_string;
+use crate::view::user::UserOptions;
 
-/// One user as `json::user` shapes it, borrowed from the account.
+/// One user as `crate::view::user::user` shapes it, borrowed from the account.
 #[derive(serde::Serialize)]
 struct UserOut<'a> {
     user_id: u64,
@@ -180,7 +182,7 @@ pub fn users_array<'a>(
     String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
-/// `user`'s members as `viewer` sees them, exactly as `json::user`'s map
+/// `user`'s members as `viewer` sees them, exactly as `crate::view::user::user`'s map
 /// serializes them (key order included), appended to `out` without
 /// building the map: `GET /users/me` and `GET /users/{id}` (the map was
 /// most of their instructions).
@@ -339,7 +341,6 @@ pub(crate) mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::api::json;
     use crate::apply::apply;
     use crate::seed::{self, NewUser};
     use crate::state::{BotType, EmailVisibility, UserId};
@@ -392,8 +393,10 @@ pub(crate) mod tests {
                             UserOptions { client_gravatar, include_custom_profile_fields };
                         let raw = users_array(&state, Some(viewer), users.iter(), options);
                         let got: Value = serde_json::from_str(&raw).unwrap();
-                        let want: Vec<Value> =
-                            users.iter().map(|u| json::user(&state, viewer, u, options)).collect();
+                        let want: Vec<Value> = users
+                            .iter()
+                            .map(|u| crate::view::user::user(&state, viewer, u, options))
+                            .collect();
                         assert_eq!(got, Value::Array(want), "{visibility:?} {options:?}");
                     }
                 }

@@ -39,7 +39,7 @@ const ON_INITIATION: i64 = 3;
 /// One automatic change: `user`'s policy for the message's topic becomes
 /// `policy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct AutoPolicy {
+pub(crate) struct AutoPolicy {
     pub user: UserId,
     pub policy: u8,
 }
@@ -48,7 +48,7 @@ pub(super) struct AutoPolicy {
 /// if any). `personal_mentions` are the user ids the content mentions by
 /// name (not silently, not through a group or wildcard). Call under the
 /// writer lock, before `new` is applied.
-pub(super) fn on_send(
+pub(crate) fn on_send(
     state: &State,
     new: &NewMessage,
     personal_mentions: &[u64],
@@ -81,7 +81,7 @@ pub(super) fn on_send(
 /// `send` (a mutation that sends a message: `SendMessage`, or a scheduled
 /// delivery) followed by `parts` (its `policy_changes`), in one batch when
 /// there are any.
-pub(super) fn batch(send: Mutation, parts: Vec<Mutation>) -> Mutation {
+pub(crate) fn batch(send: Mutation, parts: Vec<Mutation>) -> Mutation {
     if parts.is_empty() {
         return send;
     }
@@ -89,7 +89,7 @@ pub(super) fn batch(send: Mutation, parts: Vec<Mutation>) -> Mutation {
 }
 
 /// The `SetUserTopic` mutations of `changes` for `new`'s topic.
-pub(super) fn policy_changes(new: &NewMessage, changes: &[AutoPolicy]) -> Vec<Mutation> {
+pub(crate) fn policy_changes(new: &NewMessage, changes: &[AutoPolicy]) -> Vec<Mutation> {
     let Destination::Channel { channel, topic } = &new.message.destination else {
         return Vec::new();
     };
@@ -112,7 +112,7 @@ pub(super) fn policy_changes(new: &NewMessage, changes: &[AutoPolicy]) -> Vec<Mu
 /// made at `now`): the old topic's policy is cleared, and the user's new
 /// topic gets it unless they cannot read `to`, or already hold a more
 /// attentive policy there. In user-id order (deterministic).
-pub(super) fn policies_follow_a_move(
+pub(crate) fn policies_follow_a_move(
     state: &State,
     from: ChannelId,
     from_topic: &str,

@@ -51,11 +51,11 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::json::UserOptions;
-use super::user_json::{write_user, ListSource};
 use crate::state::access::sees_others_emails;
 use crate::state::shard::Frozen;
 use crate::state::{profile, EmailVisibility, RealmId, State, User, UserId};
+use crate::view::user::UserOptions;
+use crate::view::user_text::{write_user, ListSource};
 
 /// The cached cuts, one per realm (the newest generation asked for).
 #[derive(Default)]
@@ -340,8 +340,8 @@ fn splice(list: &Rendered, own: Option<&(UserId, Vec<u8>)>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::user_json::users_array;
     use crate::state::Role;
+    use crate::view::user_text::users_array;
 
     /// Every viewer's lists from `cut` equal those written from live state.
     fn assert_fresh(state: &State, users: &[User], cut: &Cut) {
@@ -368,7 +368,7 @@ mod tests {
     /// bytes as fresh lists, for every viewer class.
     #[test]
     fn a_new_cut_reuses_unchanged_users_exactly() {
-        let (state, users) = crate::api::user_json::tests::realm();
+        let (state, users) = crate::view::user_text::tests::realm();
         let realm = users[0].realm;
         let lists = UserLists::default();
         let first = lists.cut(&state, realm);
@@ -396,7 +396,7 @@ mod tests {
     /// viewer's lists from live state gives, for every viewer class.
     #[test]
     fn cached_lists_equal_fresh_ones_for_every_viewer() {
-        let (state, users) = crate::api::user_json::tests::realm();
+        let (state, users) = crate::view::user_text::tests::realm();
         let realm = users[0].realm;
         for visibility in EmailVisibility::ALL {
             state.realms.update(&realm, |r| r.settings.email_address_visibility = visibility);
@@ -432,7 +432,7 @@ mod tests {
     fn apply_moves_the_generation_for_user_changes_only() {
         use crate::apply::apply;
         use crate::mutation::Mutation;
-        let (state, users) = crate::api::user_json::tests::realm();
+        let (state, users) = crate::view::user_text::tests::realm();
         let generation = || state.users_generation.load(Ordering::Acquire);
         let before = generation();
         apply(&state, state.applied_seq() + 1, &Mutation::Batch(Vec::new()));
@@ -467,7 +467,7 @@ mod tests {
 
     #[test]
     fn a_cut_is_reused_until_the_users_generation_moves() {
-        let (state, users) = crate::api::user_json::tests::realm();
+        let (state, users) = crate::view::user_text::tests::realm();
         let realm = users[0].realm;
         let lists = UserLists::default();
         let first = lists.cut(&state, realm);

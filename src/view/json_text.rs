@@ -212,10 +212,10 @@ impl SortedMembers {
     /// The members as a map: what the handler's reply holds for callers
     /// that run handlers directly (tests, benches), without the HTTP layer
     /// (and so without a `reply`'s envelope).
-    pub fn to_map(&self) -> super::Reply {
+    pub fn to_map(&self) -> serde_json::Map<String, serde_json::Value> {
         let mut text = Vec::new();
         self.write_object(&mut text, &[]);
-        let mut map: super::Reply =
+        let mut map: serde_json::Map<String, serde_json::Value> =
             serde_json::from_slice(&text).expect("a sorted reply is a JSON object");
         if self.is_reply() {
             map.remove("msg");

@@ -8,6 +8,7 @@
 //! state (a missing channel, a reused id) cannot come from a validated
 //! commit, so it panics: replay refuses to limp on with diverged state.
 
+pub mod admin;
 pub(crate) mod personal;
 pub mod replay;
 mod settings;
@@ -18,7 +19,6 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::apply_admin as admin;
 use crate::events::{Audience, Event};
 use crate::mutation::{FlagsChange, MessageEdit, Mutation, NewMessage};
 use crate::state::messages::{EditRecord, Reaction};
@@ -129,7 +129,7 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
             state.ids.claim(IdKind::User, user.id.0);
             state.index_user(user.clone());
             let mut events = vec![Event::RealmUserAdd { realm: user.realm, user: user.id }];
-            events.extend(crate::api::realm_bots::on_create(state, user));
+            events.extend(crate::view::bots::on_create(state, user));
             events
         }
         Mutation::CreateChannel { channel, subscribers } => {
@@ -145,7 +145,7 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
                 vec![Event::ChannelCreate { realm: channel.realm, channel: channel.id }];
             events.extend(subscribe(state, channel.id, subscribers));
             if channel.is_default {
-                events.push(crate::apply_admin::default_streams_event(state, channel.realm));
+                events.push(crate::apply::admin::default_streams_event(state, channel.realm));
             }
             events
         }

@@ -1,0 +1,11 @@
+//! What sending a message sets off, decided under the writer lock and
+//! logged in one record with the message: who a message mentions
+//! (`mentions`, the Markdown renderer's name resolver), the topic
+//! visibility policies it changes (`auto_topics`), the bots' direct
+//! messages (`bot_messages`) and the Notification Bot's notices of a move
+//! (`move_notices`).
+
+pub mod auto_topics;
+pub mod bot_messages;
+pub mod mentions;
+pub mod move_notices;
