@@ -4,16 +4,17 @@
 //! Run: `cargo bench --bench commit_path`
 
 use std::sync::Arc;
+
+use natter::testkit;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use natter::api::params::Params;
 use natter::api::{messages, App, Call};
-use natter::seed;
 
 fn app(fsync: &str, dir: &std::path::Path) -> Arc<App> {
-    seed::in_process_dev_app(dir, &["--fsync", fsync])
+    testkit::in_process_dev_app(dir, &["--fsync", fsync])
 }
 
 fn send(app: &App, i: u64) {

@@ -8,16 +8,17 @@
 
 use std::time::Duration;
 
+use natter::testkit;
+
 use criterion::{criterion_group, criterion_main, Criterion};
 
 use natter::mutation::{Mutation, NewMessage};
-use natter::seed;
 use natter::state::{Destination, IdKind, Message, MessageId, MessageParts, RecipientId, State};
 
 const USERS: u64 = 10_000;
 
 fn bench(c: &mut Criterion) {
-    let state = seed::bench_state(1, USERS, &mut |_| {});
+    let state = testkit::bench_state(1, USERS, &mut |_| {});
     let channel_message = MessageId(state.ids.peek(IdKind::Message) - 1);
     let sender = state.messages.get(&channel_message).unwrap().sender;
     let other = state.users.collect_sorted(|id, _| *id != sender)[0].0;

@@ -6,18 +6,19 @@
 //! Run: `cargo bench --bench message_edit`
 
 use std::sync::Arc;
+
+use natter::testkit;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use natter::api::params::Params;
 use natter::api::{message_edit, messages, App, Call};
-use natter::seed;
 
 const TOPIC_SIZE: usize = 10_000;
 
 fn app(dir: &std::path::Path) -> Arc<App> {
-    seed::in_process_dev_app(dir, &[])
+    testkit::in_process_dev_app(dir, &[])
 }
 
 fn call(app: &App, pairs: &[(&str, &str)], path: Vec<String>) -> Call {

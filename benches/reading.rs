@@ -11,9 +11,10 @@ use natter::api::params::Params;
 use natter::api::reading::{get_messages_for, register_state_with};
 use natter::api::Reply;
 use natter::apply::apply;
+use natter::mutation::build::{self, NewChannel, NewUser};
 use natter::mutation::{Mutation, NewMessage};
-use natter::seed::{self, NewChannel, NewUser};
 use natter::state::{Realm, Role, State, User};
+use natter::testkit;
 
 const MESSAGES: u64 = 1_000_000;
 const TOPICS: u64 = 1_000;
@@ -28,11 +29,11 @@ fn build() -> (State, Realm, User) {
         seq += 1;
         apply(&state, seq, &m);
     };
-    step(seed::realm(&state, "", "Bench", 0).unwrap());
+    step(build::realm(&state, "", "Bench", 0).unwrap());
     let realm = state.realm_by_subdomain("").unwrap();
     for email in ["reader@b.test", "sender@b.test"] {
         let new = NewUser { email, full_name: email, role: Role::Member, bot: None };
-        step(seed::user(&state, realm.id, &new, String::new(), 0).unwrap());
+        step(build::user(&state, realm.id, &new, String::new(), 0).unwrap());
     }
     let reader = state.user_by_email(realm.id, "reader@b.test").unwrap();
     let sender = state.user_by_email(realm.id, "sender@b.test").unwrap();
@@ -44,12 +45,12 @@ fn build() -> (State, Realm, User) {
             creator: None,
             subscribers: &[reader.id, sender.id],
         };
-        step(seed::channel(&state, &realm, &new, 0).unwrap());
+        step(build::channel(&state, &realm, &new, 0).unwrap());
     }
     let general = state.channel_by_name(realm.id, "general").unwrap();
     let other = state.channel_by_name(realm.id, "other").unwrap();
     for i in 0..MESSAGES {
-        let message = seed::bench_message(&state, i, TOPICS, &general, &other, sender.id);
+        let message = testkit::bench_message(&state, i, TOPICS, &general, &other, sender.id);
         // The reader "sends" (so it starts read) all but the last 100.
         let read = i < MESSAGES - 100;
         let mut message = message;

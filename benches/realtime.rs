@@ -13,6 +13,9 @@
 //! Run: `cargo bench --bench realtime -- --warm-up-time 1 --measurement-time 3`
 
 use std::collections::BTreeSet;
+
+use natter::mutation::build;
+use natter::testkit;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,7 +26,6 @@ use natter::api::params::Params;
 use natter::api::{events, messages, register, App, Call};
 use natter::events::queue::QueueOptions;
 use natter::mutation::{Mutation, UserChange};
-use natter::seed;
 use natter::state::{Role, Subscription, User, UserId};
 
 const USERS: usize = 10_000;
@@ -41,16 +43,17 @@ fn process_cpu() -> Duration {
 
 /// A dev realm grown to `USERS` extra members, all subscribed to general.
 fn app(dir: &std::path::Path) -> Arc<App> {
-    let app = seed::in_process_dev_app(dir, &["--max-queues-per-user", "1000000"]);
+    let app = testkit::in_process_dev_app(dir, &["--max-queues-per-user", "1000000"]);
     let realm = app.state.realm_by_subdomain("").unwrap();
     let mut ids = Vec::with_capacity(USERS);
     for i in 0..USERS {
         let email = format!("user{i}@natter.test");
-        let new = seed::NewUser { email: &email, full_name: &email, role: Role::Member, bot: None };
+        let new =
+            build::NewUser { email: &email, full_name: &email, role: Role::Member, bot: None };
         let id = app
             .committer
             .commit(|s| {
-                let m = seed::user(s, realm.id, &new, format!("{i:032}"), 0)?;
+                let m = build::user(s, realm.id, &new, format!("{i:032}"), 0)?;
                 let Mutation::CreateUser(u) = &m else { unreachable!() };
                 let id = u.id;
                 Ok((m, id))

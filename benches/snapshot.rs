@@ -16,12 +16,13 @@
 
 use std::time::{Duration, Instant};
 
+use natter::testkit;
+
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 
 use natter::apply::apply;
 use natter::apply::replay::Replay;
 use natter::persist::{self, decode_mutation, encode_mutation, snapshot};
-use natter::seed;
 use natter::state::{Flags, MessageId, State, UserId, UserMessages};
 
 fn env(name: &str, default: u64) -> u64 {
@@ -31,7 +32,7 @@ fn env(name: &str, default: u64) -> u64 {
 /// The state after `messages` sends, and every mutation as a log record.
 fn build(messages: u64, users: u64) -> (State, Vec<Vec<u8>>) {
     let mut log = Vec::new();
-    let state = seed::bench_state(messages, users, &mut |m| log.push(encode_mutation(m)));
+    let state = testkit::bench_state(messages, users, &mut |m| log.push(encode_mutation(m)));
     (state, log)
 }
 
@@ -39,13 +40,13 @@ fn bench(c: &mut Criterion) {
     let messages = env("NATTER_BENCH_MESSAGES", 200_000);
     let users = env("NATTER_BENCH_USERS", 10).max(1);
     let started = Instant::now();
-    let rss_before = seed::resident_bytes();
+    let rss_before = testkit::resident_bytes();
     let (state, log) = build(messages, users);
     // The records kept for the replay bench are not state: subtract their
     // bytes plus ≈ 40 B each of `Vec` header and allocator overhead.
     let log_bytes: usize = log.iter().map(|r| r.len() + 40).sum();
     let state_bytes =
-        seed::resident_bytes().saturating_sub(rss_before).saturating_sub(log_bytes as u64);
+        testkit::resident_bytes().saturating_sub(rss_before).saturating_sub(log_bytes as u64);
     eprintln!(
         "built {messages} messages from {users} users ({} records) in {:.1?}; \
          resident memory of the state ≈ {} MB = {} B per message \

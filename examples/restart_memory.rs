@@ -17,12 +17,13 @@
 //! each in its own process, so neither sees the other's freed memory.
 
 use natter::apply::apply;
+
 use natter::persist::{self, snapshot};
-use natter::seed;
 use natter::state::State;
+use natter::testkit;
 
 fn build(messages: u64, users: u64) -> State {
-    seed::bench_state(messages, users, &mut |_| ())
+    testkit::bench_state(messages, users, &mut |_| ())
 }
 
 fn main() {
@@ -31,9 +32,9 @@ fn main() {
     match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["build", n, dir] => {
             let n: u64 = n.parse().expect("a message count");
-            let before = seed::resident_bytes();
+            let before = testkit::resident_bytes();
             let state = build(n, 10);
-            let live = seed::resident_bytes() - before;
+            let live = testkit::resident_bytes() - before;
             println!("live state built by apply: {:.0} MB = {} B per message", mb(live), live / n);
             let dir = std::path::Path::new(dir);
             snapshot::write(&persist::snapshot_dir(dir), &state.image()).unwrap();
@@ -69,7 +70,7 @@ fn main() {
             // decoding ahead of `apply`) against decode + apply in turn.
             let n: u64 = n.parse().expect("a message count");
             let mut records = Vec::new();
-            drop(seed::bench_state(n, 10, &mut |m| records.push(persist::encode_mutation(m))));
+            drop(testkit::bench_state(n, 10, &mut |m| records.push(persist::encode_mutation(m))));
             let never = wal::Options { sync: wal::SyncMode::Never, ..Default::default() };
             let dir = std::path::Path::new(dir);
             {
@@ -101,7 +102,7 @@ fn main() {
         ["replay-cost", n] => {
             let n: u64 = n.parse().expect("a message count");
             let mut records = Vec::new();
-            drop(seed::bench_state(n, 10, &mut |m| records.push(persist::encode_mutation(m))));
+            drop(testkit::bench_state(n, 10, &mut |m| records.push(persist::encode_mutation(m))));
             let mutations = decode_records(&records);
             let live = apply_records(&mutations);
             let replayed = replay_records(mutations);
@@ -110,9 +111,10 @@ fn main() {
         }
         ["load", dir] => {
             // What `persist::open` does with the newest snapshot, step by step.
-            let before = seed::resident_bytes();
-            let step =
-                |what: &str| println!("{what}: RSS +{:.0} MB", mb(seed::resident_bytes() - before));
+            let before = testkit::resident_bytes();
+            let step = |what: &str| {
+                println!("{what}: RSS +{:.0} MB", mb(testkit::resident_bytes() - before))
+            };
             let (_, path) = snapshot::list(&persist::snapshot_dir(std::path::Path::new(dir)))
                 .unwrap()
                 .remove(0);
@@ -125,7 +127,7 @@ fn main() {
             step("rebuilt");
             std::thread::sleep(std::time::Duration::from_secs(1));
             let n = state.messages.len().max(1) as u64;
-            let loaded = seed::resident_bytes() - before;
+            let loaded = testkit::resident_bytes() - before;
             println!(
                 "restarted state (decode {decoded:.2?}, rebuild {rebuilt:.2?}), a second later: \
                  {:.0} MB = {} B per message",

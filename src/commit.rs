@@ -705,7 +705,7 @@ fn write_snapshot(
 mod tests {
     use super::*;
     use crate::events::Event;
-    use crate::seed;
+    use crate::mutation::build;
 
     fn committer(dir: &std::path::Path, every: u64) -> Committer {
         committer_with(dir, SnapshotPolicy::every(crate::persist::snapshot_dir(dir), every))
@@ -727,23 +727,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let c = committer(dir.path(), 0);
         let events = c.hub.subscribe();
-        c.commit(|s| Ok((seed::realm(s, "", "T", 0)?, ()))).unwrap();
+        c.commit(|s| Ok((build::realm(s, "", "T", 0)?, ()))).unwrap();
         assert!(events.try_recv().is_err(), "creating a realm announces nothing");
         let realm = c.state().realm_by_subdomain("").unwrap();
-        let new = seed::NewUser {
+        let new = build::NewUser {
             email: "a@t.test",
             full_name: "A",
             role: crate::state::Role::Owner,
             bot: None,
         };
-        c.commit(|s| Ok((seed::user(s, realm.id, &new, "k".repeat(32), 0)?, ()))).unwrap();
+        c.commit(|s| Ok((build::user(s, realm.id, &new, "k".repeat(32), 0)?, ()))).unwrap();
         // commit returned, so the record is durable and the event is out.
         assert!(c.shared.wal.durable_seq() >= 2);
         let event = events.try_recv().expect("event published before commit returned");
         assert!(matches!(*event, Event::RealmUserAdd { .. }));
         // A refused build logs and applies nothing.
         let err =
-            c.commit(|s| Ok((seed::user(s, realm.id, &new, "k".repeat(32), 0)?, ()))).unwrap_err();
+            c.commit(|s| Ok((build::user(s, realm.id, &new, "k".repeat(32), 0)?, ()))).unwrap_err();
         assert_eq!(err.code, "BAD_REQUEST");
         assert_eq!((c.shared.wal.last_seq(), c.state().applied_seq()), (2, 2));
         assert!(events.try_recv().is_err());
@@ -758,17 +758,17 @@ mod tests {
     fn snapshots_are_taken_every_n_records_and_trim_the_log() {
         let dir = tempfile::tempdir().unwrap();
         let c = committer(dir.path(), 3);
-        c.commit(|s| Ok((seed::realm(s, "", "T", 0)?, ()))).unwrap();
+        c.commit(|s| Ok((build::realm(s, "", "T", 0)?, ()))).unwrap();
         let realm = c.state().realm_by_subdomain("").unwrap();
         for i in 0..5 {
             let email = format!("u{i}@t.test");
-            let new = seed::NewUser {
+            let new = build::NewUser {
                 email: &email,
                 full_name: "U",
                 role: crate::state::Role::Member,
                 bot: None,
             };
-            c.commit(|s| Ok((seed::user(s, realm.id, &new, "k".repeat(32), 0)?, ()))).unwrap();
+            c.commit(|s| Ok((build::user(s, realm.id, &new, "k".repeat(32), 0)?, ()))).unwrap();
         }
         c.shutdown();
         let snapshots =
@@ -819,7 +819,7 @@ mod tests {
         };
         let c = committer_with(dir.path(), policy);
         // Nothing is snapshotted yet, so the first commit is due at once.
-        c.commit(|s| Ok((seed::realm(s, "", "T", 0)?, ()))).unwrap();
+        c.commit(|s| Ok((build::realm(s, "", "T", 0)?, ()))).unwrap();
         // Stop the snapshot thread once it has written what it was handed.
         drop(c.snapshot_tick.lock().take());
         c.snapshot_thread.lock().take().unwrap().join().unwrap();

@@ -195,7 +195,7 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Wire limits and time-outs of the HTTP connection loop (its
     /// `max_body_bytes` is the one above).
-    pub wire: crate::http::conn::Limits,
+    pub wire: WireLimits,
     /// Event queue limits and timings.
     pub queues: QueueConfig,
 }
@@ -292,7 +292,7 @@ impl Cli {
         if self.read_timeout_ms == 0 || self.idle_timeout_ms == 0 {
             return Err("--read-timeout-ms and --idle-timeout-ms must be at least 1".into());
         }
-        let wire = crate::http::conn::Limits {
+        let wire = WireLimits {
             max_headers: self.max_headers,
             max_head_bytes: self.max_head_bytes,
             max_body_bytes: self.max_body_bytes,
@@ -337,5 +337,41 @@ impl Cli {
             max_body_bytes: self.max_body_bytes,
             wire,
         })
+    }
+}
+
+/// Limits and time-outs of the connection loop (from `Config`).
+#[derive(Clone, Debug)]
+pub struct WireLimits {
+    /// Most request headers; more is a 431.
+    pub max_headers: usize,
+    /// Largest request head (request line + headers), in bytes; more is a 431.
+    pub max_head_bytes: usize,
+    /// Largest request body, after chunked decoding; more is a 413.
+    pub max_body_bytes: usize,
+    /// Longest a started request head may take to arrive, and longest a
+    /// body may go without progress.
+    pub read_timeout: Duration,
+    /// Longest a keep-alive connection may wait for its next request.
+    pub idle_timeout: Duration,
+    /// Most open connections; a new one past this gets a 503.
+    pub max_connections: usize,
+    /// A diagnostic, off by default: log each request that took at least
+    /// this long from the moment it was all read to its reply encoded (a
+    /// long-poll counts its wait).
+    pub slow_request: Option<Duration>,
+}
+
+impl Default for WireLimits {
+    fn default() -> Self {
+        WireLimits {
+            max_headers: 64,
+            max_head_bytes: 16 * 1024,
+            max_body_bytes: 1024 * 1024,
+            read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(75),
+            max_connections: 10_000,
+            slow_request: None,
+        }
     }
 }

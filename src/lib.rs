@@ -55,7 +55,6 @@ pub mod seed;
 pub mod send;
 pub mod server;
 pub mod state;
-pub mod system_bots;
-#[cfg(test)]
-pub(crate) mod testkit;
+#[doc(hidden)]
+pub mod testkit;
 pub mod view;

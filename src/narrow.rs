@@ -646,7 +646,7 @@ mod tests {
 
     use super::*;
     use crate::apply::apply;
-    use crate::seed::{self, NewChannel, NewUser};
+    use crate::mutation::build::{self, NewChannel, NewUser};
     use crate::state::Role;
 
     /// A realm with three members, a public and a private channel (the
@@ -659,14 +659,14 @@ mod tests {
             seq += 1;
             apply(&state, seq, &m);
         };
-        step(seed::realm(&state, "", "T", 0).unwrap());
-        step(seed::realm(&state, "other", "O", 0).unwrap());
+        step(build::realm(&state, "", "T", 0).unwrap());
+        step(build::realm(&state, "other", "O", 0).unwrap());
         let realm = state.realm_by_subdomain("").unwrap();
         let other = state.realm_by_subdomain("other").unwrap();
         for (i, r) in [realm.id, realm.id, realm.id, other.id].iter().enumerate() {
             let email = format!("u{i}@t.test");
             let new = NewUser { email: &email, full_name: &email, role: Role::Member, bot: None };
-            step(seed::user(&state, *r, &new, String::new(), 0).unwrap());
+            step(build::user(&state, *r, &new, String::new(), 0).unwrap());
         }
         let users: Vec<User> = (1..=4)
             .map(|i| {
@@ -687,7 +687,7 @@ mod tests {
                 creator: None,
                 subscribers: subs,
             };
-            step(seed::channel(&state, &realm, &new, 0).unwrap());
+            step(build::channel(&state, &realm, &new, 0).unwrap());
         }
         let new = NewChannel {
             name: "general",
@@ -696,7 +696,7 @@ mod tests {
             creator: None,
             subscribers: &ids[3..],
         };
-        step(seed::channel(&state, &other, &new, 0).unwrap());
+        step(build::channel(&state, &other, &new, 0).unwrap());
         (state, users)
     }
 

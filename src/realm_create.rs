@@ -5,8 +5,8 @@
 use crate::api::accounts::{check_email, check_full_name};
 use crate::api::App;
 use crate::entropy;
+use crate::mutation::build::{self, NewUser};
 use crate::mutation::Mutation;
-use crate::seed::{self, NewUser};
 use crate::state::{Role, User};
 
 /// Longest organization name.
@@ -41,18 +41,18 @@ pub fn create(
     let key = entropy::api_key();
     app.committer
         .commit(|s| {
-            let mut realm = seed::realm(s, &subdomain, name, now)?;
+            let mut realm = build::realm(s, &subdomain, name, now)?;
             let Mutation::CreateRealm { realm: r, .. } = &mut realm else { unreachable!() };
             r.settings.enable_spectator_access = public;
             // One record: the realm never exists without its owner.
             let new =
                 NewUser { email: &email, full_name: &full_name, role: Role::Owner, bot: None };
-            let Mutation::CreateUser(user) = seed::user(s, r.id, &new, key, now)? else {
+            let Mutation::CreateUser(user) = build::user(s, r.id, &new, key, now)? else {
                 unreachable!()
             };
             let owner = user.clone();
             // And the realm's system bots (Notification Bot, Welcome Bot).
-            let bots = crate::system_bots::missing(s, r.id, user.id.0 + 1, now);
+            let bots = crate::mutation::build::system_bots(s, r.id, user.id.0 + 1, now);
             let parts = vec![realm, Mutation::CreateUser(user), Mutation::CreateSystemBots(bots)];
             Ok((Mutation::Batch(parts), owner))
         })

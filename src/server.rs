@@ -7,10 +7,14 @@ use std::sync::{Arc, OnceLock};
 use crate::api::App;
 use crate::commit::{Committer, Durable, SnapshotPolicy};
 use crate::config::Config;
+use crate::entropy;
+use crate::error::ApiResult;
 use crate::events::{Hub, Realtime};
 use crate::http::{conn, Service};
+use crate::mutation::Mutation;
 use crate::persist;
-use crate::seed::{self, Credential};
+use crate::seed::Credential;
+use crate::state::{IdKind, State, User};
 
 /// Coroutine stack size in words (8 bytes each): 256 KiB. may's default of
 /// 32 KiB overflows on modest recursion in debug builds.
@@ -91,8 +95,7 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
         _data_dir_lock: report.lock,
     });
     // Realms from before system bots existed get theirs now.
-    crate::system_bots::ensure(&app)
-        .map_err(|e| format!("creating the system bots failed: {}", e.msg))?;
+    ensure_system_bots(&app).map_err(|e| format!("creating the system bots failed: {}", e.msg))?;
     Ok(app)
 }
 
@@ -132,7 +135,11 @@ pub fn start(config: Config) -> Result<Server, String> {
     let requested = resolve_listen(&config.listen)?;
     let app = open_app(config)?;
     let credentials = if app.config.dev {
-        seed::seed_dev(&app).map_err(|e| format!("seeding the dev realm failed: {}", e.msg))?
+        let credentials = crate::seed::seed_dev(&app)
+            .map_err(|e| format!("seeding the dev realm failed: {}", e.msg))?;
+        ensure_system_bots(&app)
+            .map_err(|e| format!("creating the system bots failed: {}", e.msg))?;
+        credentials
     } else {
         Vec::new()
     };
@@ -214,4 +221,23 @@ fn resolve_listen(listen: &str) -> Result<SocketAddr, String> {
         .map_err(|e| format!("bad --listen address {listen:?}: {e}"))?
         .next()
         .ok_or_else(|| format!("--listen {listen:?} resolves to no address"))
+}
+
+/// Gives every realm the system bots it lacks (at start-up, before
+/// serving); writes nothing when none is missing.
+pub fn ensure_system_bots(app: &App) -> ApiResult<()> {
+    let now = entropy::now();
+    let build = |s: &State| {
+        let mut bots: Vec<User> = Vec::new();
+        let realms = s.realms.collect_sorted(|_, _| true);
+        for (id, _) in realms {
+            let first = s.ids.peek(IdKind::User) + bots.len() as u64;
+            bots.extend(crate::mutation::build::system_bots(s, id, first, now));
+        }
+        bots
+    };
+    if build(&app.state).is_empty() {
+        return Ok(());
+    }
+    app.committer.commit(|s| Ok((Mutation::CreateSystemBots(build(s)), ())))
 }

@@ -322,8 +322,8 @@ fn resolving_a_topic_posts_the_resolved_notice() {
 
 #[test]
 fn a_data_dir_from_before_system_bots_gets_them() {
+    use natter::mutation::build::{self, NewUser};
     use natter::mutation::Mutation;
-    use natter::seed::{self, NewUser};
     use natter::state::Role;
     let mut server = TestServer::start();
     server.stop();
@@ -333,7 +333,7 @@ fn a_data_dir_from_before_system_bots_gets_them() {
     // records plus a snapshot, no system bots.
     {
         let (state, wal, _report) = natter::persist::open(&data, wal::Options::default()).unwrap();
-        let realm = seed::realm(&state, "", "Old", 0).unwrap();
+        let realm = build::realm(&state, "", "Old", 0).unwrap();
         let mut seq = 0;
         let mut step = |m: Mutation| {
             seq = wal.append(&natter::persist::encode_mutation(&m)).unwrap();
@@ -343,7 +343,7 @@ fn a_data_dir_from_before_system_bots_gets_them() {
         let realm = state.realm_by_subdomain("").unwrap();
         let owner =
             NewUser { email: "old@natter.test", full_name: "Old", role: Role::Owner, bot: None };
-        step(seed::user(&state, realm.id, &owner, "k".repeat(32), 0).unwrap());
+        step(build::user(&state, realm.id, &owner, "k".repeat(32), 0).unwrap());
         natter::persist::snapshot::write(&natter::persist::snapshot_dir(&data), &state.image())
             .unwrap();
         wal.close().unwrap();

@@ -20,8 +20,8 @@ use serde_json::json;
 use natter::api::params::Params;
 use natter::api::{self, App, Call, Handler, Reply};
 use natter::error::ApiResult;
+use natter::mutation::build::{self, NewChannel};
 use natter::mutation::{ChannelChange, Mutation};
-use natter::seed::{self, NewChannel};
 use natter::state::{access, ChannelId, MessageId, User};
 
 const ROLES: [&str; 5] = [
@@ -92,7 +92,7 @@ impl Realm {
     /// (its only subscriber), with one message from her.
     fn new(kind: Kind, subscribed: bool) -> Realm {
         let dir = tempfile::tempdir().unwrap();
-        let app = natter::seed::in_process_dev_app(&dir.path().join("data"), &[]);
+        let app = natter::testkit::in_process_dev_app(&dir.path().join("data"), &[]);
         let realm = app.state.realm_by_subdomain("").unwrap();
         let creator = app.state.user_by_email(realm.id, CREATOR).unwrap();
         let private = matches!(kind, Kind::Private | Kind::ProtectedHistory);
@@ -106,7 +106,7 @@ impl Realm {
                     creator: Some(creator.id),
                     subscribers: &[creator.id],
                 };
-                let m = seed::channel(s, &realm, &new, 0)?;
+                let m = build::channel(s, &realm, &new, 0)?;
                 let Mutation::CreateChannel { channel, .. } = &m else { unreachable!() };
                 let id = channel.id;
                 Ok((m, id))

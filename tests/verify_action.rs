@@ -19,8 +19,8 @@ use serde_json::{json, Value};
 use natter::api::params::Params;
 use natter::api::{self, App, Call, Handler, Reply};
 use natter::error::ApiResult;
+use natter::mutation::build;
 use natter::mutation::Mutation;
-use natter::seed;
 use natter::state::{Subscription, User};
 
 const HAMLET: &str = "hamlet@natter.test"; // member; general, Denmark, core team
@@ -37,7 +37,7 @@ pub struct Harness {
 impl Harness {
     pub fn new() -> Harness {
         let dir = tempfile::tempdir().unwrap();
-        let app = natter::seed::in_process_dev_app(&dir.path().join("data"), &[]);
+        let app = natter::testkit::in_process_dev_app(&dir.path().join("data"), &[]);
         Harness { app, _dir: dir }
     }
 
@@ -704,14 +704,14 @@ fn first_message_in_a_channel() {
     let realm = h.app.state.realm_by_subdomain("").unwrap();
     let (hamlet, othello) = (h.user(HAMLET).id, h.user(OTHELLO).id);
     h.commit(|s| {
-        let new = seed::NewChannel {
+        let new = build::NewChannel {
             name: "quiet",
             description: "",
             invite_only: false,
             creator: Some(hamlet),
             subscribers: &[hamlet, othello],
         };
-        seed::channel(s, &realm, &new, 0).unwrap()
+        build::channel(s, &realm, &new, 0).unwrap()
     });
     let send_it = |h: &Harness| {
         send(h, HAMLET, &[("type", "stream"), ("to", "quiet"), ("topic", "t"), ("content", "1")]);
@@ -796,13 +796,13 @@ fn realm_user_add() {
     let realm = h.app.state.realm_by_subdomain("").unwrap();
     let new_user = |h: &Harness| {
         h.commit(|s| {
-            let new = seed::NewUser {
+            let new = build::NewUser {
                 email: "ophelia@natter.test",
                 full_name: "Ophelia",
                 role: natter::state::Role::Member,
                 bot: None,
             };
-            seed::user(s, realm.id, &new, "k".repeat(32), 0).unwrap()
+            build::user(s, realm.id, &new, "k".repeat(32), 0).unwrap()
         });
     };
     // role:members, role:fullmembers, role:everyone, role:internet.
@@ -821,14 +821,14 @@ fn channel_create_and_subscribe() {
         let realm = realm.clone();
         move |h: &Harness| {
             h.commit(|s| {
-                let new = seed::NewChannel {
+                let new = build::NewChannel {
                     name,
                     description: "new",
                     invite_only: private,
                     creator: Some(othello),
                     subscribers: &[othello],
                 };
-                seed::channel(s, &realm, &new, 0).unwrap()
+                build::channel(s, &realm, &new, 0).unwrap()
             });
         }
     };

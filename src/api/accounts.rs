@@ -15,9 +15,9 @@ use super::profile_fields;
 use super::{App, Call, Reply};
 use crate::entropy;
 use crate::error::{ApiError, ApiResult};
+use crate::mutation::build::{self, NewUser};
 use crate::mutation::{Mutation, UserChange};
 use crate::reply;
-use crate::seed::{self, NewUser};
 use crate::state::{BotType, RealmId, Role, State, User, UserId};
 use crate::view::user::UserOptions;
 
@@ -281,8 +281,8 @@ pub fn create_user(app: &App, call: &mut Call) -> ApiResult<Reply> {
             return Err(ApiError::bad_request(format!("Email '{email}' already in use")));
         }
         let new = NewUser { email: &email, full_name: &full_name, role: Role::Member, bot: None };
-        let m = seed::user(s, me.realm, &new, key, now)?;
-        let Mutation::CreateUser(u) = &m else { unreachable!("seed::user creates a user") };
+        let m = build::user(s, me.realm, &new, key, now)?;
+        let Mutation::CreateUser(u) = &m else { unreachable!("build::user creates a user") };
         let id = u.id;
         let m = match hash {
             Some(hash) => Mutation::Batch(vec![m, Mutation::SetPassword { user: id, hash }]),
@@ -363,8 +363,8 @@ pub fn create_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
             role: Role::Member,
             bot: Some((bot_type, me.id)),
         };
-        let m = seed::user(s, me.realm, &new, key, now)?;
-        let Mutation::CreateUser(u) = &m else { unreachable!("seed::user creates a user") };
+        let m = build::user(s, me.realm, &new, key, now)?;
+        let Mutation::CreateUser(u) = &m else { unreachable!("build::user creates a user") };
         let u = u.clone();
         Ok((m, u))
     })?;

@@ -499,7 +499,7 @@ pub fn register_invitee(app: &App, call: &mut Call) -> ApiResult<Reply> {
             .filter(|c| seen.insert(*c))
             .filter(|c| state.channels.read(c, |ch| !ch.is_archived) == Some(true))
             .enumerate()
-            .map(|(i, c)| (c, crate::seed::subscription(state, id, i).color))
+            .map(|(i, c)| (c, crate::mutation::build::subscription(state, id, i).color))
             .collect();
         let groups: Vec<GroupId> = invite
             .groups

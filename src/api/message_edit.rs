@@ -468,7 +468,7 @@ mod tests {
         let mut w = crate::testkit::World::new();
         let realm = w.realm("");
         let first = w.state.ids.peek(crate::state::IdKind::User);
-        let bots = crate::system_bots::missing(&w.state, realm.id, first, 0);
+        let bots = crate::mutation::build::system_bots(&w.state, realm.id, first, 0);
         w.apply(Mutation::CreateSystemBots(bots));
         let member = w.user("", "m@t.test", Role::Member);
         let moderator = w.user("", "mod@t.test", Role::Moderator);
@@ -590,8 +590,8 @@ mod tests {
     /// private channel with only the first; one message from the first.
     fn world() -> (State, u64, Vec<User>, Message, ChannelId) {
         use crate::apply::apply;
+        use crate::mutation::build::{self, NewChannel, NewUser};
         use crate::mutation::NewMessage;
-        use crate::seed::{self, NewChannel, NewUser};
         use crate::state::IdKind;
         let state = State::new();
         let mut seq = 0;
@@ -599,12 +599,12 @@ mod tests {
             seq += 1;
             apply(&state, seq, &m);
         };
-        step(seed::realm(&state, "", "T", 0).unwrap());
+        step(build::realm(&state, "", "T", 0).unwrap());
         let realm = state.realm_by_subdomain("").unwrap();
         for name in ["a", "b", "c"] {
             let email = format!("{name}@t.test");
             let new = NewUser { email: &email, full_name: name, role: Role::Member, bot: None };
-            step(seed::user(&state, realm.id, &new, String::new(), 0).unwrap());
+            step(build::user(&state, realm.id, &new, String::new(), 0).unwrap());
         }
         let users = state.realm_users(realm.id);
         for (name, private, subs) in
@@ -617,7 +617,7 @@ mod tests {
                 creator: None,
                 subscribers: &subs,
             };
-            step(seed::channel(&state, &realm, &new, 0).unwrap());
+            step(build::channel(&state, &realm, &new, 0).unwrap());
         }
         let public = state.channel_by_name(realm.id, "pub").unwrap();
         let private = state.channel_by_name(realm.id, "priv").unwrap();

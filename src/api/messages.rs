@@ -566,7 +566,7 @@ pub fn delete(app: &App, call: &mut Call) -> ApiResult<Reply> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::seed;
+    use crate::mutation::build;
     use crate::state::{RealmId, RealmSettings, SystemGroups};
 
     fn channel(policy: TopicsPolicy) -> Channel {
@@ -597,7 +597,7 @@ mod tests {
             topics_policy: policy,
             folder_id: None,
             is_default: false,
-            permissions: seed::default_permissions(&realm, None),
+            permissions: build::default_permissions(&realm, None),
             first_message_id: None,
             subscribers: Default::default(),
         }
@@ -667,7 +667,7 @@ mod tests {
     /// member; a public channel with the owner and member.
     fn send_world() -> (State, Vec<User>) {
         use crate::apply::apply;
-        use crate::seed::{NewChannel, NewUser};
+        use crate::mutation::build::{NewChannel, NewUser};
         use crate::state::{BotType, Role};
         let state = State::new();
         let mut seq = 0;
@@ -675,7 +675,7 @@ mod tests {
             seq += 1;
             apply(&state, seq, &m);
         };
-        step(seed::realm(&state, "", "T", 0).unwrap());
+        step(build::realm(&state, "", "T", 0).unwrap());
         let realm = state.realm_by_subdomain("").unwrap();
         let people = [
             ("o", Role::Owner, None),
@@ -687,7 +687,7 @@ mod tests {
             let email = format!("{name}@t.test");
             let owner = state.realm_users(realm.id).get(1).map(|u| u.id);
             let new = NewUser { email: &email, full_name: name, role, bot: bot.zip(owner) };
-            step(seed::user(&state, realm.id, &new, String::new(), 0).unwrap());
+            step(build::user(&state, realm.id, &new, String::new(), 0).unwrap());
         }
         let users = state.realm_users(realm.id);
         let gone = User { is_active: false, ..users[3].clone() };
@@ -699,7 +699,7 @@ mod tests {
             creator: Some(users[0].id),
             subscribers: &[users[0].id, users[1].id],
         };
-        step(seed::channel(&state, &realm, &new, 0).unwrap());
+        step(build::channel(&state, &realm, &new, 0).unwrap());
         (state, users)
     }
 

@@ -125,8 +125,8 @@ mod tests {
 
     use crate::apply::apply;
     use crate::events::{Audience, Event};
+    use crate::mutation::build::{self, NewChannel, NewUser};
     use crate::mutation::{Mutation, NewMessage};
-    use crate::seed::{self, NewChannel, NewUser};
     use crate::state::access::delete_refusal;
     use crate::state::messages::{Reaction, ReactionType};
     use crate::state::{
@@ -143,12 +143,12 @@ mod tests {
             seq += 1;
             apply(&state, seq, &m)
         };
-        step(seed::realm(&state, "", "T", 0).unwrap());
+        step(build::realm(&state, "", "T", 0).unwrap());
         let realm = state.realm_by_subdomain("").unwrap();
         for (i, role) in [Role::Owner, Role::Member, Role::Member, Role::Guest].iter().enumerate() {
             let email = format!("u{i}@t.test");
             let new = NewUser { email: &email, full_name: &email, role: *role, bot: None };
-            step(seed::user(&state, realm.id, &new, String::new(), 0).unwrap());
+            step(build::user(&state, realm.id, &new, String::new(), 0).unwrap());
         }
         let users = state.realm_users(realm.id);
         let new = NewChannel {
@@ -158,7 +158,7 @@ mod tests {
             creator: Some(users[0].id),
             subscribers: &[users[0].id, users[1].id],
         };
-        step(seed::channel(&state, &realm, &new, 0).unwrap());
+        step(build::channel(&state, &realm, &new, 0).unwrap());
         let channel = state.channel_by_name(realm.id, "secret").unwrap();
         let message = Message::from(MessageParts {
             id: MessageId(state.ids.peek(IdKind::Message)),

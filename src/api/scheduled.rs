@@ -356,7 +356,7 @@ mod tests {
     use crate::api::params::Params;
     use crate::config::Cli;
     use crate::events::{Audience, Event};
-    use crate::seed::{self, NewUser};
+    use crate::mutation::build::{self, NewUser};
     use crate::state::system_bots::SystemBot;
     use crate::state::{Role, Subscription};
 
@@ -370,7 +370,8 @@ mod tests {
         let path = dir.path().to_str().unwrap().to_owned();
         let config = Cli::parse_from(["natter", "--dev", "--data-dir", &path]).resolve().unwrap();
         let app = crate::server::open_app(config).unwrap();
-        seed::seed_dev(&app).unwrap();
+        crate::seed::seed_dev(&app).unwrap();
+        crate::server::ensure_system_bots(&app).unwrap();
         Fixture { app, _dir: dir }
     }
 
@@ -427,7 +428,7 @@ mod tests {
             let email = format!("extra{i}@natter.test");
             let new = NewUser { email: &email, full_name: "Extra", role: Role::Member, bot: None };
             app.committer
-                .commit(|s| Ok((seed::user(s, realm.id, &new, entropy::api_key(), 0)?, ())))
+                .commit(|s| Ok((build::user(s, realm.id, &new, entropy::api_key(), 0)?, ())))
                 .unwrap();
             let extra = user(app, &email);
             let sub = Subscription::new("#76ce90".into());

@@ -349,17 +349,17 @@ mod tests {
 
     use crate::apply::apply;
     use crate::events::{Audience, Event};
-    use crate::seed::{self, NewUser};
+    use crate::mutation::build::{self, NewUser};
     use crate::state::settings::SettingsChange;
     use crate::state::Role;
 
     /// A state with one realm and one user, built through `apply`.
     fn one_user() -> (State, User) {
         let state = State::new();
-        apply(&state, 1, &seed::realm(&state, "", "R", 0).unwrap());
+        apply(&state, 1, &build::realm(&state, "", "R", 0).unwrap());
         let realm = state.realm_by_subdomain("").unwrap().id;
         let new = NewUser { email: "a@x.test", full_name: "Ann", role: Role::Member, bot: None };
-        apply(&state, 2, &seed::user(&state, realm, &new, "k".repeat(32), 0).unwrap());
+        apply(&state, 2, &build::user(&state, realm, &new, "k".repeat(32), 0).unwrap());
         let user = state.user_by_email(realm, "a@x.test").unwrap();
         (state, user)
     }

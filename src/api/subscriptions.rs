@@ -15,9 +15,9 @@ use super::{App, Call, Reply};
 use crate::entropy;
 use crate::error::{ApiError, ApiResult};
 use crate::markdown;
+use crate::mutation::build;
 use crate::mutation::{ChannelPermission, Mutation, NotificationSetting, SubscriptionChange};
 use crate::reply;
-use crate::seed;
 use crate::state::access::can_see_subscribers;
 use crate::state::access::{self, can_see_channel};
 use crate::state::{
@@ -309,7 +309,7 @@ pub fn subscribe(app: &App, call: &mut Call) -> ApiResult<Reply> {
                     continue;
                 }
                 let offset = offsets.entry(target.id).or_default();
-                new_subs.push((target.id, seed::subscription(s, target.id, *offset)));
+                new_subs.push((target.id, build::subscription(s, target.id, *offset)));
                 *offset += 1;
                 plan.subscribed.entry(target.id).or_default().push(channel.name.clone());
             }
@@ -363,7 +363,7 @@ fn new_channel(
     if c.retention.is_some() && me.role != Role::Owner {
         return Err(ApiError::bad_request("Must be an organization owner"));
     }
-    let mut permissions = seed::default_permissions(realm, Some(me.id));
+    let mut permissions = build::default_permissions(realm, Some(me.id));
     for (which, setting) in &c.permissions {
         *which.slot(&mut permissions) = setting.clone();
     }

@@ -136,8 +136,8 @@ pub fn typing_event(
 mod tests {
     use super::*;
     use crate::apply::apply;
+    use crate::mutation::build::{self, NewChannel, NewUser};
     use crate::mutation::Mutation;
-    use crate::seed::{self, NewChannel, NewUser};
     use crate::state::settings::{SettingValue, SettingsChange};
     use crate::state::Role;
 
@@ -156,7 +156,7 @@ mod tests {
             let realm = self.state.realm_by_subdomain("").unwrap().id;
             let email = format!("{name}@x.test");
             let new = NewUser { email: &email, full_name: name, role, bot: None };
-            let m = seed::user(&self.state, realm, &new, "k".repeat(32), 0).unwrap();
+            let m = build::user(&self.state, realm, &new, "k".repeat(32), 0).unwrap();
             self.apply(m);
             self.state.user_by_email(realm, &email).unwrap()
         }
@@ -164,7 +164,7 @@ mod tests {
 
     fn world() -> World {
         let mut w = World { state: State::new(), seq: 0 };
-        let m = seed::realm(&w.state, "", "R", 0).unwrap();
+        let m = build::realm(&w.state, "", "R", 0).unwrap();
         w.apply(m);
         w
     }
@@ -232,7 +232,7 @@ mod tests {
                 creator: Some(a.id),
                 subscribers: &subscribers,
             };
-            let m = seed::channel(&w.state, &realm, &new, 0).unwrap();
+            let m = build::channel(&w.state, &realm, &new, 0).unwrap();
             w.apply(m);
             w.state.channel_by_name(realm.id, name).unwrap().id.0
         };

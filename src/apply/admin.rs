@@ -349,7 +349,7 @@ pub fn update_users(state: &State, changes: &[(UserId, UserChange)]) -> Vec<Even
                 events.push(broadcast(realm, person(json!({"custom_profile_field": field_json}))));
             }
         }
-        events.extend(crate::view::bots::on_change(state, &before, change));
+        events.extend(super::bots::on_change(state, &before, change));
     }
     events
 }

@@ -9,6 +9,7 @@
 //! commit, so it panics: replay refuses to limp on with diverged state.
 
 pub mod admin;
+mod bots;
 pub(crate) mod personal;
 pub mod replay;
 mod settings;
@@ -129,7 +130,7 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
             state.ids.claim(IdKind::User, user.id.0);
             state.index_user(user.clone());
             let mut events = vec![Event::RealmUserAdd { realm: user.realm, user: user.id }];
-            events.extend(crate::view::bots::on_create(state, user));
+            events.extend(bots::on_create(state, user));
             events
         }
         Mutation::CreateChannel { channel, subscribers } => {

@@ -266,9 +266,9 @@ fn invites_changed(state: &State, realm: RealmId, inviter: UserId) -> Event {
 mod tests {
     use super::*;
     use crate::apply::apply;
+    use crate::mutation::build::{self, NewUser};
     use crate::mutation::Mutation;
     use crate::persist::snapshot;
-    use crate::seed::{self, NewUser};
     use crate::state::personal::{
         Draft, Invite, NavigationView, Playground, PushKind, PushToken, SavedSnippet, UserStatus,
     };
@@ -284,12 +284,12 @@ mod tests {
             seq += 1;
             apply(&state, seq, &m)
         };
-        step(seed::realm(&state, "", "R", 0).unwrap());
+        step(build::realm(&state, "", "R", 0).unwrap());
         let realm = state.realm_by_subdomain("").unwrap().id;
         for name in ["a", "b"] {
             let email = format!("{name}@x.test");
             let new = NewUser { email: &email, full_name: name, role: Role::Member, bot: None };
-            step(seed::user(&state, realm, &new, "k".repeat(32), 0).unwrap());
+            step(build::user(&state, realm, &new, "k".repeat(32), 0).unwrap());
         }
         let (a, b) = (UserId(1), UserId(2));
         let changes = vec![

@@ -186,9 +186,9 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::mutation::build::{self, NewChannel, NewUser};
     use crate::mutation::FlagsChange;
     use crate::persist::snapshot;
-    use crate::seed::{self, NewChannel, NewUser};
     use crate::state::indexes::TopicEntry;
     use crate::state::personal::PersonalChange;
     use crate::state::{IdKind, IdSet, MessageParts, RecipientId, Role};
@@ -239,13 +239,13 @@ mod tests {
             apply(state, state.applied_seq() + 1, &m);
             log.push(m);
         };
-        step(seed::realm(state, "", "R", 0).unwrap());
+        step(build::realm(state, "", "R", 0).unwrap());
         let realm = state.realm_by_subdomain("").unwrap();
         let mut users = Vec::new();
         for i in 0..5 {
             let email = format!("u{i}@r.test");
             let new = NewUser { email: &email, full_name: "U", role: Role::Member, bot: None };
-            step(seed::user(state, realm.id, &new, format!("{i:0>32}"), 0).unwrap());
+            step(build::user(state, realm.id, &new, format!("{i:0>32}"), 0).unwrap());
             users.push(state.user_by_email(realm.id, &email).unwrap().id);
         }
         for (name, invite_only, members) in
@@ -258,7 +258,7 @@ mod tests {
                 creator: None,
                 subscribers: members,
             };
-            step(seed::channel(state, &realm, &new, 0).unwrap());
+            step(build::channel(state, &realm, &new, 0).unwrap());
         }
         let channels =
             ["general", "secret"].map(|name| state.channel_by_name(realm.id, name).unwrap());
@@ -275,7 +275,7 @@ mod tests {
                     if subscribed {
                         Mutation::Unsubscribe { channel: secret, users: vec![user] }
                     } else {
-                        let sub = seed::subscription(state, user, 1);
+                        let sub = build::subscription(state, user, 1);
                         Mutation::Subscribe { channel: secret, subscribers: vec![(user, sub)] }
                     }
                 }
@@ -368,7 +368,7 @@ mod tests {
     fn a_seq_out_of_order_is_refused() {
         let state = State::new();
         let mut replay = Replay::new(&state);
-        replay.apply(2, seed::realm(&state, "", "R", 0).unwrap());
+        replay.apply(2, build::realm(&state, "", "R", 0).unwrap());
     }
 
     #[test]

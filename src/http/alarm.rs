@@ -60,7 +60,7 @@ impl Alarms {
         let alarms = Arc::new(Alarms { origin: Instant::now(), slots: Default::default() });
         let weak: Weak<Alarms> = Arc::downgrade(&alarms);
         let sweeper = may::coroutine::Builder::new().name("natter-alarms".into());
-        let spawned = super::conn::spawn_co(sweeper, move || loop {
+        let spawned = super::spawn::spawn_co(sweeper, move || loop {
             may::coroutine::sleep(TICK);
             match weak.upgrade() {
                 Some(alarms) => alarms.sweep(),
@@ -154,7 +154,7 @@ mod tests {
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         let waiter = Arc::clone(&alarms);
         let started = Instant::now();
-        super::super::conn::spawn_co(may::coroutine::Builder::new(), move || {
+        super::super::spawn::spawn_co(may::coroutine::Builder::new(), move || {
             let slot = waiter.register(&stream);
             let deadline = Instant::now() + Duration::from_millis(120);
             // Readiness events (the socket is writable) end a wait early

@@ -100,16 +100,16 @@ mod tests {
 mod state_tests {
     use super::*;
     use crate::apply::apply;
-    use crate::seed::{self, NewUser};
+    use crate::mutation::build::{self, NewUser};
     use crate::state::Role;
 
     #[test]
     fn deactivated_users_and_realms_are_refused() {
         let state = State::new();
-        apply(&state, 1, &seed::realm(&state, "", "T", 0).unwrap());
+        apply(&state, 1, &build::realm(&state, "", "T", 0).unwrap());
         let realm = state.realm_by_subdomain("").unwrap();
         let new = NewUser { email: "a@t.test", full_name: "A", role: Role::Member, bot: None };
-        apply(&state, 2, &seed::user(&state, realm.id, &new, "k".repeat(32), 0).unwrap());
+        apply(&state, 2, &build::user(&state, realm.id, &new, "k".repeat(32), 0).unwrap());
         let header = format!(
             "Basic {}",
             base64::engine::general_purpose::STANDARD

@@ -30,42 +30,8 @@ use may::net::{TcpListener, TcpStream};
 
 use super::alarm::{AlarmSlot, Alarms};
 use super::response::{self, Response};
-
-/// Limits and time-outs of the connection loop (from `Config`).
-#[derive(Clone, Debug)]
-pub struct Limits {
-    /// Most request headers; more is a 431.
-    pub max_headers: usize,
-    /// Largest request head (request line + headers), in bytes; more is a 431.
-    pub max_head_bytes: usize,
-    /// Largest request body, after chunked decoding; more is a 413.
-    pub max_body_bytes: usize,
-    /// Longest a started request head may take to arrive, and longest a
-    /// body may go without progress.
-    pub read_timeout: Duration,
-    /// Longest a keep-alive connection may wait for its next request.
-    pub idle_timeout: Duration,
-    /// Most open connections; a new one past this gets a 503.
-    pub max_connections: usize,
-    /// A diagnostic, off by default: log each request that took at least
-    /// this long from the moment it was all read to its reply encoded (a
-    /// long-poll counts its wait).
-    pub slow_request: Option<Duration>,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_headers: 64,
-            max_head_bytes: 16 * 1024,
-            max_body_bytes: 1024 * 1024,
-            read_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(75),
-            max_connections: 10_000,
-            slow_request: None,
-        }
-    }
-}
+use super::spawn::SpawnCo;
+use crate::config::WireLimits;
 
 /// The clock time of `at` as `HH:MM:SS.mmm`, UTC: for lining a log line up
 /// with other records of the same moment.
@@ -84,7 +50,12 @@ pub fn clock_time(at: SystemTime) -> String {
 /// With `--slow-request-ms`: when the request read at `began` took at
 /// least that long, one line on stderr with its method, path (never the
 /// query) and time.
-fn note_slow(limits: &Limits, method: &str, target: &str, began: Option<(Instant, SystemTime)>) {
+fn note_slow(
+    limits: &WireLimits,
+    method: &str,
+    target: &str,
+    began: Option<(Instant, SystemTime)>,
+) {
     let (Some(limit), Some((started, at))) = (limits.slow_request, began) else { return };
     let took = started.elapsed();
     if took >= limit {
@@ -130,39 +101,12 @@ pub trait Handler: Send + Sync + 'static {
 pub fn serve<H: Handler>(
     listener: TcpListener,
     handler: Arc<H>,
-    limits: Limits,
+    limits: WireLimits,
 ) -> io::Result<may::coroutine::JoinHandle<()>> {
     let limits = Arc::new(limits);
     may::coroutine::Builder::new().name("natter-accept".into()).spawn_co(move || {
         accept_loop(listener, handler, limits);
     })
-}
-
-/// Spawning a coroutine is `unsafe` in may's API (its soundness rests on
-/// not touching thread-locals across yields); the `go!` macro keeps that
-/// `unsafe` inside may.
-trait SpawnCo {
-    fn spawn_co<F: FnOnce() + Send + 'static>(
-        self,
-        f: F,
-    ) -> io::Result<may::coroutine::JoinHandle<()>>;
-}
-
-impl SpawnCo for may::coroutine::Builder {
-    fn spawn_co<F: FnOnce() + Send + 'static>(
-        self,
-        f: F,
-    ) -> io::Result<may::coroutine::JoinHandle<()>> {
-        may::go!(self, f)
-    }
-}
-
-/// Spawns `f` as a coroutine built by `builder` (see `SpawnCo`).
-pub(super) fn spawn_co<F: FnOnce() + Send + 'static>(
-    builder: may::coroutine::Builder,
-    f: F,
-) -> io::Result<may::coroutine::JoinHandle<()>> {
-    builder.spawn_co(f)
 }
 
 /// Counts a connection as open until dropped.
@@ -174,7 +118,7 @@ impl Drop for OpenSlot {
     }
 }
 
-fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<Limits>) {
+fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<WireLimits>) {
     let open = Arc::new(AtomicUsize::new(0));
     let alarms = Alarms::start();
     // Connections being refused with a 503 (bounded, so a flood cannot
@@ -290,7 +234,7 @@ enum Fill {
 
 struct Conn<'l> {
     stream: Socket,
-    limits: &'l Limits,
+    limits: &'l WireLimits,
     /// Received bytes are `buf[start..end]`; `buf` is always initialized.
     buf: Vec<u8>,
     start: usize,
@@ -363,7 +307,7 @@ impl Socket {
 }
 
 impl<'l> Conn<'l> {
-    fn new(stream: TcpStream, alarm: AlarmSlot, limits: &'l Limits) -> Self {
+    fn new(stream: TcpStream, alarm: AlarmSlot, limits: &'l WireLimits) -> Self {
         let _ = stream.set_nodelay(true);
         // A reply that makes no progress for this long is abandoned.
         let write_timeout = limits.read_timeout;
@@ -942,7 +886,7 @@ mod tests {
         }
     }
 
-    fn start(handler: Arc<Parking>, limits: Limits) -> std::net::SocketAddr {
+    fn start(handler: Arc<Parking>, limits: WireLimits) -> std::net::SocketAddr {
         may::config().set_stack_size(0x8000);
         let listener = may::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
@@ -970,7 +914,8 @@ mod tests {
     #[test]
     fn a_parked_handler_is_not_idle_and_earlier_replies_are_not_held() {
         let handler = Arc::new(Parking { release: may::sync::SyncFlag::new() });
-        let limits = Limits { idle_timeout: Duration::from_millis(100), ..Limits::default() };
+        let limits =
+            WireLimits { idle_timeout: Duration::from_millis(100), ..WireLimits::default() };
         let addr = start(Arc::clone(&handler), limits);
         let mut stream = std::net::TcpStream::connect(addr).unwrap();
         stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();

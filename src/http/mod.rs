@@ -12,6 +12,7 @@ pub mod conn;
 pub mod multipart;
 pub mod response;
 pub mod router;
+mod spawn;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;

@@ -6,8 +6,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use super::conn::Limits;
 use crate::api::{RawFields, Reply};
+use crate::config::WireLimits;
 use crate::error::ApiError;
 use crate::view::json_text::SortedMembers;
 
@@ -75,17 +75,17 @@ pub fn malformed(why: &str) -> ApiError {
 }
 
 /// 413: a body over `--max-body-bytes`.
-pub fn body_too_large(limits: &Limits) -> ApiError {
+pub fn body_too_large(limits: &WireLimits) -> ApiError {
     wire_error(413, format!("Request body larger than {} bytes", limits.max_body_bytes))
 }
 
 /// 431: more headers than `--max-headers`.
-pub fn too_many_headers(limits: &Limits) -> ApiError {
+pub fn too_many_headers(limits: &WireLimits) -> ApiError {
     wire_error(431, format!("More than {} request headers", limits.max_headers))
 }
 
 /// 431: a request head over `--max-head-bytes`.
-pub fn head_too_large(limits: &Limits) -> ApiError {
+pub fn head_too_large(limits: &WireLimits) -> ApiError {
     wire_error(431, format!("Request head larger than {} bytes", limits.max_head_bytes))
 }
 

@@ -6,6 +6,8 @@
 //! types (with those in `state/`) are the on-disk format: changing them
 //! means bumping `persist::FORMAT_VERSION`.
 
+pub mod build;
+
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 

@@ -312,8 +312,8 @@ pub fn replay_log(
 mod tests {
     use super::*;
     use crate::apply::apply;
+    use crate::mutation::build::{self, NewChannel, NewUser};
     use crate::mutation::NewMessage;
-    use crate::seed::{self, NewChannel, NewUser};
     use crate::state::{Destination, IdKind, Message, MessageId, MessageParts, Role};
 
     /// Message number `i`, as first sent (no reactions, no edits).
@@ -347,11 +347,11 @@ mod tests {
             apply(state, state.applied_seq() + 1, &m);
             log.push(m);
         };
-        step(seed::realm(state, "", "Test", 1_700_000_000).unwrap());
+        step(build::realm(state, "", "Test", 1_700_000_000).unwrap());
         let realm = state.realm_by_subdomain("").unwrap();
         for (i, email) in ["a@x.test", "b@x.test"].iter().enumerate() {
             let new = NewUser { email, full_name: email, role: Role::Member, bot: None };
-            step(seed::user(state, realm.id, &new, format!("{i:0>32}"), 1_700_000_001).unwrap());
+            step(build::user(state, realm.id, &new, format!("{i:0>32}"), 1_700_000_001).unwrap());
         }
         let users = [crate::state::UserId(1), crate::state::UserId(2)];
         let new = NewChannel {
@@ -361,7 +361,7 @@ mod tests {
             creator: None,
             subscribers: &users,
         };
-        step(seed::channel(state, &realm, &new, 1_700_000_002).unwrap());
+        step(build::channel(state, &realm, &new, 1_700_000_002).unwrap());
         let channel = state.channel_by_name(realm.id, "general").unwrap();
         for i in 0..n {
             let destination =
@@ -707,8 +707,8 @@ mod tests {
             apply(state, state.applied_seq() + 1, &m);
             log.push(m);
         };
-        step(seed::realm(state, "", "A", 0).unwrap());
-        step(seed::realm(state, "b", "B", 0).unwrap());
+        step(build::realm(state, "", "A", 0).unwrap());
+        step(build::realm(state, "b", "B", 0).unwrap());
         let realms =
             [state.realm_by_subdomain("").unwrap(), state.realm_by_subdomain("b").unwrap()];
         for i in 0..steps {
@@ -732,7 +732,7 @@ mod tests {
                     let email = format!("u{i}@r{}.test", realm.id);
                     let new =
                         NewUser { email: &email, full_name: "U", role: Role::Member, bot: None };
-                    seed::user(state, realm.id, &new, format!("{i:0>32}"), i as i64).unwrap()
+                    build::user(state, realm.id, &new, format!("{i:0>32}"), i as i64).unwrap()
                 }
                 1 => {
                     let name = format!("c{i}");
@@ -744,7 +744,7 @@ mod tests {
                         creator: Some(subscribers[0]),
                         subscribers: &subscribers,
                     };
-                    seed::channel(state, realm, &new, i as i64).unwrap()
+                    build::channel(state, realm, &new, i as i64).unwrap()
                 }
                 2 => {
                     let channel = channels[rng.below(channels.len() as u64) as usize];
@@ -754,7 +754,7 @@ mod tests {
                     let subscribers = if already {
                         Vec::new()
                     } else {
-                        vec![(user, seed::subscription(state, user, 0))]
+                        vec![(user, build::subscription(state, user, 0))]
                     };
                     Mutation::Subscribe { channel, subscribers }
                 }
@@ -913,7 +913,9 @@ mod tests {
         };
         let realm = live.realm_by_subdomain("").unwrap();
         let first = live.ids.peek(IdKind::User);
-        step(Mutation::CreateSystemBots(crate::system_bots::missing(&live, realm.id, first, 5)));
+        step(Mutation::CreateSystemBots(crate::mutation::build::system_bots(
+            &live, realm.id, first, 5,
+        )));
         let bot = live.system_bot(realm.id, SystemBot::Notification).unwrap();
         assert!(live.realm_users(realm.id).iter().all(|u| !u.is_system_bot()));
         let channel = live.channel_by_name(realm.id, "general").unwrap();

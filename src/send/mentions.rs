@@ -165,8 +165,8 @@ mod tests {
     use super::*;
     use crate::apply::apply;
     use crate::markdown::render_message;
+    use crate::mutation::build::{self, NewChannel, NewUser};
     use crate::mutation::Mutation;
-    use crate::seed::{self, NewChannel, NewUser};
     use crate::state::{Group, GroupSetting, Role};
 
     struct Realm {
@@ -185,7 +185,7 @@ mod tests {
     /// and a channel "big" everyone is in.
     fn realm(members: usize) -> (Realm, Vec<User>) {
         let mut r = Realm { state: State::new(), seq: 0 };
-        let m = seed::realm(&r.state, "", "T", 0).unwrap();
+        let m = build::realm(&r.state, "", "T", 0).unwrap();
         r.step(m);
         let realm = r.state.realm_by_subdomain("").unwrap();
         for i in 0..=members {
@@ -193,7 +193,7 @@ mod tests {
             let name = if i >= members - 1 { "Twin".to_owned() } else { format!("User {i}") };
             let role = if i == 0 { Role::Owner } else { Role::Member };
             let new = NewUser { email: &email, full_name: &name, role, bot: None };
-            let m = seed::user(&r.state, realm.id, &new, String::new(), 0).unwrap();
+            let m = build::user(&r.state, realm.id, &new, String::new(), 0).unwrap();
             r.step(m);
         }
         let users = r.state.realm_users(realm.id);
@@ -205,7 +205,7 @@ mod tests {
             creator: Some(ids[0]),
             subscribers: &ids,
         };
-        let m = seed::channel(&r.state, &realm, &new, 0).unwrap();
+        let m = build::channel(&r.state, &realm, &new, 0).unwrap();
         r.step(m);
         (r, users)
     }

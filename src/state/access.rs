@@ -488,11 +488,20 @@ pub fn web_public_access_enabled(state: &State, realm: &Realm) -> bool {
     found
 }
 
+/// Whether `user` administers `bot` (an active administrator of its realm,
+/// or its owner).
+pub fn administers(user: &User, bot: &User) -> bool {
+    user.realm == bot.realm
+        && user.is_active
+        && !user.is_bot()
+        && (user.role.is_admin() || bot.bot_owner == Some(user.id))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::apply::apply;
-    use crate::seed::{self, NewChannel, NewUser};
+    use crate::mutation::build::{self, NewChannel, NewUser};
     use crate::state::{Group, GroupId, UserId};
 
     /// A realm with one user per role, and a public channel with only the
@@ -504,13 +513,13 @@ mod tests {
             seq += 1;
             apply(&state, seq, &m);
         };
-        step(seed::realm(&state, "", "T", 0).unwrap());
+        step(build::realm(&state, "", "T", 0).unwrap());
         let realm = state.realm_by_subdomain("").unwrap();
         let roles = [Role::Owner, Role::Administrator, Role::Moderator, Role::Member, Role::Guest];
         for (i, role) in roles.iter().enumerate() {
             let email = format!("u{i}@t.test");
             let new = NewUser { email: &email, full_name: &email, role: *role, bot: None };
-            step(seed::user(&state, realm.id, &new, String::new(), 0).unwrap());
+            step(build::user(&state, realm.id, &new, String::new(), 0).unwrap());
         }
         let users = state.realm_users(realm.id);
         let new = NewChannel {
@@ -520,7 +529,7 @@ mod tests {
             creator: Some(users[0].id),
             subscribers: &[users[0].id],
         };
-        step(seed::channel(&state, &realm, &new, 0).unwrap());
+        step(build::channel(&state, &realm, &new, 0).unwrap());
         let channel = state.channel_by_name(realm.id, "c").unwrap();
         (state, users, channel)
     }

@@ -108,10 +108,11 @@ fn takes_hint(message: &Message) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use crate::mutation::build::{self, NewUser};
     use crate::mutation::Mutation;
-    use crate::seed::{self, NewUser};
     use crate::state::messages::{Reaction, ReactionType};
     use crate::state::{MessageId, Role, State};
+    use crate::testkit;
 
     /// Every message's holders, as hinted and by the scan.
     fn both(state: &State) -> Vec<(Vec<crate::state::UserId>, Vec<crate::state::UserId>)> {
@@ -123,7 +124,7 @@ mod tests {
 
     #[test]
     fn hinted_holders_match_the_scan_after_late_rows_and_removals() {
-        let state = seed::bench_state(30, 4, &mut |_| {});
+        let state = testkit::bench_state(30, 4, &mut |_| {});
         let pairs = both(&state);
         assert_eq!(pairs.len(), 30);
         for (hinted, scanned) in &pairs {
@@ -137,7 +138,7 @@ mod tests {
         let realm = state.realm_by_subdomain("").unwrap();
         let new =
             NewUser { email: "late@b.test", full_name: "Late", role: Role::Member, bot: None };
-        let add = seed::user(&state, realm.id, &new, String::new(), 0).unwrap();
+        let add = build::user(&state, realm.id, &new, String::new(), 0).unwrap();
         crate::apply::apply(&state, state.applied_seq() + 1, &add);
         let late = state.user_by_email(realm.id, "late@b.test").unwrap().id;
         let reaction = Reaction {

@@ -5,7 +5,6 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use super::ids::{GroupId, RealmId, UserId};
-use super::realm::SystemGroup;
 
 /// A user group. System groups are groups too; their membership follows
 /// from roles, so `direct_members` stays empty for them.
@@ -47,4 +46,64 @@ pub enum GroupSetting {
         /// Groups whose members are included.
         direct_subgroups: BTreeSet<GroupId>,
     },
+}
+
+/// The role-based system groups of one realm (Zulip's `role:*` groups).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SystemGroup {
+    /// `role:owners`.
+    Owners,
+    /// `role:administrators` (contains owners).
+    Administrators,
+    /// `role:moderators` (contains administrators).
+    Moderators,
+    /// `role:fullmembers` (contains moderators).
+    FullMembers,
+    /// `role:members`: everyone but guests.
+    Members,
+    /// `role:everyone`: guests too.
+    Everyone,
+    /// `role:internet`: everyone plus logged-out spectators.
+    Internet,
+    /// `role:nobody`: empty.
+    Nobody,
+}
+
+impl SystemGroup {
+    /// All of them, in id-allocation order.
+    pub const ALL: [SystemGroup; 8] = [
+        SystemGroup::Owners,
+        SystemGroup::Administrators,
+        SystemGroup::Moderators,
+        SystemGroup::FullMembers,
+        SystemGroup::Members,
+        SystemGroup::Everyone,
+        SystemGroup::Internet,
+        SystemGroup::Nobody,
+    ];
+
+    /// Zulip's name for the group.
+    pub fn name(self) -> &'static str {
+        match self {
+            SystemGroup::Owners => "role:owners",
+            SystemGroup::Administrators => "role:administrators",
+            SystemGroup::Moderators => "role:moderators",
+            SystemGroup::FullMembers => "role:fullmembers",
+            SystemGroup::Members => "role:members",
+            SystemGroup::Everyone => "role:everyone",
+            SystemGroup::Internet => "role:internet",
+            SystemGroup::Nobody => "role:nobody",
+        }
+    }
+}
+
+/// Ids of a realm's system groups, indexed like `SystemGroup::ALL`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemGroups(pub [GroupId; 8]);
+
+impl SystemGroups {
+    /// The id of one system group.
+    pub fn id(&self, group: SystemGroup) -> GroupId {
+        self.0[group as usize]
+    }
 }

@@ -39,12 +39,12 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub use channels::{Channel, ChannelPermissions, Subscription, TopicsPolicy};
-pub use groups::{Group, GroupSetting};
+pub use groups::{Group, GroupSetting, SystemGroup, SystemGroups};
 pub use ids::{ChannelId, Counters, GroupId, IdKind, MessageId, RealmId, RecipientId, UserId};
 pub use members::Members;
 pub use message_store::{MessageStore, MessagesImage};
 pub use messages::{Destination, Flags, Message, MessageParts};
-pub use realm::{EmailVisibility, Realm, RealmSettings, SystemGroup, SystemGroups};
+pub use realm::{EmailVisibility, Realm, RealmSettings};
 pub use shard::{Entries, Sharded, Shared, Values};
 pub use user_messages::{IdSet, UserMessages};
 pub use users::{BotType, Role, User};

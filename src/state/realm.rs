@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::channels::TopicsPolicy;
-use super::groups::GroupSetting;
-use super::ids::{GroupId, RealmId};
+use super::groups::{GroupSetting, SystemGroup, SystemGroups};
+use super::ids::RealmId;
 
 /// One organization. Every user, channel, group and message belongs to one.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -136,59 +136,6 @@ impl Default for RealmSettings {
     }
 }
 
-/// The role-based system groups of one realm (Zulip's `role:*` groups).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum SystemGroup {
-    /// `role:owners`.
-    Owners,
-    /// `role:administrators` (contains owners).
-    Administrators,
-    /// `role:moderators` (contains administrators).
-    Moderators,
-    /// `role:fullmembers` (contains moderators).
-    FullMembers,
-    /// `role:members`: everyone but guests.
-    Members,
-    /// `role:everyone`: guests too.
-    Everyone,
-    /// `role:internet`: everyone plus logged-out spectators.
-    Internet,
-    /// `role:nobody`: empty.
-    Nobody,
-}
-
-impl SystemGroup {
-    /// All of them, in id-allocation order.
-    pub const ALL: [SystemGroup; 8] = [
-        SystemGroup::Owners,
-        SystemGroup::Administrators,
-        SystemGroup::Moderators,
-        SystemGroup::FullMembers,
-        SystemGroup::Members,
-        SystemGroup::Everyone,
-        SystemGroup::Internet,
-        SystemGroup::Nobody,
-    ];
-
-    /// Zulip's name for the group.
-    pub fn name(self) -> &'static str {
-        match self {
-            SystemGroup::Owners => "role:owners",
-            SystemGroup::Administrators => "role:administrators",
-            SystemGroup::Moderators => "role:moderators",
-            SystemGroup::FullMembers => "role:fullmembers",
-            SystemGroup::Members => "role:members",
-            SystemGroup::Everyone => "role:everyone",
-            SystemGroup::Internet => "role:internet",
-            SystemGroup::Nobody => "role:nobody",
-        }
-    }
-}
-
-/// Ids of a realm's system groups, indexed like `SystemGroup::ALL`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SystemGroups(pub [GroupId; 8]);
-
 impl Realm {
     /// A group-setting value of the realm, with `None` meaning `default`.
     pub fn group_setting(
@@ -197,12 +144,5 @@ impl Realm {
         default: SystemGroup,
     ) -> GroupSetting {
         value.clone().unwrap_or(GroupSetting::Group(self.system_groups.id(default)))
-    }
-}
-
-impl SystemGroups {
-    /// The id of one system group.
-    pub fn id(&self, group: SystemGroup) -> GroupId {
-        self.0[group as usize]
     }
 }

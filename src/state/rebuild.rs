@@ -238,7 +238,7 @@ mod tests {
     /// shares the stored messages' copy rather than keeping its own.
     #[test]
     fn a_restart_interns_the_topics_it_decodes() {
-        let live = crate::seed::bench_state(300, 3, &mut |_| ());
+        let live = crate::testkit::bench_state(300, 3, &mut |_| ());
         let bytes = snapshot::encode(&live.image());
         let image = snapshot::decode(&bytes, std::path::Path::new("test")).unwrap();
         let restarted = State::from_image(image);

@@ -14,7 +14,7 @@
 //! no owner and one of the reserved addresses (bots made through the API
 //! always have an owner) — so the on-disk `User` needs no new field and
 //! older data dirs load unchanged; start-up adds the accounts to realms
-//! that lack them (`crate::system_bots::ensure`).
+//! that lack them (`crate::server::ensure_system_bots`).
 
 use super::{BotType, RealmId, State, User};
 

@@ -437,13 +437,14 @@ mod tests {
         let before = generation();
         apply(&state, state.applied_seq() + 1, &Mutation::Batch(Vec::new()));
         assert_eq!(generation(), before, "an empty batch changes no user");
-        let new = crate::seed::NewUser {
+        let new = crate::mutation::build::NewUser {
             email: "new@t.test",
             full_name: "New",
             role: crate::state::Role::Member,
             bot: None,
         };
-        let created = crate::seed::user(&state, users[0].realm, &new, "n".repeat(32), 0).unwrap();
+        let created =
+            crate::mutation::build::user(&state, users[0].realm, &new, "n".repeat(32), 0).unwrap();
         apply(&state, state.applied_seq() + 1, &Mutation::Batch(vec![created]));
         assert_eq!(generation(), before + 1, "a batch creating a user moves it");
         // Settings: only the name and time zone live in the account.

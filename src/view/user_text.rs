@@ -342,14 +342,14 @@ pub(crate) mod tests {
 
     use super::*;
     use crate::apply::apply;
-    use crate::seed::{self, NewUser};
+    use crate::mutation::build::{self, NewUser};
     use crate::state::{BotType, EmailVisibility, UserId};
 
     /// A realm with every kind of account: roles, a bot, a deactivated
     /// user, custom profile values (one with a rendered form).
     pub(crate) fn realm() -> (State, Vec<User>) {
         let state = State::new();
-        apply(&state, 1, &seed::realm(&state, "", "T", 0).unwrap());
+        apply(&state, 1, &build::realm(&state, "", "T", 0).unwrap());
         let realm = state.realm_by_subdomain("").unwrap();
         let roles = [Role::Owner, Role::Administrator, Role::Moderator, Role::Member, Role::Guest];
         let mut seq = 2;
@@ -359,7 +359,7 @@ pub(crate) mod tests {
             apply(
                 &state,
                 seq,
-                &seed::user(&state, realm.id, &new, "k".repeat(32), 86_400).unwrap(),
+                &build::user(&state, realm.id, &new, "k".repeat(32), 86_400).unwrap(),
             );
             seq += 1;
         }
@@ -369,7 +369,7 @@ pub(crate) mod tests {
             role: Role::Member,
             bot: Some((BotType::Generic, UserId(1))),
         };
-        apply(&state, seq, &seed::user(&state, realm.id, &new, "b".repeat(32), 0).unwrap());
+        apply(&state, seq, &build::user(&state, realm.id, &new, "b".repeat(32), 0).unwrap());
         let users = state.realm_users(realm.id);
         state.users.update(&users[3].id, |u| u.is_active = false);
         let mut values = profile::Values::new();
