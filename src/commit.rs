@@ -27,7 +27,6 @@
 //! rather than acknowledge or retry anything (PostgreSQL's "fsyncgate").
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -37,8 +36,10 @@ use crate::apply::apply;
 use crate::error::ApiResult;
 use crate::events::Hub;
 use crate::mutation::Mutation;
-use crate::persist::{encode_mutation, snapshot};
-use crate::state::{State, StateImage};
+use crate::persist::encode_mutation;
+use crate::persist::schedule::SnapshotPolicy;
+use crate::persist::schedule::{write_snapshot, Cut, Schedule};
+use crate::state::State;
 
 /// The highest durable seq, with a way for coroutines to wait for it.
 ///
@@ -189,72 +190,6 @@ impl Drop for Durable {
     }
 }
 
-/// When to write snapshots.
-///
-/// By default (`every: None`) a snapshot is due once the log written since
-/// the last one holds `log_ratio` × the last snapshot's size in bytes (and
-/// at least `min_log_bytes`), and `min_interval` has passed since the last
-/// one finished. So at any size a snapshot's encoding costs a bounded
-/// share of the CPU (its cost grows with the state, and so does the log
-/// between two snapshots), where a fixed change count made them back to
-/// back at 10M messages (4.5 s to encode, one due every 0.4 s). The price
-/// is a longer tail to replay at restart, bounded by
-///
-/// ```text
-/// tail ≤ max(min_log_bytes, log_ratio × snapshot size)
-///        + the log written during one snapshot's write or min_interval
-/// ```
-///
-/// i.e. a restart replays at most about `log_ratio` times the snapshot's
-/// bytes of log (plus the floor), a fixed multiple of its decode time.
-/// `every: Some(n)` keeps the old rule: every `n` changes (0 = only at
-/// clean shutdown).
-#[derive(Clone, Debug)]
-pub struct SnapshotPolicy {
-    /// Where snapshot files live.
-    pub dir: PathBuf,
-    /// A fixed change count instead of the byte rule (0 = never, except at
-    /// clean shutdown).
-    pub every: Option<u64>,
-    /// Log bytes since the last snapshot, as a fraction of its size.
-    pub log_ratio: f64,
-    /// The fewest log bytes since the last snapshot before another.
-    pub min_log_bytes: u64,
-    /// The least time from the end of one snapshot to the next.
-    pub min_interval: std::time::Duration,
-}
-
-impl SnapshotPolicy {
-    /// A policy of one fixed change count (0 = only at clean shutdown).
-    pub fn every(dir: PathBuf, every: u64) -> Self {
-        SnapshotPolicy {
-            dir,
-            every: Some(every),
-            log_ratio: 0.0,
-            min_log_bytes: 0,
-            min_interval: std::time::Duration::ZERO,
-        }
-    }
-
-    /// Whether a snapshot is due, `changes` and `logged` bytes after the
-    /// last one (of `size` bytes, finished `since` ago).
-    fn due(
-        &self,
-        changes: u64,
-        logged: u64,
-        size: u64,
-        since: impl Fn() -> std::time::Duration,
-    ) -> bool {
-        match self.every {
-            Some(every) => every > 0 && changes >= every,
-            None => {
-                let threshold = (size as f64 * self.log_ratio) as u64;
-                logged >= threshold.max(self.min_log_bytes) && since() >= self.min_interval
-            }
-        }
-    }
-}
-
 /// Framing the log adds to each record (length, CRC and seq), counted with the
 /// record's bytes for the snapshot schedule.
 const RECORD_FRAMING: u64 = 16;
@@ -306,36 +241,19 @@ fn thread_cpu_nanos() -> u64 {
     })
 }
 
-/// A snapshot cut taken by a committer, for the snapshot thread to write.
-struct Cut {
-    image: StateImage,
-    /// The log bytes counter at the cut.
-    logged: u64,
-}
-
 /// What the committer shares with its snapshot thread.
 struct Shared {
     state: Arc<State>,
     wal: Arc<Wal>,
-    policy: SnapshotPolicy,
+    /// When snapshots are due, and where the schedule stands.
+    schedule: Schedule,
+    /// Log bytes appended by this process (records and framing); changed
+    /// only under the writer lock.
+    logged: AtomicU64,
     /// The single writer lock. A may mutex: a writer waiting for it parks
     /// its coroutine instead of blocking a worker thread; the snapshot
     /// thread (a plain OS thread) takes it too, to clone a consistent cut.
     writer: may::sync::Mutex<()>,
-    /// Seq of the newest snapshot taken (or of the recovered state).
-    last_snapshot: AtomicU64,
-    /// Log bytes appended by this process (records and framing); changed
-    /// only under the writer lock.
-    logged: AtomicU64,
-    /// `logged` at the newest snapshot's cut.
-    last_snapshot_logged: AtomicU64,
-    /// Size in bytes of the newest snapshot file (0 if none).
-    last_snapshot_size: AtomicU64,
-    /// When the newest snapshot finished (or the process started).
-    last_snapshot_done: parking_lot::Mutex<std::time::Instant>,
-    /// Set from the moment a snapshot is due until the snapshot thread has
-    /// written it, so that writers signal it once instead of on every commit.
-    snapshot_pending: AtomicBool,
     /// The seq the next mutation gets (changed only under the writer lock;
     /// the log must assign the same one, which `append_queued` checks).
     next_seq: AtomicU64,
@@ -376,20 +294,11 @@ impl Committer {
     ) -> Self {
         let logged = wal.last_seq();
         durable.count_from(wal.durable_seq());
-        let size = crate::persist::snapshot::list(&policy.dir)
-            .ok()
-            .and_then(|all| all.last().and_then(|(_, path)| std::fs::metadata(path).ok()))
-            .map_or(0, |m| m.len());
         let shared = Arc::new(Shared {
-            last_snapshot: AtomicU64::new(state.applied_seq()),
+            schedule: Schedule::new(policy, state.applied_seq()),
             logged: AtomicU64::new(0),
-            last_snapshot_logged: AtomicU64::new(0),
-            last_snapshot_size: AtomicU64::new(size),
-            last_snapshot_done: parking_lot::Mutex::new(std::time::Instant::now()),
             state,
-            policy,
             writer: may::sync::Mutex::new(()),
-            snapshot_pending: AtomicBool::new(false),
             next_seq: AtomicU64::new(logged + 1),
             wal,
             queued: parking_lot::Mutex::new(VecDeque::new()),
@@ -402,8 +311,8 @@ impl Committer {
             .name("natter-snapshot".into())
             .spawn(move || {
                 for cut in ticks {
-                    thread_shared.write(cut);
-                    thread_shared.snapshot_pending.store(false, Ordering::Release);
+                    thread_shared.schedule.write(&thread_shared.wal, cut);
+                    thread_shared.schedule.done();
                 }
             })
             .expect("spawn snapshot thread");
@@ -450,7 +359,7 @@ impl Committer {
         // copies a few thousand pointers (`State::image`), and the snapshot
         // thread never takes the writer lock, so its low priority cannot
         // hold writers up.
-        let cut = shared.snapshot_due(seq, logged).then(|| {
+        let cut = shared.schedule.due(seq, logged).then(|| {
             let (started, cpu) = (std::time::Instant::now(), thread_cpu_nanos());
             let image = shared.state.image();
             self.cuts.record(started.elapsed(), thread_cpu_nanos().saturating_sub(cpu));
@@ -464,7 +373,7 @@ impl Committer {
             match self.snapshot_tick.lock().as_ref() {
                 Some(tick) if tick.send(cut).is_ok() => {}
                 // Shutdown has begun; it writes the final snapshot.
-                _ => shared.snapshot_pending.store(false, Ordering::Release),
+                _ => shared.schedule.done(),
             }
         }
         self.durable.wait(seq);
@@ -524,7 +433,7 @@ impl Committer {
         }
         let writer = self.shared.writer.lock().expect("writer lock poisoned");
         let image = self.shared.state.image();
-        write_snapshot(&self.shared.wal, &self.shared.policy.dir, &image, &mut || {});
+        write_snapshot(&self.shared.wal, &self.shared.schedule.policy.dir, &image, &mut || {});
         // Never released: the process exits after a clean shutdown.
         std::mem::forget(writer);
     }
@@ -569,135 +478,6 @@ impl Shared {
             }
         }
         batch.clear();
-    }
-
-    /// Whether to take a snapshot cut now, after the commit of `seq` with
-    /// the log at `logged` bytes (under the writer lock); marks it pending
-    /// if so, so that one snapshot is under way at a time.
-    fn snapshot_due(&self, seq: u64, logged: u64) -> bool {
-        if self.snapshot_pending.load(Ordering::Acquire) {
-            return false;
-        }
-        let changes = seq - self.last_snapshot.load(Ordering::Acquire);
-        let since_logged = logged - self.last_snapshot_logged.load(Ordering::Acquire);
-        let size = self.last_snapshot_size.load(Ordering::Acquire);
-        let since = || self.last_snapshot_done.lock().elapsed();
-        self.policy.due(changes, since_logged, size, since)
-            && !self.snapshot_pending.swap(true, Ordering::AcqRel)
-    }
-
-    /// Encodes and writes a cut with no lock held — `State::image` froze
-    /// the copy-on-write shards and chunks, so writers meanwhile copy only
-    /// what they touch. Runs on the snapshot thread, at low priority.
-    fn write(&self, cut: Cut) {
-        SnapshotPriority::Idle.apply();
-        let started = std::time::Instant::now();
-        let mut raised = false;
-        let mut progress = || {
-            if !raised && started.elapsed() >= IDLE_FOR {
-                SnapshotPriority::Background.apply();
-                raised = true;
-            }
-        };
-        let size = write_snapshot(&self.wal, &self.policy.dir, &cut.image, &mut progress);
-        self.last_snapshot_logged.store(cut.logged, Ordering::Release);
-        if let Some(size) = size {
-            self.last_snapshot_size.store(size, Ordering::Release);
-        }
-        self.last_snapshot.store(cut.image.applied_seq, Ordering::Release);
-        *self.last_snapshot_done.lock() = std::time::Instant::now();
-    }
-}
-
-/// How long a snapshot runs in the idle scheduling class before it is
-/// raised to nice 19 (`SnapshotPriority`).
-const IDLE_FOR: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// The snapshot thread's scheduling, on Linux (elsewhere nothing).
-///
-/// Encoding a snapshot is seconds of CPU at millions of messages, and on a
-/// small box it must yield the core to request threads when they wake
-/// rather than share it with them. A snapshot starts in the idle class
-/// (`SCHED_IDLE`): it runs only on a core nothing else wants, so durable
-/// sends at half of the peak kept a p99 of 3.2-5.0 ms where nice 19 gave
-/// 2.2-9.3 ms in the same kind of run (and the old normal priority
-/// 25-111 ms). But an idle-class thread gets next to no CPU while the
-/// cores are saturated, so a snapshot could stall for as long as the load
-/// lasts, the log and a restart's tail growing meanwhile: after `IDLE_FOR`
-/// it is raised to nice 19, which still gets ≈ 1.5% of a busy core per
-/// competing thread; the next snapshot starts idle again. It holds no
-/// lock a request needs while it encodes (it never takes the writer lock;
-/// the cut is taken by a committer).
-#[derive(Clone, Copy)]
-enum SnapshotPriority {
-    Idle,
-    Background,
-}
-
-impl SnapshotPriority {
-    /// Puts the calling thread in this class.
-    fn apply(self) {
-        #[cfg(target_os = "linux")]
-        {
-            use thread_priority::{
-                set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy,
-                ThreadPriority, ThreadSchedulePolicy,
-            };
-            let policy = match self {
-                SnapshotPriority::Idle => NormalThreadSchedulePolicy::Idle,
-                SnapshotPriority::Background => NormalThreadSchedulePolicy::Other,
-            };
-            let policy = ThreadSchedulePolicy::Normal(policy);
-            if set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, policy)
-                .is_err()
-            {
-                eprintln!("natter: warning: could not lower the snapshot thread's priority");
-            }
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = self;
-    }
-}
-
-/// Writes one snapshot once its seq is durable in the log, then trims the
-/// log; the file's size, if written. Runs on a plain OS thread (or at
-/// shutdown), never on a coroutine.
-/// `progress` is called as the file is written (`snapshot::write_with`).
-fn write_snapshot(
-    wal: &Wal,
-    dir: &std::path::Path,
-    image: &StateImage,
-    progress: &mut dyn FnMut(),
-) -> Option<u64> {
-    let seq = image.applied_seq;
-    if seq == 0 {
-        return None;
-    }
-    // A snapshot must never contain a mutation the log could still lose
-    // (else a machine crash leaves a log that ends before the snapshot, and
-    // natter refuses to start). With `--fsync never` or `interval` a
-    // record counts as durable once appended, so flush the log here, on
-    // this thread, instead.
-    wal.wait_durable(seq);
-    if wal.sync_mode() != wal::SyncMode::Always {
-        if let Err(e) = wal.sync() {
-            eprintln!(
-                "natter: warning: snapshot at seq {seq} skipped: flushing the log failed: {e}"
-            );
-            return None;
-        }
-    }
-    match snapshot::write_with(dir, image, progress) {
-        Ok(path) => {
-            if let Err(e) = wal.remove_through(seq) {
-                eprintln!("natter: warning: could not trim the log through seq {seq}: {e}");
-            }
-            std::fs::metadata(path).ok().map(|m| m.len())
-        }
-        Err(e) => {
-            eprintln!("natter: warning: snapshot at seq {seq} failed: {e}");
-            None
-        }
     }
 }
 
@@ -785,29 +565,6 @@ mod tests {
     }
 
     #[test]
-    fn the_byte_rule_weighs_log_against_the_last_snapshot() {
-        let policy = SnapshotPolicy {
-            dir: PathBuf::new(),
-            every: None,
-            log_ratio: 0.5,
-            min_log_bytes: 1_000,
-            min_interval: std::time::Duration::from_secs(10),
-        };
-        let long_ago = || std::time::Duration::from_secs(60);
-        // The floor, then half of the last snapshot's size.
-        assert!(!policy.due(50, 999, 0, long_ago));
-        assert!(policy.due(50, 1_000, 0, long_ago));
-        assert!(!policy.due(50, 4_999, 10_000, long_ago));
-        assert!(policy.due(50, 5_000, 10_000, long_ago));
-        // Never sooner than the interval after the last one.
-        assert!(!policy.due(50, 5_000, 10_000, || std::time::Duration::from_secs(9)));
-        // A fixed count ignores bytes; 0 never.
-        let every = SnapshotPolicy::every(PathBuf::new(), 3);
-        assert!(!every.due(2, u64::MAX, 0, long_ago) && every.due(3, 0, 0, long_ago));
-        assert!(!SnapshotPolicy::every(PathBuf::new(), 0).due(u64::MAX, u64::MAX, 0, long_ago));
-    }
-
-    #[test]
     fn snapshots_by_bytes_are_cut_by_committers_and_sized_from_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let policy = SnapshotPolicy {
@@ -824,16 +581,16 @@ mod tests {
         drop(c.snapshot_tick.lock().take());
         c.snapshot_thread.lock().take().unwrap().join().unwrap();
         let shared = &c.shared;
-        assert_eq!(shared.last_snapshot.load(Ordering::Acquire), 1);
-        let files = crate::persist::snapshot::list(&shared.policy.dir).unwrap();
+        assert_eq!(shared.schedule.last_snapshot.load(Ordering::Acquire), 1);
+        let files = crate::persist::snapshot::list(&shared.schedule.policy.dir).unwrap();
         let size = std::fs::metadata(&files[0].1).unwrap().len();
         assert!(size > 0);
-        assert_eq!(shared.last_snapshot_size.load(Ordering::Acquire), size);
-        let cut = shared.last_snapshot_logged.load(Ordering::Acquire);
+        assert_eq!(shared.schedule.last_snapshot_size.load(Ordering::Acquire), size);
+        let cut = shared.schedule.last_snapshot_logged.load(Ordering::Acquire);
         assert_eq!(cut, shared.logged.load(Ordering::Acquire), "the cut was at the commit");
         // The next is due once as many log bytes as the snapshot has.
-        assert!(!shared.snapshot_due(2, cut + size - 1));
-        assert!(shared.snapshot_due(2, cut + size));
-        assert!(!shared.snapshot_due(3, cut + 2 * size), "one at a time");
+        assert!(!shared.schedule.due(2, cut + size - 1));
+        assert!(shared.schedule.due(2, cut + size));
+        assert!(!shared.schedule.due(3, cut + 2 * size), "one at a time");
     }
 }

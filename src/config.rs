@@ -200,7 +200,7 @@ pub struct Config {
     pub queues: QueueConfig,
 }
 
-/// When to write snapshots (`commit::SnapshotPolicy`).
+/// When to write snapshots (`persist::schedule::SnapshotPolicy`).
 #[derive(Clone, Debug)]
 pub struct SnapshotConfig {
     /// A fixed cadence in changes (0 = shutdown only) instead of by log size.

@@ -5,7 +5,7 @@ use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::{Arc, OnceLock};
 
 use crate::api::App;
-use crate::commit::{Committer, Durable, SnapshotPolicy};
+use crate::commit::{Committer, Durable};
 use crate::config::Config;
 use crate::entropy;
 use crate::error::ApiResult;
@@ -13,6 +13,7 @@ use crate::events::{Hub, Realtime};
 use crate::http::{conn, Service};
 use crate::mutation::Mutation;
 use crate::persist;
+use crate::persist::schedule::SnapshotPolicy;
 use crate::seed::Credential;
 use crate::state::{IdKind, State, User};
 

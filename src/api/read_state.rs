@@ -6,14 +6,14 @@
 //! /messages/flags` (`flags::plan` → `Mutation::UpdateFlags` → one
 //! `update_message_flags` event to the caller). Which messages to touch is
 //! read without the writer lock — the narrow endpoint takes the same
-//! anchored window as `GET /messages` (`reading::window`); the mark-as-read
+//! anchored window as `GET /messages` (`narrow::query::window`); the mark-as-read
 //! endpoints walk the caller's own unread messages, in a channel they may
 //! read — and `flags::plan` re-checks every message under the lock. Large
 //! sets are committed in batches of `flags::MAX_FLAG_MESSAGES`, each batch
 //! atomic; long walks yield between chunks.
 
 use super::flags::{self, Unreadable, MAX_FLAG_MESSAGES};
-use super::reading::{self, Window, WindowBounds};
+use super::reading::{self, Window};
 use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::mutation::Mutation;
@@ -26,7 +26,7 @@ use crate::state::{Channel, ChannelId, Destination, Flags, MessageId, State, Use
 /// an anchored window in a narrow (Zulip's "update personal message flags
 /// for narrow").
 pub fn flags_narrow(app: &App, call: &mut Call) -> ApiResult<Reply> {
-    let bounds = WindowBounds::parse(&mut call.params)?;
+    let bounds = reading::window_bounds(&mut call.params)?;
     let (add, flag) = flags::parse_change(call)?;
     let me = call.caller().clone();
     let narrow = match call.params.json("narrow")? {
@@ -37,7 +37,7 @@ pub fn flags_narrow(app: &App, call: &mut Call) -> ApiResult<Reply> {
     // narrow may take a while, and it yields); `plan` re-checks each
     // message under the lock.
     let Window { before, at_anchor, after, found_oldest, found_newest, .. } =
-        reading::window(&app.state, &me, &narrow, bounds);
+        crate::narrow::query::window(&app.state, &me, &narrow, bounds);
     let ids: Vec<MessageId> =
         before.iter().rev().chain(&at_anchor).chain(&after).map(|(m, _)| m.id).collect();
     let plan = app.committer.commit(|state| {

@@ -11,7 +11,6 @@
 //! shard locks are held only while ids are copied out.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -19,276 +18,24 @@ use super::{spectators, App, Call, Reply};
 use crate::api::params::Params;
 use crate::error::{ApiError, ApiResult};
 use crate::markdown::escape_html;
-use crate::narrow::{highlight, Is, Narrow};
-use crate::reply;
-use crate::state::access::{can_read_history, can_see_channel, message_view_with, MessageView};
-use crate::state::{
-    ChannelId, Destination, Flags, IdKind, Message, MessageId, Realm, RecipientId, State, User,
-    UserId,
+pub(crate) use crate::narrow::query::{
+    window, Anchor, Window, WindowBounds, LARGER_THAN_MAX_MESSAGE_ID,
 };
+use crate::narrow::search::highlight;
+use crate::narrow::Narrow;
+use crate::reply;
+use crate::state::access::{can_read_history, can_see_channel, MessageView};
+use crate::state::{ChannelId, Destination, Flags, Message, MessageId, Realm, State, User, UserId};
 use crate::view::json_text::{self, SortedMembers};
 use crate::view::message::MessageOptions;
 
 /// Zulip's `LARGER_THAN_MAX_MESSAGE_ID`: the anchor meaning "newest", and
 /// the `anchor` reply when nothing is unread (zulip-term compares with it).
-pub const LARGER_THAN_MAX_MESSAGE_ID: u64 = 10_000_000_000_000_000;
+
 /// Most messages one `GET /messages` may ask for (`num_before + num_after`).
 pub const MAX_MESSAGES_PER_FETCH: u64 = 5_000;
 /// Most unread messages `unread_msgs` lists (newest kept), as in Zulip.
 pub const MAX_UNREAD_MESSAGES: usize = 50_000;
-/// Largest batch of ids copied out of an index at once.
-const MAX_BATCH: usize = 4_096;
-
-/// Where the candidates of a fetch come from, ascending by id.
-#[derive(Clone, Debug)]
-enum Source {
-    /// One message (`id:` narrow).
-    Single(MessageId),
-    /// One topic of a channel whose history the caller may read.
-    Topic(ChannelId, String),
-    /// A channel whose history the caller may read, or a conversation.
-    Recipient(RecipientId),
-    /// Several channels' histories, merged by id (a spectator's
-    /// web-public channels).
-    Recipients(Vec<RecipientId>),
-    /// The caller's delivered messages.
-    User(UserId),
-    /// The caller's unread messages.
-    Unread(UserId),
-    /// The caller's starred messages.
-    Starred(UserId),
-    /// Nothing can match.
-    Nothing,
-}
-
-/// Candidate ids, with the caller's flags when the source knows them.
-type Batch = Vec<(MessageId, Option<Flags>)>;
-
-fn unknown(ids: Vec<MessageId>) -> Batch {
-    ids.into_iter().map(|id| (id, None)).collect()
-}
-
-fn known(entries: Vec<(MessageId, Flags)>) -> Batch {
-    entries.into_iter().map(|(id, f)| (id, Some(f))).collect()
-}
-
-impl Source {
-    /// Up to `n` ids below `before`, newest first.
-    fn before(&self, state: &State, before: MessageId, n: usize) -> Batch {
-        match self {
-            Source::Single(id) => unknown((*id < before).then_some(*id).into_iter().collect()),
-            Source::Topic(channel, topic) => {
-                unknown(state.topic_ids_before(&(*channel, topic.clone()), before, n))
-            }
-            Source::Recipient(r) => unknown(state.recipient_ids_before(*r, before, n)),
-            Source::Recipients(rs) => {
-                let mut ids: Vec<MessageId> =
-                    rs.iter().flat_map(|r| state.recipient_ids_before(*r, before, n)).collect();
-                ids.sort_unstable_by(|a, b| b.cmp(a));
-                ids.truncate(n);
-                unknown(ids)
-            }
-            Source::User(u) => known(state.user_entries_before(*u, before, n)),
-            Source::Unread(u) => unknown(state.unread_ids_before(*u, before, n)),
-            Source::Starred(u) => unknown(state.starred_ids_before(*u, before, n)),
-            Source::Nothing => Vec::new(),
-        }
-    }
-
-    /// Up to `n` ids from `from` up, oldest first.
-    fn from(&self, state: &State, from: MessageId, n: usize) -> Batch {
-        match self {
-            Source::Single(id) => unknown((*id >= from).then_some(*id).into_iter().collect()),
-            Source::Topic(channel, topic) => {
-                unknown(state.topic_ids_from(&(*channel, topic.clone()), from, n))
-            }
-            Source::Recipient(r) => unknown(state.recipient_ids_from(*r, from, n)),
-            Source::Recipients(rs) => {
-                let mut ids: Vec<MessageId> =
-                    rs.iter().flat_map(|r| state.recipient_ids_from(*r, from, n)).collect();
-                ids.sort_unstable();
-                ids.truncate(n);
-                unknown(ids)
-            }
-            Source::User(u) => known(state.user_entries_from(*u, from, n)),
-            Source::Unread(u) => unknown(state.unread_ids_from(*u, from, n)),
-            Source::Starred(u) => unknown(state.starred_ids_from(*u, from, n)),
-            Source::Nothing => Vec::new(),
-        }
-    }
-}
-
-/// The best index for a narrow, for `viewer`.
-fn source(state: &State, viewer: &User, narrow: &Narrow) -> Source {
-    if let Some(id) = narrow.id() {
-        return Source::Single(id);
-    }
-    if let Some(channel) = narrow.channel() {
-        // Channel history the viewer may read comes from the channel's
-        // index; otherwise only what was delivered to them counts.
-        let readable = state.channels.read(&channel, |c| can_read_history(viewer, c));
-        return match (readable, narrow.topic()) {
-            (Some(true), Some(topic)) => Source::Topic(channel, topic.to_owned()),
-            (Some(true), None) => state
-                .channels
-                .read(&channel, |c| Source::Recipient(c.recipient))
-                .unwrap_or(Source::Nothing),
-            (Some(false), _) => Source::User(viewer.id),
-            (None, _) => Source::Nothing,
-        };
-    }
-    if let Some(participants) = narrow.conversation() {
-        return match state.direct_recipients.get(&participants.to_vec()) {
-            Some(recipient) => Source::Recipient(recipient),
-            None => Source::Nothing,
-        };
-    }
-    if crate::state::access::is_spectator(viewer) {
-        // No account: what a spectator may read is every web-public
-        // channel's history.
-        let recipients = state
-            .channels
-            .collect_sorted(|_, c| c.realm == viewer.realm && c.is_web_public)
-            .into_iter()
-            .map(|(_, c)| c.recipient)
-            .collect();
-        return Source::Recipients(recipients);
-    }
-    if narrow.is(Is::Starred) {
-        return Source::Starred(viewer.id);
-    }
-    if narrow.is(Is::Unread) {
-        return Source::Unread(viewer.id);
-    }
-    Source::User(viewer.id)
-}
-
-/// Who is reading: `access::message_view_with` decides per message.
-struct Viewer<'a> {
-    state: &'a State,
-    user: &'a User,
-}
-
-impl<'a> Viewer<'a> {
-    fn new(state: &'a State, user: &'a User) -> Self {
-        Viewer { state, user }
-    }
-
-    /// How `message` appears to the viewer, if at all; `known` are their
-    /// stored flags when the source already had them.
-    fn view_with(&self, message: &Message, known: Option<Flags>) -> Option<MessageView> {
-        message_view_with(self.state, self.user, message, known)
-    }
-}
-
-/// Which way a scan walks from its start.
-#[derive(Clone, Copy)]
-enum Direction {
-    /// Ids below the start, newest first.
-    Older,
-    /// Ids from the start up, oldest first.
-    Newer,
-}
-
-/// Up to `want` visible messages matching `narrow`, walking `source` from
-/// `start` in `direction`. Batches grow geometrically; between batches a
-/// coroutine yields, so a sparse search never monopolizes a worker.
-fn scan(
-    viewer: &Viewer<'_>,
-    narrow: &Narrow,
-    source: &Source,
-    start: MessageId,
-    direction: Direction,
-    want: usize,
-) -> Vec<(Arc<Message>, MessageView)> {
-    let mut found = Vec::new();
-    if want == 0 {
-        return found;
-    }
-    let mut cursor = start;
-    let mut batch = (want + 1).clamp(64, MAX_BATCH);
-    loop {
-        let ids = match direction {
-            Direction::Older => source.before(viewer.state, cursor, batch),
-            Direction::Newer => source.from(viewer.state, cursor, batch),
-        };
-        let state = viewer.state;
-        for (id, flags) in &ids {
-            // Decide under the message's shard read lock and clone only
-            // hits (the closure reads other maps, never `messages`).
-            let hit = state.messages.read(id, |message| {
-                let view = viewer.view_with(message, *flags)?;
-                let hit = narrow.matches(state, viewer.user, message, view.flags);
-                hit.then(|| (message.clone(), view))
-            });
-            if let Some(hit) = hit.flatten() {
-                found.push(hit);
-                if found.len() == want {
-                    return found;
-                }
-            }
-        }
-        if ids.len() < batch {
-            return found;
-        }
-        let last = ids.last().expect("a full batch is not empty").0;
-        cursor = match direction {
-            Direction::Older => last,
-            Direction::Newer => MessageId(last.0 + 1),
-        };
-        batch = (batch * 2).min(MAX_BATCH);
-        if may::coroutine::is_coroutine() {
-            may::coroutine::yield_now();
-        }
-    }
-}
-
-/// The first unread message in the narrow, skipping muted channels unless
-/// the narrow names a channel (Zulip's rule), or `None`.
-fn first_unread(state: &State, viewer: &Viewer<'_>, narrow: &Narrow) -> Option<MessageId> {
-    let user = viewer.user.id;
-    let muted: Vec<ChannelId> = if narrow.channel().is_some() {
-        Vec::new()
-    } else {
-        state
-            .subscriptions
-            .read(&user, |subs| subs.iter().filter(|(_, s)| s.is_muted).map(|(c, _)| *c).collect())
-            .unwrap_or_default()
-    };
-    let mut cursor = MessageId(0);
-    loop {
-        let unread = state.unread_ids_from(user, cursor, MAX_BATCH);
-        for id in &unread {
-            let Some(message) = state.messages.get(id) else { continue };
-            if let Destination::Channel { channel, .. } = &message.destination {
-                if muted.contains(channel) {
-                    continue;
-                }
-            }
-            let Some(view) = viewer.view_with(&message, None) else { continue };
-            // The set is derived: trust the flags themselves.
-            if !view.flags.contains(Flags::READ)
-                && narrow.matches(state, viewer.user, &message, view.flags)
-            {
-                return Some(*id);
-            }
-        }
-        if unread.len() < MAX_BATCH {
-            return None;
-        }
-        cursor = MessageId(unread.last().expect("a full batch").0 + 1);
-        if may::coroutine::is_coroutine() {
-            may::coroutine::yield_now();
-        }
-    }
-}
-
-/// A parsed `anchor`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Anchor {
-    FirstUnread,
-    Id(u64),
-}
 
 fn parse_anchor(params: &mut Params) -> ApiResult<Anchor> {
     let use_first_unread = params.bool_or("use_first_unread_anchor", false)?;
@@ -385,7 +132,7 @@ fn fetch(
     if let Some(ids) = params.json("message_ids")? {
         return get_by_ids(state, realm, me, params, &ids, narrow);
     }
-    let bounds = WindowBounds::parse(params)?;
+    let bounds = window_bounds(params)?;
     let options = options_for(me, params)?;
 
     let Window { anchor, before, at_anchor, after, found_oldest, found_newest } =
@@ -510,118 +257,30 @@ fn get_by_ids(
     ids.sort_unstable();
     ids.dedup();
     let options = options_for(me, params)?;
-    let viewer = Viewer::new(state, me);
     let mut writer = crate::view::message::MessageWriter::new(state, realm, me, options);
     let mut reply = SortedMembers::reply(128);
     reply.boolean("history_limited", false);
-    let found = ids
-        .iter()
-        .flat_map(|id| scan(&viewer, narrow, &Source::Single(*id), *id, Direction::Newer, 1));
+    let found = crate::narrow::query::by_ids(state, me, narrow, &ids);
     json_text::array(reply.member("messages"), found, |out, (message, view)| {
         writer.write(out, &message, shown(me, view), &[])
     });
     Ok(reply)
 }
 
-/// Where a window is taken: `anchor`, `num_before`, `num_after` and
-/// `include_anchor`, as `GET /messages` and `POST /messages/flags/narrow`
-/// take them.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct WindowBounds {
-    anchor: Anchor,
-    num_before: u64,
-    num_after: u64,
-    include_anchor: bool,
-}
-
-impl WindowBounds {
-    /// Decodes and checks the four parameters (at most
-    /// `MAX_MESSAGES_PER_FETCH` messages in all).
-    pub(crate) fn parse(params: &mut Params) -> ApiResult<Self> {
-        let anchor = parse_anchor(params)?;
-        let num_before = count(params, "num_before")?;
-        let num_after = count(params, "num_after")?;
-        if num_before + num_after > MAX_MESSAGES_PER_FETCH {
-            return Err(ApiError::bad_request(format!(
-                "Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
-            ))
-            .with("var_name", "num_before"));
-        }
-        let include_anchor = params.bool_or("include_anchor", true)?;
-        Ok(WindowBounds { anchor, num_before, num_after, include_anchor })
+/// Decodes and checks a window's four parameters (at most
+/// `MAX_MESSAGES_PER_FETCH` messages in all).
+pub(crate) fn window_bounds(params: &mut Params) -> ApiResult<WindowBounds> {
+    let anchor = parse_anchor(params)?;
+    let num_before = count(params, "num_before")?;
+    let num_after = count(params, "num_after")?;
+    if num_before + num_after > MAX_MESSAGES_PER_FETCH {
+        return Err(ApiError::bad_request(format!(
+            "Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
+        ))
+        .with("var_name", "num_before"));
     }
-}
-
-/// The messages of one anchored window: `before` newest first, the anchor
-/// message if it matched, `after` oldest first.
-pub(crate) struct Window {
-    /// The anchor id the window was taken around (first unread resolved).
-    pub anchor: u64,
-    /// Up to `num_before` messages older than the anchor, newest first.
-    pub before: Vec<(Arc<Message>, MessageView)>,
-    /// The anchor message, when included and visible in the narrow.
-    pub at_anchor: Option<(Arc<Message>, MessageView)>,
-    /// Up to `num_after` messages newer than the anchor, oldest first.
-    pub after: Vec<(Arc<Message>, MessageView)>,
-    /// Whether the window reaches the oldest matching message.
-    pub found_oldest: bool,
-    /// Whether the window reaches the newest matching message.
-    pub found_newest: bool,
-}
-
-/// The window `GET /messages` and `POST /messages/flags/narrow` work on.
-pub(crate) fn window(state: &State, me: &User, narrow: &Narrow, bounds: WindowBounds) -> Window {
-    let WindowBounds { anchor, num_before, num_after, include_anchor } = bounds;
-    let viewer = Viewer::new(state, me);
-    let anchor = match anchor {
-        Anchor::Id(id) => id,
-        Anchor::FirstUnread => {
-            first_unread(state, &viewer, narrow).map_or(LARGER_THAN_MAX_MESSAGE_ID, |m| m.0)
-        }
-    };
-    let newest_id = state.ids.peek(IdKind::Message).saturating_sub(1);
-    let anchored_to_left = anchor == 0;
-    let anchored_to_right = anchor > newest_id;
-
-    let source = source(state, me, narrow);
-    // One more than asked for in each direction tells whether the window
-    // reaches the oldest / newest matching message.
-    let mut before = if anchored_to_left {
-        Vec::new()
-    } else {
-        scan(&viewer, narrow, &source, MessageId(anchor), Direction::Older, num_before as usize + 1)
-    };
-    let mut after = if anchored_to_right {
-        Vec::new()
-    } else {
-        scan(
-            &viewer,
-            narrow,
-            &source,
-            MessageId(anchor.saturating_add(1)),
-            Direction::Newer,
-            num_after as usize + 1,
-        )
-    };
-    let found_oldest = anchored_to_left || before.len() <= num_before as usize;
-    let found_newest = anchored_to_right || after.len() <= num_after as usize;
-    before.truncate(num_before as usize);
-    after.truncate(num_after as usize);
-    let at_anchor = if include_anchor && !anchored_to_left && !anchored_to_right {
-        scan(
-            &viewer,
-            narrow,
-            &Source::Single(MessageId(anchor)),
-            MessageId(anchor),
-            Direction::Newer,
-            1,
-        )
-        .into_iter()
-        .find(|(m, _)| m.id.0 == anchor)
-    } else {
-        None
-    };
-    Window { anchor, before, at_anchor, after, found_oldest, found_newest }
+    let include_anchor = params.bool_or("include_anchor", true)?;
+    Ok(WindowBounds { anchor, num_before, num_after, include_anchor })
 }
 
 /// `GET /users/me/{stream_id}/topics`: the channel's topics the caller may

@@ -13,6 +13,7 @@
 //! runs of sends in bulk, with the same steps; no events).
 
 pub mod progress;
+pub mod schedule;
 pub mod snapshot;
 
 use std::fmt;

@@ -15,6 +15,7 @@ pub mod channels;
 pub mod emails;
 pub mod groups;
 pub mod holders;
+pub mod id_set;
 pub mod ids;
 pub mod indexes;
 pub mod interner;
@@ -40,13 +41,14 @@ use serde::{Deserialize, Serialize};
 
 pub use channels::{Channel, ChannelPermissions, Subscription, TopicsPolicy};
 pub use groups::{Group, GroupSetting, SystemGroup, SystemGroups};
+pub use id_set::IdSet;
 pub use ids::{ChannelId, Counters, GroupId, IdKind, MessageId, RealmId, RecipientId, UserId};
 pub use members::Members;
 pub use message_store::{MessageStore, MessagesImage};
 pub use messages::{Destination, Flags, Message, MessageParts};
 pub use realm::{EmailVisibility, Realm, RealmSettings};
 pub use shard::{Entries, Sharded, Shared, Values};
-pub use user_messages::{IdSet, UserMessages};
+pub use user_messages::UserMessages;
 pub use users::{BotType, Role, User};
 
 /// All realm data of the server.
