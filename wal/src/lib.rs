@@ -178,11 +178,13 @@ mod durability;
 mod error;
 mod fsync;
 mod record;
+mod recovery;
 mod replay;
 mod seal;
 mod segment;
 mod wal;
 
 pub use error::{Error, Result};
+pub use recovery::{Recovery, TornTail};
 pub use replay::Replay;
-pub use wal::{Options, Recovery, Seq, SyncMode, TornTail, Wal, GATHER_MIN};
+pub use wal::{Options, Seq, SyncMode, Wal, GATHER_MIN};

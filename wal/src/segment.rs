@@ -4,8 +4,8 @@
 //! module creates segment files so that a crash can never leave a segment
 //! with a partial header, appends frames to the active segment, and scans a
 //! segment at recovery to find where its valid frames end. It decides
-//! nothing about what damage means; [`crate::wal`] makes that call with the
-//! facts a [`Scan`] reports.
+//! nothing about what damage means; [`crate::recovery`] makes that call
+//! with the facts a [`Scan`] reports.
 //!
 //! The one `unsafe` block of the crate, the memory map, is here too.
 
@@ -112,7 +112,7 @@ impl Segment {
     /// Used when the segment before it is sealed but not yet flushed: the
     /// caller renames it to [`named_path`] only after flushing both files.
     /// Until then recovery treats it as unconfirmed: it is kept only if the
-    /// segment before it turns out whole (see `wal::recover`).
+    /// segment before it turns out whole (see `recovery::recover`).
     pub(crate) fn create_pending(dir: &Path, first_seq: Seq) -> Result<Segment> {
         let path = pending_path(dir, first_seq);
         remove_if_present(&path)?;
