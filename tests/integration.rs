@@ -55,6 +55,8 @@ mod api_users_admin;
 mod api_wire;
 /// Handler-level tests of rules no endpoint reaches yet (realm settings).
 mod handler_gaps;
+/// The architecture's layering, read from `src/`'s `use` lines.
+mod layering;
 /// The natter-load generator.
 mod load;
 /// Role × channel kind × action, against the real handlers; the table is data.
