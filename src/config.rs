@@ -70,6 +70,11 @@ pub struct Cli {
     #[arg(long)]
     pub workers: Option<usize>,
 
+    /// Most heavy reads (narrows no index answers, searches) in the reader
+    /// pool at once; more get 429 RATE_LIMIT_HIT.
+    #[arg(long, default_value_t = 16)]
+    pub max_heavy_reads: usize,
+
     /// Host name clients use to reach the server, for realm URLs and
     /// subdomain routing (`<realm>.<host>`); default: the listen address.
     #[arg(long)]
@@ -189,6 +194,8 @@ pub struct Config {
     pub commit_gather: Duration,
     /// HTTP worker threads.
     pub workers: usize,
+    /// Most heavy reads in the reader pool at once.
+    pub max_heavy_reads: usize,
     /// External host name (no scheme), if given; else the bound address.
     pub external_host: Option<String>,
     /// Request body limit.
@@ -283,6 +290,9 @@ impl Cli {
         if workers == 0 {
             return Err("--workers must be at least 1".into());
         }
+        if self.max_heavy_reads == 0 {
+            return Err("--max-heavy-reads must be at least 1".into());
+        }
         if self.max_headers == 0 || self.max_head_bytes < 64 || self.max_connections == 0 {
             return Err(
                 "--max-headers and --max-connections must be at least 1, --max-head-bytes at least 64"
@@ -334,6 +344,7 @@ impl Cli {
             segment_bytes: self.segment_bytes,
             commit_gather: Duration::from_micros(self.commit_gather_us),
             workers,
+            max_heavy_reads: self.max_heavy_reads,
             max_body_bytes: self.max_body_bytes,
             wire,
         })

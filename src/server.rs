@@ -87,8 +87,10 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
     };
     let committer =
         Committer::new(Arc::clone(&state), Arc::new(wal), durable, Arc::clone(&hub), policy);
+    let readers = crate::api::readers::Readers::start(config.max_heavy_reads);
     let app = Arc::new(App {
         state,
+        readers,
         committer,
         hub,
         config,

@@ -10,6 +10,9 @@ mod api_channels;
 mod api_events;
 /// User groups: create, edit, members, subgroups, deactivate.
 mod api_groups;
+/// Heavy reads on the reader pool: no head-of-line blocking, 429 past
+/// the bounds.
+mod api_heavy_reads;
 /// Invitations and registration through the outbox link.
 mod api_invites;
 /// Messages area: deletion.

@@ -227,6 +227,7 @@ fn bad_options_are_refused_with_a_message() {
         (&["--fsync", "interval:0"][..], "--fsync"),
         (&["--segment-bytes", "10"][..], "--segment-bytes"),
         (&["--workers", "0"][..], "--workers"),
+        (&["--max-heavy-reads", "0"][..], "--max-heavy-reads"),
         (&["--commit-gather-us", "soon"][..], "--commit-gather-us"),
         (&["--listen", "not-an-address"][..], "--listen"),
     ] {

@@ -28,6 +28,7 @@ pub struct TestServer {
     pub dir: tempfile::TempDir,
     pub accounts: Vec<Account>,
     args: Vec<String>,
+    env: Vec<(String, String)>,
 }
 
 impl TestServer {
@@ -38,11 +39,18 @@ impl TestServer {
 
     /// A dev server on a fresh data dir with extra arguments.
     pub fn start_with(extra: &[&str]) -> TestServer {
+        Self::start_with_env(extra, &[])
+    }
+
+    /// A dev server on a fresh data dir with extra arguments and
+    /// environment variables.
+    pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> TestServer {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut args: Vec<String> = vec!["--dev".into()];
         args.extend(extra.iter().map(|s| s.to_string()));
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let mut server =
-            TestServer { child: None, addr: String::new(), dir, accounts: Vec::new(), args };
+            TestServer { child: None, addr: String::new(), dir, accounts: Vec::new(), args, env };
         server.spawn().unwrap_or_else(|e| panic!("natter did not start: {e}"));
         server
     }
@@ -54,8 +62,11 @@ impl TestServer {
     fn command(&self, args: &[String]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_natter"));
         cmd.arg("--listen").arg("127.0.0.1:0").arg("--data-dir").arg(self.dir.path().join("data"));
-        cmd.arg("--workers").arg("2");
+        if !args.iter().any(|a| a == "--workers") {
+            cmd.arg("--workers").arg("2");
+        }
         cmd.args(args);
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 

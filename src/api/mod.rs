@@ -19,6 +19,7 @@ pub mod presence;
 pub mod profile_fields;
 pub mod reactions;
 pub mod read_state;
+pub mod readers;
 pub mod reading;
 pub mod realm;
 pub mod register;
@@ -46,6 +47,8 @@ use crate::state::{Realm, State, User};
 pub struct App {
     /// Realm data (read side).
     pub state: Arc<State>,
+    /// The pool heavy reads run on, off the HTTP workers.
+    pub readers: readers::Readers,
     /// The write path.
     pub committer: Committer,
     /// Event delivery.

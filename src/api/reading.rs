@@ -11,6 +11,7 @@
 //! shard locks are held only while ids are copied out.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -19,7 +20,7 @@ use crate::api::params::Params;
 use crate::error::{ApiError, ApiResult};
 use crate::markdown::escape_html;
 pub(crate) use crate::narrow::query::{
-    window, Anchor, Window, WindowBounds, LARGER_THAN_MAX_MESSAGE_ID,
+    is_heavy, window, Anchor, Window, WindowBounds, LARGER_THAN_MAX_MESSAGE_ID,
 };
 use crate::narrow::search::highlight;
 use crate::narrow::Narrow;
@@ -68,15 +69,38 @@ fn count(params: &mut Params, name: &str) -> ApiResult<u64> {
 /// The reply is written straight to JSON text (`crate::view::message::MessageWriter`):
 /// the same bytes as the map of `crate::view::message::message` objects it replaces.
 pub fn get_messages(app: &App, call: &mut Call) -> ApiResult<Reply> {
-    let reply = match call.caller.clone() {
+    let (viewer, narrow) = match call.caller.clone() {
         None => {
             spectators::check_realm(&call.realm)?;
             let viewer = crate::state::access::spectator(&call.realm);
             let value = call.params.json("narrow")?;
             let narrow = spectators::narrow(&app.state, &call.realm, &viewer, value.as_ref())?;
-            fetch(&app.state, &call.realm, &viewer, &narrow, &mut call.params)?
+            (Arc::new(viewer), narrow)
         }
-        Some(me) => get_messages_for(&app.state, &call.realm, &me, &mut call.params)?,
+        Some(me) => {
+            let narrow = match call.params.json("narrow")? {
+                Some(value) => Narrow::parse(&app.state, &me, &value)?,
+                None => Narrow::default(),
+            };
+            (me, narrow)
+        }
+    };
+    let reply = if is_heavy(&app.state, &viewer, &narrow) {
+        // No index answers the narrow exactly: the read may look at many
+        // messages, so it runs on a reader thread while this coroutine
+        // parks (`api::readers`), and the parameters travel with it.
+        let state = Arc::clone(&app.state);
+        let realm = Arc::clone(&call.realm);
+        let user = (!crate::state::access::is_spectator(&viewer)).then_some(viewer.id);
+        let mut params = std::mem::take(&mut call.params);
+        let (reply, params) = app.readers.run(user, move || {
+            let reply = fetch(&state, &realm, &viewer, &narrow, &mut params);
+            (reply, params)
+        })?;
+        call.params = params;
+        reply?
+    } else {
+        fetch(&app.state, &call.realm, &viewer, &narrow, &mut call.params)?
     };
     call.sorted_reply = Some(reply);
     Ok(Reply::new())

@@ -144,6 +144,10 @@ pub fn write_head(out: &mut Vec<u8>, reply: &Response, keep_alive: bool, http10:
     if reply.status == 401 {
         out.extend_from_slice(b"WWW-Authenticate: Basic realm=\"zulip\"\r\n");
     }
+    if reply.status == 429 {
+        // Every 429 is `api::readers::rate_limited`, whose body says the same.
+        out.extend_from_slice(b"Retry-After: 1\r\n");
+    }
     if !keep_alive {
         out.extend_from_slice(b"Connection: close\r\n");
     } else if http10 {
@@ -206,6 +210,11 @@ mod tests {
         assert!(text.contains(" GMT\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"));
         assert!(text.contains("WWW-Authenticate: Basic realm=\"zulip\"\r\n"));
         assert!(text.ends_with("Connection: close\r\n\r\n"));
+        let mut out = Vec::new();
+        write_head(&mut out, &Response { status: 429, body: b"{}".to_vec() }, true, false);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("HTTP/1.1 429 Too Many Requests\r\n"));
+        assert!(text.contains("\r\nRetry-After: 1\r\n") && !text.contains("WWW-Authenticate"));
         let mut out = Vec::new();
         write_head(&mut out, &Response { status: 200, body: vec![b' '; 1234] }, true, true);
         let text = String::from_utf8(out).unwrap();

@@ -148,6 +148,43 @@ fn source(state: &State, viewer: &User, narrow: &Narrow) -> Source {
     Source::User(viewer.id)
 }
 
+/// Whether reading `narrow` for `viewer` may look at many messages it
+/// does not return: some term is not answered exactly by the index the
+/// read walks (a search, a negation, a filter over a whole history). Such
+/// reads run off the HTTP workers (`api::readers`); the others look only
+/// at messages they return, or at most one.
+pub fn is_heavy(state: &State, viewer: &User, narrow: &Narrow) -> bool {
+    let source = source(state, viewer, narrow);
+    if matches!(source, Source::Single(_) | Source::Nothing) {
+        return false;
+    }
+    !narrow.terms.iter().all(|term| answered_by(state, &source, term))
+}
+
+/// Whether every candidate of `source` passes `term`.
+fn answered_by(state: &State, source: &Source, term: &super::Term) -> bool {
+    use super::Filter;
+    if matches!(term.filter, Filter::Near(_) | Filter::InAll) {
+        return true;
+    }
+    if term.negated {
+        return false;
+    }
+    match (&term.filter, source) {
+        (Filter::Channel(c), Source::Topic(channel, _)) => c == channel,
+        (Filter::Channel(c), Source::Recipient(r)) => {
+            state.channels.read(c, |channel| channel.recipient == *r).unwrap_or(false)
+        }
+        (Filter::Topic(t), Source::Topic(_, topic)) => t == topic,
+        (Filter::Dm(users), Source::Recipient(r)) => {
+            state.direct_recipients.get(&users.to_vec()) == Some(*r)
+        }
+        (Filter::Is(Is::Starred), Source::Starred(_)) => true,
+        (Filter::Is(Is::Unread), Source::Unread(_)) => true,
+        _ => false,
+    }
+}
+
 /// Who is reading: `access::message_view_with` decides per message.
 struct Viewer<'a> {
     state: &'a State,
@@ -376,4 +413,56 @@ pub fn by_ids(
     ids.iter()
         .flat_map(|id| scan(&viewer, narrow, &Source::Single(*id), *id, Direction::Newer, 1))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::state::Role;
+    use crate::testkit::World;
+
+    #[test]
+    fn narrows_an_index_answers_exactly_are_light() {
+        let mut w = World::new();
+        let me = w.user("", "me@t.test", Role::Member);
+        let you = w.user("", "you@t.test", Role::Member);
+        let general = w.channel("", "general", false, &[&me, &you]).id;
+        let vault = w.channel("", "vault", true, &[&you]).id;
+        w.post(&you, general, "lunch", "soup");
+        w.post(&you, vault, "plans", "gold");
+        w.dm(&you, &[&me], "psst");
+        let heavy = |narrow: serde_json::Value| {
+            let n = Narrow::parse(&w.state, &me, &narrow).unwrap();
+            is_heavy(&w.state, &me, &n)
+        };
+        for light in [
+            json!([]),
+            json!([["stream", "general"]]),
+            json!([["stream", "general"], ["topic", "LUNCH"]]),
+            json!([["dm", "you@t.test"]]),
+            json!([["is", "starred"]]),
+            json!([["is", "unread"], ["near", 5]]),
+            json!([["id", 1], ["search", "soup"]]),
+            json!([["dm", "you@t.test"], ["in", "all"]]),
+        ] {
+            assert!(!heavy(light.clone()), "{light}");
+        }
+        for scan in [
+            json!([["search", "soup"]]),
+            json!([["stream", "general"], ["search", "soup"]]),
+            json!([{"operator": "stream", "operand": "general", "negated": true}]),
+            json!([["sender", "you@t.test"]]),
+            json!([["is", "mentioned"]]),
+            json!([["is", "starred"], ["is", "unread"]]),
+            json!([["has", "link"]]),
+            json!([["stream", "general"], ["topic", "lunch"], ["sender", "you@t.test"]]),
+        ] {
+            assert!(heavy(scan.clone()), "{scan}");
+        }
+        // A subscriber reads a private channel from its index: light.
+        let narrow = Narrow::parse(&w.state, &you, &json!([["stream", vault.0]])).unwrap();
+        assert!(!is_heavy(&w.state, &you, &narrow));
+    }
 }

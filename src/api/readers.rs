@@ -1,0 +1,234 @@
+//! Heavy reads off the HTTP workers: a fixed pool of reader OS threads.
+//!
+//! A narrow that no index answers exactly (a `search`, a sparse filter
+//! over a user's whole history) may look at millions of messages. Run on
+//! an HTTP worker, that scan would hold every connection sharing the
+//! worker's thread for its whole length. Instead the handler hands the
+//! read to `Readers::run`: the job goes to one of `READER_THREADS` plain
+//! OS threads while the calling coroutine parks on a may channel, so the
+//! worker keeps serving its other connections; the reader threads and the
+//! workers then share the CPUs through the OS scheduler.
+//!
+//! Admission is bounded, never an unbounded queue: at most
+//! `MAX_PER_USER` heavy reads of one user and `max_total` in all are in
+//! the pool (running or waiting for a thread) at once; past either bound
+//! the caller gets Zulip's rate-limit error (429 `RATE_LIMIT_HIT`, with
+//! `retry-after`).
+//!
+//! `NATTER_READ_GATE` (tests only): a directory. A reader thread then
+//! announces each job by creating `started-<n>` there and holds it until
+//! a file named `release` appears, so a test can prove that other requests
+//! complete while a heavy read is still in progress.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::error::ApiError;
+use crate::state::UserId;
+
+/// Reader OS threads (the machines natter targets have few cores; more
+/// threads would only take CPU from the HTTP workers).
+pub const READER_THREADS: usize = 2;
+/// Most heavy reads of one user in the pool at once.
+pub const MAX_PER_USER: usize = 2;
+/// Default for `--max-heavy-reads`: most heavy reads in the pool at once.
+pub const DEFAULT_MAX_TOTAL: usize = 16;
+/// Seconds a refused caller is told to wait (`retry-after`).
+const RETRY_AFTER_SECS: u64 = 1;
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// The pool and its admission counts.
+pub struct Readers {
+    jobs: Mutex<mpsc::Sender<Job>>,
+    admitted: Arc<Admitted>,
+}
+
+/// Heavy reads in the pool, in total and per user.
+struct Admitted {
+    max_total: usize,
+    total: AtomicUsize,
+    /// Held only to bump or drop one count, never across a wait.
+    per_user: parking_lot::Mutex<HashMap<UserId, usize>>,
+}
+
+/// One admitted read: gives its place back when dropped (also when the
+/// job panicked or its caller went away).
+struct Ticket {
+    admitted: Arc<Admitted>,
+    user: Option<UserId>,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if let Some(user) = self.user {
+            let mut per_user = self.admitted.per_user.lock();
+            if let Some(n) = per_user.get_mut(&user) {
+                *n -= 1;
+                if *n == 0 {
+                    per_user.remove(&user);
+                }
+            }
+        }
+        self.admitted.total.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Zulip's rate-limit error: 429 `RATE_LIMIT_HIT` with `retry-after`
+/// (the transport adds the `Retry-After` header to every 429).
+pub fn rate_limited() -> ApiError {
+    ApiError {
+        status: 429,
+        code: "RATE_LIMIT_HIT",
+        msg: "API usage exceeded rate limit".into(),
+        extra: vec![("retry-after", RETRY_AFTER_SECS.into())],
+    }
+}
+
+impl Readers {
+    /// Starts the reader threads; at most `max_total` heavy reads are
+    /// admitted at once.
+    pub fn start(max_total: usize) -> Readers {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        let gate = std::env::var_os("NATTER_READ_GATE").map(PathBuf::from).map(Arc::new);
+        let started = Arc::new(AtomicU64::new(0));
+        for i in 0..READER_THREADS {
+            let rx = Arc::clone(&rx);
+            let gate = gate.clone();
+            let started = Arc::clone(&started);
+            std::thread::Builder::new()
+                .name(format!("natter-reader-{i}"))
+                .spawn(move || loop {
+                    // Plain OS threads: a std lock and a blocking receive
+                    // are what they are for.
+                    let job = match rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(job) = job else { return };
+                    if let Some(dir) = &gate {
+                        hold_at_gate(dir, started.fetch_add(1, Ordering::SeqCst));
+                    }
+                    job();
+                })
+                .expect("spawn a reader thread");
+        }
+        Readers {
+            jobs: Mutex::new(tx),
+            admitted: Arc::new(Admitted {
+                max_total: max_total.max(1),
+                total: AtomicUsize::new(0),
+                per_user: parking_lot::Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Admits one heavy read for `user` (`None`: a spectator, bounded by
+    /// the total only), or refuses with the rate-limit error.
+    fn admit(&self, user: Option<UserId>) -> Result<Ticket, ApiError> {
+        let admitted = &self.admitted;
+        let claimed = admitted.total.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < admitted.max_total).then_some(n + 1)
+        });
+        if claimed.is_err() {
+            return Err(rate_limited());
+        }
+        // From here the ticket owns the total's place: dropping it on a
+        // refusal below gives it back.
+        let mut ticket = Ticket { admitted: Arc::clone(admitted), user: None };
+        if let Some(user) = user {
+            let mut per_user = admitted.per_user.lock();
+            let n = per_user.entry(user).or_insert(0);
+            if *n >= MAX_PER_USER {
+                return Err(rate_limited());
+            }
+            *n += 1;
+            ticket.user = Some(user);
+        }
+        Ok(ticket)
+    }
+
+    /// Runs `read` on a reader thread for `user` and returns its result;
+    /// a coroutine caller parks (a may channel) until it is done. Refused
+    /// with the rate-limit error past the bounds.
+    pub fn run<T: Send + 'static>(
+        &self,
+        user: Option<UserId>,
+        read: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let ticket = self.admit(user)?;
+        let (tx, rx) = may::sync::mpsc::channel();
+        let job: Job = Box::new(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read));
+            // The place is given back before the caller wakes.
+            drop(ticket);
+            let _ = tx.send(result.ok());
+        });
+        let sent = match self.jobs.lock() {
+            Ok(jobs) => jobs.send(job).is_ok(),
+            Err(_) => false,
+        };
+        if !sent {
+            return Err(ApiError::internal());
+        }
+        match rx.recv() {
+            Ok(Some(value)) => Ok(value),
+            _ => Err(ApiError::internal()),
+        }
+    }
+
+    /// Heavy reads in the pool now (running or waiting for a thread).
+    pub fn in_flight(&self) -> usize {
+        self.admitted.total.load(Ordering::Acquire)
+    }
+}
+
+/// Announces job `n` in `dir` and waits there until `dir/release` exists
+/// (a reader thread, not a coroutine: it may sleep).
+fn hold_at_gate(dir: &std::path::Path, n: u64) {
+    let _ = std::fs::write(dir.join(format!("started-{n}")), b"");
+    while !dir.join("release").exists() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_run_and_return_their_result() {
+        let readers = Readers::start(4);
+        assert_eq!(readers.run(Some(UserId(1)), || 6 * 7).unwrap(), 42);
+        assert_eq!(readers.in_flight(), 0);
+        // A read that panics is an internal error, and gives its place back.
+        let e = readers.run(None, || -> u8 { panic!("boom") }).unwrap_err();
+        assert_eq!(e.status, 500);
+        assert_eq!(readers.in_flight(), 0);
+    }
+
+    #[test]
+    fn admission_is_bounded_per_user_and_in_total() {
+        let readers = Readers::start(3);
+        let me = Some(UserId(1));
+        let tickets: Vec<Ticket> = (0..MAX_PER_USER).map(|_| readers.admit(me).unwrap()).collect();
+        let e = readers.admit(me).map(drop).unwrap_err();
+        assert_eq!((e.status, e.code), (429, "RATE_LIMIT_HIT"));
+        assert!(e.extra.iter().any(|(k, _)| *k == "retry-after"));
+        // The refusal gave its total's place back: another user gets it.
+        let other = readers.admit(Some(UserId(2))).unwrap();
+        assert_eq!(readers.in_flight(), 3);
+        assert_eq!(readers.admit(Some(UserId(3))).map(drop).unwrap_err().status, 429);
+        assert_eq!(readers.admit(None).map(drop).unwrap_err().status, 429);
+        drop(other);
+        drop(tickets);
+        assert_eq!(readers.in_flight(), 0);
+        assert!(readers.admitted.per_user.lock().is_empty());
+        assert!(readers.admit(me).is_ok());
+    }
+}
