@@ -568,9 +568,8 @@ mod tests {
                    {"operator": "subject", "operand": "lunch", "negated": false}]),
         );
         assert_eq!(legacy.unwrap(), modern.unwrap());
-        let n =
-            parse(state, &users[0], json!([{"operator":"topic","operand":"x","negated":true}]))
-                .unwrap();
+        let n = parse(state, &users[0], json!([{"operator":"topic","operand":"x","negated":true}]))
+            .unwrap();
         assert!(n.terms[0].negated && n.topic().is_none());
     }
 
