@@ -18,6 +18,8 @@ mod api_message_delete;
 mod api_message_edit;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
+/// The mobile app: register fields, emoji data, its routes.
+mod api_mobile;
 /// The Notification Bot (issue #8): system bots, move and resolve notices.
 mod api_move_notifications;
 /// Alert words, drafts, user status, muted users, topic visibility.

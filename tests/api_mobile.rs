@@ -1,0 +1,70 @@
+//! What the official mobile app needs to load an account: register's
+//! fields it requires (`streams`, `realm_wildcard_mention_policy`,
+//! `realm_enable_read_receipts`, `realm_default_external_accounts`,
+//! `server_emoji_data_url`) and the emoji data document it then fetches.
+
+use serde_json::{json, Value};
+
+use crate::util::TestServer;
+
+const HAMLET: &str = "hamlet@natter.test"; // member; general, Denmark, core team
+const POLONIUS: &str = "polonius@natter.test"; // guest; general only
+
+#[test]
+fn register_carries_the_fields_the_mobile_app_requires() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let r = hamlet.post("/register", &[]).ok();
+    assert_eq!(r["realm_wildcard_mention_policy"], json!(5), "administrators, Zulip's default");
+    assert_eq!(r["realm_enable_read_receipts"], json!(true));
+    assert_eq!(
+        r["realm_default_external_accounts"]["github"],
+        json!({"name": "GitHub username", "text": "GitHub", "hint": "",
+               "url_pattern": "https://github.com/%(username)s"})
+    );
+    assert!(r["realm_default_external_accounts"]["twitter"].is_object());
+    let url = r["server_emoji_data_url"].as_str().unwrap();
+    assert!(url.starts_with(r["realm_url"].as_str().unwrap()), "{url}");
+    // `streams`: every channel the caller may know about, without
+    // subscriber lists; a guest sees only what is theirs.
+    let names = |r: &Value| -> Vec<String> {
+        r["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().into())
+            .collect()
+    };
+    let all = names(&r);
+    assert!(all.contains(&"general".to_owned()) && all.contains(&"Denmark".to_owned()), "{all:?}");
+    assert!(r["streams"][0].get("subscribers").is_none());
+    let guest = server.client(POLONIUS).post("/register", &[]).ok();
+    assert_eq!(names(&guest), ["general"]);
+    // Only with the `stream` section.
+    let r = hamlet.post("/register", &[("fetch_event_types", r#"["realm"]"#)]).ok();
+    assert!(r.get("streams").is_none() && r.get("server_emoji_data_url").is_some());
+    let r = hamlet.post("/register", &[("fetch_event_types", r#"["stream"]"#)]).ok();
+    assert_eq!(names(&r), all);
+}
+
+#[test]
+fn the_emoji_data_document_is_served_without_credentials() {
+    let server = TestServer::start();
+    let r = server.client(HAMLET).post("/register", &[("fetch_event_types", r#"["realm"]"#)]).ok();
+    let url = r["server_emoji_data_url"].as_str().unwrap();
+    let path = &url[url.find("/static/").expect("a path under /static/")..];
+    let anonymous = server.anonymous();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {}\r\n\r\n", anonymous.addr);
+    let doc = anonymous.raw(request.as_bytes());
+    assert_eq!(doc.status, 200, "{}", doc.body);
+    // The document itself, not a success envelope.
+    assert!(doc.json.get("result").is_none());
+    let names = &doc.json["code_to_names"];
+    assert_eq!(names["1f44d"], json!(["+1", "thumbs_up", "like"]));
+    assert_eq!(names["1f642"][0], "smile");
+    assert!(names.as_object().unwrap().len() > 1000);
+    // Another method on that path is not a document.
+    let post =
+        format!("POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: 0\r\n\r\n", anonymous.addr);
+    assert_eq!(anonymous.raw(post.as_bytes()).status, 404);
+}
