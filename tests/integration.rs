@@ -63,6 +63,8 @@ mod load;
 mod permission_matrix;
 /// Crash (SIGKILL) and clean restarts, snapshots, torn and corrupt logs.
 mod recovery;
+/// register, GET /messages and every event, decoded as the mobile app does.
+mod typed_client;
 /// The register-vs-events harness (Zulip's verify_action), one case per event type.
 mod verify_action;
 /// Automatic topic follow/unmute on send (on the verify_action harness).
