@@ -68,3 +68,47 @@ fn the_emoji_data_document_is_served_without_credentials() {
         format!("POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: 0\r\n\r\n", anonymous.addr);
     assert_eq!(anonymous.raw(post.as_bytes()).status, 404);
 }
+
+#[test]
+fn render_previews_a_message_as_the_caller_would_send_it() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let othello_id = crate::util::user_id(&server, "othello@natter.test");
+    let content = "**bold** @**Othello, the Moor of Venice** #**core team** :smile:";
+    let r = hamlet.post("/messages/render", &[("content", content)]).ok();
+    let html = r["rendered"].as_str().unwrap();
+    assert!(html.starts_with("<p><strong>bold</strong>"), "{html}");
+    assert!(html.contains(&format!("data-user-id=\"{othello_id}\"")), "{html}");
+    assert!(html.contains(">#core team</a>") && html.contains("emoji-1f642"), "{html}");
+    // Rendered for the caller: a channel Othello cannot see stays text.
+    let r = server
+        .client("othello@natter.test")
+        .post("/messages/render", &[("content", "#**core team**")]);
+    assert_eq!(r.ok()["rendered"], "<p>#<strong>core team</strong></p>");
+    // Nothing is sent.
+    let newest = hamlet
+        .get("/messages", &[("anchor", "newest"), ("num_before", "1"), ("num_after", "0")])
+        .ok();
+    assert!(!newest["messages"][0]["content"].as_str().unwrap().contains("bold"));
+    // Empty content renders as nothing; content is required; NUL refused.
+    assert_eq!(hamlet.post("/messages/render", &[("content", "  ")]).ok()["rendered"], "");
+    let e = hamlet.post("/messages/render", &[]).err(400, "REQUEST_VARIABLE_MISSING");
+    assert_eq!(e["var_name"], "content");
+    hamlet.post("/messages/render", &[("content", "a\0b")]).err(400, "BAD_REQUEST");
+    // Credentials are needed.
+    server.anonymous().post("/messages/render", &[("content", "x")]).err(401, "UNAUTHORIZED");
+}
+
+#[test]
+fn a_literal_path_is_never_taken_for_an_id() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    // `/messages/render` and `/messages/flags` are not message ids.
+    for (method, path) in
+        [("GET", "/messages/render"), ("PATCH", "/messages/render"), ("GET", "/messages/flags")]
+    {
+        let r = hamlet.request(method, path, &[]);
+        assert_eq!(r.status, 405, "{method} {path}: {}", r.body);
+        assert_eq!(r.json["result"], "error");
+    }
+}
