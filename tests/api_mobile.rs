@@ -112,3 +112,83 @@ fn a_literal_path_is_never_taken_for_an_id() {
         assert_eq!(r.json["result"], "error");
     }
 }
+
+#[test]
+fn read_receipts_list_who_read_a_message_and_shares_it() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let othello = server.client("othello@natter.test");
+    let iago = server.client("iago@natter.test");
+    let cordelia = server.client("cordelia@natter.test");
+    let polonius = server.client(POLONIUS);
+    let id_of = |email: &str| crate::util::user_id(&server, email);
+    let sent = othello
+        .post(
+            "/messages",
+            &[("type", "stream"), ("to", "general"), ("topic", "r"), ("content", "read me")],
+        )
+        .ok()["id"]
+        .as_u64()
+        .unwrap();
+    let path = format!("/messages/{sent}/read_receipts");
+    let read = |c: &crate::util::Client| {
+        c.post(
+            "/messages/flags",
+            &[("messages", &format!("[{sent}]")), ("op", "add"), ("flag", "read")],
+        )
+        .ok();
+    };
+    let receipts = |c: &crate::util::Client| -> Vec<u64> {
+        let r = c.get(&path, &[]).ok();
+        r["user_ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect()
+    };
+    // Nobody but the sender has read it, and the sender is never listed.
+    assert_eq!(receipts(&hamlet), Vec::<u64>::new());
+    for c in [&hamlet, &iago, &cordelia, &polonius] {
+        read(c);
+    }
+    let mut all = vec![
+        id_of(HAMLET),
+        id_of("iago@natter.test"),
+        id_of("cordelia@natter.test"),
+        id_of(POLONIUS),
+    ];
+    all.sort();
+    assert_eq!(receipts(&hamlet), all);
+    // A user who does not share read receipts is left out.
+    polonius.request("PATCH", "/settings", &[("send_read_receipts", "false")]).ok();
+    all.retain(|u| *u != id_of(POLONIUS));
+    assert_eq!(receipts(&hamlet), all);
+    // Users the caller muted, and users who muted the caller, are left out
+    // for the caller only.
+    hamlet.post(&format!("/users/me/muted_users/{}", id_of("iago@natter.test")), &[]).ok();
+    cordelia.post(&format!("/users/me/muted_users/{}", id_of(HAMLET)), &[]).ok();
+    assert_eq!(receipts(&hamlet), vec![id_of(HAMLET)]);
+    assert_eq!(receipts(&othello), all);
+}
+
+#[test]
+fn read_receipts_refuse_messages_the_caller_cannot_see() {
+    let server = TestServer::start();
+    let iago = server.client("iago@natter.test");
+    let othello = server.client("othello@natter.test");
+    // "core team" is private: Othello is not in it.
+    let hidden = iago
+        .post(
+            "/messages",
+            &[("type", "stream"), ("to", "core team"), ("topic", "r"), ("content", "secret")],
+        )
+        .ok()["id"]
+        .as_u64()
+        .unwrap();
+    let e = othello.get(&format!("/messages/{hidden}/read_receipts"), &[]).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Invalid message(s)");
+    othello.get("/messages/999999/read_receipts", &[]).err(400, "BAD_REQUEST");
+    othello.get("/messages/abc/read_receipts", &[]).err(400, "BAD_REQUEST");
+    server
+        .anonymous()
+        .get(&format!("/messages/{hidden}/read_receipts"), &[])
+        .err(401, "UNAUTHORIZED");
+    // The members of the channel may ask.
+    iago.get(&format!("/messages/{hidden}/read_receipts"), &[]).ok();
+}

@@ -612,6 +612,12 @@ pub static ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        pattern: "/messages/{message_id}/read_receipts",
+        access: Access::User,
+        handler: api::read_state::read_receipts,
+    },
+    Route {
+        method: "GET",
         pattern: "/messages/{message_id}/history",
         access: Access::User,
         handler: api::message_edit::history,
