@@ -192,3 +192,42 @@ fn read_receipts_refuse_messages_the_caller_cannot_see() {
     // The members of the channel may ask.
     iago.get(&format!("/messages/{hidden}/read_receipts"), &[]).ok();
 }
+
+#[test]
+fn presence_of_the_realm_and_of_one_user() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let othello = server.client("othello@natter.test");
+    let hamlet_id = crate::util::user_id(&server, HAMLET);
+    hamlet.post("/users/me/presence", &[("status", "active")]).ok();
+    // The realm's presences, in the legacy email-keyed form.
+    let r = othello.get("/realm/presence", &[]).ok();
+    let presences = r["presences"].as_object().unwrap();
+    assert_eq!(presences.keys().collect::<Vec<_>>(), [HAMLET], "only users seen");
+    assert_eq!(presences[HAMLET]["aggregated"]["status"], "active");
+    assert!(r["server_timestamp"].as_i64().unwrap() > 0);
+    // One user, by id or by email.
+    for key in [hamlet_id.to_string(), HAMLET.to_owned()] {
+        let p = othello.get(&format!("/users/{key}/presence"), &[]).ok();
+        assert_eq!(p["presence"]["aggregated"]["status"], "active", "{p}");
+        assert_eq!(p["presence"]["website"]["status"], "active", "{p}");
+        assert!(p["presence"]["website"].get("client").is_none(), "{p}");
+    }
+    // Refusals: never seen, a bot, nobody, another realm's user, a
+    // deactivated user.
+    let e = othello.get("/users/cordelia@natter.test/presence", &[]).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "No presence data for cordelia@natter.test");
+    let bot = crate::util::user_id(&server, "helper-bot@natter.test");
+    let e = othello.get(&format!("/users/{bot}/presence"), &[]).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Presence is not supported for bot users.");
+    for nobody in ["999999", "nobody@natter.test", "king@lear.test"] {
+        let e = othello.get(&format!("/users/{nobody}/presence"), &[]).err(400, "BAD_REQUEST");
+        assert_eq!(e["msg"], "No such user", "{nobody}");
+    }
+    let iago = server.client("iago@natter.test");
+    iago.request("DELETE", &format!("/users/{hamlet_id}"), &[]).ok();
+    let e = othello.get(&format!("/users/{hamlet_id}/presence"), &[]).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "No such user");
+    assert_eq!(othello.get("/realm/presence", &[]).ok()["presences"], json!({}));
+    server.anonymous().get("/realm/presence", &[]).err(401, "UNAUTHORIZED");
+}

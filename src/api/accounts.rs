@@ -110,7 +110,7 @@ fn target_by_path(app: &App, call: &Call) -> ApiResult<User> {
 }
 
 /// `target_by_path`'s look-up, system bots included.
-fn user_by_path(app: &App, call: &Call) -> ApiResult<Option<User>> {
+pub(super) fn user_by_path(app: &App, call: &Call) -> ApiResult<Option<User>> {
     let segment = call.path.first().map(String::as_str).unwrap_or("");
     let me = call.caller();
     let user = match segment.parse::<u64>() {

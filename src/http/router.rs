@@ -97,6 +97,18 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::presence::update_presence,
     },
+    Route {
+        method: "GET",
+        pattern: "/realm/presence",
+        access: Access::User,
+        handler: api::presence::realm_presence,
+    },
+    Route {
+        method: "GET",
+        pattern: "/users/{user_id_or_email}/presence",
+        access: Access::User,
+        handler: api::presence::user_presence,
+    },
     // --- end real time ---
     // Reading: message windows and narrows, topics, channel lists, flags.
     Route {
