@@ -231,3 +231,75 @@ fn presence_of_the_realm_and_of_one_user() {
     assert_eq!(othello.get("/realm/presence", &[]).ok()["presences"], json!({}));
     server.anonymous().get("/realm/presence", &[]).err(401, "UNAUTHORIZED");
 }
+
+#[test]
+fn group_membership_of_one_user() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let id = |email: &str| crate::util::user_id(&server, email);
+    let create = |name: &str, members: &[u64]| -> u64 {
+        hamlet
+            .post(
+                "/user_groups/create",
+                &[("name", name), ("description", "d"), ("members", &json!(members).to_string())],
+            )
+            .ok()["group_id"]
+            .as_u64()
+            .unwrap()
+    };
+    let inner = create("inner", &[id("othello@natter.test")]);
+    let outer = create("outer", &[id(HAMLET)]);
+    hamlet.post(&format!("/user_groups/{outer}/subgroups"), &[("add", &format!("[{inner}]"))]).ok();
+    let member = |group: u64, user: u64, direct: &str| -> Value {
+        hamlet
+            .get(&format!("/user_groups/{group}/members/{user}"), &[("direct_member_only", direct)])
+            .ok()["is_user_group_member"]
+            .clone()
+    };
+    let othello = id("othello@natter.test");
+    assert_eq!(member(outer, othello, "false"), json!(true), "through the subgroup");
+    assert_eq!(member(outer, othello, "true"), json!(false));
+    assert_eq!(member(outer, id(HAMLET), "true"), json!(true));
+    assert_eq!(member(inner, id("cordelia@natter.test"), "false"), json!(false));
+    // System groups follow roles.
+    let groups = hamlet.get("/user_groups", &[]).ok();
+    let members_group = groups["user_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "role:members")
+        .unwrap()["id"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(member(members_group, id(HAMLET), "false"), json!(true));
+    assert_eq!(member(members_group, id(POLONIUS), "false"), json!(false));
+    // Refusals: no such group (or another realm's), no such user, a bot,
+    // a deactivated user, a bad parameter.
+    let lear = server.client("king@lear.test").with_host("lear.localhost");
+    let lear_groups = lear.get("/user_groups", &[]).ok();
+    let king = lear.get("/users/me", &[]).ok()["user_id"].as_u64().unwrap();
+    let lear_group = lear_groups["user_groups"][0]["id"].as_u64().unwrap();
+    for group in [999_999, lear_group] {
+        let e = hamlet
+            .get(&format!("/user_groups/{group}/members/{othello}"), &[])
+            .err(400, "BAD_REQUEST");
+        assert_eq!(e["msg"], "Invalid user group");
+    }
+    let bot = id("helper-bot@natter.test");
+    for user in [999_999, bot, king] {
+        let e = hamlet
+            .get(&format!("/user_groups/{outer}/members/{user}"), &[])
+            .err(400, "BAD_REQUEST");
+        assert_eq!(e["msg"], "No such user", "{user}");
+    }
+    server.client("iago@natter.test").request("DELETE", &format!("/users/{othello}"), &[]).ok();
+    let e =
+        hamlet.get(&format!("/user_groups/{outer}/members/{othello}"), &[]).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "User is deactivated");
+    hamlet
+        .get(
+            &format!("/user_groups/{outer}/members/{}", id(HAMLET)),
+            &[("direct_member_only", "maybe")],
+        )
+        .err(400, "BAD_REQUEST");
+}

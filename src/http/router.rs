@@ -530,6 +530,12 @@ pub static ROUTES: &[Route] = &[
         handler: api::groups::get_members,
     },
     Route {
+        method: "GET",
+        pattern: "/user_groups/{user_group_id}/members/{user_id}",
+        access: Access::User,
+        handler: api::groups::is_member,
+    },
+    Route {
         method: "POST",
         pattern: "/user_groups/{user_group_id}/subgroups",
         access: Access::User,
