@@ -303,3 +303,42 @@ fn group_membership_of_one_user() {
         )
         .err(400, "BAD_REQUEST");
 }
+
+#[test]
+fn deleting_a_bot_deactivates_it_for_its_owner_or_an_administrator() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let created = hamlet
+        .post("/bots", &[("full_name", "Yorick"), ("short_name", "yorick"), ("bot_type", "1")])
+        .ok();
+    let bot = created["user_id"].as_u64().unwrap();
+    let bot_email = created["email"].as_str().unwrap().to_owned();
+    let key = created["api_key"].as_str().unwrap().to_owned();
+    let as_bot = hamlet.with_auth(&bot_email, &key);
+    as_bot.get("/users/me", &[]).ok();
+    // Refusals: another member's bot, a human, nobody, another realm's.
+    let othello = server.client("othello@natter.test");
+    let e = othello.request("DELETE", &format!("/bots/{bot}"), &[]).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Insufficient permission");
+    let human = crate::util::user_id(&server, "othello@natter.test");
+    let lear = server.client("king@lear.test").with_host("lear.localhost");
+    let king = lear.get("/users/me", &[]).ok()["user_id"].as_u64().unwrap();
+    for id in [human, 999_999, king] {
+        let e = hamlet.request("DELETE", &format!("/bots/{id}"), &[]).err(400, "BAD_REQUEST");
+        assert_eq!(e["msg"], "No such bot", "{id}");
+    }
+    lear.request("DELETE", &format!("/bots/{bot}"), &[]).err(400, "BAD_REQUEST");
+    as_bot.get("/users/me", &[]).ok();
+    // The owner deletes it: deactivated, its key refused.
+    hamlet.request("DELETE", &format!("/bots/{bot}"), &[]).ok();
+    let listed = hamlet.get("/bots", &[]).ok();
+    let entry = listed["bots"].as_array().unwrap().iter().find(|b| b["user_id"] == bot).cloned();
+    assert!(entry.is_none_or(|b| b["is_active"] == false), "{listed}");
+    as_bot.get("/users/me", &[]).err(401, "USER_DEACTIVATED");
+    let e = hamlet.request("DELETE", &format!("/bots/{bot}"), &[]).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "User is already deactivated");
+    // An administrator may delete anyone's bot.
+    server.client("iago@natter.test").post(&format!("/users/{bot}/reactivate"), &[]).ok();
+    server.client("iago@natter.test").request("DELETE", &format!("/bots/{bot}"), &[]).ok();
+    as_bot.get("/users/me", &[]).err(401, "USER_DEACTIVATED");
+}

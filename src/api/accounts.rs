@@ -470,6 +470,24 @@ pub fn update_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
     Ok(Reply::new())
 }
 
+/// `DELETE /bots/{bot_id}`: the bot's owner or an administrator
+/// deactivates it (its key stops at once; `realm_user` and `realm_bot`
+/// updates of `is_active`, as for any deactivation).
+pub fn deactivate_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let bot = managed_bot(app, call)?;
+    let me = call.caller().clone();
+    app.committer.commit(|s| {
+        // Re-checked under the lock: the owner may have changed.
+        let current = s.account_in_realm(me.realm, bot.id).filter(User::is_bot);
+        let current = current.ok_or_else(|| ApiError::bad_request("No such bot"))?;
+        if !(me.role.is_admin() || current.bot_owner == Some(me.id)) {
+            return Err(ApiError::bad_request("Insufficient permission"));
+        }
+        Ok((deactivation(s, &me, bot.id)?, ()))
+    })?;
+    Ok(Reply::new())
+}
+
 /// `POST /bots/{bot_id}/api_key/regenerate`: a new key for a bot the
 /// caller manages; the old one stops working at once.
 pub fn regenerate_bot_key(app: &App, call: &mut Call) -> ApiResult<Reply> {

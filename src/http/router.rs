@@ -464,6 +464,12 @@ pub static ROUTES: &[Route] = &[
         handler: api::accounts::update_bot,
     },
     Route {
+        method: "DELETE",
+        pattern: "/bots/{bot_id}",
+        access: Access::User,
+        handler: api::accounts::deactivate_bot,
+    },
+    Route {
         method: "POST",
         pattern: "/bots/{bot_id}/api_key/regenerate",
         access: Access::User,
