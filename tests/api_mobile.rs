@@ -342,3 +342,79 @@ fn deleting_a_bot_deactivates_it_for_its_owner_or_an_administrator() {
     server.client("iago@natter.test").request("DELETE", &format!("/bots/{bot}"), &[]).ok();
     as_bot.get("/users/me", &[]).err(401, "USER_DEACTIVATED");
 }
+
+#[test]
+fn typing_while_editing_reaches_whoever_would_hear_of_the_edit() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let othello = server.client("othello@natter.test");
+    let cordelia = server.client("cordelia@natter.test");
+    let id = |email: &str| crate::util::user_id(&server, email);
+    let only_typing = [("event_types", r#"["typing_edit_message"]"#)];
+    let (othello_q, _) = crate::api_events::register(&othello, &only_typing);
+    let (cordelia_q, _) = crate::api_events::register(&cordelia, &only_typing);
+    cordelia.request("PATCH", "/settings", &[("receives_typing_notifications", "false")]).ok();
+    let sent = hamlet
+        .post(
+            "/messages",
+            &[("type", "stream"), ("to", "general"), ("topic", "edit"), ("content", "x")],
+        )
+        .ok()["id"]
+        .as_u64()
+        .unwrap();
+    hamlet.post(&format!("/messages/{sent}/typing"), &[("op", "start")]).ok();
+    let events = crate::api_events::events(&othello, &othello_q, -1);
+    assert_eq!(events.len(), 1, "{events:?}");
+    let e = &events[0];
+    assert_eq!(
+        (e["type"].as_str(), e["op"].as_str()),
+        (Some("typing_edit_message"), Some("start"))
+    );
+    assert_eq!(e["sender_id"], id(HAMLET));
+    assert_eq!(e["message_id"], sent);
+    let general = crate::util::channel_id(&hamlet, "general");
+    assert_eq!(e["recipient"], json!({"type": "channel", "channel_id": general, "topic": "edit"}));
+    assert!(crate::api_events::events(&cordelia, &cordelia_q, -1).is_empty(), "opted out");
+    // A direct message: its participants who receive typing notifications.
+    let dm = othello
+        .post(
+            "/messages",
+            &[("type", "direct"), ("to", &format!("[{}]", id(HAMLET))), ("content", "dm")],
+        )
+        .ok()["id"]
+        .as_u64()
+        .unwrap();
+    othello.post(&format!("/messages/{dm}/typing"), &[("op", "stop")]).ok();
+    let events = crate::api_events::events(&othello, &othello_q, 0);
+    let mut users = vec![id(HAMLET), id("othello@natter.test")];
+    users.sort();
+    assert_eq!(events[0]["recipient"], json!({"type": "direct", "user_ids": users}));
+    assert_eq!(events[0]["op"], "stop");
+    // Refusals: a message the caller cannot see, a bad op, typing
+    // notifications turned off, no credentials.
+    let iago = server.client("iago@natter.test");
+    let hidden = iago
+        .post(
+            "/messages",
+            &[("type", "stream"), ("to", "core team"), ("topic", "t"), ("content", "s")],
+        )
+        .ok()["id"]
+        .as_u64()
+        .unwrap();
+    let e = othello
+        .post(&format!("/messages/{hidden}/typing"), &[("op", "start")])
+        .err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Invalid message(s)");
+    othello.post("/messages/999999/typing", &[("op", "start")]).err(400, "BAD_REQUEST");
+    hamlet.post(&format!("/messages/{sent}/typing"), &[("op", "typing")]).err(400, "BAD_REQUEST");
+    hamlet.post(&format!("/messages/{sent}/typing"), &[]).err(400, "REQUEST_VARIABLE_MISSING");
+    hamlet.request("PATCH", "/settings", &[("send_stream_typing_notifications", "false")]).ok();
+    let e = hamlet
+        .post(&format!("/messages/{sent}/typing"), &[("op", "start")])
+        .err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "User has disabled typing notifications for channel messages");
+    server
+        .anonymous()
+        .post(&format!("/messages/{sent}/typing"), &[("op", "start")])
+        .err(401, "UNAUTHORIZED");
+}

@@ -489,6 +489,24 @@ static SCHEMAS: &[(&str, Fields)] = &[
     ("event:realm_playgrounds", &[("realm_playgrounds", List(&Map(&Any)))]),
     ("event:muted_topics", &[("muted_topics", List(&List(&Any)))]),
     ("event:invites_changed", &[]),
+    (
+        "event:typing_edit_message",
+        &[
+            ("op", OneOf(&["start", "stop"])),
+            ("sender_id", Int),
+            ("message_id", Int),
+            ("recipient", Obj("edit_typing_recipient")),
+        ],
+    ),
+    (
+        "edit_typing_recipient",
+        &[
+            ("type", OneOf(&["channel", "direct"])),
+            ("channel_id", Opt(&Int)),
+            ("topic", Opt(&Str)),
+            ("user_ids", Opt(&List(&Int))),
+        ],
+    ),
 ];
 
 fn schema(name: &str) -> Fields {
@@ -738,6 +756,7 @@ const EMITTED: &[&str] = &[
     "update_message_flags",
     "reaction",
     "typing",
+    "typing_edit_message",
     "presence",
     "alert_words",
     "user_settings",
@@ -814,6 +833,7 @@ fn every_event_decodes_as_the_mobile_app_decodes_it() {
         )
         .ok();
     othello.post("/users/me/presence", &[("status", "active")]).ok();
+    othello.post(&format!("/messages/{theirs}/typing"), &[("op", "start")]).ok();
     // Personal settings and resources.
     hamlet.post("/users/me/alert_words", &[("alert_words", r#"["natter"]"#)]).ok();
     hamlet.request("PATCH", "/settings", &[("starred_message_counts", "false")]).ok();

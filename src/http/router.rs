@@ -635,6 +635,12 @@ pub static ROUTES: &[Route] = &[
         handler: api::message_edit::update,
     },
     Route {
+        method: "POST",
+        pattern: "/messages/{message_id}/typing",
+        access: Access::User,
+        handler: api::typing::set_edit_typing,
+    },
+    Route {
         method: "GET",
         pattern: "/messages/{message_id}/read_receipts",
         access: Access::User,
