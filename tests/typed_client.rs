@@ -518,7 +518,12 @@ fn check(path: &str, value: Option<&Value>, ty: &T, problems: &mut Vec<String>) 
     let Some(value) = value.filter(|v| !v.is_null()) else {
         // `Any` takes `null` (a value whose type depends on a name) but
         // must be there.
-        if !matches!(ty, Opt(_)) && !(matches!(ty, Any) && value.is_some()) {
+        let allowed = match ty {
+            Opt(_) => true,
+            Any => value.is_some(),
+            _ => false,
+        };
+        if !allowed {
             let what = if value.is_some() { "null" } else { "missing" };
             problems.push(format!("{path}: {what}, the app requires {ty:?}"));
         }
