@@ -98,12 +98,11 @@ pub fn set_edit_typing(app: &App, call: &mut Call) -> ApiResult<Reply> {
                     "User has disabled typing notifications for channel messages",
                 ));
             }
-            let subscribers = state.channels.read(channel, |c| c.subscribers.clone());
-            let audience: Vec<UserId> = subscribers
-                .into_iter()
-                .flat_map(|s| s.iter().copied().collect::<Vec<_>>())
-                .filter(receives)
-                .collect();
+            let subscribers = state
+                .channels
+                .read(channel, |c| c.subscribers.iter().copied().collect::<Vec<UserId>>());
+            let audience: Vec<UserId> =
+                subscribers.unwrap_or_default().into_iter().filter(receives).collect();
             let recipient = json!({
                 "type": "channel", "channel_id": channel.0, "topic": message.topic(),
             });
