@@ -750,10 +750,10 @@ fn register_and_messages_decode_as_the_mobile_app_decodes_them() {
 }
 
 /// The event types the scenario below must make natter emit (and the app
-/// must decode): the test fails if one goes missing. The others natter
-/// emits are not for this queue: `heartbeat` (after a parked poll's
-/// wait), `invites_changed` (administrators), and the legacy settings
-/// events (clients without `user_settings_object`).
+/// must decode): the test fails if one goes missing. `heartbeat` and
+/// `invites_changed` are checked below (they need a waiting poll and an
+/// administrator); the legacy settings events go only to clients without
+/// `user_settings_object`, which the app is not.
 const EMITTED: &[&str] = &[
     "message",
     "update_message",
@@ -979,6 +979,41 @@ fn every_event_decodes_as_the_mobile_app_decodes_it() {
     assert_no_problems("the events", problems);
     let missing: Vec<&&str> = EMITTED.iter().filter(|t| !seen.contains(**t)).collect();
     assert!(missing.is_empty(), "the scenario emitted no {missing:?} event (saw {seen:?})");
+}
+
+/// The event types that reach only some queues: `invites_changed`
+/// (administrators) and `heartbeat` (a poll that waited).
+#[test]
+fn administrator_and_heartbeat_events_decode_too() {
+    let server = TestServer::start_with(&["--heartbeat-secs", "1"]);
+    let iago = server.client(IAGO);
+    let queue = app_register(&iago)["queue_id"].as_str().unwrap().to_owned();
+    let general = crate::util::channel_id(&iago, "general").to_string();
+    iago.post(
+        "/invites",
+        &[("invitee_emails", "typed@example.test"), ("stream_ids", &format!("[{general}]"))],
+    )
+    .ok();
+    let mut seen = Vec::new();
+    let mut problems = Vec::new();
+    let mut last = -1;
+    // Without `dont_block`: once the invitation's events are taken, the
+    // next poll waits for its heartbeat.
+    for _ in 0..10 {
+        if seen.iter().any(|t| t == "heartbeat") {
+            break;
+        }
+        let r =
+            iago.get("/events", &[("queue_id", &queue), ("last_event_id", &last.to_string())]).ok();
+        for event in r["events"].as_array().unwrap() {
+            check_event(event, &mut problems);
+            seen.push(event["type"].as_str().unwrap_or("?").to_owned());
+            last = last.max(event["id"].as_i64().unwrap());
+        }
+    }
+    assert_no_problems("the events", problems);
+    assert!(seen.iter().any(|t| t == "invites_changed"), "{seen:?}");
+    assert!(seen.iter().any(|t| t == "heartbeat"), "{seen:?}");
 }
 
 #[test]
