@@ -39,6 +39,8 @@ enum T {
     OneOf(&'static [&'static str]),
     /// One of these integers.
     IntIn(&'static [i64]),
+    /// An integer no smaller than this.
+    AtLeast(i64),
     /// A group-setting value: a group id, or `{direct_members,
     /// direct_subgroups}`.
     GroupSetting,
@@ -139,6 +141,35 @@ static SCHEMAS: &[(&str, Fields)] = &[
         ],
     ),
     ("profile_value", &[("value", Str), ("rendered_value", Opt(&Str))]),
+    (
+        // What the app reads before it logs in.
+        "server_settings",
+        &[
+            ("authentication_methods", Obj("authentication_methods")),
+            ("external_authentication_methods", List(&Map(&Any))),
+            ("zulip_feature_level", AtLeast(371)),
+            ("zulip_version", Str),
+            ("zulip_merge_base", Str),
+            ("push_notifications_enabled", Bool),
+            ("is_incompatible", Bool),
+            ("email_auth_enabled", Bool),
+            ("require_email_format_usernames", Bool),
+            ("realm_uri", Url),
+            ("realm_name", Str),
+            ("realm_icon", Str),
+            ("realm_description", Str),
+            ("realm_web_public_access_enabled", Bool),
+        ],
+    ),
+    ("authentication_methods", &[("ldap", Bool)]),
+    (
+        "update_presence",
+        &[
+            ("presence_last_update_id", Opt(&Int)),
+            ("server_timestamp", Opt(&Int)),
+            ("presences", Opt(&IntMap(&Obj("presence_slim")))),
+        ],
+    ),
     (
         "custom_profile_field",
         &[
@@ -574,6 +605,11 @@ fn check(path: &str, value: Option<&Value>, ty: &T, problems: &mut Vec<String>) 
                 wrong(&format!("one of {allowed:?}"))
             }
         }
+        AtLeast(min) => {
+            if !value.as_i64().is_some_and(|i| i >= *min) {
+                wrong(&format!("an integer of at least {min}"))
+            }
+        }
         GroupSetting => match value {
             Value::Number(n) if n.is_i64() => {}
             Value::Object(_) => {
@@ -713,6 +749,24 @@ fn register_and_messages_decode_as_the_mobile_app_decodes_them() {
         .ok();
     othello.post("/users/me/status", &[("status_text", "away"), ("emoji_name", "car")]).ok();
     hamlet.post("/users/me/presence", &[("status", "active")]).ok();
+
+    // Before logging in: the server's settings (the app refuses a
+    // feature level under 371, its oldest supported server).
+    let settings = server.anonymous().get("/server_settings", &[]).ok();
+    let mut problems = Vec::new();
+    check_object("server_settings", &settings, "server_settings", &mut problems);
+    assert_no_problems("GET /server_settings", problems);
+    // The app's presence report.
+    let report = hamlet
+        .post(
+            "/users/me/presence",
+            &[("status", "active"), ("new_user_input", "true"), ("slim_presence", "true")],
+        )
+        .ok();
+    let mut problems = Vec::new();
+    check_object("presence", &report, "update_presence", &mut problems);
+    assert_no_problems("POST /users/me/presence", problems);
+    assert!(!report["presences"].as_object().unwrap().is_empty());
 
     let r = app_register(&hamlet);
     let mut problems = Vec::new();
