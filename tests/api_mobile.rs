@@ -418,3 +418,31 @@ fn typing_while_editing_reaches_whoever_would_hear_of_the_edit() {
         .post(&format!("/messages/{sent}/typing"), &[("op", "start")])
         .err(401, "UNAUTHORIZED");
 }
+
+#[test]
+fn a_user_hiding_their_presence_is_not_recorded() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let othello = server.client("othello@natter.test");
+    let (queue, _) = crate::api_events::register(&othello, &[("event_types", r#"["presence"]"#)]);
+    hamlet.request("PATCH", "/settings", &[("presence_enabled", "false")]).ok();
+    // The reply still lists the others' presences.
+    othello.post("/users/me/presence", &[("status", "active")]).ok();
+    let r = hamlet.post("/users/me/presence", &[("status", "active")]).ok();
+    assert!(r["presences"].get("othello@natter.test").is_some(), "{r}");
+    let events = crate::api_events::events(&othello, &queue, -1);
+    assert!(
+        events.iter().all(|e| e["user_id"] != crate::util::user_id(&server, HAMLET)),
+        "{events:?}"
+    );
+    assert!(othello.get("/realm/presence", &[]).ok()["presences"].get(HAMLET).is_none());
+    othello.get(&format!("/users/{HAMLET}/presence"), &[]).err(400, "BAD_REQUEST");
+    // Shown again, the next report is recorded.
+    hamlet.request("PATCH", "/settings", &[("presence_enabled", "true")]).ok();
+    hamlet.post("/users/me/presence", &[("status", "active")]).ok();
+    assert_eq!(
+        othello.get(&format!("/users/{HAMLET}/presence"), &[]).ok()["presence"]["aggregated"]
+            ["status"],
+        "active"
+    );
+}

@@ -9,8 +9,9 @@ use crate::entropy;
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
 
-/// `POST /users/me/presence`: record the caller as active or idle, and
-/// return the realm's presences (unless `ping_only`).
+/// `POST /users/me/presence`: record the caller as active or idle (unless
+/// they hide their presence), and return the realm's presences (unless
+/// `ping_only`).
 pub fn update_presence(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let status = call.params.required_string("status")?;
     let active = match status.as_str() {
@@ -38,14 +39,19 @@ pub fn update_presence(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let me = call.caller().clone();
     let now = entropy::now();
     let realtime = app.hub.realtime();
-    let report = realtime.presence.report(me.id, active, now);
-    if report.notify {
-        app.hub.publish(vec![Event::Presence {
-            realm: me.realm,
-            user: me.id,
-            presence: report.now,
-            server_timestamp: now,
-        }]);
+    // A user who hides their presence (`presence_enabled` off, the apps'
+    // "invisible mode") is not recorded, as in Zulip: to others they stay
+    // as last seen and go offline.
+    if app.state.settings.of(me.id).bool("presence_enabled") {
+        let report = realtime.presence.report(me.id, active, now);
+        if report.notify {
+            app.hub.publish(vec![Event::Presence {
+                realm: me.realm,
+                user: me.id,
+                presence: report.now,
+                server_timestamp: now,
+            }]);
+        }
     }
     let mut out = Reply::new();
     if ping_only {
