@@ -1,6 +1,7 @@
 //! Listing channels: `GET /users/me/subscriptions`, `GET /streams`, and
 //! register's `subscription` section (`subscriptions`, `unsubscribed`,
-//! `never_subscribed`) and `stream` section (`streams`). The object shapes live in `crate::view::channel::subscription` and
+//! `never_subscribed`) and `stream` section (`streams`). The object shapes
+//! live in `crate::view::channel::subscription` and
 //! `crate::view::channel::stream`; who may know about which channel is
 //! `access::can_see_channel`.
 

@@ -206,6 +206,7 @@ fn unread_batch(
         yield_now();
     }
 }
+
 /// `GET /messages/{message_id}/read_receipts`: the ids of the users who
 /// have read a message the caller may see, as far as they share it
 /// (`access::read_receipts`). natter's realms always have read receipts

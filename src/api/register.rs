@@ -25,7 +25,7 @@ use crate::events::queue::{Capabilities, IncludeSubscribers, QueueError, QueueOp
 use crate::narrow::Narrow;
 use crate::state::access::administers;
 use crate::state::access::{spectator, web_public_access_enabled};
-use crate::state::{Group, Realm, RealmId, State, User};
+use crate::state::{Group, GroupSetting, Realm, RealmId, State, SystemGroup, User};
 use crate::view::bots::bot_json;
 use crate::view::channel::Subscribers;
 use crate::view::groups::group_json_among;
@@ -468,20 +468,16 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
 /// 5 administrators, 6 nobody, 7 moderators. Owners and groups the old
 /// policy cannot name read as administrators (5), the nearest it has.
 fn wildcard_mention_policy(realm: &Realm) -> u8 {
-    let setting = realm.group_setting(
-        &realm.settings.can_mention_many_users_group,
-        crate::state::SystemGroup::Administrators,
-    );
-    let crate::state::GroupSetting::Group(group) = setting else { return 5 };
-    let kind = crate::state::SystemGroup::ALL
-        .into_iter()
-        .find(|kind| realm.system_groups.id(*kind) == group);
+    let setting = realm
+        .group_setting(&realm.settings.can_mention_many_users_group, SystemGroup::Administrators);
+    let GroupSetting::Group(group) = setting else { return 5 };
+    let kind = SystemGroup::ALL.into_iter().find(|kind| realm.system_groups.id(*kind) == group);
     match kind {
-        Some(crate::state::SystemGroup::Everyone | crate::state::SystemGroup::Internet) => 1,
-        Some(crate::state::SystemGroup::Members) => 2,
-        Some(crate::state::SystemGroup::FullMembers) => 3,
-        Some(crate::state::SystemGroup::Nobody) => 6,
-        Some(crate::state::SystemGroup::Moderators) => 7,
+        Some(SystemGroup::Everyone | SystemGroup::Internet) => 1,
+        Some(SystemGroup::Members) => 2,
+        Some(SystemGroup::FullMembers) => 3,
+        Some(SystemGroup::Nobody) => 6,
+        Some(SystemGroup::Moderators) => 7,
         _ => 5,
     }
 }

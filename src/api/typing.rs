@@ -14,7 +14,7 @@ use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{Audience, Event};
 use crate::state::access::can_read_channel;
-use crate::state::{ChannelId, State, User, UserId};
+use crate::state::{ChannelId, Destination, MessageId, State, User, UserId};
 
 /// What is being composed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,7 +78,7 @@ pub fn set_typing(app: &App, call: &mut Call) -> ApiResult<Reply> {
 /// `recipient` names the conversation (`channel` with `channel_id` and
 /// `topic`, or `direct` with the notified `user_ids`), as in Zulip.
 pub fn set_edit_typing(app: &App, call: &mut Call) -> ApiResult<Reply> {
-    let id = crate::state::MessageId(call.path_id(0, "message_id")?);
+    let id = MessageId(call.path_id(0, "message_id")?);
     let op = call.params.required_string("op")?;
     if op != "start" && op != "stop" {
         return Err(ApiError::invalid("op", "must be 'start' or 'stop'"));
@@ -92,7 +92,7 @@ pub fn set_edit_typing(app: &App, call: &mut Call) -> ApiResult<Reply> {
             && state.settings.of(*u).bool("receives_typing_notifications")
     };
     let (audience, recipient) = match &message.destination {
-        crate::state::Destination::Channel { channel, .. } => {
+        Destination::Channel { channel, .. } => {
             if !settings.bool("send_stream_typing_notifications") {
                 return Err(ApiError::bad_request(
                     "User has disabled typing notifications for channel messages",
@@ -108,7 +108,7 @@ pub fn set_edit_typing(app: &App, call: &mut Call) -> ApiResult<Reply> {
             });
             (audience, recipient)
         }
-        crate::state::Destination::Direct { participants } => {
+        Destination::Direct { participants } => {
             if !settings.bool("send_private_typing_notifications") {
                 return Err(ApiError::bad_request(
                     "User has disabled typing notifications for direct messages",
