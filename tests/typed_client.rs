@@ -606,7 +606,7 @@ fn check(path: &str, value: Option<&Value>, ty: &T, problems: &mut Vec<String>) 
             }
         }
         AtLeast(min) => {
-            if !value.as_i64().is_some_and(|i| i >= *min) {
+            if value.as_i64().is_none_or(|i| i < *min) {
                 wrong(&format!("an integer of at least {min}"))
             }
         }
