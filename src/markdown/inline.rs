@@ -36,6 +36,19 @@ pub(super) struct Inline<'a> {
     pub mentions: &'a mut Mentions,
     /// Inside a block quote: mentions are silent.
     pub quoted: bool,
+    /// Bare links to images, for previews (`None` where none are made).
+    pub images: Option<&'a mut Vec<Image>>,
+}
+
+/// A link to an image, previewed after its paragraph.
+pub(super) struct Image {
+    /// The link's target.
+    pub href: String,
+    /// A named link's text.
+    pub title: Option<String>,
+    /// What stands for the link in the paragraph's text (a paragraph
+    /// holding only a bare link to an image is replaced by the preview).
+    pub source: String,
 }
 
 impl Inline<'_> {
@@ -75,6 +88,12 @@ impl Inline<'_> {
                     html.push_str("</a>");
                     let placeholder = self.stash(html);
                     out.push_str(&placeholder);
+                    if links::is_image(&href) {
+                        if let Some(images) = self.images.as_deref_mut() {
+                            let source = data[link.start..link.end].to_owned();
+                            images.push(Image { href, title: None, source });
+                        }
+                    }
                 }
                 None => out.push_str(&data[link.start..link.end]),
             }

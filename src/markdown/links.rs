@@ -262,6 +262,18 @@ fn split_scheme(url: &str) -> (Option<&str>, &str) {
     (None, url)
 }
 
+/// Whether a link's target is an image Zulip previews (by its path's
+/// extension).
+pub(super) fn is_image(url: &str) -> bool {
+    let path = url.split(['?', '#']).next().unwrap_or("");
+    let lower = path.to_ascii_lowercase();
+    let path = match lower.split_once("://") {
+        Some((_, rest)) => rest.find('/').map_or("", |slash| &rest[slash..]),
+        None => lower.as_str(),
+    };
+    [".bmp", ".gif", ".jpe", ".jpeg", ".jpg", ".png", ".webp"].iter().any(|ext| path.ends_with(ext))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@ use std::ops::Range;
 use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 use super::fence::code_block;
-use super::inline::{placeholder_at, Inline};
+use super::inline::{placeholder_at, Image, Inline};
 use super::zulip::{unliteral_str, Piece};
 use super::{escape_attr, escape_text_into, links, Mentions};
 
@@ -30,6 +30,8 @@ pub(super) fn write(
         starts,
         keep_lead: true,
         item_lines: Vec::new(),
+        images: Vec::new(),
+        previewed: Vec::new(),
         out: String::with_capacity(text.len() + text.len() / 2 + 16),
         pieces,
         mentions,
@@ -76,6 +78,10 @@ struct Writer<'t, 'p> {
     keep_lead: bool,
     /// Where the open list items' marker lines start.
     item_lines: Vec<usize>,
+    /// Links to images in the open inline text.
+    images: Vec<Image>,
+    /// Images previewed so far (each once per message).
+    previewed: Vec<String>,
     out: String,
     pieces: &'p mut Vec<Piece>,
     mentions: &'p mut Mentions,
@@ -177,7 +183,12 @@ impl Writer<'_, '_> {
     }
 
     fn inline_renderer(&mut self) -> Inline<'_> {
-        Inline { pieces: self.pieces, mentions: self.mentions, quoted: self.quote_depth > 0 }
+        Inline {
+            pieces: self.pieces,
+            mentions: self.mentions,
+            quoted: self.quote_depth > 0,
+            images: None,
+        }
     }
 
     /// `text` with placeholders put back as their source.
@@ -210,9 +221,8 @@ impl Writer<'_, '_> {
 
     fn inline_text(&mut self, text: &str, range: Range<usize>) {
         let text = unliteral_str(text);
-        if self.link.is_some() {
-            let shown = self.inline_restore(&text);
-            let link = self.link.as_mut().expect("checked");
+        let shown = self.link.as_ref().map(|_| self.inline_restore(&text));
+        if let (Some(shown), Some(link)) = (shown, &mut self.link) {
             escape_text_into(&shown, &mut link.html);
             self.last_end = range.end;
             return;
@@ -248,6 +258,8 @@ impl Writer<'_, '_> {
             }
         }
         // A paragraph holding only a rendered block is that block.
+        let previews =
+            matches!(container, Container::Paragraph | Container::Item) && self.quote_depth == 0;
         if container == Container::Paragraph {
             let trimmed = data.trim();
             if let Some((index, len)) = placeholder_at(trimmed) {
@@ -257,12 +269,50 @@ impl Writer<'_, '_> {
                     return;
                 }
             }
-            self.out.push_str("<p>");
         }
-        let html = self.inline_renderer().render(&data);
-        self.out.push_str(&html);
-        if container == Container::Paragraph {
+        let mut images = std::mem::take(&mut self.images);
+        if !previews {
+            images.clear();
+        }
+        let html = {
+            let mut inline = self.inline_renderer();
+            if previews {
+                inline.images = Some(&mut images);
+            }
+            inline.render(&data)
+        };
+        images.retain(|image| {
+            let new = !self.previewed.contains(&image.href);
+            if new {
+                self.previewed.push(image.href.clone());
+            }
+            new
+        });
+        let mut preview = String::new();
+        for image in &images {
+            let href = escape_attr(&image.href);
+            let _ = write!(preview, "<div class=\"message_inline_image\"><a href=\"{href}\"");
+            if let Some(title) = &image.title {
+                let _ = write!(preview, " title=\"{}\"", escape_attr(title));
+            }
+            let _ = write!(preview, "><img src=\"{href}\"></a></div>");
+        }
+        if container != Container::Paragraph {
+            self.out.push_str(&html);
+            self.out.push_str(&preview);
+            return;
+        }
+        // A paragraph of nothing but a bare link to an image is its preview.
+        let alone =
+            images.len() == 1 && images[0].title.is_none() && data.trim() == images[0].source;
+        if !alone {
+            self.out.push_str("<p>");
+            self.out.push_str(&html);
             self.out.push_str("</p>\n");
+        }
+        if !preview.is_empty() {
+            self.out.push_str(&preview);
+            self.out.push('\n');
         }
     }
 
@@ -438,13 +488,23 @@ impl Writer<'_, '_> {
             let _ = write!(html, " title=\"{}\"", escape_attr(&title));
         }
         html.push('>');
-        if link.html.trim().is_empty() {
-            escape_text_into(&href, &mut html);
-        } else {
+        let named = !link.html.trim().is_empty();
+        if named {
             html.push_str(&link.html);
+        } else {
+            escape_text_into(&href, &mut html);
         }
         html.push_str("</a>");
         let placeholder = self.inline_renderer().stash(html);
+        if links::is_image(&href) && self.quote_depth == 0 {
+            let title = named.then(|| {
+                let source = &self.text[link.range.clone()];
+                let text = source.get(1..source.find("](").unwrap_or(1)).unwrap_or("");
+                self.restore(&unliteral_str(text))
+            });
+            let source = placeholder.clone();
+            self.images.push(Image { href: href.clone(), title, source });
+        }
         self.buffer(link.range.end..link.range.end).push_str(&placeholder);
     }
 }
