@@ -195,16 +195,17 @@ impl Inline<'_> {
                 }
                 '<' => out.push_str("&lt;"),
                 '>' => out.push_str("&gt;"),
-                c if emoji::may_start_emoji(c) => {
+                c if emoji::may_start_emoji(c)
+                    || emoji::starts_keycap(c, text[i + c.len_utf8()..].chars().next()) =>
+                {
                     let rest: Vec<char> = text[i..].chars().take(16).collect();
-                    match emoji::match_at(&rest) {
-                        Some((code, name, len)) => {
-                            out.push_str(&emoji_span(&code, name));
-                            for _ in 1..len {
-                                chars.next();
-                            }
-                        }
-                        None => out.push(c),
+                    let (len, found) = emoji::sequence_at(&rest);
+                    match found {
+                        Some((code, name)) => out.push_str(&emoji_span(&code, name)),
+                        None => rest[..len].iter().for_each(|c| out.push(*c)),
+                    }
+                    for _ in 1..len {
+                        chars.next();
                     }
                 }
                 c => out.push(unliteral(c)),
