@@ -38,6 +38,8 @@ pub(super) struct Inline<'a> {
     pub quoted: bool,
     /// Bare links to images, for previews (`None` where none are made).
     pub images: Option<&'a mut Vec<Image>>,
+    /// The realm's URL with a final `/`, for relative local links.
+    pub realm: Option<&'a str>,
 }
 
 /// A link to an image, previewed after its paragraph.
@@ -80,7 +82,7 @@ impl Inline<'_> {
             let text = self.restore(&data[link.start..link.end]);
             out.push_str(&data[at..link.start]);
             at = link.end;
-            match links::sanitize_url(&text) {
+            match links::sanitize_url(&text).map(|h| links::relative(h, self.realm)) {
                 Some(href) => {
                     let mut html = String::with_capacity(2 * text.len() + 16);
                     let _ = write!(html, "<a href=\"{}\">", escape_attr(&href));

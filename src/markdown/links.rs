@@ -248,6 +248,15 @@ pub(super) fn sanitize_url(url: &str) -> Option<String> {
     }
 }
 
+/// Zulip's local links: a link into the realm's own `#narrow` views or
+/// uploads is written relative to it. `realm` ends in `/`.
+pub(super) fn relative(href: String, realm: Option<&str>) -> String {
+    match realm.and_then(|realm| href.strip_prefix(realm)) {
+        Some(rest) if rest.starts_with('#') || rest.starts_with("user_uploads/") => rest.to_owned(),
+        _ => href,
+    }
+}
+
 /// `(scheme, rest)` as Python's `urlsplit` finds a scheme: letters, then
 /// letters, digits, `+`, `-`, `.`, then `:`.
 fn split_scheme(url: &str) -> (Option<&str>, &str) {

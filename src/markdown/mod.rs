@@ -51,6 +51,12 @@ pub trait Resolver {
     fn group_by_name(&self, name: &str) -> Option<(u64, String)>;
     /// A channel the sender may see, by name (case-insensitive).
     fn channel_by_name(&self, name: &str) -> Option<(u64, String)>;
+    /// The realm's own URL (`https://chat.example.com`): links into it
+    /// (`/#narrow/…`, `/user_uploads/…`) are written relative, as Zulip
+    /// writes them. `None` leaves every link as typed.
+    fn realm_url(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Resolves nothing: plain Markdown (channel descriptions, tests).
@@ -109,7 +115,8 @@ pub fn render_message(source: &str, resolver: &dyn Resolver) -> Rendered {
     let text = fence::fences(&normal, &mut pieces);
     let (text, starts) = source::prepare(&text, &mut pieces, resolver);
     let mut mentions = Mentions::default();
-    let mut html = writer::write(&text, &starts, &mut pieces, &mut mentions);
+    let realm = resolver.realm_url().map(|url| format!("{}/", url.trim_end_matches('/')));
+    let mut html = writer::write(&text, &starts, realm.as_deref(), &mut pieces, &mut mentions);
     let end = html.trim_end().len();
     html.truncate(end);
     let start = html.len() - html.trim_start().len();

@@ -33,6 +33,9 @@ impl Resolver for Fixture {
             _ => None,
         }
     }
+    fn realm_url(&self) -> Option<String> {
+        Some("http://zulip.testserver".into())
+    }
 }
 
 fn html(source: &str) -> String {
@@ -150,7 +153,9 @@ fn plain_line_shortcut_matches_the_full_renderer() {
         let text = fence::fences(&normalize(source), &mut pieces);
         let (text, starts) = source::prepare(&text, &mut pieces, &Fixture);
         let mut mentions = Mentions::default();
-        writer::write(&text, &starts, &mut pieces, &mut mentions).trim().to_owned()
+        writer::write(&text, &starts, Some("http://zulip.testserver/"), &mut pieces, &mut mentions)
+            .trim()
+            .to_owned()
     };
     let mut accepted = 0;
     let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;

@@ -22,12 +22,14 @@ use super::{escape_attr, escape_text_into, links, Mentions};
 pub(super) fn write(
     text: &str,
     starts: &HashMap<usize, u64>,
+    realm: Option<&str>,
     pieces: &mut Vec<Piece>,
     mentions: &mut Mentions,
 ) -> String {
     let mut w = Writer {
         text,
         starts,
+        realm,
         keep_lead: true,
         item_lines: Vec::new(),
         images: Vec::new(),
@@ -73,6 +75,8 @@ struct Writer<'t, 'p> {
     text: &'t str,
     /// The real first numbers of nested ordered lists (by marker offset).
     starts: &'t HashMap<usize, u64>,
+    /// The realm's URL with a final `/`, for relative local links.
+    realm: Option<&'t str>,
     /// Continued lines keep their indentation (the paragraph starts a
     /// list item's marker line, or is outside lists), as in Zulip.
     keep_lead: bool,
@@ -188,6 +192,7 @@ impl Writer<'_, '_> {
             mentions: self.mentions,
             quoted: self.quote_depth > 0,
             images: None,
+            realm: self.realm,
         }
     }
 
@@ -476,7 +481,8 @@ impl Writer<'_, '_> {
         let Some(link) = self.link.take() else { return };
         self.last_end = link.range.end;
         let dest = self.restore(&unliteral_str(&link.dest));
-        let Some(href) = links::sanitize_url(dest.trim()) else {
+        let Some(href) = links::sanitize_url(dest.trim()).map(|h| links::relative(h, self.realm))
+        else {
             let source = unliteral_str(&self.text[link.range.clone()]);
             self.buffer(link.range.end..link.range.end).push_str(&source);
             return;
