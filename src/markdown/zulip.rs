@@ -1,14 +1,17 @@
 //! Zulip's inline syntax that CommonMark would misread: user and group
 //! mentions (`@**Name**`, `@*group*`), channel and topic links
-//! (`#**channel>topic**`), emoji names (`:smile:`) and global times
-//! (`<time:2024-05-01T16:00:00+02:00>`).
+//! (`#**channel>topic**`), emoji names (`:smile:`), global times
+//! (`<time:2024-05-01T16:00:00+02:00>`) and `$$math$$`; and the characters
+//! CommonMark reads and Zulip's dialect does not.
 //!
 //! `@**Name**` is strong emphasis to CommonMark, so these are found in one
-//! linear pass over the source *before* parsing and replaced by
+//! linear pass over each line's text *before* parsing and replaced by
 //! placeholders (`U+E000 index U+E001`, characters CommonMark never
-//! interprets). The renderer puts back either the rendered HTML or — inside
-//! code — the original text. Only syntax that resolves becomes a
-//! placeholder; anything else stays Markdown, as in Zulip.
+//! interprets); `*`, `_`, `~`, `\`, `&` and `<` become literal stand-ins
+//! (`LITERALS`), put back after parsing for Zulip's own inline patterns.
+//! The renderer puts back either a placeholder's HTML or — inside code —
+//! the original text. Only syntax that resolves becomes a placeholder;
+//! anything else stays Markdown, as in Zulip.
 
 use std::fmt::Write as _;
 
