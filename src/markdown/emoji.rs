@@ -92,7 +92,7 @@ pub fn sequence_at(chars: &[char]) -> (usize, Option<(String, &'static str)>) {
             || (0xe0020..=0xe007f).contains(&v)
         {
             end += 1;
-        } else if c == ZWJ && end + 1 < chars.len() {
+        } else if c == ZWJ && chars.get(end + 1).is_some_and(|c| may_start_emoji(*c)) {
             end += 2;
         } else if (0x1f1e6..=0x1f1ff).contains(&v)
             && end == 1

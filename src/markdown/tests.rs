@@ -200,3 +200,85 @@ fn plain_line_shortcut_matches_the_full_renderer() {
         assert_eq!(plain_line(refused), None, "{refused:?}");
     }
 }
+
+/// Random text over Markdown's and Zulip's syntax characters (and
+/// multi-byte ones) renders without panicking, on a coroutine-sized stack;
+/// a fixed-seed generator, so a failure reproduces.
+#[test]
+fn random_syntax_soup_renders() {
+    const ALPHABET: &[&str] = &[
+        "*",
+        "**",
+        "_",
+        "~~",
+        "`",
+        "```",
+        "~~~",
+        "\\",
+        "[",
+        "]",
+        "(",
+        ")",
+        "<",
+        ">",
+        "&",
+        "#",
+        "$$",
+        "!",
+        ":",
+        "@**",
+        "@*",
+        "|",
+        "-",
+        "+",
+        "=",
+        ".",
+        "1.",
+        "2)",
+        " ",
+        "  ",
+        "\n",
+        "\n\n",
+        "\t",
+        "a",
+        "King Hamlet",
+        "é",
+        "🐙",
+        "\u{200d}",
+        "\u{fe0f}",
+        "http://",
+        "x.com",
+        ":smile:",
+        "<time:",
+        "```quote\n",
+        "```spoiler h\n",
+        "```math\n",
+        "> ",
+        "    ",
+    ];
+    let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let inputs: Vec<String> = (0..3_000)
+        .map(|_| {
+            let len = (next() % 60) as usize;
+            (0..len).map(|_| ALPHABET[(next() % ALPHABET.len() as u64) as usize]).collect()
+        })
+        .collect();
+    std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            for input in &inputs {
+                let html = render_message(input, &Fixture).html;
+                let leaked = html.chars().any(|c| ('\u{E000}'..='\u{E0FF}').contains(&c));
+                assert!(!leaked, "{input:?} → {html:?}");
+            }
+        })
+        .unwrap()
+        .join()
+        .expect("rendering panicked");
+}

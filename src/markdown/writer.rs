@@ -344,7 +344,8 @@ impl Writer<'_, '_> {
             Tag::CodeBlock(kind) => {
                 let lang = match kind {
                     CodeBlockKind::Fenced(info) => {
-                        unliteral_str(info.split_whitespace().next().unwrap_or("")).to_lowercase()
+                        let info = self.restore(&unliteral_str(&info));
+                        info.split_whitespace().next().unwrap_or("").to_lowercase()
                     }
                     CodeBlockKind::Indented => String::new(),
                 };
