@@ -44,6 +44,7 @@ pub mod config;
 pub mod entropy;
 pub mod error;
 pub mod events;
+pub mod files;
 pub mod http;
 pub mod markdown;
 pub mod mutation;

@@ -218,6 +218,7 @@ impl Service {
             client: session.client(head.user_agent),
             raw_fields: Vec::new(),
             sorted_reply: None,
+            files: Vec::new(),
         };
         let fields = (route.handler)(app, &mut call);
         let unused = fields.as_ref().map_or_else(|_| Vec::new(), |_| call.params.unused());

@@ -25,7 +25,7 @@ use crate::mutation::Mutation;
 use crate::state::State;
 
 /// Version of the on-disk encoding of `Mutation` and `StateImage`.
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
 
 /// Why the data dir could not be opened.
 #[derive(Debug)]
@@ -683,6 +683,10 @@ mod tests {
         "0200000000000000",
         "259b65cc",
         "0102010101020000020101000000000202010102010100000000000000",
+        // Files (since FORMAT_VERSION 9): 2 bytes, no attachments.
+        "0200000000000000",
+        "FILESCRC",
+        "0000",
     );
 
     /// A deterministic pseudo-random generator (xorshift64*), so the

@@ -25,6 +25,7 @@
 
 pub mod bots;
 pub mod channel;
+pub mod files;
 pub mod groups;
 pub mod history;
 pub mod json_text;
