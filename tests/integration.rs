@@ -46,6 +46,8 @@ mod api_sessions;
 mod api_settings;
 /// Logged-out spectators: POST /register without credentials (realtime2).
 mod api_spectator;
+/// Uploaded files: upload, download, attachments, quotas, restarts.
+mod api_uploads;
 /// GET /users/me, GET /users, GET /users/{user_id}.
 mod api_users;
 /// Administering users and bots, custom profile fields, `natter realm create`.

@@ -29,6 +29,7 @@ pub mod spectators;
 pub mod streams;
 pub mod subscriptions;
 pub mod typing;
+pub mod uploads;
 pub mod users;
 
 use std::sync::{Arc, OnceLock};

@@ -98,6 +98,32 @@ pub static ROUTES: &[Route] = &[
         handler: api::presence::update_presence,
     },
     // --- end real time ---
+    // Uploaded files (api/uploads.rs); the download route itself is
+    // outside /api/v1 (http/downloads.rs).
+    Route {
+        method: "POST",
+        pattern: "/user_uploads",
+        access: Access::User,
+        handler: api::uploads::upload,
+    },
+    Route {
+        method: "GET",
+        pattern: "/user_uploads/{realm_id}/{ab}/{token}/{filename}",
+        access: Access::User,
+        handler: api::uploads::temporary_url,
+    },
+    Route {
+        method: "GET",
+        pattern: "/attachments",
+        access: Access::User,
+        handler: api::uploads::list,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/attachments/{attachment_id}",
+        access: Access::User,
+        handler: api::uploads::delete,
+    },
     // Reading: message windows and narrows, topics, channel lists, flags.
     Route {
         method: "GET",
@@ -746,6 +772,15 @@ fn table() -> &'static Table {
         Table { routes, by_head, any_head, literal }
     })
 }
+
+/// Whether `POST <path>` (after `/api/v1`, no trailing `/`) is an upload
+/// route, whose body streams to a file (`conn::Spool`).
+pub fn is_upload(path: &str) -> bool {
+    UPLOAD_ROUTES.contains(&path)
+}
+
+/// The `POST` routes that take files.
+const UPLOAD_ROUTES: &[&str] = &["/user_uploads"];
 
 /// Finds the route for `method` and `path` (the part after `/api/v1`).
 /// Literal segments win over `{…}` segments (`/users/me` before `/users/{id}`).

@@ -115,7 +115,11 @@ impl Files {
     /// Records a new attachment (`apply` only).
     pub fn insert(&self, attachment: Attachment) {
         let mut inner = self.inner.write();
-        assert!(!inner.by_id.contains_key(&attachment.id), "apply: attachment {} exists", attachment.id);
+        assert!(
+            !inner.by_id.contains_key(&attachment.id),
+            "apply: attachment {} exists",
+            attachment.id
+        );
         inner.next_id = inner.next_id.max(attachment.id + 1);
         inner.by_path.insert(attachment.path_id.clone(), attachment.id);
         Arc::make_mut(&mut inner.by_id).insert(attachment.id, attachment);
@@ -150,11 +154,7 @@ impl Files {
     pub fn from_image(image: FilesImage) -> Self {
         let by_path = image.attachments.values().map(|a| (a.path_id.clone(), a.id)).collect();
         Files {
-            inner: RwLock::new(Inner {
-                by_id: image.attachments,
-                by_path,
-                next_id: image.next_id,
-            }),
+            inner: RwLock::new(Inner { by_id: image.attachments, by_path, next_id: image.next_id }),
         }
     }
 }
