@@ -1,0 +1,82 @@
+//! Register-vs-events cases for uploaded files: an upload, a message that
+//! links it, and its deletion each tell the owner with an `attachment`
+//! event, and none changes what register returns.
+
+use serde_json::Value;
+
+use natter::api::params::Params;
+use natter::api::{self, Call};
+use natter::files::{self, Upload};
+
+use crate::verify_action::Harness;
+
+const HAMLET: &str = "hamlet@natter.test";
+
+/// `POST /user_uploads` as `email` with one staged file.
+fn upload(h: &Harness, email: &str, name: &str, bytes: &[u8]) -> Value {
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let staged = files::stage_bytes(&*h.app.files, bytes).unwrap();
+    let mut call = Call {
+        realm: realm.into(),
+        caller: Some(h.user(email).into()),
+        params: Params::default(),
+        path: Vec::new(),
+        client: "test".into(),
+        raw_fields: Vec::new(),
+        sorted_reply: None,
+        files: vec![Upload {
+            staged,
+            filename: name.to_owned(),
+            content_type: None,
+            size: bytes.len() as u64,
+        }],
+    };
+    Value::Object(api::uploads::upload(&h.app, &mut call).unwrap())
+}
+
+#[test]
+fn upload_link_and_delete() {
+    let h = Harness::new();
+    let params = [("fetch_event_types", r#"["message", "realm_user", "subscription"]"#)];
+    let mut url = String::new();
+    let events = h.verify_action(
+        HAMLET,
+        &params,
+        |h| url = upload(h, HAMLET, "a.txt", b"abc")["url"].as_str().unwrap().to_owned(),
+        &["attachment"],
+    );
+    assert_eq!(events[0]["op"], "add");
+    assert_eq!(events[0]["upload_space_used"], 3);
+    assert_eq!(events[0]["attachment"]["name"], "a.txt");
+    assert_eq!(events[0]["attachment"]["messages"], serde_json::json!([]));
+    let content = format!("[a]({url})");
+    let events = h.verify_action(
+        HAMLET,
+        &params,
+        |h| {
+            h.call(
+                HAMLET,
+                api::messages::send,
+                &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", &content)],
+            )
+            .unwrap();
+        },
+        // Sending also follows the topic (the sender's automatic policy).
+        &["message", "muted_topics", "user_topic", "attachment"],
+    );
+    let linked = &events[3];
+    assert_eq!(linked["op"], "update");
+    assert_eq!(linked["attachment"]["messages"].as_array().unwrap().len(), 1);
+    let id = linked["attachment"]["id"].as_u64().unwrap().to_string();
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let events = h.verify_action(
+        HAMLET,
+        &params,
+        |h| {
+            h.call_in(realm, HAMLET, api::uploads::delete, &[&id], &[]).unwrap();
+        },
+        &["attachment"],
+    );
+    assert_eq!(events[0]["op"], "remove");
+    assert_eq!(events[0]["upload_space_used"], 0);
+}
