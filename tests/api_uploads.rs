@@ -544,3 +544,32 @@ fn a_slow_upload_does_not_stall_other_requests() {
     let creds = as_user(&server, HAMLET);
     assert_eq!(download(&server, url, auth(&creds), &[]).body.len(), 300_000);
 }
+
+#[test]
+fn has_attachment_and_has_image_narrows() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let text = upload(&server, HAMLET, "notes.txt", "text/plain", b"notes");
+    let image = upload(&server, HAMLET, "photo.png", "image/png", b"\x89PNG\r\n\x1a\n");
+    let plain = send(&hamlet, "general", "no file here");
+    let with_text = send(&hamlet, "general", &format!("[notes]({text})"));
+    let with_image = send(&hamlet, "general", &format!("[photo]({image})"));
+    let ids = |narrow: &str| -> Vec<u64> {
+        let reply = hamlet
+            .get(
+                "/messages",
+                &[
+                    ("anchor", "newest"),
+                    ("num_before", "100"),
+                    ("num_after", "0"),
+                    ("narrow", narrow),
+                ],
+            )
+            .ok();
+        reply["messages"].as_array().unwrap().iter().map(|m| m["id"].as_u64().unwrap()).collect()
+    };
+    let attachments = ids(r#"[{"operator": "has", "operand": "attachment"}]"#);
+    assert_eq!(attachments, vec![with_text, with_image]);
+    assert!(!attachments.contains(&plain));
+    assert_eq!(ids(r#"[{"operator": "has", "operand": "image"}]"#), vec![with_image]);
+}

@@ -67,11 +67,11 @@ mod permission_matrix;
 mod recovery;
 /// The register-vs-events harness (Zulip's verify_action), one case per event type.
 mod verify_action;
-/// Register-vs-events cases for uploaded files.
-mod verify_files;
 /// Automatic topic follow/unmute on send (on the verify_action harness).
 mod verify_auto_topics;
 /// The realm_bots register section and realm_bot events (on the verify_action harness).
 mod verify_bots;
+/// Register-vs-events cases for uploaded files.
+mod verify_files;
 /// Register-vs-events cases of the settings area (on the verify_action harness).
 mod verify_settings;
