@@ -245,14 +245,15 @@ impl FileStore for LocalStore {
 pub struct Reconciled {
     /// Stored files no record names (a crash after `put`), removed.
     pub orphans_removed: Vec<String>,
-    /// Recorded attachments whose file is missing: (id, path_id).
+    /// Recorded files whose bytes are missing: (attachment or emoji id,
+    /// the URL path it is served at).
     pub missing: Vec<(u64, String)>,
 }
 
 /// Compares the store with the recorded attachments at start-up: removes
 /// orphan files, reports records whose file is missing.
 pub fn reconcile(store: &dyn FileStore, state: &State) -> io::Result<Reconciled> {
-    let recorded: FxHashMap<String, u64> =
+    let recorded: FxHashMap<String, Option<u64>> =
         state.files.store_keys().into_iter().map(|(id, key)| (key, id)).collect();
     let stored = store.list()?;
     let mut report = Reconciled::default();
@@ -268,7 +269,12 @@ pub fn reconcile(store: &dyn FileStore, state: &State) -> io::Result<Reconciled>
     let mut missing: Vec<(u64, String)> = recorded
         .iter()
         .filter(|(key, _)| !present.contains(*key))
-        .filter_map(|(_, id)| state.files.get(*id).map(|a| (a.id, a.path_id)))
+        .filter_map(|(key, id)| match id {
+            Some(id) => {
+                state.files.get(*id).map(|a| (a.id, format!("/user_uploads/{}", a.path_id)))
+            }
+            None => state.files.emoji_by_key(key).map(|e| (e.id, format!("/user_avatars/{key}"))),
+        })
         .collect();
     missing.sort();
     report.missing = missing;

@@ -74,10 +74,9 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
             reconciled.orphans_removed.len()
         );
     }
-    for (id, path_id) in &reconciled.missing {
+    for (id, path) in &reconciled.missing {
         eprintln!(
-            "natter: warning: attachment {id} (/user_uploads/{path_id}) is recorded but its \
-             file is missing from {}",
+            "natter: warning: file {id} ({path}) is recorded but its bytes are missing from {}",
             config.data_dir.join("uploads").display()
         );
     }

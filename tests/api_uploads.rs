@@ -46,8 +46,13 @@ fn multipart(files: &[(&str, &str, &[u8])], fields: &[(&str, &str)]) -> Vec<u8> 
 
 /// `POST /api/v1/user_uploads` with `body` as `client`.
 fn post_upload(server: &TestServer, email: Option<&str>, body: &[u8]) -> Response {
+    post_multipart(server, "/user_uploads", email, body)
+}
+
+/// `POST /api/v1<path>` with a multipart `body`.
+fn post_multipart(server: &TestServer, path: &str, email: Option<&str>, body: &[u8]) -> Response {
     let mut head = format!(
-        "POST /api/v1/user_uploads HTTP/1.1\r\nHost: {}\r\n\
+        "POST /api/v1{path} HTTP/1.1\r\nHost: {}\r\n\
          Content-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: {}\r\n",
         server.addr,
         body.len()
@@ -512,7 +517,7 @@ fn attachments_survive_restarts_and_snapshots() {
     assert!(!orphan.exists(), "the orphan is removed");
     let stderr = server.stderr();
     assert!(stderr.contains("removed 1 uploaded files no record names"), "{stderr}");
-    assert!(stderr.contains(&format!("is recorded but its file is missing")), "{stderr}");
+    assert!(stderr.contains("is recorded but its bytes are missing"), "{stderr}");
     assert!(stderr.contains(&second), "{stderr}");
     assert_eq!(download(&server, &first, auth(&hamlet), &[]).status, 200);
 }
@@ -572,4 +577,153 @@ fn has_attachment_and_has_image_narrows() {
     assert_eq!(attachments, vec![with_text, with_image]);
     assert!(!attachments.contains(&plain));
     assert_eq!(ids(r#"[{"operator": "has", "operand": "image"}]"#), vec![with_image]);
+}
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n(the rest of a small png)";
+
+fn add_emoji(server: &TestServer, email: &str, name: &str, bytes: &[u8]) -> Response {
+    let path = format!("/realm/emoji/{name}");
+    post_multipart(server, &path, Some(email), &multipart(&[("e.png", "image/png", bytes)], &[]))
+}
+
+#[test]
+fn custom_emoji() {
+    let server = TestServer::start();
+    add_emoji(&server, HAMLET, "party_parrot", PNG).ok();
+    let listed = server.client(OTHELLO).get("/realm/emoji", &[]).ok();
+    let dict = listed["emoji"].as_object().unwrap();
+    assert_eq!(dict.len(), 1);
+    let (id, emoji) = dict.iter().next().unwrap();
+    assert_eq!(emoji["name"], "party_parrot");
+    assert_eq!(emoji["author_id"], crate::util::user_id(&server, HAMLET));
+    // Register has the same dict.
+    let reg = server
+        .client(OTHELLO)
+        .post("/register", &[("fetch_event_types", r#"["realm_emoji"]"#)])
+        .ok();
+    assert_eq!(reg["realm_emoji"], listed["emoji"]);
+    // The image is served without credentials, as an image.
+    let source = emoji["source_url"].as_str().unwrap();
+    let d = download(&server, source, None, &[]);
+    assert_eq!(d.status, 200);
+    assert_eq!(d.body, PNG);
+    assert_eq!(d.headers["content-type"], "image/png");
+    assert_eq!(d.headers["x-content-type-options"], "nosniff");
+    assert_eq!(
+        download(&server, "/user_avatars/1/ab/ABCDEFGHIJKLMNOPQRSTUVWX", None, &[]).status,
+        404
+    );
+    assert_eq!(download(&server, "/user_avatars/../LOCK", None, &[]).status, 404);
+
+    // Refusals: a guest, bad names, a taken name, not an image, two files,
+    // a built-in emoji's name for a non-administrator.
+    let e = add_emoji(&server, POLONIUS, "guest_emoji", PNG).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Insufficient permission");
+    for bad in ["Party", "a_", "a%21", "x%2Fy"] {
+        add_emoji(&server, HAMLET, bad, PNG).err(400, "BAD_REQUEST");
+    }
+    let e = add_emoji(&server, OTHELLO, "party_parrot", PNG).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "A custom emoji with this name already exists.");
+    let e = add_emoji(&server, HAMLET, "svg", b"<svg><script>alert(1)</script></svg>")
+        .err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Invalid image format");
+    let two = multipart(&[("a.png", "image/png", PNG), ("b.png", "image/png", PNG)], &[]);
+    post_multipart(&server, "/realm/emoji/two", Some(HAMLET), &two).err(400, "BAD_REQUEST");
+    let e = add_emoji(&server, HAMLET, "smile", PNG).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Only administrators can override default emoji.");
+    add_emoji(&server, IAGO, "smile", PNG).ok();
+    post_multipart(
+        &server,
+        "/realm/emoji/anon",
+        None,
+        &multipart(&[("a.png", "image/png", PNG)], &[]),
+    )
+    .err(401, "UNAUTHORIZED");
+
+    // Reactions with it: by name alone (a bot's way) or by code.
+    let hamlet = server.client(HAMLET);
+    let message = send(&hamlet, "general", "react");
+    let path = format!("/messages/{message}/reactions");
+    server.client(OTHELLO).post(&path, &[("emoji_name", "party_parrot")]).ok();
+    hamlet
+        .post(
+            &path,
+            &[("emoji_name", "party_parrot"), ("emoji_code", id), ("reaction_type", "realm_emoji")],
+        )
+        .ok();
+    let reactions =
+        hamlet.get(&format!("/messages/{message}"), &[]).ok()["message"]["reactions"].clone();
+    let reactions = reactions.as_array().unwrap();
+    assert_eq!(reactions.len(), 2);
+    assert!(reactions
+        .iter()
+        .all(|r| r["reaction_type"] == "realm_emoji" && r["emoji_code"] == id.as_str()));
+    // A wrong code or name for it is refused.
+    for params in [
+        [("emoji_name", "party_parrot"), ("emoji_code", "999"), ("reaction_type", "realm_emoji")],
+        [("emoji_name", "other"), ("emoji_code", id.as_str()), ("reaction_type", "realm_emoji")],
+    ] {
+        server.client(IAGO).post(&path, &params).err(400, "BAD_REQUEST");
+    }
+
+    // Deactivating: not another member's; the author's and an
+    // administrator's are fine; then it cannot be used, and stays listed.
+    let e = server
+        .client(OTHELLO)
+        .request("DELETE", "/realm/emoji/party_parrot", &[])
+        .err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Must be an organization administrator or emoji author");
+    hamlet.request("DELETE", "/realm/emoji/party_parrot", &[]).ok();
+    hamlet.request("DELETE", "/realm/emoji/party_parrot", &[]).err(400, "BAD_REQUEST");
+    server.client(IAGO).request("DELETE", "/realm/emoji/smile", &[]).ok();
+    let listed = hamlet.get("/realm/emoji", &[]).ok();
+    assert_eq!(listed["emoji"][id.as_str()]["deactivated"], true);
+    server
+        .client(IAGO)
+        .post(
+            &path,
+            &[("emoji_name", "party_parrot"), ("emoji_code", id), ("reaction_type", "realm_emoji")],
+        )
+        .err(400, "BAD_REQUEST");
+    // The name is free again.
+    add_emoji(&server, OTHELLO, "party_parrot", PNG).ok();
+}
+
+#[test]
+fn custom_emoji_belong_to_their_realm() {
+    let mut server = TestServer::start();
+    server.stop();
+    let key = server.realm_create_ok(&ACME);
+    server.restart_with_args(vec![]);
+    add_emoji(&server, HAMLET, "ours", PNG).ok();
+    let listed = server.client(HAMLET).get("/realm/emoji", &[]).ok();
+    let (id, emoji) = listed["emoji"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .unwrap();
+    let boss = server.anonymous().with_auth("boss@acme.test", &key).with_host("acme.localhost");
+    assert!(boss.get("/realm/emoji", &[]).ok()["emoji"].as_object().unwrap().is_empty());
+    // Its image is not served on the other realm's host; its code is not
+    // a reaction there.
+    let source = emoji["source_url"].as_str().unwrap();
+    let head =
+        format!("GET {source} HTTP/1.1\r\nHost: acme.localhost\r\nConnection: close\r\n\r\n");
+    let mut stream = connect(&server.addr);
+    stream.write_all(head.as_bytes()).unwrap();
+    assert_eq!(read_response(&mut stream).status, 404);
+    boss.post("/users/me/subscriptions", &[("subscriptions", r#"[{"name": "hq"}]"#)]).ok();
+    let message = send(&boss, "hq", "hi");
+    boss.post(
+        &format!("/messages/{message}/reactions"),
+        &[("emoji_name", "ours"), ("emoji_code", &id), ("reaction_type", "realm_emoji")],
+    )
+    .err(400, "BAD_REQUEST");
+    // Emoji survive a restart.
+    server.kill();
+    server.restart();
+    assert_eq!(server.client(HAMLET).get("/realm/emoji", &[]).ok()["emoji"][&id]["name"], "ours");
+    assert_eq!(download(&server, source, None, &[]).body, PNG);
 }

@@ -455,6 +455,12 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
                 remove_unread(&mut state["unread_msgs"], &ids_of(&event["message_ids"]));
             }
         }
+        "realm_emoji" => {
+            assert_eq!(event["op"], "update");
+            if state.get("realm_emoji").is_some() {
+                state["realm_emoji"] = event["realm_emoji"].clone();
+            }
+        }
         // Register holds no list of attachments (GET /attachments does):
         // the event changes nothing a register returns.
         "attachment" => match event["op"].as_str().unwrap() {

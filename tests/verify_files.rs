@@ -80,3 +80,57 @@ fn upload_link_and_delete() {
     assert_eq!(events[0]["op"], "remove");
     assert_eq!(events[0]["upload_space_used"], 0);
 }
+
+/// `POST /realm/emoji/{name}` as `email` with one staged image.
+fn add_emoji(h: &Harness, email: &str, name: &str, bytes: &[u8]) -> natter::error::ApiResult<()> {
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let staged = files::stage_bytes(&*h.app.files, bytes).unwrap();
+    let mut call = Call {
+        realm: realm.into(),
+        caller: Some(h.user(email).into()),
+        params: Params::default(),
+        path: vec![name.to_owned()],
+        client: "test".into(),
+        raw_fields: Vec::new(),
+        sorted_reply: None,
+        files: vec![Upload {
+            staged,
+            filename: "e.png".to_owned(),
+            content_type: Some("image/png".to_owned()),
+            size: bytes.len() as u64,
+        }],
+    };
+    api::emoji::add(&h.app, &mut call).map(drop)
+}
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n not really the rest of a png";
+
+#[test]
+fn custom_emoji_added_and_deactivated() {
+    let h = Harness::new();
+    let params = [("fetch_event_types", r#"["realm_emoji"]"#)];
+    let events = h.verify_action(
+        HAMLET,
+        &params,
+        |h| add_emoji(h, "iago@natter.test", "party_parrot", PNG).unwrap(),
+        &["realm_emoji"],
+    );
+    let dict = events[0]["realm_emoji"].as_object().unwrap();
+    assert_eq!(dict.len(), 1);
+    let (id, emoji) = dict.iter().next().unwrap();
+    assert_eq!(emoji["id"], id.as_str());
+    assert_eq!(emoji["name"], "party_parrot");
+    assert_eq!(emoji["deactivated"], false);
+    assert!(emoji["source_url"].as_str().unwrap().starts_with("/user_avatars/"));
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let events = h.verify_action(
+        HAMLET,
+        &params,
+        |h| {
+            h.call_in(realm, "iago@natter.test", api::emoji::deactivate, &["party_parrot"], &[])
+                .unwrap();
+        },
+        &["realm_emoji"],
+    );
+    assert_eq!(events[0]["realm_emoji"][id.as_str()]["deactivated"], true);
+}

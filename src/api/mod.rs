@@ -5,6 +5,7 @@
 pub mod accounts;
 pub mod auth;
 pub mod channels;
+pub mod emoji;
 pub mod events;
 pub mod flags;
 pub mod group_setting;

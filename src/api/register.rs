@@ -94,7 +94,9 @@ const SECTIONS: &[(&str, Section)] = &[
     ("recent_private_conversations", recent_private_conversations_section),
     // Resources natter has no storage for yet: truly empty until their
     // endpoints exist (their areas replace these through PLUGINS).
-    ("realm_emoji", |_, out| insert(out, "realm_emoji", json!({}))),
+    ("realm_emoji", |ctx, out| {
+        insert(out, "realm_emoji", crate::view::files::realm_emoji(ctx.state, ctx.realm.id))
+    }),
     ("custom_profile_fields", |_, out| {
         insert(out, "custom_profile_fields", json!([]));
         insert(out, "custom_profile_field_types", json!({}));

@@ -36,8 +36,23 @@ fn check_quota(state: &State, limits: &UploadLimits, user: &User, size: u64) -> 
     Ok(())
 }
 
+/// Makes a staged file durable in the store under a new key of `realm`.
+pub(super) fn put(
+    app: &App,
+    realm: crate::state::RealmId,
+    staged: files::Staged,
+) -> ApiResult<StoreKey> {
+    let key = StoreKey::random(realm.0);
+    let (store, at) = (Arc::clone(&app.files), key.clone());
+    files::blocking(move || store.put(staged, &at)).map_err(|e| {
+        eprintln!("natter: error: cannot store an upload: {e}");
+        ApiError::internal()
+    })?;
+    Ok(key)
+}
+
 /// Removes a stored file whose record was not committed.
-fn forget(app: &App, key: StoreKey) {
+pub(super) fn forget(app: &App, key: StoreKey) {
     let store = Arc::clone(&app.files);
     if let Err(e) = files::blocking(move || store.delete(&key)) {
         eprintln!("natter: warning: cannot remove an uncommitted upload: {e}");
@@ -53,12 +68,7 @@ pub fn store(app: &App, owner: &User, upload: Upload) -> ApiResult<Attachment> {
     check_quota(&app.state, &limits, owner, upload.size)?;
     let name = files::sanitize_name(&upload.filename);
     let content_type = files::content_type(upload.content_type.as_deref(), &name);
-    let key = StoreKey::random(owner.realm.0);
-    let (store, at, staged) = (Arc::clone(&app.files), key.clone(), upload.staged);
-    files::blocking(move || store.put(staged, &at)).map_err(|e| {
-        eprintln!("natter: error: cannot store an upload: {e}");
-        ApiError::internal()
-    })?;
+    let key = put(app, owner.realm, upload.staged)?;
     let record = Attachment {
         id: 0,
         realm: owner.realm,

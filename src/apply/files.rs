@@ -4,8 +4,8 @@
 use serde_json::json;
 
 use crate::events::{Audience, Event};
-use crate::state::files::Attachment;
-use crate::state::{MessageId, State};
+use crate::state::files::{Attachment, RealmEmoji};
+use crate::state::{MessageId, RealmId, State};
 use crate::view;
 
 /// `op` for `attachment`, told to its owner.
@@ -38,4 +38,27 @@ pub fn link(state: &State, message: MessageId, ids: &[u64]) -> Vec<Event> {
 pub fn delete(state: &State, id: u64) -> Vec<Event> {
     let removed = state.files.remove(id).unwrap_or_else(|| panic!("apply: no attachment {id}"));
     vec![event(state, "remove", json!({"id": id}), &removed)]
+}
+
+/// The realm's whole custom emoji dict, to every user of the realm.
+fn emoji_event(state: &State, realm: RealmId) -> Event {
+    let event = json!({
+        "type": "realm_emoji",
+        "op": "update",
+        "realm_emoji": view::files::realm_emoji(state, realm),
+    });
+    Event::Broadcast { audience: Audience::Realm(realm), event }
+}
+
+/// Records a new custom emoji.
+pub fn create_emoji(state: &State, emoji: &RealmEmoji) -> Vec<Event> {
+    assert!(state.realms.contains(&emoji.realm), "apply: no realm {}", emoji.realm);
+    state.files.insert_emoji(emoji.clone());
+    vec![emoji_event(state, emoji.realm)]
+}
+
+/// Deactivates a custom emoji.
+pub fn deactivate_emoji(state: &State, id: u64) -> Vec<Event> {
+    let realm = state.files.deactivate_emoji(id).unwrap_or_else(|| panic!("apply: no emoji {id}"));
+    vec![emoji_event(state, realm)]
 }

@@ -81,7 +81,9 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::SendNotice { .. }
         | Mutation::CreateAttachment(_)
         | Mutation::LinkAttachments { .. }
-        | Mutation::DeleteAttachment { .. } => true,
+        | Mutation::DeleteAttachment { .. }
+        | Mutation::CreateRealmEmoji(_)
+        | Mutation::DeactivateRealmEmoji { .. } => true,
         // Only the name and time zone of the settings live in the account.
         Mutation::UpdateSettings(change) => change.full_name.is_none() && change.timezone.is_none(),
         // Drafts, mutes, topic policies (a send's automatic follows ride
@@ -235,6 +237,8 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
             files::link(state, *message, attachments)
         }
         Mutation::DeleteAttachment { id } => files::delete(state, *id),
+        Mutation::CreateRealmEmoji(emoji) => files::create_emoji(state, emoji),
+        Mutation::DeactivateRealmEmoji { id } => files::deactivate_emoji(state, *id),
     }
 }
 

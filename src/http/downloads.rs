@@ -15,7 +15,6 @@ use super::response::{self, Head, Response};
 use super::{Service, Session};
 use crate::error::{ApiError, ApiResult};
 use crate::files::{self, StoreKey};
-use crate::state::files::Attachment;
 
 /// What a downloaded file may do when a browser opens it: nothing but
 /// show itself (no script, no plugins, no requests elsewhere).
@@ -61,19 +60,76 @@ fn answer(
     };
     let attachment = crate::api::uploads::download(app, &realm, caller.as_deref(), &path)?;
     let key = StoreKey::parse(attachment.store_key()).ok_or_else(missing)?;
+    let file = Served {
+        key,
+        name: attachment.name,
+        content_type: attachment.content_type,
+        size: attachment.size,
+        cache: "private, max-age=86400",
+    };
+    bytes(service, req, file)
+}
+
+/// A stored file about to be served.
+struct Served {
+    key: StoreKey,
+    name: String,
+    content_type: String,
+    size: u64,
+    cache: &'static str,
+}
+
+/// `GET /user_avatars/<key>`: a custom emoji's image, without
+/// credentials (as Zulip serves them), for the realm the host names.
+pub(super) fn serve_emoji(
+    service: &Service,
+    req: &conn::Request<'_>,
+    head: &super::Head<'_>,
+    session: &mut Session,
+) -> Response {
+    let mut answer = || -> ApiResult<Response> {
+        let app = &*service.app;
+        if head.method != "GET" && head.method != "HEAD" {
+            return Err(ApiError::method_not_allowed(head.method));
+        }
+        let missing = || ApiError::not_found("This file does not exist or has been deleted.");
+        let key = head.path.strip_prefix("/user_avatars/").and_then(StoreKey::parse);
+        let key = key.ok_or_else(missing)?;
+        let generation = app.state.users_generation.load(Ordering::Acquire);
+        let realm = session.realm(generation, head.host, || service.realm_for_host(head.host))?;
+        let emoji = app.state.files.emoji_by_key(key.as_str()).ok_or_else(missing)?;
+        if emoji.realm != realm.id {
+            return Err(missing());
+        }
+        let file = Served {
+            key,
+            name: emoji.name,
+            content_type: emoji.content_type,
+            size: emoji.size,
+            cache: "public, max-age=86400",
+        };
+        bytes(service, req, file)
+    };
+    answer().unwrap_or_else(|e| response::error(&e))
+}
+
+/// The reply for a file: `If-None-Match`, `Range`, and the safe headers.
+fn bytes(service: &Service, req: &conn::Request<'_>, file: Served) -> ApiResult<Response> {
+    let app = &*service.app;
+    let missing = || ApiError::not_found("This file does not exist or has been deleted.");
+    let Served { key, name, content_type, size, cache } = file;
     let etag = format!("\"{}\"", key.as_str().rsplit('/').next().unwrap_or(""));
     let mut headers = vec![
         ("ETag", etag.clone()),
-        ("Cache-Control", "private, max-age=86400".to_owned()),
+        ("Cache-Control", cache.to_owned()),
         ("X-Content-Type-Options", "nosniff".to_owned()),
         ("Content-Security-Policy", CONTENT_SECURITY_POLICY.to_owned()),
     ];
     if req.header("if-none-match").is_some_and(|v| matches_etag(v, &etag)) {
-        return Ok(with_head(304, Vec::new(), &attachment, headers));
+        return Ok(with_head(304, Vec::new(), &content_type, headers));
     }
     headers.push(("Accept-Ranges", "bytes".to_owned()));
-    headers.push(("Content-Disposition", disposition(&attachment)));
-    let size = attachment.size;
+    headers.push(("Content-Disposition", disposition(&name, &content_type)));
     let (status, start, len) = match byte_range(req.header("range"), size) {
         Range::Whole => (200, 0, size),
         Range::Part(start, end) => {
@@ -90,32 +146,32 @@ fn answer(
         }
     };
     let store = Arc::clone(&app.files);
+    let key_text = key.as_str().to_owned();
     let bytes = files::blocking(move || store.read(&key, start, len)).map_err(|e| {
-        eprintln!("natter: error: cannot read /user_uploads/{}: {e}", attachment.path_id);
+        eprintln!("natter: error: cannot read the stored file {}: {e}", key_text);
         missing()
     })?;
-    Ok(with_head(status, bytes, &attachment, headers))
+    Ok(with_head(status, bytes, &content_type, headers))
 }
 
 fn with_head(
     status: u16,
     body: Vec<u8>,
-    attachment: &Attachment,
+    content_type: &str,
     headers: Vec<(&'static str, String)>,
 ) -> Response {
     Response {
         status,
         body,
-        head: Some(Box::new(Head { content_type: attachment.content_type.clone(), headers })),
+        head: Some(Box::new(Head { content_type: content_type.to_owned(), headers })),
     }
 }
 
 /// `inline` for the allow-listed media types, `attachment` for the rest,
 /// with the (sanitised) name percent-encoded.
-fn disposition(attachment: &Attachment) -> String {
-    let kind = if files::is_inline(&attachment.content_type) { "inline" } else { "attachment" };
-    let name =
-        percent_encoding::utf8_percent_encode(&attachment.name, percent_encoding::NON_ALPHANUMERIC);
+fn disposition(name: &str, content_type: &str) -> String {
+    let kind = if files::is_inline(content_type) { "inline" } else { "attachment" };
+    let name = percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC);
     format!("{kind}; filename*=UTF-8''{name}")
 }
 
@@ -200,19 +256,10 @@ mod tests {
         assert!(matches_etag(b"W/\"x\", \"abc\"", "\"abc\""));
         assert!(matches_etag(b"*", "\"abc\""));
         assert!(!matches_etag(b"\"abd\"", "\"abc\""));
-        let mut a = Attachment {
-            id: 1,
-            realm: crate::state::RealmId(1),
-            owner: crate::state::UserId(1),
-            path_id: "1/ab/x/résumé.png".into(),
-            name: "résumé.png".into(),
-            size: 1,
-            content_type: "image/png".into(),
-            create_time: 0,
-            messages: Vec::new(),
-        };
-        assert_eq!(disposition(&a), "inline; filename*=UTF-8''r%C3%A9sum%C3%A9%2Epng");
-        a.content_type = "image/svg+xml".into();
-        assert!(disposition(&a).starts_with("attachment; "));
+        assert_eq!(
+            disposition("résumé.png", "image/png"),
+            "inline; filename*=UTF-8''r%C3%A9sum%C3%A9%2Epng"
+        );
+        assert!(disposition("x.svg", "image/svg+xml").starts_with("attachment; "));
     }
 }

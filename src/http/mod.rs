@@ -195,6 +195,9 @@ impl Service {
         if head.path.starts_with("/user_uploads/") {
             return downloads::serve(self, req, &head, session);
         }
+        if head.path.starts_with("/user_avatars/") {
+            return downloads::serve_emoji(self, req, &head, session);
+        }
         match self.dispatch(&head, req.body, req.spooled, session) {
             Ok((fields, raw, ignored, Some(sorted))) => {
                 debug_assert!(fields.is_empty() && raw.is_empty(), "a reply written twice");

@@ -114,6 +114,24 @@ pub static ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        pattern: "/realm/emoji",
+        access: Access::User,
+        handler: api::emoji::list,
+    },
+    Route {
+        method: "POST",
+        pattern: "/realm/emoji/{emoji_name}",
+        access: Access::User,
+        handler: api::emoji::add,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/realm/emoji/{emoji_name}",
+        access: Access::User,
+        handler: api::emoji::deactivate,
+    },
+    Route {
+        method: "GET",
         pattern: "/attachments",
         access: Access::User,
         handler: api::uploads::list,
@@ -776,11 +794,11 @@ fn table() -> &'static Table {
 /// Whether `POST <path>` (after `/api/v1`, no trailing `/`) is an upload
 /// route, whose body streams to a file (`conn::Spool`).
 pub fn is_upload(path: &str) -> bool {
-    UPLOAD_ROUTES.contains(&path)
+    path == "/user_uploads"
+        || path
+            .strip_prefix("/realm/emoji/")
+            .is_some_and(|name| !name.is_empty() && !name.contains('/'))
 }
-
-/// The `POST` routes that take files.
-const UPLOAD_ROUTES: &[&str] = &["/user_uploads"];
 
 /// Finds the route for `method` and `path` (the part after `/api/v1`).
 /// Literal segments win over `{…}` segments (`/users/me` before `/users/{id}`).

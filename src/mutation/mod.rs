@@ -212,6 +212,13 @@ pub enum Mutation {
         /// The attachment.
         id: u64,
     },
+    /// A realm gets a custom emoji (its image already stored).
+    CreateRealmEmoji(Box<crate::state::files::RealmEmoji>),
+    /// A custom emoji is deactivated (kept for what already shows it).
+    DeactivateRealmEmoji {
+        /// The emoji.
+        id: u64,
+    },
 }
 
 impl Mutation {

@@ -50,6 +50,28 @@ impl Attachment {
     }
 }
 
+/// A custom emoji of a realm (its image is in the file store).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RealmEmoji {
+    /// Its id (the `emoji_code` of a `realm_emoji` reaction).
+    pub id: u64,
+    /// The realm.
+    pub realm: RealmId,
+    /// Its name (`:name:`).
+    pub name: String,
+    /// Who added it.
+    pub author: UserId,
+    /// The store key of its image.
+    pub key: String,
+    /// The image's media type.
+    pub content_type: String,
+    /// The image's size in bytes.
+    pub size: u64,
+    /// Deactivated emoji stay listed (old messages and reactions show them)
+    /// but cannot be used.
+    pub deactivated: bool,
+}
+
 /// The attachments of every realm.
 #[derive(Default)]
 pub struct Files {
@@ -64,6 +86,10 @@ struct Inner {
     by_path: HashMap<String, u64>,
     /// The next free attachment id.
     next_id: u64,
+    /// Custom emoji by id.
+    emoji: Arc<BTreeMap<u64, RealmEmoji>>,
+    /// The next free custom emoji id.
+    next_emoji_id: u64,
 }
 
 /// The snapshot form of `Files`.
@@ -73,6 +99,10 @@ pub struct FilesImage {
     pub next_id: u64,
     /// Every attachment, by id.
     pub attachments: Arc<BTreeMap<u64, Attachment>>,
+    /// The next free custom emoji id.
+    pub next_emoji_id: u64,
+    /// Every custom emoji, by id.
+    pub emoji: Arc<BTreeMap<u64, RealmEmoji>>,
 }
 
 impl Files {
@@ -107,9 +137,55 @@ impl Files {
         self.inner.read().by_id.values().filter(|a| a.realm == realm).map(|a| a.size).sum()
     }
 
-    /// Every attachment's store key (start-up reconciliation).
-    pub fn store_keys(&self) -> Vec<(u64, String)> {
-        self.inner.read().by_id.values().map(|a| (a.id, a.store_key().to_owned())).collect()
+    /// Every recorded store key (start-up reconciliation), each with its
+    /// attachment's id (`None` for a custom emoji's image).
+    pub fn store_keys(&self) -> Vec<(Option<u64>, String)> {
+        let inner = self.inner.read();
+        let attachments = inner.by_id.values().map(|a| (Some(a.id), a.store_key().to_owned()));
+        let emoji = inner.emoji.values().map(|e| (None, e.key.clone()));
+        attachments.chain(emoji).collect()
+    }
+
+    /// The id the next custom emoji gets (ids start at 1).
+    pub fn next_emoji_id(&self) -> u64 {
+        self.inner.read().next_emoji_id.max(1)
+    }
+
+    /// A realm's custom emoji, deactivated ones included, by id.
+    pub fn realm_emoji(&self, realm: RealmId) -> Vec<RealmEmoji> {
+        self.inner.read().emoji.values().filter(|e| e.realm == realm).cloned().collect()
+    }
+
+    /// A realm's active custom emoji called `name`.
+    pub fn active_emoji(&self, realm: RealmId, name: &str) -> Option<RealmEmoji> {
+        let inner = self.inner.read();
+        inner.emoji.values().find(|e| e.realm == realm && !e.deactivated && e.name == name).cloned()
+    }
+
+    /// The custom emoji with this id.
+    pub fn emoji(&self, id: u64) -> Option<RealmEmoji> {
+        self.inner.read().emoji.get(&id).cloned()
+    }
+
+    /// The custom emoji whose image has this store key.
+    pub fn emoji_by_key(&self, key: &str) -> Option<RealmEmoji> {
+        self.inner.read().emoji.values().find(|e| e.key == key).cloned()
+    }
+
+    /// Records a new custom emoji (`apply` only).
+    pub fn insert_emoji(&self, emoji: RealmEmoji) {
+        let mut inner = self.inner.write();
+        assert!(!inner.emoji.contains_key(&emoji.id), "apply: emoji {} exists", emoji.id);
+        inner.next_emoji_id = inner.next_emoji_id.max(emoji.id + 1);
+        Arc::make_mut(&mut inner.emoji).insert(emoji.id, emoji);
+    }
+
+    /// Deactivates a custom emoji (`apply` only); its realm.
+    pub fn deactivate_emoji(&self, id: u64) -> Option<RealmId> {
+        let mut inner = self.inner.write();
+        let emoji = Arc::make_mut(&mut inner.emoji).get_mut(&id)?;
+        emoji.deactivated = true;
+        Some(emoji.realm)
     }
 
     /// Records a new attachment (`apply` only).
@@ -147,14 +223,25 @@ impl Files {
     /// The snapshot cut: shares the map.
     pub fn image(&self) -> FilesImage {
         let inner = self.inner.read();
-        FilesImage { next_id: inner.next_id, attachments: Arc::clone(&inner.by_id) }
+        FilesImage {
+            next_id: inner.next_id,
+            attachments: Arc::clone(&inner.by_id),
+            next_emoji_id: inner.next_emoji_id,
+            emoji: Arc::clone(&inner.emoji),
+        }
     }
 
     /// Rebuilt from a snapshot.
     pub fn from_image(image: FilesImage) -> Self {
         let by_path = image.attachments.values().map(|a| (a.path_id.clone(), a.id)).collect();
         Files {
-            inner: RwLock::new(Inner { by_id: image.attachments, by_path, next_id: image.next_id }),
+            inner: RwLock::new(Inner {
+                by_id: image.attachments,
+                by_path,
+                next_id: image.next_id,
+                emoji: image.emoji,
+                next_emoji_id: image.next_emoji_id,
+            }),
         }
     }
 }
@@ -162,7 +249,10 @@ impl Files {
 impl FilesImage {
     /// Whether it holds nothing (a state with no upload yet).
     pub fn is_empty(&self) -> bool {
-        self.next_id == 0 && self.attachments.is_empty()
+        self.next_id == 0
+            && self.attachments.is_empty()
+            && self.next_emoji_id == 0
+            && self.emoji.is_empty()
     }
 }
 
