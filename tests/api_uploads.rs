@@ -640,8 +640,21 @@ fn custom_emoji() {
     )
     .err(401, "UNAUTHORIZED");
 
-    // Reactions with it: by name alone (a bot's way) or by code.
+    // `:name:` in a message shows it (a custom emoji wins over a built-in
+    // one of the same name).
     let hamlet = server.client(HAMLET);
+    let shown = send(&hamlet, "general", "look :party_parrot: and :smile: and :nope:");
+    let html = hamlet.get(&format!("/messages/{shown}"), &[]).ok()["message"]["content"].clone();
+    let html = html.as_str().unwrap();
+    assert!(
+        html.contains(&format!(
+            "<img alt=\":party_parrot:\" class=\"emoji\" src=\"{source}\" title=\"party parrot\">"
+        )),
+        "{html}"
+    );
+    assert!(html.contains("<img alt=\":smile:\" class=\"emoji\""), "{html}");
+    assert!(html.contains(":nope:"), "{html}");
+    // Reactions with it: by name alone (a bot's way) or by code.
     let message = send(&hamlet, "general", "react");
     let path = format!("/messages/{message}/reactions");
     server.client(OTHELLO).post(&path, &[("emoji_name", "party_parrot")]).ok();

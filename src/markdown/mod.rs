@@ -45,6 +45,11 @@ pub trait Resolver {
     fn group_by_name(&self, name: &str) -> Option<(u64, String)>;
     /// A channel the sender may see, by name (case-insensitive).
     fn channel_by_name(&self, name: &str) -> Option<(u64, String)>;
+    /// An active custom emoji of the sender's realm by name: its id and
+    /// image URL. None by default.
+    fn realm_emoji(&self, _name: &str) -> Option<(u64, String)> {
+        None
+    }
 }
 
 /// Resolves nothing: plain Markdown (channel descriptions, tests).

@@ -73,7 +73,7 @@ pub(super) fn prepass(source: &str, resolver: &dyn Resolver) -> (String, Vec<Pie
         let found = match c {
             '@' if mention_boundary(prev) => mention(rest, resolver),
             '#' if channel_boundary(prev) => channel_link(rest, resolver),
-            ':' => emoji_name(rest),
+            ':' => emoji_name(rest, resolver),
             '<' => global_time(rest),
             _ => None,
         };
@@ -208,8 +208,9 @@ fn channel_link(s: &str, resolver: &dyn Resolver) -> Option<(usize, Piece)> {
     Some((len, Piece { html, original, effect: Effect::None }))
 }
 
-/// `:name:` for a name in Zulip's emoji table.
-fn emoji_name(s: &str) -> Option<(usize, Piece)> {
+/// `:name:` for a custom emoji of the realm (which wins, as in Zulip) or a
+/// name in Zulip's emoji table.
+fn emoji_name(s: &str, resolver: &dyn Resolver) -> Option<(usize, Piece)> {
     let body = &s[1..];
     let end = body
         .bytes()
@@ -219,8 +220,17 @@ fn emoji_name(s: &str) -> Option<(usize, Piece)> {
         return None;
     }
     let name = &body[..end];
-    let code = emoji::code_for_name(name)?;
     let len = end + 2;
+    if let Some((_, url)) = resolver.realm_emoji(name) {
+        let html = format!(
+            "<img alt=\":{}:\" class=\"emoji\" src=\"{}\" title=\"{}\">",
+            escape_html(name),
+            escape_html(&url),
+            escape_html(&name.replace('_', " "))
+        );
+        return Some((len, Piece { html, original: s[..len].to_owned(), effect: Effect::None }));
+    }
+    let code = emoji::code_for_name(name)?;
     Some((
         len,
         Piece { html: emoji_span(code, name), original: s[..len].to_owned(), effect: Effect::None },
