@@ -137,7 +137,7 @@ fn download_method(
     Download { status, headers, body: raw[split..].to_vec() }
 }
 
-fn as_user<'a>(server: &'a TestServer, email: &str) -> (String, String) {
+fn as_user(server: &TestServer, email: &str) -> (String, String) {
     let a = server.account(email);
     (a.email, a.key)
 }

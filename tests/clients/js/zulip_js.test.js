@@ -137,3 +137,12 @@ test('zulip-js logs in, sends to a channel and directly, and reads back', async 
   assert.equal(refused.result, 'error');
   assert.equal(refused.code, 'STREAM_DOES_NOT_EXIST');
 });
+
+test('zulip-js emojis.retrieve lists the realm custom emoji', async () => {
+  const anon = await zulip({ username: HAMLET, apiKey: 'unused', realm: server.site });
+  const login = ok('dev_fetch_api_key', await anon.callEndpoint('/dev_fetch_api_key', 'POST', { username: HAMLET }));
+  const client = await zulip({ username: HAMLET, apiKey: login.api_key, realm: server.site });
+  // A fresh dev realm has none: an empty dict, not a 404.
+  const emoji = ok('emojis.retrieve', await client.emojis.retrieve());
+  assert.deepEqual(emoji.emoji, {});
+});
