@@ -308,9 +308,22 @@ fn html_and_svg_never_run_as_pages() {
 #[test]
 fn upload_refusals() {
     let server = TestServer::start_with(&["--max-file-upload-mib", "1"]);
-    // No credentials.
+    // No credentials, or bad ones: 401, and a large body from such a
+    // caller is not streamed to disk (the small body limit applies).
     post_upload(&server, None, &multipart(&[("a.txt", "text/plain", b"x")], &[]))
         .err(401, "UNAUTHORIZED");
+    let large = multipart(&[("a.bin", "application/zip", &vec![1u8; 900 * 1024])], &[]);
+    let mut bytes = format!(
+        "POST /api/v1/user_uploads HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\n\
+         Content-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: {}\r\n\r\n",
+        server.addr,
+        basic_auth(HAMLET, "not-the-key"),
+        large.len() + 300 * 1024
+    )
+    .into_bytes();
+    bytes.extend_from_slice(&large);
+    bytes.extend_from_slice(&vec![b' '; 300 * 1024]);
+    server.anonymous().raw(&bytes).err(413, "BAD_REQUEST");
     // No file, two files.
     post_upload(&server, Some(HAMLET), &multipart(&[], &[("a", "b")])).err(400, "BAD_REQUEST");
     let two = multipart(&[("a.txt", "text/plain", b"x"), ("b.txt", "text/plain", b"y")], &[]);
@@ -739,4 +752,57 @@ fn custom_emoji_belong_to_their_realm() {
     server.restart();
     assert_eq!(server.client(HAMLET).get("/realm/emoji", &[]).ok()["emoji"][&id]["name"], "ours");
     assert_eq!(download(&server, source, None, &[]).body, PNG);
+}
+
+/// An edit that adds a link to an upload shares it like a send does.
+#[test]
+fn edits_link_uploads_too() {
+    let server = TestServer::start();
+    let othello = as_user(&server, OTHELLO);
+    let url = upload(&server, HAMLET, "later.txt", "text/plain", b"later");
+    let id = send(&server.client(HAMLET), "general", "file coming");
+    assert_eq!(download(&server, &url, auth(&othello), &[]).status, 404);
+    server
+        .client(HAMLET)
+        .request("PATCH", &format!("/messages/{id}"), &[("content", &format!("here: [f]({url})"))])
+        .ok();
+    assert_eq!(download(&server, &url, auth(&othello), &[]).body, b"later");
+}
+
+/// SIGKILL while an upload's body is arriving, and right after an
+/// upload's reply: after restart, no attachment and nothing left of the
+/// first; the second complete and downloadable.
+#[test]
+fn uploads_survive_a_kill_or_leave_nothing() {
+    let mut server = TestServer::start();
+    let hamlet = as_user(&server, HAMLET);
+    let done = upload(&server, HAMLET, "kept.bin", "application/zip", &[5u8; 50_000]);
+    let body = multipart(&[("cut.bin", "application/zip", &vec![6u8; 400_000])], &[]);
+    let head = format!(
+        "POST /api/v1/user_uploads HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\n\
+         Content-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: {}\r\n\r\n",
+        server.addr,
+        basic_auth(&hamlet.0, &hamlet.1),
+        body.len()
+    );
+    let mut cut = connect(&server.addr);
+    cut.write_all(head.as_bytes()).unwrap();
+    cut.write_all(&body[..200_000]).unwrap();
+    // The server has the head and part of the body (another request
+    // answered after it shows the connection was read).
+    server.client(OTHELLO).get("/users/me", &[]).ok();
+    server.kill();
+    drop(cut);
+    server.restart();
+    let list = server.client(HAMLET).get("/attachments", &[]).ok();
+    let names: Vec<&str> = list["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["kept.bin"]);
+    assert_eq!(download(&server, &done, auth(&hamlet), &[]).body, vec![5u8; 50_000]);
+    let staging = server.data_dir().join("data/uploads/tmp");
+    assert_eq!(std::fs::read_dir(&staging).unwrap().count(), 0, "the cut body is gone");
 }

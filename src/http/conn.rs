@@ -113,10 +113,10 @@ pub trait Handler: Send + Sync + 'static {
     /// The reply to one request.
     fn handle(&self, req: &Request<'_>, session: &mut Self::Session) -> Response;
 
-    /// Whether the request with this method and target (path and query)
-    /// streams its body to a file, as it arrives, instead of buffering it
-    /// under `max_body_bytes`.
-    fn spool(&self, _method: &str, _target: &str) -> Option<Spool> {
+    /// Whether the request with this method, target (path and query) and
+    /// headers streams its body to a file, as it arrives, instead of
+    /// buffering it under `max_body_bytes`.
+    fn spool(&self, _method: &str, _target: &str, _headers: &[httparse::Header]) -> Option<Spool> {
         None
     }
 }
@@ -426,7 +426,9 @@ impl<'l> Conn<'l> {
                 return Err(response::head_too_large(limits).into());
             }
             let framing = framing(&req, head_len)?;
-            if let Some(plan) = handler.spool(req.method.unwrap_or(""), req.path.unwrap_or("")) {
+            let spool =
+                handler.spool(req.method.unwrap_or(""), req.path.unwrap_or(""), req.headers);
+            if let Some(plan) = spool {
                 return self.spooled_request(handler, session, framing, plan);
             }
             // The common case: the whole body is already here.

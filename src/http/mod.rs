@@ -55,13 +55,26 @@ impl conn::Handler for Service {
     }
 
     /// Upload routes stream their bodies to the file store's staging
-    /// directory, up to the upload limit.
-    fn spool(&self, method: &str, target: &str) -> Option<conn::Spool> {
+    /// directory, up to the upload limit — for a caller whose credentials
+    /// are good: anyone else's body gets the small limit, and the 401 (or
+    /// 413) that follows.
+    fn spool(
+        &self,
+        method: &str,
+        target: &str,
+        headers: &[httparse::Header],
+    ) -> Option<conn::Spool> {
         let path = target.split('?').next().unwrap_or("");
         let path = path.strip_prefix("/api/v1")?.trim_end_matches('/');
         if method != "POST" || !router::is_upload(path) {
             return None;
         }
+        let header = |name: &str| {
+            headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
+        };
+        let host = header_text(header("host"));
+        let realm = self.realm_for_host(host).ok()?;
+        auth::authenticate(&self.app.state, &realm, Some(header("authorization")?)).ok()?;
         let uploads = &self.app.config.uploads;
         Some(conn::Spool {
             dir: self.app.files.staging().to_owned(),

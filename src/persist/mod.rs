@@ -728,10 +728,11 @@ mod tests {
         "0200000000000000",
         "259b65cc",
         "0102010101020000020101000000000202010102010100000000000000",
-        // Files (since FORMAT_VERSION 9): 2 bytes, no attachments.
-        "0200000000000000",
-        "ff12d941",
-        "0000",
+        // Files (since FORMAT_VERSION 9): 4 bytes, no attachments and no
+        // custom emoji.
+        "0400000000000000",
+        "1cdf4421",
+        "00000000",
     );
 
     /// A deterministic pseudo-random generator (xorshift64*), so the
