@@ -196,6 +196,12 @@ impl Service {
             };
             found[slot].get_or_insert(h.value);
         }
+        // Outside `/api/v1`: Zulip's emoji data, unauthenticated and
+        // without the JSON envelope; uploaded files and custom emoji images
+        // (`downloads`), below.
+        if path == crate::view::emoji::EMOJI_DATA_PATH && matches!(req.method, "GET" | "HEAD") {
+            return Response::json(200, crate::view::emoji::emoji_data().to_vec());
+        }
         let head = Head {
             method: req.method,
             path,
