@@ -122,12 +122,22 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
         return Ok(reply! { "detached_uploads" => Vec::<Value>::new() });
     }
     app.committer.commit(|state| match plan(state, &editor, &request, now)? {
-        Some(Plan { edit, notices }) if notices.is_empty() => Ok((Mutation::EditMessage(edit), ())),
-        // The notices go in the move's record: all of it or nothing.
+        // The notices, and the uploads new content links, go in the edit's
+        // record: all of it or nothing.
         Some(Plan { edit, notices }) => {
+            let linked = edit.content.as_ref().map_or_else(Vec::new, |c| {
+                crate::send::attachments::claimed(state, &editor, &c.content)
+            });
+            let message = edit.message;
             let mut parts = vec![Mutation::EditMessage(edit)];
             parts.extend(notices);
-            Ok((Mutation::Batch(parts), ()))
+            if !linked.is_empty() {
+                parts.push(Mutation::LinkAttachments { message, attachments: linked });
+            }
+            match parts.len() {
+                1 => Ok((parts.pop().expect("one part"), ())),
+                _ => Ok((Mutation::Batch(parts), ())),
+            }
         }
         None => Err(ApiError::bad_request("Nothing to change")),
     })?;

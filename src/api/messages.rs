@@ -106,7 +106,11 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
         if let Some((queue_id, local_id)) = local_echo {
             app.hub.realtime().queues.note_local_id(id, queue_id, local_id);
         }
-        let parts = auto_topics::policy_changes(&new, &changes);
+        let mut parts = auto_topics::policy_changes(&new, &changes);
+        let attachments = crate::send::attachments::claimed(state, sender, new.message.content());
+        if !attachments.is_empty() {
+            parts.push(Mutation::LinkAttachments { message: id, attachments });
+        }
         Ok((auto_topics::batch(Mutation::SendMessage(new), parts), (id, automatic)))
     })?;
     // Members in key order, as the map's serialization would put them.

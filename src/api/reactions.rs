@@ -2,8 +2,9 @@
 //!
 //! A reaction is (user, `reaction_type`, `emoji_code`); `emoji_name` is the
 //! display name. Bots send only `emoji_name`, so the code (and type) is
-//! resolved from Zulip's name table when `emoji_code` is absent. natter has
-//! no custom (realm) emoji yet, so `realm_emoji` codes never validate.
+//! resolved when `emoji_code` is absent: an active custom emoji of the realm
+//! by that name first (`realm_emoji`, its id as the code), else Zulip's name
+//! table.
 
 use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
@@ -26,7 +27,7 @@ pub fn visible_message(state: &State, user: &User, id: MessageId) -> ApiResult<A
 
 /// The emoji a request names: (type, code) from `emoji_code` /
 /// `reaction_type` when given and valid, else from `emoji_name`.
-fn emoji(call: &mut Call, name: Option<&str>) -> ApiResult<(ReactionType, String)> {
+fn emoji(state: &State, call: &mut Call, name: Option<&str>) -> ApiResult<(ReactionType, String)> {
     let code = call.params.string("emoji_code");
     let kind = call.params.string("reaction_type");
     let Some(code) = code else {
@@ -35,6 +36,9 @@ fn emoji(call: &mut Call, name: Option<&str>) -> ApiResult<(ReactionType, String
                 "At least one of the following arguments must be present: emoji_name, emoji_code",
             )
         })?;
+        if let Some(custom) = state.files.active_emoji(call.realm.id, name) {
+            return Ok((ReactionType::Realm, custom.id.to_string()));
+        }
         return emoji_by_name(name);
     };
     let kind = match kind.as_deref() {
@@ -62,7 +66,18 @@ fn emoji(call: &mut Call, name: Option<&str>) -> ApiResult<(ReactionType, String
             Ok((kind, code))
         }
         ReactionType::ZulipExtra => Err(ApiError::bad_request("Invalid emoji code.")),
-        ReactionType::Realm => Err(ApiError::bad_request("Invalid custom emoji.")),
+        ReactionType::Realm => {
+            let custom = code
+                .parse::<u64>()
+                .ok()
+                .and_then(|id| state.files.emoji(id))
+                .filter(|e| e.realm == call.realm.id && !e.deactivated)
+                .ok_or_else(|| ApiError::bad_request("Invalid custom emoji."))?;
+            if name.is_some_and(|n| n != custom.name) {
+                return Err(ApiError::bad_request("Invalid custom emoji name."));
+            }
+            Ok((kind, code))
+        }
     }
 }
 
@@ -81,7 +96,7 @@ pub(super) fn emoji_by_name(name: &str) -> ApiResult<(ReactionType, String)> {
 pub fn add(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let id = MessageId(call.path_id(0, "message_id")?);
     let name = call.params.required_string("emoji_name")?;
-    let (reaction_type, emoji_code) = emoji(call, Some(&name))?;
+    let (reaction_type, emoji_code) = emoji(&app.state, call, Some(&name))?;
     let user = call.caller().clone();
     let reaction = Reaction { emoji_name: name, emoji_code, reaction_type, user: user.id };
     app.committer.commit(|state| {
@@ -98,7 +113,7 @@ pub fn add(app: &App, call: &mut Call) -> ApiResult<Reply> {
 pub fn remove(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let id = MessageId(call.path_id(0, "message_id")?);
     let name = call.params.string("emoji_name");
-    let (reaction_type, emoji_code) = emoji(call, name.as_deref())?;
+    let (reaction_type, emoji_code) = emoji(&app.state, call, name.as_deref())?;
     let user = call.caller().clone();
     app.committer.commit(|state| {
         let message = visible_message(state, &user, id)?;

@@ -384,6 +384,7 @@ mod tests {
             client: "test".into(),
             raw_fields: Vec::new(),
             sorted_reply: None,
+            files: Vec::new(),
         }
     }
 

@@ -506,6 +506,7 @@ impl Filter {
             Filter::Has(Has::Image) => {
                 message.rendered().contains("<img ")
                     || message.rendered().contains("message_inline_image")
+                    || links_uploaded_image(message.rendered())
             }
             Filter::Has(Has::Attachment) => message.rendered().contains("/user_uploads/"),
             Filter::Has(Has::Reaction) => !message.reactions().is_empty(),
@@ -527,6 +528,18 @@ impl Filter {
             },
         }
     }
+}
+
+/// Whether rendered HTML links an uploaded file whose name is an image's
+/// (`/user_uploads/…/<name>.png` and the like, up to the link's quote).
+fn links_uploaded_image(rendered: &str) -> bool {
+    const IMAGE_EXTENSIONS: [&str; 6] = [".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif"];
+    rendered.match_indices("/user_uploads/").any(|(at, _)| {
+        let rest = &rendered[at..];
+        let end = rest.find(['"', '\'', '<', '>', ' ', '?', '#']).unwrap_or(rest.len());
+        let link = rest[..end].to_ascii_lowercase();
+        IMAGE_EXTENSIONS.iter().any(|ext| link.ends_with(ext))
+    })
 }
 
 #[cfg(test)]

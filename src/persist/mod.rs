@@ -25,7 +25,7 @@ use crate::mutation::Mutation;
 use crate::state::State;
 
 /// Version of the on-disk encoding of `Mutation` and `StateImage`.
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
 
 /// Why the data dir could not be opened.
 #[derive(Debug)]
@@ -669,6 +669,51 @@ mod tests {
         assert_eq!(hex, SECTIONS_FIXTURE, "the snapshot format changed: bump FORMAT_VERSION");
     }
 
+    /// A version 8 snapshot (no files block) still reads, with no
+    /// attachments; a version 9 one carries them.
+    #[test]
+    fn snapshots_without_a_files_block_still_read() {
+        let state = State::new();
+        history(&state, 2);
+        let owner = state.users.collect_sorted(|_, _| true)[0].0;
+        state.files.insert(crate::state::files::Attachment {
+            id: 1,
+            realm: state.users.get(&owner).unwrap().realm,
+            owner,
+            path_id: "1/ab/ABCDEFGHIJKLMNOPQRSTUVWX/a.txt".into(),
+            name: "a.txt".into(),
+            size: 3,
+            content_type: "text/plain".into(),
+            create_time: 5,
+            messages: vec![crate::state::MessageId(1)],
+        });
+        let image = state.image();
+        let bytes = snapshot::encode(&image);
+        let back = snapshot::decode_on(&bytes, Path::new("s"), 1).unwrap();
+        assert_eq!(back.files, image.files);
+        // The same snapshot as version 8 wrote it: no files block.
+        let files_block = 8
+            + 4
+            + bincode::serde::encode_to_vec(&image.files, bincode::config::standard())
+                .unwrap()
+                .len();
+        let mut old = bytes[..bytes.len() - files_block].to_vec();
+        old[8..12].copy_from_slice(&8u32.to_le_bytes());
+        let payload_len = (old.len() - 32) as u64;
+        old[20..28].copy_from_slice(&payload_len.to_le_bytes());
+        let crc = crc32fast::hash(&old[32..]);
+        old[28..32].copy_from_slice(&crc.to_le_bytes());
+        let back = snapshot::decode_on(&old, Path::new("s"), 1).unwrap();
+        assert!(back.files.is_empty());
+        assert_eq!(back.applied_seq, image.applied_seq);
+        // A version 9 file cut short of its files block is refused.
+        let mut cut = bytes[..bytes.len() - files_block].to_vec();
+        cut[20..28].copy_from_slice(&payload_len.to_le_bytes());
+        let crc = crc32fast::hash(&cut[32..]);
+        cut[28..32].copy_from_slice(&crc.to_le_bytes());
+        assert!(snapshot::decode_on(&cut, Path::new("s"), 1).is_err());
+    }
+
     const SECTIONS_FIXTURE: &str = concat!(
         // Messages: 1 block of 0x4a bytes holding 2 messages.
         "0100000000000000",
@@ -683,6 +728,11 @@ mod tests {
         "0200000000000000",
         "259b65cc",
         "0102010101020000020101000000000202010102010100000000000000",
+        // Files (since FORMAT_VERSION 9): 4 bytes, no attachments and no
+        // custom emoji.
+        "0400000000000000",
+        "1cdf4421",
+        "00000000",
     );
 
     /// A deterministic pseudo-random generator (xorshift64*), so the

@@ -56,6 +56,11 @@ impl<'a> Visible<'a> {
 }
 
 impl Resolver for Visible<'_> {
+    fn realm_emoji(&self, name: &str) -> Option<(u64, String)> {
+        let emoji = self.state.files.active_emoji(self.sender.realm, name)?;
+        Some((emoji.id, format!("/user_avatars/{}", emoji.key)))
+    }
+
     fn user_by_name(&self, name: &str) -> Option<(u64, String)> {
         match self.names().get(&name.to_lowercase())?.as_slice() {
             [one] => Some(one.clone()),

@@ -516,6 +516,22 @@ pub fn administers(user: &User, bot: &User) -> bool {
         && (user.role.is_admin() || bot.bot_owner == Some(user.id))
 }
 
+/// Whether `user` may download an uploaded file: its uploader, or anyone
+/// of its realm who can read a message that references it (Zulip's rule).
+pub fn can_read_attachment(
+    state: &State,
+    user: &User,
+    attachment: &super::files::Attachment,
+) -> bool {
+    if attachment.realm != user.realm || !user.is_active {
+        return false;
+    }
+    attachment.owner == user.id
+        || attachment.messages.iter().any(|id| {
+            state.messages.get(id).is_some_and(|m| message_view(state, user, &m).is_some())
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
