@@ -422,6 +422,12 @@ impl Committer {
         )
     }
 
+    /// Whether commits can go on: the log takes appends and shutdown has
+    /// not begun.
+    pub fn accepting(&self) -> bool {
+        !self.shared.wal.is_poisoned() && self.snapshot_tick.lock().is_some()
+    }
+
     /// Clean shutdown: stops the snapshot thread, then takes a final
     /// snapshot under the writer lock and keeps the lock, so no commit can
     /// follow it.

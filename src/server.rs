@@ -27,6 +27,8 @@ pub struct Server {
     pub addr: SocketAddr,
     /// Shared application state.
     pub app: Arc<App>,
+    /// Readiness: `begin_shutdown` when a signal arrives.
+    pub health: Arc<crate::http::health::Health>,
     /// Dev-mode accounts (empty outside dev mode).
     pub credentials: Vec<Credential>,
     _listener: may::coroutine::JoinHandle<()>,
@@ -154,12 +156,13 @@ pub fn start(config: Config) -> Result<Server, String> {
     let _ = app.bound.set(addr.to_string());
     let _ =
         app.state.email_domain.set(crate::state::emails::email_domain_of_host(app.external_host()));
-    let service = Arc::new(Service { app: Arc::clone(&app) });
+    let health = Arc::new(crate::http::health::Health::default());
+    let service = Arc::new(Service::new(Arc::clone(&app), Arc::clone(&health)));
     let mut limits = app.config.wire.clone();
     limits.max_connections = fit_connection_cap(limits.max_connections);
     let handle = conn::serve(listener, service, limits)
         .map_err(|e| format!("cannot start the HTTP listener: {e}"))?;
-    Ok(Server { addr, app, credentials, _listener: handle })
+    Ok(Server { addr, app, health, credentials, _listener: handle })
 }
 
 /// File descriptors kept free of client connections: log segments,

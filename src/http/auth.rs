@@ -36,6 +36,12 @@ pub fn authenticate(state: &State, realm: &Realm, header: Option<&[u8]>) -> ApiR
     }
 }
 
+/// The email of HTTP Basic credentials, if the header holds some.
+pub fn basic_email(header: &[u8]) -> Option<String> {
+    let credentials = parse_basic(header)?;
+    Some(credentials.parts().0.to_owned())
+}
+
 /// Decoded `email:key` credentials, split without copying either part.
 #[derive(Debug, PartialEq)]
 struct Credentials {

@@ -22,6 +22,7 @@
 
 use std::io::{self, Read, Write};
 use std::mem::MaybeUninit;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -78,6 +79,8 @@ pub struct Request<'a> {
     pub headers: &'a [httparse::Header<'a>],
     /// The body (chunked encoding already removed).
     pub body: &'a [u8],
+    /// The client's address as the connection was accepted from it.
+    pub peer: Option<IpAddr>,
 }
 
 impl Request<'_> {
@@ -126,8 +129,8 @@ fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<W
     let refusing = Arc::new(AtomicUsize::new(0));
     let mut warned = false;
     loop {
-        let stream = match listener.accept() {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match listener.accept() {
+            Ok((stream, peer)) => (stream, Some(peer.ip())),
             Err(e) => {
                 // Out of file descriptors or a transient error: say so once,
                 // back off briefly, keep serving the open connections.
@@ -151,7 +154,7 @@ fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<W
             let alarm = alarms.register(&stream);
             let spawned = may::coroutine::Builder::new().spawn_co(move || {
                 let _slot = slot;
-                let mut conn = Conn::new(stream, alarm, &limits);
+                let mut conn = Conn::new(stream, alarm, &limits, peer);
                 conn.refuse(&response::error(&response::too_many_connections()));
             });
             if let Err(e) = spawned {
@@ -164,7 +167,7 @@ fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<W
         let alarm = alarms.register(&stream);
         let spawned = may::coroutine::Builder::new().spawn_co(move || {
             let _slot = slot;
-            Conn::new(stream, alarm, &limits).run(&*handler);
+            Conn::new(stream, alarm, &limits, peer).run(&*handler);
         });
         if let Err(e) = spawned {
             eprintln!("natter: warning: cannot start a coroutine: {e}");
@@ -243,6 +246,8 @@ struct Conn<'l> {
     out: Vec<u8>,
     /// A decoded chunked body.
     body: Vec<u8>,
+    /// The client's address.
+    peer: Option<IpAddr>,
 }
 
 /// The socket, read and written with plain non-blocking system calls; a
@@ -307,7 +312,12 @@ impl Socket {
 }
 
 impl<'l> Conn<'l> {
-    fn new(stream: TcpStream, alarm: AlarmSlot, limits: &'l WireLimits) -> Self {
+    fn new(
+        stream: TcpStream,
+        alarm: AlarmSlot,
+        limits: &'l WireLimits,
+        peer: Option<IpAddr>,
+    ) -> Self {
         let _ = stream.set_nodelay(true);
         // A reply that makes no progress for this long is abandoned.
         let write_timeout = limits.read_timeout;
@@ -319,6 +329,7 @@ impl<'l> Conn<'l> {
             end: 0,
             out: Vec::new(),
             body: Vec::new(),
+            peer,
         }
     }
 
@@ -410,6 +421,7 @@ impl<'l> Conn<'l> {
                         target: req.path.unwrap_or(""),
                         headers: req.headers,
                         body: &data[head_len..head_len + n],
+                        peer: self.peer,
                     };
                     if !self.out.is_empty() {
                         // The handler may park (long-poll): earlier replies
@@ -474,6 +486,7 @@ impl<'l> Conn<'l> {
             target: req.path.unwrap_or(""),
             headers: req.headers,
             body,
+            peer: self.peer,
         };
         let began = limits.slow_request.map(|_| (Instant::now(), SystemTime::now()));
         let reply = handler.handle(&request, session);
@@ -708,7 +721,7 @@ impl<'l> Conn<'l> {
 
 /// The connection is gone: nothing more can be written.
 fn closed() -> Refusal {
-    Refusal(Response { status: 0, body: Vec::new() })
+    Refusal(Response::new(0, Vec::new()))
 }
 
 /// Reads framing and connection handling from a parsed head.
@@ -882,7 +895,7 @@ mod tests {
             if req.target == "/park" {
                 self.release.wait();
             }
-            Response { status: 200, body: format!("{{\"t\":\"{}\"}}", req.target).into_bytes() }
+            Response::new(200, format!("{{\"t\":\"{}\"}}", req.target).into_bytes())
         }
     }
 

@@ -9,11 +9,14 @@
 pub mod alarm;
 pub mod auth;
 pub mod conn;
+pub mod health;
 pub mod multipart;
+pub mod ratelimit;
 pub mod response;
 pub mod router;
 mod spawn;
 
+use std::net::IpAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -22,6 +25,8 @@ use crate::api::params::Params;
 use crate::api::{App, Call};
 use crate::error::{ApiError, ApiResult};
 use crate::state::{Realm, User};
+use health::Health;
+use ratelimit::{Class, Limiter, Standing};
 use response::Response;
 use router::{Access, Match};
 
@@ -31,6 +36,18 @@ use router::{Access, Match};
 pub struct Service {
     /// Shared application state.
     pub app: Arc<App>,
+    /// Readiness beyond the state (shutdown begun).
+    pub health: Arc<Health>,
+    /// The rate limits' buckets; `None` with `--rate-limit off`.
+    pub limiter: Option<Arc<Limiter>>,
+}
+
+impl Service {
+    /// The service for `app`, with rate limits as its configuration says.
+    pub fn new(app: Arc<App>, health: Arc<Health>) -> Self {
+        let limiter = app.config.rate_limits.clone().map(|rules| Arc::new(Limiter::new(rules)));
+        Service { app, health, limiter }
+    }
 }
 
 /// The request line and headers natter cares about, borrowed from the
@@ -166,6 +183,9 @@ impl Service {
             };
             found[slot].get_or_insert(h.value);
         }
+        if let Some(reply) = health::answer(&self.app, &self.health, req.method, path) {
+            return reply;
+        }
         let head = Head {
             method: req.method,
             path,
@@ -175,17 +195,30 @@ impl Service {
             content_type: header_text(found[2]),
             user_agent: header_text(found[3]),
         };
-        match self.dispatch(&head, req.body, session) {
+        let mut standing = None;
+        let mut reply = match self.dispatch(&head, req.body, req.peer, session, &mut standing) {
             Ok((fields, raw, ignored, Some(sorted))) => {
                 debug_assert!(fields.is_empty() && raw.is_empty(), "a reply written twice");
                 response::success_sorted(sorted, ignored)
             }
             Ok((fields, raw, ignored, None)) => response::success_with(fields, raw, ignored),
             Err(e) => response::error(&e),
-        }
+        };
+        reply.rate = standing.map(|s: Standing| s.headers());
+        reply
     }
 
-    fn dispatch(&self, head: &Head, body: &[u8], session: &mut Session) -> ApiResult<Dispatched> {
+    /// Routes, authenticates, counts against the rate limits (`standing`:
+    /// where the caller stands with the bucket that counted it) and runs
+    /// the handler.
+    fn dispatch(
+        &self,
+        head: &Head,
+        body: &[u8],
+        peer: Option<IpAddr>,
+        session: &mut Session,
+        standing: &mut Option<Standing>,
+    ) -> ApiResult<Dispatched> {
         let app = &*self.app;
         let Some(api_path) = head.path.strip_prefix("/api/v1") else {
             return Err(ApiError::no_such_endpoint());
@@ -201,15 +234,60 @@ impl Service {
         // Read before the realm and account (`Session`).
         let generation = app.state.users_generation.load(Ordering::Acquire);
         let realm = session.realm(generation, head.host, || self.realm_for_host(head.host))?;
+        let limiter = self.limiter.as_deref();
+        let class = limiter.map(|_| Class::of(head.method, route.pattern));
+        // A log-in attempt: its own budget per IP, and none while failed
+        // attempts block the account or the IP.
+        let login = match (limiter, class) {
+            (Some(limiter), Some(Class::Auth)) => {
+                let username = params.raw("username").map(str::to_owned);
+                if let Some(ip) = peer {
+                    count(standing, limiter.ip(Class::Auth, ip))?;
+                }
+                let account = username.as_deref().map(|u| (realm.id.0, u.trim()));
+                if let Some(blocked) = limiter.failures_blocked(account, peer) {
+                    return Err(refuse(standing, blocked));
+                }
+                Some((limiter, username))
+            }
+            _ => None,
+        };
         let caller = match (route.access, head.authorization) {
             (Access::Public, _) | (Access::Optional, None) => None,
             (Access::User, None) => Some(auth::authenticate(&app.state, &realm, None)?),
             (Access::User | Access::Optional, Some(authorization)) => {
                 Some(session.caller(authorization, || {
-                    auth::authenticate(&app.state, &realm, Some(authorization))
+                    let Some(limiter) = limiter else {
+                        return auth::authenticate(&app.state, &realm, Some(authorization));
+                    };
+                    let email = auth::basic_email(authorization);
+                    let account = email.as_deref().map(|e| (realm.id.0, e));
+                    if let Some(blocked) = limiter.failures_blocked(account, peer) {
+                        return Err(refuse(standing, blocked));
+                    }
+                    let result = auth::authenticate(&app.state, &realm, Some(authorization));
+                    if matches!(&result, Err(e) if e.code == "INVALID_API_KEY") {
+                        limiter.failed(account, peer);
+                    }
+                    result
                 })?)
             }
         };
+        if let (Some(limiter), Some(class)) = (limiter, class) {
+            let by = |class| match (&caller, peer) {
+                (Some(user), _) => Some(limiter.user(class, user.id.0)),
+                (None, Some(ip)) => Some(limiter.ip(class, ip)),
+                (None, None) => None,
+            };
+            if let Some(api) = by(Class::Api) {
+                count(standing, api)?;
+            }
+            if class == Class::Signup {
+                if let Some(signup) = by(Class::Signup) {
+                    count(standing, signup)?;
+                }
+            }
+        }
         let mut call = Call {
             realm,
             caller,
@@ -220,6 +298,11 @@ impl Service {
             sorted_reply: None,
         };
         let fields = (route.handler)(app, &mut call);
+        if let (Some((limiter, username)), Err(e)) = (login, &fields) {
+            if e.code == "AUTHENTICATION_FAILED" {
+                limiter.failed(username.as_deref().map(|u| (call.realm.id.0, u.trim())), peer);
+            }
+        }
         let unused = fields.as_ref().map_or_else(|_| Vec::new(), |_| call.params.unused());
         session.params = call.params;
         Ok((fields?, call.raw_fields, unused, call.sorted_reply))
@@ -253,6 +336,23 @@ impl Service {
         // `realm_by_subdomain` compares lowercased.
         state.realm_by_subdomain_shared(subdomain).ok_or_else(|| ApiError::no_such_realm(host))
     }
+}
+
+/// Records where the caller stands; a refusal if the bucket was empty.
+fn count(standing: &mut Option<Standing>, now: Standing) -> ApiResult<()> {
+    match now.retry_after {
+        Some(_) => Err(refuse(standing, now)),
+        None => {
+            *standing = Some(now);
+            Ok(())
+        }
+    }
+}
+
+/// The 429 for `blocked`, whose headers the reply carries.
+fn refuse(standing: &mut Option<Standing>, blocked: Standing) -> ApiError {
+    *standing = Some(blocked);
+    blocked.error()
 }
 
 /// A handler's success: its fields, its pre-serialized fields, the

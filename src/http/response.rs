@@ -17,6 +17,31 @@ pub struct Response {
     pub status: u16,
     /// Serialized JSON.
     pub body: Vec<u8>,
+    /// The rate limit the request was counted against, sent as Zulip's
+    /// `X-RateLimit-*` headers (and `Retry-After` once it is hit).
+    pub rate: Option<RateHeaders>,
+}
+
+impl Response {
+    /// A reply with no rate-limit headers.
+    pub fn new(status: u16, body: Vec<u8>) -> Self {
+        Response { status, body, rate: None }
+    }
+}
+
+/// Zulip's rate-limit headers: `X-RateLimit-Limit`, `X-RateLimit-Remaining`,
+/// `X-RateLimit-Reset` (Unix time in seconds when the budget is whole
+/// again) and, on a 429, `Retry-After` (seconds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateHeaders {
+    /// Requests per window.
+    pub limit: u32,
+    /// Requests left now.
+    pub remaining: u32,
+    /// When the budget is whole again, in Unix seconds.
+    pub reset: u64,
+    /// Whole seconds to wait before the next request can pass (429 only).
+    pub retry_after: Option<u64>,
 }
 
 /// `{"result":"success","msg":"",…fields}` plus the ignored parameters.
@@ -46,7 +71,7 @@ pub fn success_with(mut fields: Reply, raw: RawFields, ignored: Vec<String>) -> 
         body.extend_from_slice(value.as_bytes());
     }
     body.push(b'}');
-    Response { status: 200, body }
+    Response::new(200, body)
 }
 
 /// `success` for a reply the handler wrote as text (`Call::sorted_reply`):
@@ -55,12 +80,12 @@ pub fn success_with(mut fields: Reply, raw: RawFields, ignored: Vec<String>) -> 
 pub fn success_sorted(members: SortedMembers, ignored: Vec<String>) -> Response {
     let ignored_json = (!ignored.is_empty())
         .then(|| serde_json::to_vec(&ignored).expect("a list of strings serializes"));
-    Response { status: 200, body: members.into_success_body(ignored_json) }
+    Response::new(200, members.into_success_body(ignored_json))
 }
 
 /// The Zulip error envelope with the error's status.
 pub fn error(e: &ApiError) -> Response {
-    Response { status: e.status, body: serde_json::to_vec(&e.body()).expect("json") }
+    Response::new(e.status, serde_json::to_vec(&e.body()).expect("json"))
 }
 
 /// A wire-level refusal: Zulip's generic `BAD_REQUEST` code with the status
@@ -144,6 +169,19 @@ pub fn write_head(out: &mut Vec<u8>, reply: &Response, keep_alive: bool, http10:
     if reply.status == 401 {
         out.extend_from_slice(b"WWW-Authenticate: Basic realm=\"zulip\"\r\n");
     }
+    if let Some(rate) = &reply.rate {
+        let mut header = |name: &[u8], value: u64| {
+            out.extend_from_slice(name);
+            out.extend_from_slice(itoa(&mut digits, value));
+            out.extend_from_slice(b"\r\n");
+        };
+        header(b"X-RateLimit-Limit: ", rate.limit.into());
+        header(b"X-RateLimit-Remaining: ", rate.remaining.into());
+        header(b"X-RateLimit-Reset: ", rate.reset);
+        if let Some(after) = rate.retry_after {
+            header(b"Retry-After: ", after);
+        }
+    }
     if !keep_alive {
         out.extend_from_slice(b"Connection: close\r\n");
     } else if http10 {
@@ -199,7 +237,7 @@ mod tests {
     #[test]
     fn heads_on_the_wire() {
         let mut out = Vec::new();
-        let reply = Response { status: 401, body: b"{}".to_vec() };
+        let reply = Response::new(401, b"{}".to_vec());
         write_head(&mut out, &reply, false, false);
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("HTTP/1.1 401 Unauthorized\r\nServer: natter\r\nDate: "));
@@ -207,7 +245,7 @@ mod tests {
         assert!(text.contains("WWW-Authenticate: Basic realm=\"zulip\"\r\n"));
         assert!(text.ends_with("Connection: close\r\n\r\n"));
         let mut out = Vec::new();
-        write_head(&mut out, &Response { status: 200, body: vec![b' '; 1234] }, true, true);
+        write_head(&mut out, &Response::new(200, vec![b' '; 1234]), true, true);
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("HTTP/1.1 200 OK\r\n"));
         assert!(text.contains("Content-Length: 1234\r\n"));

@@ -15,6 +15,7 @@
 pub mod progress;
 pub mod schedule;
 pub mod snapshot;
+pub mod verify;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,338 @@
+//! Operating natter: health and readiness, rate limits, `natter verify`.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::util::{basic_auth, connect, Client, TestServer};
+
+const HAMLET: &str = "hamlet@natter.test";
+const OTHELLO: &str = "othello@natter.test";
+const IAGO: &str = "iago@natter.test";
+
+/// A reply with its headers (lowercased names).
+struct Reply {
+    status: u16,
+    headers: HashMap<String, String>,
+    json: Value,
+}
+
+/// Reads one reply from `stream`.
+fn read_reply(stream: &mut impl Read) -> Reply {
+    read_reply_to(stream, "GET")
+}
+
+/// Reads one reply to a `method` request (a HEAD's has no body).
+fn read_reply_to(stream: &mut impl Read, method: &str) -> Reply {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        assert_eq!(stream.read(&mut byte).expect("read"), 1, "closed before a reply");
+        buf.push(byte[0]);
+    }
+    let head = String::from_utf8(buf).unwrap();
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let headers: HashMap<String, String> = head
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    if method == "HEAD" {
+        return Reply { status, headers, json: Value::Null };
+    }
+    let len: usize = headers["content-length"].parse().unwrap();
+    let mut body = vec![0; len];
+    stream.read_exact(&mut body).unwrap();
+    Reply { status, headers, json: serde_json::from_slice(&body).unwrap() }
+}
+
+/// One request on a fresh connection: `target` as given (not under
+/// `/api/v1`), with optional `Authorization` and a form body.
+fn request(addr: &str, method: &str, target: &str, auth: Option<&str>, body: &str) -> Reply {
+    let mut stream = connect(addr);
+    send(&mut stream, addr, method, target, auth, body);
+    read_reply_to(&mut stream, method)
+}
+
+fn send(
+    stream: &mut impl Write,
+    addr: &str,
+    method: &str,
+    target: &str,
+    auth: Option<&str>,
+    body: &str,
+) {
+    let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\n");
+    if let Some(auth) = auth {
+        head.push_str(&format!("Authorization: {auth}\r\n"));
+    }
+    if !body.is_empty() {
+        head.push_str("Content-Type: application/x-www-form-urlencoded\r\n");
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    stream.write_all(head.as_bytes()).unwrap();
+}
+
+fn key_of(server: &TestServer, email: &str) -> String {
+    basic_auth(email, &server.account(email).key)
+}
+
+#[test]
+fn health_and_readiness_answer_outside_the_api() {
+    let server = TestServer::start();
+    let alive = request(&server.addr, "GET", "/health", None, "");
+    assert_eq!(alive.status, 200);
+    assert_eq!(alive.json["status"], "alive");
+    let ready = request(&server.addr, "GET", "/health/ready", None, "");
+    assert_eq!(ready.status, 200, "{}", ready.json);
+    assert_eq!(ready.json["status"], "ready");
+    assert!(ready.json["seq"].as_u64().unwrap() > 0, "the seeded state is recovered");
+    let head = request(&server.addr, "HEAD", "/health", None, "");
+    assert_eq!(head.status, 200);
+    let wrong = request(&server.addr, "POST", "/health/ready", None, "");
+    assert_eq!((wrong.status, wrong.json["code"].as_str()), (405, Some("METHOD_NOT_ALLOWED")));
+    // Not under /api/v1, and nothing else is outside it.
+    let api = request(&server.addr, "GET", "/api/v1/health", None, "");
+    assert_eq!(api.status, 404);
+    let other = request(&server.addr, "GET", "/healthz", None, "");
+    assert_eq!(other.status, 404);
+}
+
+/// The real defaults (200 requests a minute per user): the first 200
+/// requests pass with the headers counting down, and a burst runs into a
+/// 429 shaped as Zulip's; another user is not affected.
+#[test]
+fn the_default_limit_per_user_is_zulips_200_a_minute() {
+    let server = TestServer::start_with(&["--rate-limit", "on"]);
+    let auth = key_of(&server, HAMLET);
+    let mut stream = connect(&server.addr);
+    let mut refused = None;
+    for i in 0..1000 {
+        send(&mut stream, &server.addr, "GET", "/api/v1/users/me", Some(&auth), "");
+        let reply = read_reply(&mut stream);
+        assert_eq!(reply.headers["x-ratelimit-limit"], "200");
+        if reply.status == 429 {
+            refused = Some((i, reply));
+            break;
+        }
+        assert_eq!(reply.status, 200, "{}", reply.json);
+        if i == 0 {
+            assert_eq!(reply.headers["x-ratelimit-remaining"], "199");
+        }
+    }
+    let (at, reply) = refused.expect("a burst of 1000 requests is limited");
+    // A full bucket holds 200 (a refill during the burst only adds).
+    assert!(at >= 200, "refused after {at} requests");
+    assert_eq!(reply.json["result"], "error");
+    assert_eq!(reply.json["code"], "RATE_LIMIT_HIT");
+    assert_eq!(reply.json["msg"], "API usage exceeded rate limit");
+    let after = reply.json["retry-after"].as_f64().unwrap();
+    // One request's worth of a 200/60 s bucket: at most 0.3 s.
+    assert!(after > 0.0 && after <= 0.3, "retry-after {after}");
+    assert_eq!(reply.headers["retry-after"], "1");
+    assert_eq!(reply.headers["x-ratelimit-remaining"], "0");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let reset: u64 = reply.headers["x-ratelimit-reset"].parse().unwrap();
+    assert!(reset > now && reset <= now + 61, "reset {reset} now {now}");
+    let othello =
+        request(&server.addr, "GET", "/api/v1/users/me", Some(&key_of(&server, OTHELLO)), "");
+    assert_eq!(othello.status, 200);
+    assert_eq!(othello.headers["x-ratelimit-remaining"], "199");
+}
+
+/// Wrong passwords and wrong API keys: five per account (Zulip's
+/// `authenticate_by_username`), after which even the right key is refused
+/// for a while; other accounts are not affected.
+#[test]
+fn failed_credentials_are_limited_per_account() {
+    let server = TestServer::start_with(&["--rate-limit", "on"]);
+    let body = "username=hamlet%40natter.test&password=guess";
+    for _ in 0..5 {
+        let r = request(&server.addr, "POST", "/api/v1/fetch_api_key", None, body);
+        assert_eq!((r.status, r.json["code"].as_str()), (401, Some("AUTHENTICATION_FAILED")));
+    }
+    let r = request(&server.addr, "POST", "/api/v1/fetch_api_key", None, body);
+    assert_eq!((r.status, r.json["code"].as_str()), (429, Some("RATE_LIMIT_HIT")), "{}", r.json);
+    assert!(r.headers.contains_key("retry-after"));
+    // The account is blocked for its API key too.
+    let right = key_of(&server, HAMLET);
+    let r = request(&server.addr, "GET", "/api/v1/users/me", Some(&right), "");
+    assert_eq!(r.status, 429, "{}", r.json);
+    // Guessing another account's key: five 401s, then 429 even for the
+    // right key.
+    let wrong = basic_auth(OTHELLO, "not-the-key");
+    for _ in 0..5 {
+        let r = request(&server.addr, "GET", "/api/v1/users/me", Some(&wrong), "");
+        assert_eq!((r.status, r.json["code"].as_str()), (401, Some("INVALID_API_KEY")));
+    }
+    let r = request(&server.addr, "GET", "/api/v1/users/me", Some(&key_of(&server, OTHELLO)), "");
+    assert_eq!((r.status, r.json["code"].as_str()), (429, Some("RATE_LIMIT_HIT")));
+    // A third account from the same address is fine (per-IP failures: 30).
+    let r = request(&server.addr, "GET", "/api/v1/users/me", Some(&key_of(&server, IAGO)), "");
+    assert_eq!(r.status, 200, "{}", r.json);
+}
+
+/// Log-in attempts per IP, even with a different account each time, and
+/// unauthenticated requests per IP.
+#[test]
+fn log_in_attempts_and_anonymous_requests_are_limited_per_ip() {
+    let server = TestServer::start_with(&["--rate-limit", "auth-by-ip=3/600,api-by-ip=5/600"]);
+    for email in ["hamlet", "othello", "iago"] {
+        let body = format!("username={email}%40natter.test");
+        let r = request(&server.addr, "POST", "/api/v1/dev_fetch_api_key", None, &body);
+        assert_eq!(r.status, 200, "{}", r.json);
+    }
+    let body = "username=cordelia%40natter.test";
+    let r = request(&server.addr, "POST", "/api/v1/dev_fetch_api_key", None, body);
+    assert_eq!((r.status, r.json["code"].as_str()), (429, Some("RATE_LIMIT_HIT")));
+    assert_eq!(r.headers["x-ratelimit-limit"], "3");
+    // Anonymous requests: api-by-ip counted the three log-ins too.
+    let anon = Client { addr: server.addr.clone(), auth: None, host: None };
+    anon.get("/server_settings", &[]).ok();
+    anon.get("/server_settings", &[]).ok();
+    anon.get("/server_settings", &[]).err(429, "RATE_LIMIT_HIT");
+    // An authenticated user has their own budget.
+    server.client(HAMLET).get("/users/me", &[]).ok();
+}
+
+#[test]
+fn invitations_have_a_budget_of_their_own() {
+    let server = TestServer::start_with(&["--rate-limit", "signup=2/3600"]);
+    let iago = server.client(IAGO);
+    let invite = |to: &str| iago.post("/invites", &[("invitee_emails", to), ("stream_ids", "[]")]);
+    invite("a@elsinore.test").ok();
+    invite("b@elsinore.test").ok();
+    invite("c@elsinore.test").err(429, "RATE_LIMIT_HIT");
+    // Other requests of the same user still pass.
+    iago.get("/users/me", &[]).ok();
+}
+
+#[test]
+fn rate_limits_off_sends_no_headers_and_bad_specs_are_refused() {
+    let server = TestServer::start();
+    let r = request(&server.addr, "GET", "/api/v1/users/me", Some(&key_of(&server, HAMLET)), "");
+    assert_eq!(r.status, 200);
+    assert!(!r.headers.contains_key("x-ratelimit-limit"), "{:?}", r.headers);
+    let out = Command::new(env!("CARGO_BIN_EXE_natter"))
+        .args(["--rate-limit", "api-by-user=0/60", "--data-dir"])
+        .arg(server.data_dir().join("never"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--rate-limit"));
+}
+
+// --- natter verify ---
+
+/// `natter verify` on `dir`: exit code and stdout.
+fn verify(dir: &Path) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_natter"))
+        .arg("verify")
+        .arg("--data-dir")
+        .arg(dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    (out.status.code().unwrap(), stdout)
+}
+
+fn send_messages(c: &Client, n: usize) {
+    for i in 0..n {
+        let content = format!("message {i} {}", "x".repeat(200));
+        c.post(
+            "/messages",
+            &[("type", "stream"), ("to", "general"), ("topic", "verify"), ("content", &content)],
+        )
+        .ok();
+    }
+}
+
+/// A server's data dir after a crash, with a log of several small segments
+/// and no snapshot; the segments, oldest first.
+fn crashed_with_segments() -> (TestServer, PathBuf, Vec<PathBuf>) {
+    let mut server = TestServer::start_with(&["--segment-bytes", "4096", "--snapshot-every", "0"]);
+    send_messages(&server.client(HAMLET), 60);
+    server.kill();
+    let data = server.data_dir().join("data");
+    let mut segments: Vec<PathBuf> =
+        fs::read_dir(data.join("wal")).unwrap().map(|e| e.unwrap().path()).collect();
+    segments.sort();
+    assert!(segments.len() >= 4, "{segments:?}");
+    (server, data, segments)
+}
+
+#[test]
+fn verify_passes_a_good_data_dir() {
+    let (mut server, data, _) = crashed_with_segments();
+    let (code, out) = verify(&data);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("ok: "), "{out}");
+    assert!(out.contains("snapshots: 0 checked"), "{out}");
+    // After a clean shutdown: a snapshot, checked too.
+    server.restart();
+    server.stop();
+    let (code, out) = verify(&data);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("snapshots: 1 checked"), "{out}");
+    // verify changed nothing: the server starts on it.
+    server.restart();
+    server.client(HAMLET).get("/users/me", &[]).ok();
+}
+
+#[test]
+fn verify_finds_a_flipped_byte_in_a_segment() {
+    let (_server, data, segments) = crashed_with_segments();
+    let victim = &segments[1];
+    let mut bytes = fs::read(victim).unwrap();
+    // Inside the first frame (the segment header is 24 bytes).
+    bytes[24 + 30] ^= 0x40;
+    fs::write(victim, &bytes).unwrap();
+    let (code, out) = verify(&data);
+    assert_eq!(code, 1, "{out}");
+    let name = victim.file_name().unwrap().to_str().unwrap();
+    assert!(out.contains(name) && out.contains("at offset 24"), "{out}");
+}
+
+#[test]
+fn verify_finds_a_missing_segment() {
+    let (_server, data, segments) = crashed_with_segments();
+    fs::remove_file(&segments[1]).unwrap();
+    let (code, out) = verify(&data);
+    assert_eq!(code, 1, "{out}");
+    // Named: the segment after the gap, which does not start where the
+    // one before it ends.
+    let after = segments[2].file_name().unwrap().to_str().unwrap();
+    assert!(out.contains(after), "{out}");
+    // The first segment gone: the log no longer starts at seq 1.
+    let (_server, data, segments) = crashed_with_segments();
+    fs::remove_file(&segments[0]).unwrap();
+    let (code, out) = verify(&data);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("missing"), "{out}");
+}
+
+#[test]
+fn verify_finds_a_truncated_snapshot() {
+    let mut server = TestServer::start();
+    send_messages(&server.client(HAMLET), 5);
+    server.stop();
+    let data = server.data_dir().join("data");
+    let snapshot = fs::read_dir(data.join("snapshots"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "bin"))
+        .unwrap();
+    let len = fs::metadata(&snapshot).unwrap().len();
+    fs::OpenOptions::new().write(true).open(&snapshot).unwrap().set_len(len / 2).unwrap();
+    let (code, out) = verify(&data);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains(snapshot.file_name().unwrap().to_str().unwrap()), "{out}");
+    // And a data dir that is not there.
+    let (code, out) = verify(&data.join("nowhere"));
+    assert_eq!(code, 1, "{out}");
+}
