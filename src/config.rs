@@ -151,6 +151,14 @@ pub enum Command {
     /// state. Prints the first problem with its file and offset; exits 0
     /// if there is none, 1 if there is.
     Verify,
+    /// Copy the data dir, while a server may be serving it, to a new
+    /// directory: the newest snapshot and the log after it, checked as
+    /// `verify` does. Restore by starting natter on the copy.
+    Backup {
+        /// The new directory (must not exist, or be empty).
+        #[arg(long)]
+        to: PathBuf,
+    },
     /// Organizations.
     Realm {
         /// What to do.

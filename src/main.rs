@@ -31,6 +31,25 @@ fn main() {
     match command {
         Some(Command::Realm { action }) => std::process::exit(realm_command(config, action)),
         Some(Command::Verify) => std::process::exit(verify_command(&config)),
+        Some(Command::Backup { to }) => {
+            match natter::persist::backup::backup(&config.data_dir, &to) {
+                Ok(done) => {
+                    let snapshot = done.snapshot.map_or("none".to_owned(), |s| s.to_string());
+                    println!(
+                        "backup: {} at seq {} (snapshot {snapshot}, {} log segments, {} bytes)",
+                        to.display(),
+                        done.seq,
+                        done.segments,
+                        done.bytes
+                    );
+                    std::process::exit(0)
+                }
+                Err(e) => {
+                    eprintln!("natter: backup: {e}");
+                    std::process::exit(1)
+                }
+            }
+        }
         None => {}
     }
     let mut signals = Signals::new([SIGINT, SIGTERM]).expect("install signal handlers");

@@ -336,3 +336,134 @@ fn verify_finds_a_truncated_snapshot() {
     let (code, out) = verify(&data.join("nowhere"));
     assert_eq!(code, 1, "{out}");
 }
+
+// --- natter backup ---
+
+/// Channel messages sent in topic `topic` as the restored server shows
+/// them, oldest first.
+fn contents_in_topic(c: &Client, topic: &str) -> Vec<String> {
+    let narrow = format!(r#"[["channel","general"],["topic","{topic}"]]"#);
+    let r = c
+        .get(
+            "/messages",
+            &[
+                ("anchor", "oldest"),
+                ("num_before", "0"),
+                ("num_after", "5000"),
+                ("narrow", &narrow),
+            ],
+        )
+        .ok();
+    r["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A backup of a server taken while one writer sends without pause (and
+/// snapshots cut and delete segments) restores to exactly the state at
+/// the backup's seq: the messages acknowledged before it began, then a
+/// prefix of those sent during it, in order, and nothing else.
+#[test]
+fn a_backup_under_continuous_sends_restores_to_its_seq() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let server = TestServer::start_with(&["--segment-bytes", "4096", "--snapshot-every", "40"]);
+    // Where the copy goes: the data dir of a second server, not running.
+    let mut restored = TestServer::start();
+    restored.kill();
+    let target = restored.data_dir().join("data");
+    fs::remove_dir_all(&target).unwrap();
+
+    let stop = AtomicBool::new(false);
+    let acked = AtomicUsize::new(0);
+    let (sent, before, output) = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let c = server.client(HAMLET);
+            let mut sent = Vec::new();
+            while !stop.load(Ordering::Acquire) {
+                let content = format!("backup {}", sent.len());
+                c.post(
+                    "/messages",
+                    &[
+                        ("type", "stream"),
+                        ("to", "general"),
+                        ("topic", "backup"),
+                        ("content", &content),
+                    ],
+                )
+                .ok();
+                sent.push(format!("<p>{content}</p>"));
+                acked.store(sent.len(), Ordering::Release);
+            }
+            sent
+        });
+        while acked.load(Ordering::Acquire) < 60 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let before = acked.load(Ordering::Acquire);
+        let output = Command::new(env!("CARGO_BIN_EXE_natter"))
+            .arg("backup")
+            .arg("--data-dir")
+            .arg(server.data_dir().join("data"))
+            .arg("--to")
+            .arg(&target)
+            .output()
+            .unwrap();
+        // The writer goes on after the copy too.
+        let after = acked.load(Ordering::Acquire);
+        while acked.load(Ordering::Acquire) < after + 20 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        stop.store(true, Ordering::Release);
+        (writer.join().unwrap(), before, output)
+    });
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let seq: u64 = stdout
+        .split(" at seq ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no seq in {stdout:?}"));
+
+    // Restore: start natter on the copy (with the first server's keys).
+    restored.accounts = server.accounts.clone();
+    restored.restart();
+    let ready = request(&restored.addr, "GET", "/health/ready", None, "");
+    assert_eq!(ready.json["seq"], seq, "the restored server is at the backup's seq");
+    let got = contents_in_topic(&restored.client(HAMLET), "backup");
+    assert!(got.len() >= before, "{} restored, {before} acknowledged before the backup", got.len());
+    assert!(got.len() < sent.len(), "{} restored of {} sent", got.len(), sent.len());
+    assert_eq!(got, sent[..got.len()], "the restored messages are the first ones sent, in order");
+    // The original goes on, unaffected, with every message.
+    assert_eq!(contents_in_topic(&server.client(HAMLET), "backup"), sent);
+}
+
+#[test]
+fn a_backup_refuses_a_non_empty_target_and_a_non_data_dir() {
+    let server = TestServer::start();
+    let data = server.data_dir().join("data");
+    let run = |from: &Path, to: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_natter"))
+            .arg("backup")
+            .arg("--data-dir")
+            .arg(from)
+            .arg("--to")
+            .arg(to)
+            .output()
+            .unwrap()
+    };
+    let out = run(&data, server.data_dir());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not empty"));
+    let out = run(&server.data_dir().join("nowhere"), &server.data_dir().join("copy"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a natter data dir"));
+    // A good one verifies.
+    let copy = server.data_dir().join("copy");
+    let out = run(&data, &copy);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(verify(&copy).0, 0);
+}

@@ -12,6 +12,7 @@
 //! it through the same `apply` used at runtime (`apply::replay::Replay`:
 //! runs of sends in bulk, with the same steps; no events).
 
+pub mod backup;
 pub mod progress;
 pub mod schedule;
 pub mod snapshot;
