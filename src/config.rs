@@ -138,6 +138,12 @@ pub struct Cli {
     #[arg(long, default_value = "on")]
     pub rate_limit: String,
 
+    /// On SIGTERM or SIGINT: the longest to wait for requests being
+    /// answered (long-polls aside) before the final snapshot. New
+    /// requests get 503 meanwhile; a second signal exits at once.
+    #[arg(long, default_value_t = 10)]
+    pub shutdown_grace_secs: u64,
+
     /// An administrative command instead of serving (e.g. `realm create`).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -224,6 +230,8 @@ pub struct Config {
     pub queues: QueueConfig,
     /// Rate limits; `None` when switched off.
     pub rate_limits: Option<RateLimits>,
+    /// The longest shutdown waits for requests in flight.
+    pub shutdown_grace: Duration,
 }
 
 /// A token bucket's size and refill: `limit` requests per `window`, with
@@ -437,6 +445,7 @@ impl Cli {
         let rate_limits = RateLimits::parse(&self.rate_limit)?;
         Ok(Config {
             rate_limits,
+            shutdown_grace: Duration::from_secs(self.shutdown_grace_secs),
             queues,
             external_host: self.host,
             listen: self.listen,

@@ -74,9 +74,22 @@ fn main() {
     // Tests and scripts wait for this exact line.
     println!("natter: listening on http://{}", server.addr);
     if let Some(signal) = signals.forever().next() {
-        eprintln!("natter: signal {signal}: shutting down");
+        eprintln!("natter: signal {signal}: shutting down (a second signal exits at once)");
     }
     server.health.begin_shutdown();
+    std::thread::spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            eprintln!("natter: signal {signal} again: exiting at once, without a final snapshot");
+            std::process::exit(1);
+        }
+    });
+    let left = server.health.drain(server.app.config.shutdown_grace);
+    if left > 0 {
+        eprintln!(
+            "natter: {left} requests still in flight after {} s; shutting down without them",
+            server.app.config.shutdown_grace.as_secs()
+        );
+    }
     server::shutdown(&server.app);
     eprintln!("natter: clean shutdown complete");
     std::process::exit(0);

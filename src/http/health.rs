@@ -2,27 +2,61 @@
 //! get traffic): for load balancers and service managers, outside
 //! `/api/v1` and without credentials.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use super::response::{self, Response};
 use crate::api::App;
 use crate::error::ApiError;
 
-/// What readiness knows beyond the `App`: whether shutdown has begun.
+/// What readiness knows beyond the `App`: whether shutdown has begun,
+/// and the requests being answered (for the drain before it).
 #[derive(Debug, Default)]
 pub struct Health {
     shutting_down: AtomicBool,
+    in_flight: AtomicUsize,
+}
+
+/// A request being answered, counted until dropped.
+pub struct InFlight<'a>(&'a AtomicUsize);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Health {
+    /// Counts a request as in flight until the guard is dropped. (Sequentially
+    /// consistent with `begin_shutdown` and `drain`: a request either sees
+    /// shutdown begun or is counted by the drain.)
+    pub fn enter(&self) -> InFlight<'_> {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        InFlight(&self.in_flight)
+    }
+
+    /// Waits (an OS thread's sleep: called from `main`, never from a
+    /// coroutine) until no request is in flight or `bound` has passed;
+    /// the requests still in flight then.
+    pub fn drain(&self, bound: Duration) -> usize {
+        let until = Instant::now() + bound;
+        loop {
+            let left = self.in_flight.load(Ordering::SeqCst);
+            if left == 0 || Instant::now() >= until {
+                return left;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// From now on, readiness answers 503 (a signal arrived).
     pub fn begin_shutdown(&self) {
-        self.shutting_down.store(true, Ordering::Release);
+        self.shutting_down.store(true, Ordering::SeqCst);
     }
 
     /// Whether shutdown has begun.
     pub fn shutting_down(&self) -> bool {
-        self.shutting_down.load(Ordering::Acquire)
+        self.shutting_down.load(Ordering::SeqCst)
     }
 }
 
@@ -56,4 +90,26 @@ pub fn answer(app: &App, health: &Health, method: &str, path: &str) -> Option<Re
         return Some(response::success(fields, Vec::new()));
     };
     Some(response::error(&ApiError::not_ready(refusal)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_drain_waits_for_requests_in_flight_up_to_its_bound() {
+        let health = Health::default();
+        assert_eq!(health.drain(Duration::from_secs(60)), 0, "nothing in flight: at once");
+        let first = health.enter();
+        let second = health.enter();
+        assert_eq!(health.drain(Duration::from_millis(20)), 2, "the bound ends the wait");
+        drop(first);
+        std::thread::scope(|s| {
+            s.spawn(|| drop(second));
+            assert_eq!(health.drain(Duration::from_secs(600)), 0);
+        });
+        assert!(!health.shutting_down());
+        health.begin_shutdown();
+        assert!(health.shutting_down());
+    }
 }

@@ -186,6 +186,15 @@ impl Service {
         if let Some(reply) = health::answer(&self.app, &self.health, req.method, path) {
             return reply;
         }
+        // Counted for the drain at shutdown (before looking whether it has
+        // begun: the drain then sees this request), except long-polls,
+        // which may wait for a heartbeat and are cut (their queues are
+        // saved).
+        let _in_flight =
+            (req.method != "GET" || path != "/api/v1/events").then(|| self.health.enter());
+        if self.health.shutting_down() {
+            return response::error(&ApiError::not_ready("Shutting down"));
+        }
         let head = Head {
             method: req.method,
             path,
