@@ -144,6 +144,16 @@ pub struct Cli {
     #[arg(long, default_value_t = 10)]
     pub shutdown_grace_secs: u64,
 
+    /// Log lines as `text` (`natter: …`) or `json` (one object per line).
+    #[arg(long, default_value = "text", global = true)]
+    pub log_format: String,
+
+    /// Which events to log, in RUST_LOG syntax (default: $RUST_LOG, else
+    /// `info,natter::request=warn`: everything but the line per request;
+    /// `info` adds it).
+    #[arg(long, global = true)]
+    pub log_filter: Option<String>,
+
     /// An administrative command instead of serving (e.g. `realm create`).
     #[command(subcommand)]
     pub command: Option<Command>,

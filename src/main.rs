@@ -20,6 +20,12 @@ fn main() {
         eprintln!("natter: warning: could not turn transparent huge pages off: {err}");
     }
     let mut cli = Cli::parse();
+    let logged = natter::logging::Format::parse(&cli.log_format)
+        .and_then(|format| natter::logging::init(format, cli.log_filter.as_deref()));
+    if let Err(e) = logged {
+        eprintln!("natter: {e}");
+        std::process::exit(2);
+    }
     let command = cli.command.take();
     let config = match cli.resolve() {
         Ok(config) => config,
@@ -74,24 +80,24 @@ fn main() {
     // Tests and scripts wait for this exact line.
     println!("natter: listening on http://{}", server.addr);
     if let Some(signal) = signals.forever().next() {
-        eprintln!("natter: signal {signal}: shutting down (a second signal exits at once)");
+        tracing::info!("signal {signal}: shutting down (a second signal exits at once)");
     }
     server.health.begin_shutdown();
     std::thread::spawn(move || {
         if let Some(signal) = signals.forever().next() {
-            eprintln!("natter: signal {signal} again: exiting at once, without a final snapshot");
+            tracing::warn!("signal {signal} again: exiting at once, without a final snapshot");
             std::process::exit(1);
         }
     });
     let left = server.health.drain(server.app.config.shutdown_grace);
     if left > 0 {
-        eprintln!(
-            "natter: {left} requests still in flight after {} s; shutting down without them",
+        tracing::warn!(
+            "{left} requests still in flight after {} s; shutting down without them",
             server.app.config.shutdown_grace.as_secs()
         );
     }
     server::shutdown(&server.app);
-    eprintln!("natter: clean shutdown complete");
+    tracing::info!("clean shutdown complete");
     std::process::exit(0);
 }
 

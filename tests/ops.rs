@@ -467,3 +467,85 @@ fn a_backup_refuses_a_non_empty_target_and_a_non_data_dir() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(verify(&copy).0, 0);
 }
+
+// --- logs ---
+
+/// A run's log with the request lines on: one line per request with its
+/// route pattern, status and caller, and never an API key, a password or
+/// message content — not even the keys of failed attempts.
+#[test]
+fn the_log_has_a_line_per_request_and_no_secrets() {
+    for format in ["text", "json"] {
+        let mut server = TestServer::start_with(&["--log-filter", "info", "--log-format", format]);
+        let hamlet = server.client(HAMLET);
+        let secret = "the-content-nobody-may-log";
+        hamlet
+            .post(
+                "/messages",
+                &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", secret)],
+            )
+            .ok();
+        let id = crate::util::user_id(&server, HAMLET);
+        hamlet.get("/users/me", &[]).ok();
+        server
+            .anonymous()
+            .post("/fetch_api_key", &[("username", HAMLET), ("password", "hunter2-password")]);
+        server.anonymous().post("/dev_fetch_api_key", &[("username", OTHELLO)]).ok();
+        hamlet
+            .with_auth(HAMLET, "a-wrong-key-guess")
+            .get("/users/me", &[])
+            .err(401, "INVALID_API_KEY");
+        server.stop();
+        let log = server.stderr();
+        for account in &server.accounts {
+            assert!(
+                !log.contains(&account.key),
+                "{format}: the key of {} is in the log",
+                account.email
+            );
+        }
+        for secret in [secret, "hunter2-password", "a-wrong-key-guess", "Basic "] {
+            assert!(!log.contains(secret), "{format}: {secret:?} in the log:\n{log}");
+        }
+        let requests: Vec<&str> = log.lines().filter(|l| l.contains("request")).collect();
+        let sends: Vec<&&str> = requests.iter().filter(|l| l.contains("/messages")).collect();
+        assert_eq!(sends.len(), 1, "{format}: {log}");
+        let send = sends[0];
+        if format == "json" {
+            for line in log.lines() {
+                let _: Value =
+                    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            }
+            let send: Value = serde_json::from_str(send).unwrap();
+            assert_eq!(send["method"], "POST");
+            assert_eq!(send["route"], "/messages");
+            assert_eq!(send["status"], 200);
+            assert_eq!(send["user"], id);
+            assert!(send["ms"].as_f64().unwrap() > 0.0 && send["bytes"].as_u64().unwrap() > 0);
+            assert!(send["id"].as_u64().unwrap() >= 1);
+        } else {
+            assert!(send.starts_with("natter: request "), "{send}");
+            for field in ["POST", "route=\"/messages\"", "status=200", &format!("user={id}")] {
+                assert!(send.contains(field), "{field} missing from {send}");
+            }
+            assert!(log.contains("natter: clean shutdown complete"), "{log}");
+        }
+        // The refused key: a 401 line without a user.
+        assert!(
+            requests.iter().any(|l| l.contains("401") && !l.contains("user")),
+            "{format}: {log}"
+        );
+    }
+}
+
+/// By default the request lines are off, the lifecycle events on.
+#[test]
+fn the_default_log_has_lifecycle_events_but_no_request_lines() {
+    let mut server = TestServer::start();
+    server.client(HAMLET).get("/users/me", &[]).ok();
+    server.stop();
+    let log = server.stderr();
+    assert!(log.contains("natter: recovered state at seq"), "{log}");
+    assert!(log.contains("natter: snapshot at seq"), "{log}");
+    assert!(!log.lines().any(|l| l.starts_with("natter: request")), "{log}");
+}

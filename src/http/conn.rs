@@ -61,8 +61,9 @@ fn note_slow(
     let took = started.elapsed();
     if took >= limit {
         let path = target.split('?').next().unwrap_or("");
-        eprintln!(
-            "natter: slow request: {method} {path} took {:.1} ms (read at {} UTC)",
+        tracing::warn!(
+            target: "natter::request",
+            "slow request: {method} {path} took {:.1} ms (read at {} UTC)",
             took.as_secs_f64() * 1000.0,
             clock_time(at)
         );

@@ -18,8 +18,9 @@ mod spawn;
 
 use std::net::IpAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::api::params::Params;
 use crate::api::{App, Call};
@@ -40,13 +41,24 @@ pub struct Service {
     pub health: Arc<Health>,
     /// The rate limits' buckets; `None` with `--rate-limit off`.
     pub limiter: Option<Arc<Limiter>>,
+    /// Requests logged so far: the next one's id is one more.
+    logged: Arc<AtomicU64>,
+}
+
+/// What the request log says of a request beyond its line and reply.
+#[derive(Default)]
+struct Seen {
+    /// The route's pattern (never the path: it may name ids).
+    route: &'static str,
+    /// The authenticated caller.
+    user: Option<u64>,
 }
 
 impl Service {
     /// The service for `app`, with rate limits as its configuration says.
     pub fn new(app: Arc<App>, health: Arc<Health>) -> Self {
         let limiter = app.config.rate_limits.clone().map(|rules| Arc::new(Limiter::new(rules)));
-        Service { app, health, limiter }
+        Service { app, health, limiter, logged: Arc::default() }
     }
 }
 
@@ -204,8 +216,14 @@ impl Service {
             content_type: header_text(found[2]),
             user_agent: header_text(found[3]),
         };
+        // The request log costs this one check while it is filtered out.
+        let started =
+            tracing::enabled!(target: "natter::request", tracing::Level::INFO).then(Instant::now);
+        let mut seen = Seen::default();
         let mut standing = None;
-        let mut reply = match self.dispatch(&head, req.body, req.peer, session, &mut standing) {
+        let dispatched =
+            self.dispatch(&head, req.body, req.peer, session, (&mut standing, &mut seen));
+        let mut reply = match dispatched {
             Ok((fields, raw, ignored, Some(sorted))) => {
                 debug_assert!(fields.is_empty() && raw.is_empty(), "a reply written twice");
                 response::success_sorted(sorted, ignored)
@@ -214,7 +232,28 @@ impl Service {
             Err(e) => response::error(&e),
         };
         reply.rate = standing.map(|s: Standing| s.headers());
+        if let Some(started) = started {
+            self.log(req.method, &seen, &reply, started);
+        }
         reply
+    }
+
+    /// The request's line in the log: method, route pattern, status,
+    /// duration, user id, request id, reply bytes.
+    fn log(&self, method: &str, seen: &Seen, reply: &Response, started: Instant) {
+        let id = self.logged.fetch_add(1, Ordering::Relaxed) + 1;
+        let route = if seen.route.is_empty() { "-" } else { seen.route };
+        tracing::info!(
+            target: "natter::request",
+            method,
+            route,
+            status = reply.status,
+            ms = started.elapsed().as_secs_f64() * 1000.0,
+            user = seen.user,
+            id,
+            bytes = reply.body.len(),
+            "request"
+        );
     }
 
     /// Routes, authenticates, counts against the rate limits (`standing`:
@@ -226,14 +265,17 @@ impl Service {
         body: &[u8],
         peer: Option<IpAddr>,
         session: &mut Session,
-        standing: &mut Option<Standing>,
+        (standing, seen): (&mut Option<Standing>, &mut Seen),
     ) -> ApiResult<Dispatched> {
         let app = &*self.app;
         let Some(api_path) = head.path.strip_prefix("/api/v1") else {
             return Err(ApiError::no_such_endpoint());
         };
         let (route, path_args) = match router::find(head.method, api_path) {
-            Match::Found(route, args) => (route, args),
+            Match::Found(route, args) => {
+                seen.route = route.pattern;
+                (route, args)
+            }
             Match::WrongMethod => return Err(ApiError::method_not_allowed(head.method)),
             Match::NotFound => return Err(ApiError::no_such_endpoint()),
         };
@@ -282,6 +324,7 @@ impl Service {
                 })?)
             }
         };
+        seen.user = caller.as_ref().map(|u| u.id.0);
         if let (Some(limiter), Some(class)) = (limiter, class) {
             let by = |class| match (&caller, peer) {
                 (Some(user), _) => Some(limiter.user(class, user.id.0)),

@@ -187,7 +187,7 @@ pub fn open_reporting(
                 report.snapshot_seq = Some(seq);
                 break;
             }
-            Err(e) => eprintln!("natter: warning: skipping {e}"),
+            Err(e) => tracing::warn!("skipping {e}"),
         }
     }
     let (wal, recovery) = Wal::open(wal_dir(data_dir), options)?;
