@@ -198,6 +198,11 @@ impl Service {
         if let Some(reply) = health::answer(&self.app, &self.health, req.method, path) {
             return reply;
         }
+        // The one document natter serves outside `/api/v1`: Zulip's emoji
+        // data, unauthenticated and without the JSON envelope.
+        if path == crate::view::emoji::EMOJI_DATA_PATH && matches!(req.method, "GET" | "HEAD") {
+            return Response::new(200, crate::view::emoji::emoji_data().to_vec());
+        }
         // Counted for the drain at shutdown (before looking whether it has
         // begun: the drain then sees this request), except long-polls,
         // which may wait for a heartbeat and are cut (their queues are

@@ -110,6 +110,18 @@ pub fn match_at(chars: &[char]) -> Option<(String, &'static str, usize)> {
     None
 }
 
+/// Every Unicode emoji of the table with its names, in the table's order:
+/// the canonical name first, then its aliases (what Zulip's emoji data
+/// lists per code).
+pub fn names_by_code() -> impl Iterator<Item = (&'static str, Vec<&'static str>)> {
+    DATA.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).filter_map(|line| {
+        let mut cols = line.split('\t');
+        let (name, code) = (cols.next()?, cols.next()?);
+        let aliases = cols.next().unwrap_or("").split(' ').filter(|a| !a.is_empty());
+        Some((code, std::iter::once(name).chain(aliases).collect()))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,6 +136,8 @@ mod tests {
         assert_eq!(code_for_name("no_such_emoji"), None);
         assert_eq!(name_for_code("1f44d"), Some("+1"));
         assert!(is_unicode_code("2764") && !is_unicode_code("zzzz"));
+        let thumbs = names_by_code().find(|(code, _)| *code == "1f44d").unwrap();
+        assert_eq!(thumbs.1, ["+1", "thumbs_up", "like"]);
     }
 
     #[test]
