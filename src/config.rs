@@ -138,6 +138,11 @@ pub struct Cli {
     #[arg(long, default_value = "on")]
     pub rate_limit: String,
 
+    /// Serve `GET /metrics` (Prometheus text format) to requests with
+    /// `Authorization: Bearer <this token>`; unset: no metrics route.
+    #[arg(long)]
+    pub metrics_token: Option<String>,
+
     /// On SIGTERM or SIGINT: the longest to wait for requests being
     /// answered (long-polls aside) before the final snapshot. New
     /// requests get 503 meanwhile; a second signal exits at once.
@@ -242,6 +247,8 @@ pub struct Config {
     pub rate_limits: Option<RateLimits>,
     /// The longest shutdown waits for requests in flight.
     pub shutdown_grace: Duration,
+    /// The bearer token of `GET /metrics`; `None`: not served.
+    pub metrics_token: Option<String>,
 }
 
 /// A token bucket's size and refill: `limit` requests per `window`, with
@@ -456,6 +463,12 @@ impl Cli {
         Ok(Config {
             rate_limits,
             shutdown_grace: Duration::from_secs(self.shutdown_grace_secs),
+            metrics_token: match self.metrics_token {
+                Some(token) if token.trim().len() < 16 => {
+                    return Err("--metrics-token must be at least 16 characters".into())
+                }
+                token => token,
+            },
             queues,
             external_host: self.host,
             listen: self.listen,

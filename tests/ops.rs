@@ -549,3 +549,64 @@ fn the_default_log_has_lifecycle_events_but_no_request_lines() {
     assert!(log.contains("natter: snapshot at seq"), "{log}");
     assert!(!log.lines().any(|l| l.starts_with("natter: request")), "{log}");
 }
+
+// --- metrics ---
+
+const METRICS_TOKEN: &str = "a-metrics-token-of-some-length";
+
+#[test]
+fn metrics_need_their_token_and_count_requests_by_route_and_status() {
+    let server = TestServer::start_with(&["--metrics-token", METRICS_TOKEN]);
+    let hamlet = server.client(HAMLET);
+    hamlet.get("/users/me", &[]).ok();
+    hamlet.get("/users/me", &[]).ok();
+    server.anonymous().get("/users/me", &[]).err(401, "UNAUTHORIZED");
+    for auth in
+        [None, Some("Bearer wrong-token-of-some-length".to_owned()), Some(key_of(&server, HAMLET))]
+    {
+        let r = request(&server.addr, "GET", "/metrics", auth.as_deref(), "");
+        assert_eq!((r.status, r.json["code"].as_str()), (401, Some("UNAUTHORIZED")), "{auth:?}");
+    }
+    let mut stream = connect(&server.addr);
+    let head = format!(
+        "GET /metrics HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {METRICS_TOKEN}\r\nConnection: close\r\n\r\n",
+        server.addr
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    assert!(head.contains("Content-Type: text/plain; version=0.0.4"), "{head}");
+    let sample = |name: &str| -> f64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
+            .unwrap_or_else(|| panic!("no {name} in:\n{body}"))
+            .parse()
+            .unwrap()
+    };
+    let ok = r#"natter_http_requests_total{method="GET",route="/users/me",status="200"}"#;
+    let refused = r#"natter_http_requests_total{method="GET",route="/users/me",status="401"}"#;
+    assert_eq!(sample(ok), 2.0);
+    assert_eq!(sample(refused), 1.0);
+    assert_eq!(sample(r#"natter_http_request_duration_seconds_count{route="/users/me"}"#), 3.0);
+    assert!(body.contains("# TYPE natter_http_requests_total counter"), "{body}");
+    assert!(sample("natter_users") > 0.0 && sample("natter_realms") >= 1.0);
+    assert!(sample("natter_process_resident_memory_bytes") > 0.0);
+    assert!(sample("natter_applied_seq") > 0.0);
+    assert!(!body.contains(&server.account(HAMLET).key), "no secrets in metrics");
+}
+
+#[test]
+fn metrics_are_off_by_default_and_a_short_token_is_refused() {
+    let server = TestServer::start();
+    let r = request(&server.addr, "GET", "/metrics", Some(&format!("Bearer {METRICS_TOKEN}")), "");
+    assert_eq!(r.status, 404);
+    let out = Command::new(env!("CARGO_BIN_EXE_natter"))
+        .args(["--metrics-token", "short", "--data-dir"])
+        .arg(server.data_dir().join("never"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--metrics-token"));
+}

@@ -69,7 +69,7 @@ fn parse_basic(header: &[u8]) -> Option<Credentials> {
 }
 
 /// Equality whose running time depends only on the lengths.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let mut diff = (a.len() ^ b.len()) as u8 | u8::from(a.len() != b.len());
     for i in 0..a.len().max(b.len()) {
         let x = a.get(i).copied().unwrap_or(0);

@@ -35,6 +35,11 @@ impl Health {
         InFlight(&self.in_flight)
     }
 
+    /// Requests being answered now (long-polls aside).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+
     /// Waits (an OS thread's sleep: called from `main`, never from a
     /// coroutine) until no request is in flight or `bound` has passed;
     /// the requests still in flight then.

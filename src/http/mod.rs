@@ -10,6 +10,7 @@ pub mod alarm;
 pub mod auth;
 pub mod conn;
 pub mod health;
+pub mod metrics;
 pub mod multipart;
 pub mod ratelimit;
 pub mod response;
@@ -43,6 +44,9 @@ pub struct Service {
     pub limiter: Option<Arc<Limiter>>,
     /// Requests logged so far: the next one's id is one more.
     logged: Arc<AtomicU64>,
+    /// `GET /metrics` and the request metrics; `None` without
+    /// `--metrics-token`.
+    pub metrics: Option<Arc<metrics::Metrics>>,
 }
 
 /// What the request log says of a request beyond its line and reply.
@@ -58,7 +62,9 @@ impl Service {
     /// The service for `app`, with rate limits as its configuration says.
     pub fn new(app: Arc<App>, health: Arc<Health>) -> Self {
         let limiter = app.config.rate_limits.clone().map(|rules| Arc::new(Limiter::new(rules)));
-        Service { app, health, limiter, logged: Arc::default() }
+        let metrics =
+            app.config.metrics_token.clone().map(|token| Arc::new(metrics::Metrics::new(token)));
+        Service { app, health, limiter, logged: Arc::default(), metrics }
     }
 }
 
@@ -198,6 +204,9 @@ impl Service {
         if let Some(reply) = health::answer(&self.app, &self.health, req.method, path) {
             return reply;
         }
+        if let (metrics::PATH, Some(metrics)) = (path, &self.metrics) {
+            return metrics.answer(&self.app, self.health.in_flight(), found[1]);
+        }
         // The one document natter serves outside `/api/v1`: Zulip's emoji
         // data, unauthenticated and without the JSON envelope.
         if path == crate::view::emoji::EMOJI_DATA_PATH && matches!(req.method, "GET" | "HEAD") {
@@ -222,8 +231,8 @@ impl Service {
             user_agent: header_text(found[3]),
         };
         // The request log costs this one check while it is filtered out.
-        let started =
-            tracing::enabled!(target: "natter::request", tracing::Level::INFO).then(Instant::now);
+        let logged = tracing::enabled!(target: "natter::request", tracing::Level::INFO);
+        let started = (logged || self.metrics.is_some()).then(Instant::now);
         let mut seen = Seen::default();
         let mut standing = None;
         let dispatched =
@@ -238,14 +247,20 @@ impl Service {
         };
         reply.rate = standing.map(|s: Standing| s.headers());
         if let Some(started) = started {
-            self.log(req.method, &seen, &reply, started);
+            let seconds = started.elapsed().as_secs_f64();
+            if let Some(metrics) = &self.metrics {
+                metrics.observe(req.method, seen.route, reply.status, seconds);
+            }
+            if logged {
+                self.log(req.method, &seen, &reply, seconds);
+            }
         }
         reply
     }
 
     /// The request's line in the log: method, route pattern, status,
     /// duration, user id, request id, reply bytes.
-    fn log(&self, method: &str, seen: &Seen, reply: &Response, started: Instant) {
+    fn log(&self, method: &str, seen: &Seen, reply: &Response, seconds: f64) {
         let id = self.logged.fetch_add(1, Ordering::Relaxed) + 1;
         let route = if seen.route.is_empty() { "-" } else { seen.route };
         tracing::info!(
@@ -253,7 +268,7 @@ impl Service {
             method,
             route,
             status = reply.status,
-            ms = started.elapsed().as_secs_f64() * 1000.0,
+            ms = seconds * 1000.0,
             user = seen.user,
             id,
             bytes = reply.body.len(),

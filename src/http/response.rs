@@ -20,12 +20,14 @@ pub struct Response {
     /// The rate limit the request was counted against, sent as Zulip's
     /// `X-RateLimit-*` headers (and `Retry-After` once it is hit).
     pub rate: Option<RateHeaders>,
+    /// The `Content-Type`: JSON but for the metrics.
+    pub content_type: &'static str,
 }
 
 impl Response {
-    /// A reply with no rate-limit headers.
+    /// A JSON reply with no rate-limit headers.
     pub fn new(status: u16, body: Vec<u8>) -> Self {
-        Response { status, body, rate: None }
+        Response { status, body, rate: None, content_type: "application/json" }
     }
 }
 
@@ -163,7 +165,9 @@ pub fn write_head(out: &mut Vec<u8>, reply: &Response, keep_alive: bool, http10:
     }
     out.extend_from_slice(b"Server: natter\r\nDate: ");
     append_date(out);
-    out.extend_from_slice(b"\r\nContent-Type: application/json\r\nContent-Length: ");
+    out.extend_from_slice(b"\r\nContent-Type: ");
+    out.extend_from_slice(reply.content_type.as_bytes());
+    out.extend_from_slice(b"\r\nContent-Length: ");
     out.extend_from_slice(itoa(&mut digits, reply.body.len() as u64));
     out.extend_from_slice(b"\r\n");
     if reply.status == 401 {
