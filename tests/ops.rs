@@ -610,3 +610,24 @@ fn metrics_are_off_by_default_and_a_short_token_is_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--metrics-token"));
 }
+
+/// Long-polls are not counted: a busy realm's client polls as fast as
+/// events arrive.
+#[test]
+fn event_polls_are_not_rate_limited() {
+    let server = TestServer::start_with(&["--rate-limit", "api-by-user=3/600"]);
+    let hamlet = server.client(HAMLET);
+    let queue = hamlet.post("/register", &[("event_types", r#"["message"]"#)]).ok();
+    let queue = queue["queue_id"].as_str().unwrap().to_owned();
+    for _ in 0..6 {
+        hamlet
+            .get(
+                "/events",
+                &[("queue_id", &queue), ("last_event_id", "-1"), ("dont_block", "true")],
+            )
+            .ok();
+    }
+    hamlet.get("/users/me", &[]).ok();
+    hamlet.get("/users/me", &[]).ok();
+    hamlet.get("/users/me", &[]).err(429, "RATE_LIMIT_HIT");
+}

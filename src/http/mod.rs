@@ -345,7 +345,7 @@ impl Service {
             }
         };
         seen.user = caller.as_ref().map(|u| u.id.0);
-        if let (Some(limiter), Some(class)) = (limiter, class) {
+        if let (Some(limiter), Some(class)) = (limiter, class.filter(|&c| c != Class::Poll)) {
             let by = |class| match (&caller, peer) {
                 (Some(user), _) => Some(limiter.user(class, user.id.0)),
                 (None, Some(ip)) => Some(limiter.ip(class, ip)),

@@ -31,6 +31,10 @@ pub enum Class {
     /// Invitations (`POST /invites`, `/invites/multiuse`, a resend) and
     /// registering through one.
     Signup,
+    /// `GET /events`, not counted: each poll follows the events the
+    /// server delivered, so a busy realm's clients poll faster than any
+    /// person clicks, and a refused poll would only delay its events.
+    Poll,
 }
 
 impl Class {
@@ -38,6 +42,7 @@ impl Class {
     pub fn of(method: &str, pattern: &str) -> Class {
         match (method, pattern) {
             (_, "/fetch_api_key" | "/dev_fetch_api_key") => Class::Auth,
+            ("GET", "/events") => Class::Poll,
             ("POST", "/invites" | "/invites/multiuse" | "/invites/{invite_id}/resend")
             | ("POST", "/registration/{key}") => Class::Signup,
             _ => Class::Api,
@@ -122,7 +127,7 @@ impl Limiter {
 
     fn rule(&self, class: Class) -> RateRule {
         match class {
-            Class::Api => self.rules.api_by_user,
+            Class::Api | Class::Poll => self.rules.api_by_user,
             Class::Auth => self.rules.auth_by_ip,
             Class::Signup => self.rules.signup,
         }
@@ -288,6 +293,8 @@ mod tests {
         assert_eq!(Class::of("GET", "/invites"), Class::Api);
         assert_eq!(Class::of("GET", "/registration/{key}"), Class::Api);
         assert_eq!(Class::of("POST", "/messages"), Class::Api);
+        assert_eq!(Class::of("GET", "/events"), Class::Poll);
+        assert_eq!(Class::of("DELETE", "/events"), Class::Api);
     }
 
     #[test]
