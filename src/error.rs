@@ -66,6 +66,17 @@ impl ApiError {
         Self::new(401, "AUTHENTICATION_FAILED", "Your username or password is incorrect")
     }
 
+    /// 429 `RATE_LIMIT_HIT`, with `retry-after` in seconds.
+    pub fn rate_limited(retry_after: f64) -> Self {
+        Self::new(429, "RATE_LIMIT_HIT", "API usage exceeded rate limit")
+            .with("retry-after", retry_after)
+    }
+
+    /// 503 `NOT_READY`: the server should not get traffic now (readiness).
+    pub fn not_ready(why: &str) -> Self {
+        Self::new(503, "NOT_READY", why)
+    }
+
     /// 401 `USER_DEACTIVATED`.
     pub fn user_deactivated() -> Self {
         Self::new(401, "USER_DEACTIVATED", "Account is deactivated")

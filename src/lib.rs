@@ -10,6 +10,7 @@
 //! `tests/layering.rs` fails when a module uses a higher floor):
 //! - `entropy` — the clock and random tokens, used before logging.
 //! - `config` — command line → validated `Config`.
+//! - `logging` — the log's text and JSON formats and its filter (`tracing`).
 //! - `markdown` — message Markdown → HTML with Zulip's extensions
 //!   (mentions, channel links, emoji, spoilers), names resolved by the caller.
 //! - `state` — in-memory realm data, sharded; the permission rules (`access`).
@@ -54,6 +55,7 @@ pub mod error;
 pub mod events;
 pub mod files;
 pub mod http;
+pub mod logging;
 pub mod markdown;
 pub mod mutation;
 pub mod narrow;

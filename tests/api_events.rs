@@ -242,7 +242,10 @@ fn slow_requests_are_logged_when_asked_for() {
     let log = server.stderr();
     let slow: Vec<&str> = log.lines().filter(|l| l.contains("slow request")).collect();
     assert_eq!(slow.len(), 1, "{log}");
-    assert!(slow[0].starts_with("natter: slow request: GET /api/v1/events took "), "{log}");
+    assert!(
+        slow[0].starts_with("natter: warning: slow request: GET /api/v1/events took "),
+        "{log}"
+    );
     assert!(slow[0].ends_with(" UTC)") && !slow[0].contains(&q), "{log}");
     // Off by default: the same long-poll logs nothing.
     let quiet = TestServer::start_with(&["--heartbeat-secs", "1"]);

@@ -63,6 +63,8 @@ mod handler_gaps;
 mod layering;
 /// The natter-load generator.
 mod load;
+/// Operating natter: health, rate limits, `natter verify`.
+mod ops;
 /// Role × channel kind × action, against the real handlers; the table is data.
 mod permission_matrix;
 /// Crash (SIGKILL) and clean restarts, snapshots, torn and corrupt logs.

@@ -16,6 +16,7 @@ use std::path::Path;
 const FLOORS: &[(&str, u32)] = &[
     ("entropy", 0),
     ("config", 0),
+    ("logging", 0),
     ("markdown", 0),
     ("state", 1),
     ("error", 2),

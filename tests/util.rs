@@ -55,6 +55,11 @@ impl TestServer {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_natter"));
         cmd.arg("--listen").arg("127.0.0.1:0").arg("--data-dir").arg(self.dir.path().join("data"));
         cmd.arg("--workers").arg("2");
+        // The suite sends faster than any person: rate limits are off
+        // unless a test asks for them.
+        if !args.iter().any(|a| a == "--rate-limit") {
+            cmd.arg("--rate-limit").arg("off");
+        }
         cmd.args(args);
         cmd
     }

@@ -36,6 +36,12 @@ pub fn authenticate(state: &State, realm: &Realm, header: Option<&[u8]>) -> ApiR
     }
 }
 
+/// The email of HTTP Basic credentials, if the header holds some.
+pub fn basic_email(header: &[u8]) -> Option<String> {
+    let credentials = parse_basic(header)?;
+    Some(credentials.parts().0.to_owned())
+}
+
 /// Decoded `email:key` credentials, split without copying either part.
 #[derive(Debug, PartialEq)]
 struct Credentials {
@@ -63,7 +69,7 @@ fn parse_basic(header: &[u8]) -> Option<Credentials> {
 }
 
 /// Equality whose running time depends only on the lengths.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let mut diff = (a.len() ^ b.len()) as u8 | u8::from(a.len() != b.len());
     for i in 0..a.len().max(b.len()) {
         let x = a.get(i).copied().unwrap_or(0);

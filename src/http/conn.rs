@@ -22,6 +22,7 @@
 
 use std::io::{self, Read, Write};
 use std::mem::MaybeUninit;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -62,8 +63,9 @@ fn note_slow(
     let took = started.elapsed();
     if took >= limit {
         let path = target.split('?').next().unwrap_or("");
-        eprintln!(
-            "natter: slow request: {method} {path} took {:.1} ms (read at {} UTC)",
+        tracing::warn!(
+            target: "natter::request",
+            "slow request: {method} {path} took {:.1} ms (read at {} UTC)",
             took.as_secs_f64() * 1000.0,
             clock_time(at)
         );
@@ -84,6 +86,8 @@ pub struct Request<'a> {
     /// On a route that streams its body to a file (`Handler::spool`):
     /// that file, complete.
     pub spooled: Option<&'a Staged>,
+    /// The client's address as the connection was accepted from it.
+    pub peer: Option<IpAddr>,
 }
 
 /// How a route's body is received when it is streamed to a file instead of
@@ -150,8 +154,8 @@ fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<W
     let refusing = Arc::new(AtomicUsize::new(0));
     let mut warned = false;
     loop {
-        let stream = match listener.accept() {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match listener.accept() {
+            Ok((stream, peer)) => (stream, Some(peer.ip())),
             Err(e) => {
                 // Out of file descriptors or a transient error: say so once,
                 // back off briefly, keep serving the open connections.
@@ -175,7 +179,7 @@ fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<W
             let alarm = alarms.register(&stream);
             let spawned = may::coroutine::Builder::new().spawn_co(move || {
                 let _slot = slot;
-                let mut conn = Conn::new(stream, alarm, &limits);
+                let mut conn = Conn::new(stream, alarm, &limits, peer);
                 conn.refuse(&response::error(&response::too_many_connections()));
             });
             if let Err(e) = spawned {
@@ -188,7 +192,7 @@ fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<W
         let alarm = alarms.register(&stream);
         let spawned = may::coroutine::Builder::new().spawn_co(move || {
             let _slot = slot;
-            Conn::new(stream, alarm, &limits).run(&*handler);
+            Conn::new(stream, alarm, &limits, peer).run(&*handler);
         });
         if let Err(e) = spawned {
             eprintln!("natter: warning: cannot start a coroutine: {e}");
@@ -267,6 +271,8 @@ struct Conn<'l> {
     out: Vec<u8>,
     /// A decoded chunked body.
     body: Vec<u8>,
+    /// The client's address.
+    peer: Option<IpAddr>,
 }
 
 /// The socket, read and written with plain non-blocking system calls; a
@@ -331,7 +337,12 @@ impl Socket {
 }
 
 impl<'l> Conn<'l> {
-    fn new(stream: TcpStream, alarm: AlarmSlot, limits: &'l WireLimits) -> Self {
+    fn new(
+        stream: TcpStream,
+        alarm: AlarmSlot,
+        limits: &'l WireLimits,
+        peer: Option<IpAddr>,
+    ) -> Self {
         let _ = stream.set_nodelay(true);
         // A reply that makes no progress for this long is abandoned.
         let write_timeout = limits.read_timeout;
@@ -343,6 +354,7 @@ impl<'l> Conn<'l> {
             end: 0,
             out: Vec::new(),
             body: Vec::new(),
+            peer,
         }
     }
 
@@ -440,6 +452,7 @@ impl<'l> Conn<'l> {
                         headers: req.headers,
                         body: &data[head_len..head_len + n],
                         spooled: None,
+                        peer: self.peer,
                     };
                     if !self.out.is_empty() {
                         // The handler may park (long-poll): earlier replies
@@ -505,6 +518,7 @@ impl<'l> Conn<'l> {
             headers: req.headers,
             body,
             spooled: None,
+            peer: self.peer,
         };
         let began = limits.slow_request.map(|_| (Instant::now(), SystemTime::now()));
         let reply = handler.handle(&request, session);
@@ -577,6 +591,7 @@ impl<'l> Conn<'l> {
             headers: req.headers,
             body: &[],
             spooled: Some(&staged),
+            peer: self.peer,
         };
         let began = self.limits.slow_request.map(|_| (Instant::now(), SystemTime::now()));
         let reply = handler.handle(&request, session);

@@ -164,6 +164,7 @@ fn with_head(
         status,
         body,
         head: Some(Box::new(Head { content_type: content_type.to_owned(), headers })),
+        rate: None,
     }
 }
 

@@ -17,9 +17,12 @@ pub struct Response {
     pub status: u16,
     /// Serialized JSON, or a file's bytes (`head` then says so).
     pub body: Vec<u8>,
-    /// For a body that is not JSON (a downloaded file, a redirect): its
-    /// media type and extra headers.
+    /// For a body that is not JSON (a downloaded file, a redirect, the
+    /// metrics): its media type and extra headers.
     pub head: Option<Box<Head>>,
+    /// The rate limit the request was counted against, sent as Zulip's
+    /// `X-RateLimit-*` headers (and `Retry-After` once it is hit).
+    pub rate: Option<RateHeaders>,
 }
 
 /// The head of a response that is not JSON.
@@ -33,10 +36,25 @@ pub struct Head {
 }
 
 impl Response {
-    /// A JSON response.
+    /// A JSON response with no rate-limit headers.
     pub fn json(status: u16, body: Vec<u8>) -> Response {
-        Response { status, body, head: None }
+        Response { status, body, head: None, rate: None }
     }
+}
+
+/// Zulip's rate-limit headers: `X-RateLimit-Limit`, `X-RateLimit-Remaining`,
+/// `X-RateLimit-Reset` (Unix time in seconds when the budget is whole
+/// again) and, on a 429, `Retry-After` (seconds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateHeaders {
+    /// Requests per window.
+    pub limit: u32,
+    /// Requests left now.
+    pub remaining: u32,
+    /// When the budget is whole again, in Unix seconds.
+    pub reset: u64,
+    /// Whole seconds to wait before the next request can pass (429 only).
+    pub retry_after: Option<u64>,
 }
 
 /// `{"result":"success","msg":"",…fields}` plus the ignored parameters.
@@ -193,6 +211,19 @@ pub fn write_head(out: &mut Vec<u8>, reply: &Response, keep_alive: bool, http10:
     out.extend_from_slice(b"\r\n");
     if reply.status == 401 {
         out.extend_from_slice(b"WWW-Authenticate: Basic realm=\"zulip\"\r\n");
+    }
+    if let Some(rate) = &reply.rate {
+        let mut header = |name: &[u8], value: u64| {
+            out.extend_from_slice(name);
+            out.extend_from_slice(itoa(&mut digits, value));
+            out.extend_from_slice(b"\r\n");
+        };
+        header(b"X-RateLimit-Limit: ", rate.limit.into());
+        header(b"X-RateLimit-Remaining: ", rate.remaining.into());
+        header(b"X-RateLimit-Reset: ", rate.reset);
+        if let Some(after) = rate.retry_after {
+            header(b"Retry-After: ", after);
+        }
     }
     if !keep_alive {
         out.extend_from_slice(b"Connection: close\r\n");

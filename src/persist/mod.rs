@@ -12,9 +12,11 @@
 //! it through the same `apply` used at runtime (`apply::replay::Replay`:
 //! runs of sends in bulk, with the same steps; no events).
 
+pub mod backup;
 pub mod progress;
 pub mod schedule;
 pub mod snapshot;
+pub mod verify;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -185,7 +187,7 @@ pub fn open_reporting(
                 report.snapshot_seq = Some(seq);
                 break;
             }
-            Err(e) => eprintln!("natter: warning: skipping {e}"),
+            Err(e) => tracing::warn!("skipping {e}"),
         }
     }
     let (wal, recovery) = Wal::open(wal_dir(data_dir), options)?;

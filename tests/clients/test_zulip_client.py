@@ -128,14 +128,17 @@ def _parse_startup(lines: list) -> list:
 
 
 @pytest.fixture(scope="module")
-def natter():
+def natter(request):
+    """A `natter --dev` server for the test module, with the module's
+    `NATTER_ARGS` (a list of extra options) if it has one."""
     binary = natter_bin()
+    extra = list(getattr(request.module, "NATTER_ARGS", []))
     tmp = Path(tempfile.mkdtemp(prefix="natter-client-test-"))
     data_dir = tmp / "data"
     stderr_path = tmp / "stderr.log"
     stderr_file = open(stderr_path, "wb")
     proc = subprocess.Popen(
-        [str(binary), "--dev", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir)],
+        [str(binary), "--dev", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir), *extra],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=stderr_file,
