@@ -42,10 +42,12 @@ fn main() {
                 Ok(done) => {
                     let snapshot = done.snapshot.map_or("none".to_owned(), |s| s.to_string());
                     println!(
-                        "backup: {} at seq {} (snapshot {snapshot}, {} log segments, {} bytes)",
+                        "backup: {} at seq {} (snapshot {snapshot}, {} log segments, {} uploaded \
+                         files, {} bytes)",
                         to.display(),
                         done.seq,
                         done.segments,
+                        done.files,
                         done.bytes
                     );
                     std::process::exit(0)

@@ -68,7 +68,7 @@ fn post_multipart(server: &TestServer, path: &str, email: Option<&str>, body: &[
 }
 
 /// Uploads one file as `email`; the reply's `url`.
-fn upload(
+pub(crate) fn upload(
     server: &TestServer,
     email: &str,
     name: &str,
@@ -82,10 +82,10 @@ fn upload(
 }
 
 /// A raw download response: status, headers (lowercased names), body.
-struct Download {
-    status: u16,
+pub(crate) struct Download {
+    pub(crate) status: u16,
     headers: HashMap<String, String>,
-    body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Download {
@@ -96,7 +96,7 @@ impl Download {
 
 /// `GET <path>` (outside /api/v1) as `auth` (email, key), with extra
 /// headers.
-fn download(
+pub(crate) fn download(
     server: &TestServer,
     path: &str,
     auth: Option<(&str, &str)>,

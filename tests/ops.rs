@@ -468,6 +468,41 @@ fn a_backup_refuses_a_non_empty_target_and_a_non_data_dir() {
     assert_eq!(verify(&copy).0, 0);
 }
 
+/// A backup carries the uploaded files: restored, a message's attachment
+/// downloads with the same bytes.
+#[test]
+fn a_backup_carries_the_uploaded_files() {
+    let server = TestServer::start();
+    let bytes: Vec<u8> = (0..50_000u32).map(|i| (i % 253) as u8).collect();
+    let url = crate::api_uploads::upload(
+        &server,
+        HAMLET,
+        "notes.bin",
+        "application/octet-stream",
+        &bytes,
+    );
+    let mut restored = TestServer::start();
+    restored.kill();
+    let target = restored.data_dir().join("data");
+    fs::remove_dir_all(&target).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_natter"))
+        .arg("backup")
+        .arg("--data-dir")
+        .arg(server.data_dir().join("data"))
+        .arg("--to")
+        .arg(&target)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(" 1 uploaded files"), "{out:?}");
+    assert!(!target.join("uploads").join("tmp").exists(), "the staging directory is left out");
+    restored.restart();
+    let key = restored.account(HAMLET).key;
+    let d = crate::api_uploads::download(&restored, &url, Some((HAMLET, &key)), &[]);
+    assert_eq!(d.status, 200);
+    assert_eq!(d.body, bytes);
+}
+
 // --- logs ---
 
 /// A run's log with the request lines on: one line per request with its

@@ -13,8 +13,12 @@
 //! and copies again while new segments appear (the one before a new one
 //! is then whole, so it is copied again too). The last segment may end in
 //! a record being written: the copy's recovery cuts that torn tail, and
-//! the backup's seq is the last whole record. `verify` checks the copy
-//! before it is reported.
+//! the backup's seq is the last whole record. Uploaded files
+//! (`uploads/`, its staging directory left out) are copied after the log:
+//! a file is durable before the record naming it is logged, so every
+//! record in the copy finds its file, unless the file's record was deleted
+//! (and the file with it) while the copy ran — start-up then reports the
+//! record's file missing. `verify` checks the copy before it is reported.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -32,6 +36,8 @@ pub struct BackedUp {
     pub snapshot: Option<u64>,
     /// Log segments copied.
     pub segments: usize,
+    /// Uploaded files copied.
+    pub files: usize,
     /// Bytes copied.
     pub bytes: u64,
 }
@@ -118,11 +124,51 @@ fn copy_once(from: &Path, to: &Path) -> Result<BackedUp, String> {
         redo.extend(newer.keys().copied());
         segments.extend(newer);
     }
+    let mut files = 0;
+    copy_uploads(&from.join(UPLOADS), &to.join(UPLOADS), &mut files, &mut bytes)?;
     for dir in [&to_wal, &to_snapshots, &to.to_path_buf()] {
         File::open(dir).and_then(|d| d.sync_all()).map_err(|e| err("cannot sync", dir, e))?;
     }
     let verified = verify::verify(to).map_err(|p| format!("the copy does not verify: {p}"))?;
-    Ok(BackedUp { seq: verified.seq, snapshot: snapshot_seq, segments: copied.len(), bytes })
+    Ok(BackedUp { seq: verified.seq, snapshot: snapshot_seq, segments: copied.len(), files, bytes })
+}
+
+/// The uploaded files' directory of a data dir, and its staging directory
+/// (bodies being received: never part of a backup).
+const UPLOADS: &str = "uploads";
+const UPLOADS_STAGING: &str = "tmp";
+
+/// Copies the uploaded files below `from` (if any) to `to`, each synced,
+/// and each directory synced after its files; a file deleted while the
+/// copy runs is left out.
+fn copy_uploads(from: &Path, to: &Path, files: &mut usize, bytes: &mut u64) -> Result<(), String> {
+    let err = |what: &str, path: &Path, e: io::Error| format!("{what} {}: {e}", path.display());
+    let entries = match fs::read_dir(from) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(err("cannot read", from, e)),
+    };
+    fs::create_dir_all(to).map_err(|e| err("cannot create", to, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| err("cannot read", from, e))?;
+        let (path, name) = (entry.path(), entry.file_name());
+        let kind = entry.file_type().map_err(|e| err("cannot read", &path, e))?;
+        if kind.is_dir() {
+            if !(to.file_name() == Some(UPLOADS.as_ref()) && name == UPLOADS_STAGING) {
+                copy_uploads(&path, &to.join(&name), files, bytes)?;
+            }
+        } else if kind.is_file() {
+            match File::open(&path) {
+                Ok(mut file) => {
+                    *bytes += copy_file(&mut file, &to.join(&name))?;
+                    *files += 1;
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(err("cannot open", &path, e)),
+            }
+        }
+    }
+    File::open(to).and_then(|d| d.sync_all()).map_err(|e| err("cannot sync", to, e))
 }
 
 /// Opens the log segments in `wal` that are not in `known` (by first
