@@ -5,11 +5,13 @@
 pub mod accounts;
 pub mod auth;
 pub mod channels;
+pub mod default_streams;
 pub mod events;
 pub mod flags;
 pub mod group_setting;
 pub mod groups;
 pub mod invites;
+pub mod linkifiers;
 pub mod message_edit;
 pub mod messages;
 pub mod params;

@@ -40,6 +40,7 @@ pub type RegisterState = fn(&App, &User, &dyn Fn(&str) -> bool, &mut Reply);
 pub const PLUGINS: &[RegisterState] = &[
     super::profile_fields::register_state,
     super::streams::register_state,
+    super::default_streams::register_state,
     super::scheduled::register_state,
     register_state,
 ];
@@ -107,7 +108,11 @@ const SECTIONS: &[(&str, Section)] = &[
     ("muted_topics", |_, out| insert(out, "muted_topics", json!([]))),
     ("user_topic", |_, out| insert(out, "user_topics", json!([]))),
     ("muted_users", |_, out| insert(out, "muted_users", json!([]))),
-    ("realm_linkifiers", |_, out| insert(out, "realm_linkifiers", json!([]))),
+    ("realm_linkifiers", |ctx, out| {
+        let capable = ctx.options.queue.capabilities.linkifier_url_template;
+        let list = super::linkifiers::register_section(ctx.state, ctx.realm.id, capable);
+        insert(out, "realm_linkifiers", list);
+    }),
     ("realm_filters", |_, out| insert(out, "realm_filters", json!([]))),
 ];
 

@@ -173,6 +173,13 @@ pub fn update_channel(state: &State, id: ChannelId, changes: &[ChannelChange]) -
             // They get the channel as it is now, so no update besides.
             events.push(Event::ChannelVisible { channel: id, users: gained });
         }
+        // An archived or private channel leaves the default channel groups.
+        if matches!(
+            change,
+            ChannelChange::Access { invite_only: true, .. } | ChannelChange::Archived(true)
+        ) {
+            events.extend(super::organization::drop_from_stream_groups(state, after.realm, id));
+        }
         let event = match change {
             // Zulip reports the old name under `name`.
             ChannelChange::Name(name) => stream_update(&before, "name", json!(name)),
@@ -194,6 +201,7 @@ pub fn update_channel(state: &State, id: ChannelId, changes: &[ChannelChange]) -
                 events.push(default_streams_event(state, after.realm));
                 continue;
             }
+
             ChannelChange::Retention(days) => {
                 stream_update(&after, "message_retention_days", json!(days))
             }

@@ -10,6 +10,7 @@
 
 pub mod admin;
 mod bots;
+mod organization;
 pub(crate) mod personal;
 pub mod replay;
 mod settings;
@@ -77,7 +78,8 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::FailScheduled { .. }
         | Mutation::SetPassword { .. }
         | Mutation::StartEmailChange(_)
-        | Mutation::SendNotice { .. } => true,
+        | Mutation::SendNotice { .. }
+        | Mutation::Organization(_) => true,
         // Only the name and time zone of the settings live in the account.
         Mutation::UpdateSettings(change) => change.full_name.is_none() && change.timezone.is_none(),
         // Drafts, mutes, topic policies (a send's automatic follows ride
@@ -162,6 +164,7 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         Mutation::StartEmailChange(change) => settings::start_email_change(state, change),
         Mutation::ConfirmEmailChange { key } => settings::confirm_email_change(state, key),
         Mutation::Personal(change) => personal::apply(state, change),
+        Mutation::Organization(change) => organization::apply(state, change),
         Mutation::Unsubscribe { channel, users } => admin::unsubscribe(state, *channel, users),
         Mutation::UpdateChannel { channel, changes } => {
             admin::update_channel(state, *channel, changes)

@@ -20,6 +20,7 @@
 //! reads state. `render_message` returns the HTML and what it mentions.
 
 pub mod emoji;
+pub mod linkifiers;
 mod zulip;
 
 pub use zulip::hash_encode;
@@ -45,6 +46,10 @@ pub trait Resolver {
     fn group_by_name(&self, name: &str) -> Option<(u64, String)>;
     /// A channel the sender may see, by name (case-insensitive).
     fn channel_by_name(&self, name: &str) -> Option<(u64, String)>;
+    /// The realm's linkifiers, in the order they apply (`linkifiers.rs`).
+    fn linkifiers(&self) -> &[crate::state::organization::Linkifier] {
+        &[]
+    }
 }
 
 /// Resolves nothing: plain Markdown (channel descriptions, tests).
@@ -93,8 +98,19 @@ pub fn render(source: &str) -> String {
     render_message(source, &NoResolver).html
 }
 
-/// Renders message content, resolving names through `resolver`.
+/// Renders message content, resolving names through `resolver` and
+/// applying its linkifiers.
 pub fn render_message(source: &str, resolver: &dyn Resolver) -> Rendered {
+    let mut rendered = render_markdown(source, resolver);
+    let linkifiers = resolver.linkifiers();
+    if !linkifiers.is_empty() {
+        rendered.html = linkifiers::apply(&rendered.html, linkifiers);
+    }
+    rendered
+}
+
+/// The Markdown (and Zulip syntax) of `render_message`.
+fn render_markdown(source: &str, resolver: &dyn Resolver) -> Rendered {
     if let Some(html) = plain_line(source) {
         return Rendered { html, mentions: Mentions::default() };
     }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 use crate::state::messages::Reaction;
+use crate::state::organization::OrgChange;
 use crate::state::personal::PersonalChange;
 use crate::state::scheduled::{ScheduledId, ScheduledMessage};
 use crate::state::settings::{EmailChange, SettingsChange};
@@ -195,12 +196,19 @@ pub enum Mutation {
         /// Recipients whose copy starts read.
         read_by: Vec<UserId>,
     },
+    /// A realm's linkifiers or default channel groups change.
+    Organization(Box<OrgChange>),
 }
 
 impl Mutation {
     /// A personal change, boxed (`Mutation::Personal`).
     pub fn personal(change: PersonalChange) -> Mutation {
         Mutation::Personal(Box::new(change))
+    }
+
+    /// An organization change, boxed (`Mutation::Organization`).
+    pub fn organization(change: OrgChange) -> Mutation {
+        Mutation::Organization(Box::new(change))
     }
 }
 

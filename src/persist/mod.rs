@@ -25,7 +25,7 @@ use crate::mutation::Mutation;
 use crate::state::State;
 
 /// Version of the on-disk encoding of `Mutation` and `StateImage`.
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
 
 /// Why the data dir could not be opened.
 #[derive(Debug)]
@@ -497,8 +497,42 @@ mod tests {
     /// Where the blocked sections start in a snapshot's bytes: after the
     /// header and the image's own encoding.
     fn sections_at(image: &crate::state::StateImage) -> usize {
-        let head = bincode::serde::encode_to_vec(image, bincode::config::standard()).unwrap();
-        32 + 8 + 4 + head.len()
+        32 + 8 + 4 + head_block(image).len()
+    }
+
+    /// The image's own block: the image, then its organization part.
+    fn head_block(image: &crate::state::StateImage) -> Vec<u8> {
+        let config = bincode::config::standard();
+        let mut head = bincode::serde::encode_to_vec(image, config).unwrap();
+        head.extend(bincode::serde::encode_to_vec(&image.organization, config).unwrap());
+        head
+    }
+
+    /// Snapshots of format 8 (no organization part after the image) still
+    /// load, with no linkifiers or default channel groups.
+    #[test]
+    fn a_format_8_snapshot_loads_with_an_empty_organization_part() {
+        let state = State::new();
+        history(&state, 20);
+        let image = state.image();
+        let bytes = snapshot::encode(&image);
+        let config = bincode::config::standard();
+        let head = bincode::serde::encode_to_vec(&image, config).unwrap();
+        let mut old = bytes[..32].to_vec();
+        old[8..12].copy_from_slice(&8u32.to_le_bytes());
+        old.extend((head.len() as u64).to_le_bytes());
+        old.extend(crc32fast::hash(&head).to_le_bytes());
+        old.extend(&head);
+        old.extend(&bytes[sections_at(&image)..]);
+        let len = (old.len() - 32) as u64;
+        old[20..28].copy_from_slice(&len.to_le_bytes());
+        reseal(&mut old);
+        let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
+        assert_eq!(snapshot::encode(&decoded), bytes);
+        // A format-8 header over a format-9 payload is refused.
+        let mut mislabelled = bytes.clone();
+        mislabelled[8..12].copy_from_slice(&8u32.to_le_bytes());
+        assert!(snapshot::decode(&mislabelled, Path::new("s")).is_err());
     }
 
     #[test]

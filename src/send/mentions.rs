@@ -19,6 +19,7 @@ use std::sync::OnceLock;
 use crate::error::{ApiError, ApiResult};
 use crate::markdown::{Mentions, Resolver};
 use crate::state::access::{can_see_channel, has_permission, in_group};
+use crate::state::organization::Linkifier;
 use crate::state::{ChannelId, Destination, GroupId, State, SystemGroup, User, UserId};
 
 /// More subscribers / participants than this make a wildcard "large".
@@ -31,12 +32,14 @@ pub struct Visible<'a> {
     /// Lowercased full name → ids with that name; built on first use
     /// (most messages mention nobody).
     names: OnceLock<HashMap<String, Vec<(u64, String)>>>,
+    /// The realm's linkifiers; read on first use.
+    linkifiers: OnceLock<Vec<Linkifier>>,
 }
 
 impl<'a> Visible<'a> {
     /// Look-ups limited to what `sender` may see.
     pub fn new(state: &'a State, sender: &'a User) -> Self {
-        Visible { state, sender, names: OnceLock::new() }
+        Visible { state, sender, names: OnceLock::new(), linkifiers: OnceLock::new() }
     }
 
     fn names(&self) -> &HashMap<String, Vec<(u64, String)>> {
@@ -79,6 +82,10 @@ impl Resolver for Visible<'_> {
     fn channel_by_name(&self, name: &str) -> Option<(u64, String)> {
         let channel = self.state.channel_by_name(self.sender.realm, name)?;
         can_see_channel(self.sender, &channel).then_some((channel.id.0, channel.name))
+    }
+
+    fn linkifiers(&self) -> &[Linkifier] {
+        self.linkifiers.get_or_init(|| self.state.organization.linkifiers(self.sender.realm))
     }
 }
 
