@@ -19,6 +19,12 @@ pub struct World {
     seq: u64,
 }
 
+impl Default for World {
+    fn default() -> Self {
+        World::new()
+    }
+}
+
 impl World {
     /// An empty state with one realm on the bare host.
     pub fn new() -> World {

@@ -20,6 +20,8 @@ mod api_message_edit;
 mod api_messages;
 /// The Notification Bot (issue #8): system bots, move and resolve notices.
 mod api_move_notifications;
+/// Linkifiers, default channels and default channel groups.
+mod api_organization;
 /// Alert words, drafts, user status, muted users, topic visibility.
 mod api_personal;
 /// PATCH/DELETE /users/me/profile_data: a user's own custom profile values.
@@ -67,5 +69,7 @@ mod verify_action;
 mod verify_auto_topics;
 /// The realm_bots register section and realm_bot events (on the verify_action harness).
 mod verify_bots;
+/// Register-vs-events cases of linkifiers and default channels (on the verify_action harness).
+mod verify_organization;
 /// Register-vs-events cases of the settings area (on the verify_action harness).
 mod verify_settings;

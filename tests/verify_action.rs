@@ -193,6 +193,9 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
     if crate::verify_settings::handles(event) {
         return crate::verify_settings::apply_event(state, event);
     }
+    if crate::verify_organization::handles(event) {
+        return crate::verify_organization::apply_event(state, event);
+    }
     match event["type"].as_str().unwrap() {
         "message" => {
             let m = &event["message"];
@@ -304,6 +307,16 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
         "default_streams" => {
             if state.get("realm_default_streams").is_some() {
                 state["realm_default_streams"] = event["default_streams"].clone();
+            }
+            // Channel objects say whether they are default channels.
+            let defaults = event["default_streams"].as_array().unwrap();
+            for list in ["subscriptions", "never_subscribed", "unsubscribed"] {
+                for s in state.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
+                    if s.get("is_default").is_some() {
+                        let on = defaults.iter().any(|d| d["stream_id"] == s["stream_id"]);
+                        s["is_default"] = json!(on);
+                    }
+                }
             }
         }
         "user_group" => {

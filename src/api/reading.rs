@@ -29,9 +29,6 @@ use crate::state::{ChannelId, Destination, Flags, Message, MessageId, Realm, Sta
 use crate::view::json_text::{self, SortedMembers};
 use crate::view::message::MessageOptions;
 
-/// Zulip's `LARGER_THAN_MAX_MESSAGE_ID`: the anchor meaning "newest", and
-/// the `anchor` reply when nothing is unread (zulip-term compares with it).
-
 /// Most messages one `GET /messages` may ask for (`num_before + num_after`).
 pub const MAX_MESSAGES_PER_FETCH: u64 = 5_000;
 /// Most unread messages `unread_msgs` lists (newest kept), as in Zulip.

@@ -27,7 +27,7 @@ pub fn linkifiers_event(state: &State, realm: RealmId) -> Value {
 pub fn stream_group_json(state: &State, group: &DefaultStreamGroup) -> Value {
     let mut channels: Vec<_> =
         group.channels.iter().filter_map(|id| state.channels.get(id)).collect();
-    channels.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()));
+    channels.sort_by_key(|c| c.name.to_lowercase());
     json!({
         "id": group.id,
         "name": group.name,

@@ -1,0 +1,173 @@
+//! Register-vs-events cases for linkifiers, default channels and default
+//! channel groups (`verify_action.rs`'s harness). `apply_event` here is the
+//! client-side rule for this area's event types; the harness's own
+//! `apply_event` hands them over.
+
+use serde_json::{json, Value};
+
+use natter::api::{default_streams as ds, linkifiers as lk, Handler};
+
+use crate::verify_action::Harness;
+
+const HAMLET: &str = "hamlet@natter.test";
+const IAGO: &str = "iago@natter.test";
+/// A client that reads linkifier URL templates.
+const LINKIFIERS: &[(&str, &str)] =
+    &[("client_capabilities", r#"{"linkifier_url_template": true}"#)];
+
+/// Whether this file folds `event` into the state.
+pub fn handles(event: &Value) -> bool {
+    matches!(event["type"].as_str().unwrap_or(""), "realm_linkifiers" | "default_stream_groups")
+}
+
+/// Folds one of this area's events into a fetched state, as a client does.
+pub fn apply_event(state: &mut Value, event: &Value) {
+    let (key, value) = match event["type"].as_str().unwrap() {
+        "realm_linkifiers" => ("realm_linkifiers", &event["realm_linkifiers"]),
+        "default_stream_groups" => ("realm_default_stream_groups", &event["default_stream_groups"]),
+        other => panic!("not this area's event: {other}"),
+    };
+    if let Some(slot) = state.get_mut(key) {
+        *slot = value.clone();
+    }
+}
+
+fn act(
+    email: &'static str,
+    handler: Handler,
+    path: &[&str],
+    params: &[(&str, &str)],
+) -> impl FnOnce(&Harness) {
+    let path: Vec<String> = path.iter().map(|s| s.to_string()).collect();
+    let params: Vec<(String, String)> =
+        params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    move |h: &Harness| {
+        let realm = h.app.state.realm_by_subdomain("").unwrap();
+        let path: Vec<&str> = path.iter().map(String::as_str).collect();
+        let params: Vec<(&str, &str)> =
+            params.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        h.call_in(realm, email, handler, &path, &params).unwrap();
+    }
+}
+
+/// Creates the public channel `Verona` (the seed's public channels are
+/// all default channels) and returns its id.
+fn verona(h: &Harness) -> u64 {
+    let params = [("subscriptions", r#"[{"name": "Verona"}]"#)];
+    h.call(IAGO, natter::api::subscriptions::subscribe, &params).unwrap();
+    h.app.state.channel_by_name(h.user(IAGO).realm, "Verona").unwrap().id.0
+}
+
+fn linkifier_ids(h: &Harness) -> Vec<String> {
+    let state = h.register(HAMLET, LINKIFIERS);
+    state["realm_linkifiers"].as_array().unwrap().iter().map(|l| l["id"].to_string()).collect()
+}
+
+#[test]
+fn linkifiers() {
+    let h = Harness::new();
+    let add = |pattern: &'static str, template: &'static str| {
+        act(IAGO, lk::add, &[], &[("pattern", pattern), ("url_template", template)])
+    };
+    let events = h.verify_action(
+        HAMLET,
+        LINKIFIERS,
+        add("#(?P<id>[0-9]+)", "https://github.com/zulip/zulip/issues/{id}"),
+        &["realm_linkifiers"],
+    );
+    assert_eq!(events[0]["realm_linkifiers"][0]["pattern"], "#(?P<id>[0-9]+)");
+    h.verify_action(
+        HAMLET,
+        LINKIFIERS,
+        add("T(?P<n>[0-9]+)", "https://tickets.test/{n}"),
+        &["realm_linkifiers"],
+    );
+    let ids = linkifier_ids(&h);
+    let first = [ids[0].as_str()];
+    let edit = act(
+        IAGO,
+        lk::update,
+        &first,
+        &[("pattern", "#(?P<id>[0-9]+)"), ("url_template", "https://tracker.test/{id}")],
+    );
+    h.verify_action(HAMLET, LINKIFIERS, edit, &["realm_linkifiers"]);
+    let order = format!("[{},{}]", ids[1], ids[0]);
+    let reorder = act(IAGO, lk::reorder, &[], &[("ordered_linkifier_ids", order.as_str())]);
+    let events = h.verify_action(HAMLET, LINKIFIERS, reorder, &["realm_linkifiers"]);
+    assert_eq!(events[0]["realm_linkifiers"][0]["pattern"], "T(?P<n>[0-9]+)");
+    h.verify_action(HAMLET, LINKIFIERS, act(IAGO, lk::remove, &first, &[]), &["realm_linkifiers"]);
+    assert_eq!(linkifier_ids(&h).len(), 1);
+}
+
+#[test]
+fn clients_without_the_capability_get_no_linkifiers() {
+    let h = Harness::new();
+    let add = act(
+        IAGO,
+        lk::add,
+        &[],
+        &[("pattern", "#(?P<id>[0-9]+)"), ("url_template", "https://x.test/{id}")],
+    );
+    h.verify_action(HAMLET, &[], add, &[]);
+    let state = h.register(HAMLET, &[]);
+    assert_eq!(state["realm_linkifiers"], json!([]));
+    assert_eq!(state["realm_filters"], json!([]));
+}
+
+#[test]
+fn default_channels() {
+    let h = Harness::new();
+    let id = verona(&h).to_string();
+    let params = [("stream_id", id.as_str())];
+    let add = act(IAGO, ds::add_default, &[], &params);
+    h.verify_action(HAMLET, &[], add, &["default_streams"]);
+    let remove = act(IAGO, ds::remove_default, &[], &params);
+    h.verify_action(HAMLET, &[], remove, &["default_streams"]);
+}
+
+#[test]
+fn default_channel_groups() {
+    let h = Harness::new();
+    let verona = verona(&h);
+    let create = act(
+        IAGO,
+        ds::create_group,
+        &[],
+        &[
+            ("group_name", "Starters"),
+            ("description", "New here?"),
+            ("stream_names", "[\"Verona\"]"),
+        ],
+    );
+    let events = h.verify_action(HAMLET, &[], create, &["default_stream_groups"]);
+    let group = &events[0]["default_stream_groups"][0];
+    assert_eq!(group["streams"][0]["name"], "Verona");
+    let id = group["id"].to_string();
+    let path = [id.as_str()];
+    let rename = act(IAGO, ds::update_group, &path, &[("new_group_name", "Beginners")]);
+    h.verify_action(HAMLET, &[], rename, &["default_stream_groups"]);
+    let remove_channel = act(
+        IAGO,
+        ds::update_group_channels,
+        &path,
+        &[("op", "remove"), ("stream_names", "[\"Verona\"]")],
+    );
+    h.verify_action(HAMLET, &[], remove_channel, &["default_stream_groups"]);
+    let add_channel = act(
+        IAGO,
+        ds::update_group_channels,
+        &path,
+        &[("op", "add"), ("stream_names", "[\"Verona\"]")],
+    );
+    h.verify_action(HAMLET, &[], add_channel, &["default_stream_groups"]);
+    // Archiving the channel takes it out of the group.
+    let channel = verona.to_string();
+    let archive = act(IAGO, natter::api::streams::archive, &[channel.as_str()], &[]);
+    h.verify_action(HAMLET, &[], archive, &["default_stream_groups", "stream"]);
+    h.verify_action(
+        HAMLET,
+        &[],
+        act(IAGO, ds::remove_group, &path, &[]),
+        &["default_stream_groups"],
+    );
+}
