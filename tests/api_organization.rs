@@ -285,3 +285,51 @@ fn an_archived_or_private_channel_leaves_the_groups() {
         .ok();
     assert_eq!(state["realm_default_stream_groups"][0]["streams"], json!([]));
 }
+
+#[test]
+fn deleting_a_topic_is_for_administrators_and_spares_other_topics() {
+    let mut server = TestServer::start();
+    let iago = server.client(IAGO);
+    let hamlet = server.client(HAMLET);
+    let send = |c: &crate::util::Client, to: &str, topic: &str| {
+        c.post("/messages", &[("type", "stream"), ("to", to), ("topic", topic), ("content", "x")])
+            .ok()["id"]
+            .as_u64()
+            .unwrap()
+    };
+    let doomed: Vec<u64> = (0..3).map(|_| send(&hamlet, "general", "Doomed")).collect();
+    let kept = send(&hamlet, "general", "kept");
+    let general = channel_id(&iago, "general");
+    let path = format!("/streams/{general}/delete_topic");
+    hamlet.post(&path, &[("topic_name", "doomed")]).err(400, "BAD_REQUEST");
+    iago.post(&path, &[]).err(400, "REQUEST_VARIABLE_MISSING");
+    iago.post("/streams/999999/delete_topic", &[("topic_name", "doomed")])
+        .err(400, "STREAM_DOES_NOT_EXIST");
+    // Another realm's administrator cannot reach the channel.
+    let king = server.client("king@lear.test").with_host("lear.localhost");
+    king.post(&path, &[("topic_name", "doomed")]).err(400, "STREAM_DOES_NOT_EXIST");
+    // Topics match case-insensitively.
+    let reply = iago.post(&path, &[("topic_name", "doomed")]).ok();
+    assert_eq!(reply["complete"], true);
+    for id in &doomed {
+        hamlet.get(&format!("/messages/{id}"), &[]).err(400, "BAD_REQUEST");
+    }
+    hamlet.get(&format!("/messages/{kept}"), &[]).ok();
+    // Nothing left: still complete.
+    assert_eq!(iago.post(&path, &[("topic_name", "doomed")]).ok()["complete"], true);
+
+    // A private channel an administrator is not in does not exist for them.
+    let desdemona = server.client("desdemona@natter.test");
+    let core = channel_id(&desdemona, "core team");
+    let secret = send(&desdemona, "core team", "secret");
+    iago.request("DELETE", "/users/me/subscriptions", &[("subscriptions", r#"["core team"]"#)])
+        .ok();
+    iago.post(&format!("/streams/{core}/delete_topic"), &[("topic_name", "secret")])
+        .err(400, "STREAM_DOES_NOT_EXIST");
+    desdemona.get(&format!("/messages/{secret}"), &[]).ok();
+
+    server.kill();
+    server.restart();
+    server.client(HAMLET).get(&format!("/messages/{}", doomed[0]), &[]).err(400, "BAD_REQUEST");
+    server.client(HAMLET).get(&format!("/messages/{kept}"), &[]).ok();
+}

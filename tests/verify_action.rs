@@ -353,7 +353,10 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
             }
             let defaults = state.get_mut("realm_default_streams").and_then(Value::as_array_mut);
             for s in defaults.into_iter().flatten().filter(|s| s["stream_id"] == *id) {
-                s[event["property"].as_str().unwrap()] = event["value"].clone();
+                // Default-channel objects carry no `first_message_id`.
+                if event["property"] != "first_message_id" {
+                    s[event["property"].as_str().unwrap()] = event["value"].clone();
+                }
                 for extra in
                     ["rendered_description", "history_public_to_subscribers", "is_web_public"]
                 {

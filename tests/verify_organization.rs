@@ -171,3 +171,41 @@ fn default_channel_groups() {
         &["default_stream_groups"],
     );
 }
+
+/// A client that takes deletions as lists.
+const BULK: &[(&str, &str)] = &[("client_capabilities", r#"{"bulk_message_deletion": true}"#)];
+
+#[test]
+fn deleting_a_topic() {
+    let h = Harness::new();
+    let general = h.app.state.channel_by_name(h.user(IAGO).realm, "general").unwrap().id.0;
+    let channel = general.to_string();
+    for n in 0..3 {
+        let content = format!("note {n}");
+        let params =
+            [("type", "stream"), ("to", "general"), ("topic", "notes"), ("content", &content)];
+        h.call(HAMLET, natter::api::messages::send, &params).unwrap();
+    }
+    // The newest message stays (register's max_message_id is not followed
+    // by deletions on the client side).
+    let params = [("type", "stream"), ("to", "general"), ("topic", "other"), ("content", "hi")];
+    h.call(HAMLET, natter::api::messages::send, &params).unwrap();
+    let delete = act(
+        IAGO,
+        natter::api::streams::delete_topic,
+        &[channel.as_str()],
+        &[("topic_name", "Notes")],
+    );
+    let events = h.verify_action(HAMLET, BULK, delete, &["delete_message"; 3]);
+    assert_eq!(events[0]["topic"], "notes");
+    // The channel's first message (the seed's welcome): the channel's
+    // `first_message_id` changes.
+    let delete = act(
+        IAGO,
+        natter::api::streams::delete_topic,
+        &[channel.as_str()],
+        &[("topic_name", "welcome")],
+    );
+    let events = h.verify_action(HAMLET, BULK, delete, &["stream", "delete_message"]);
+    assert_eq!(events[0]["property"], "first_message_id");
+}

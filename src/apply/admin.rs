@@ -87,7 +87,7 @@ pub fn unsubscribe(state: &State, channel: ChannelId, users: &[UserId]) -> Vec<E
 }
 
 /// A stream `update` event.
-fn stream_update(channel: &Channel, property: &str, value: Value) -> Map<String, Value> {
+pub(super) fn stream_update(channel: &Channel, property: &str, value: Value) -> Map<String, Value> {
     let mut event = Map::new();
     event.insert("type".into(), json!("stream"));
     event.insert("op".into(), json!("update"));

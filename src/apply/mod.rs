@@ -436,11 +436,27 @@ fn delete_messages(state: &State, ids: &[MessageId], by: UserId) -> Vec<Event> {
         });
         match &message.destination {
             Destination::Channel { channel, topic } => {
-                state.channels.update(channel, |c| {
-                    if c.first_message_id == Some(*id) {
-                        c.first_message_id = first;
-                    }
-                });
+                let changed = state
+                    .channels
+                    .update(channel, |c| {
+                        let changed = c.first_message_id == Some(*id);
+                        if changed {
+                            c.first_message_id = first;
+                        }
+                        changed.then(|| c.clone())
+                    })
+                    .flatten();
+                // The channel's oldest message changed: those who see the
+                // channel hear its new `first_message_id` (as Zulip does
+                // since feature level 256).
+                if let Some(c) = changed {
+                    let update =
+                        admin::stream_update(&c, "first_message_id", json!(first.map(|m| m.0)));
+                    events.push(Event::Broadcast {
+                        audience: Audience::Users(admin::channel_audience(state, &c)),
+                        event: serde_json::Value::Object(update),
+                    });
+                }
                 event["message_type"] = json!("stream");
                 event["stream_id"] = json!(channel.0);
                 event["topic"] = json!(topic);

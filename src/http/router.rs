@@ -452,6 +452,12 @@ pub static ROUTES: &[Route] = &[
         handler: api::accounts::regenerate_bot_key,
     },
     Route {
+        method: "POST",
+        pattern: "/streams/{stream_id}/delete_topic",
+        access: Access::User,
+        handler: api::streams::delete_topic,
+    },
+    Route {
         method: "GET",
         pattern: "/realm/linkifiers",
         access: Access::User,
