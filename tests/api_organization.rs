@@ -333,3 +333,87 @@ fn deleting_a_topic_is_for_administrators_and_spares_other_topics() {
     server.client(HAMLET).get(&format!("/messages/{}", doomed[0]), &[]).err(400, "BAD_REQUEST");
     server.client(HAMLET).get(&format!("/messages/{kept}"), &[]).ok();
 }
+
+#[test]
+fn organization_settings_are_for_administrators_and_some_for_owners() {
+    let mut server = TestServer::start();
+    let iago = server.client(IAGO);
+    let hamlet = server.client(HAMLET);
+    let owner = server.client("desdemona@natter.test");
+    let patch =
+        |c: &crate::util::Client, params: &[(&str, &str)]| c.request("PATCH", "/realm", params);
+    let body = patch(&hamlet, &[("name", "Mine")]).err(400, "BAD_REQUEST");
+    assert_eq!(body["msg"], "Must be an organization administrator");
+    for (name, value) in [
+        ("name", " "),
+        ("name", &"n".repeat(41)),
+        ("description", &"d".repeat(1001)),
+        ("allow_message_editing", "maybe"),
+        ("message_content_edit_limit_seconds", "0"),
+        ("message_content_edit_limit_seconds", "\"forever\""),
+        ("message_content_delete_limit_seconds", "-5"),
+        ("move_messages_between_streams_limit_seconds", "[]"),
+        ("topics_policy", "empty_topic_only"),
+        ("topics_policy", "sometimes"),
+        ("message_retention_days", "0"),
+        ("can_delete_any_message_group", "{\"old\": 1}"),
+        ("can_delete_any_message_group", "7"),
+        ("can_delete_any_message_group", "{\"new\": 999999}"),
+    ] {
+        let body = patch(&iago, &[(name, value)]).err(400, "BAD_REQUEST");
+        assert!(body["msg"].is_string(), "{name}={value}: {body}");
+    }
+    // Owners only.
+    let body = patch(&iago, &[("message_retention_days", "30")]).err(400, "BAD_REQUEST");
+    assert_eq!(body["msg"], "Must be an organization owner");
+    let groups = iago.get("/user_groups", &[]).ok()["user_groups"].clone();
+    let group_id = |name: &str| {
+        groups.as_array().unwrap().iter().find(|g| g["name"] == name).unwrap()["id"]
+            .as_u64()
+            .unwrap()
+    };
+    let admins = group_id("role:administrators");
+    let members = group_id("role:members");
+    let web_public = format!("{{\"new\": {admins}}}");
+    patch(&iago, &[("can_create_web_public_channel_group", &web_public)]).err(400, "BAD_REQUEST");
+    // A stale `old` is refused; nothing is half-applied.
+    let stale = format!("{{\"new\": {members}, \"old\": {members}}}");
+    patch(&iago, &[("name", "Elsinore"), ("can_delete_any_message_group", &stale)])
+        .err(400, "BAD_REQUEST");
+    let realm =
+        |c: &crate::util::Client| c.post("/register", &[("fetch_event_types", "[\"realm\"]")]).ok();
+    assert_ne!(realm(&hamlet)["realm_name"], "Elsinore");
+
+    // Accepted: the reply names what changed.
+    let reply = patch(&iago, &[("name", "Elsinore"), ("allow_message_editing", "false")]).ok();
+    assert_eq!(reply["name"], "Elsinore");
+    assert_eq!(reply["allow_message_editing"], false);
+    patch(
+        &owner,
+        &[("message_retention_days", "30"), ("can_create_web_public_channel_group", &web_public)],
+    )
+    .ok();
+    // The setting takes effect: editing is off.
+    let id = hamlet
+        .post(
+            "/messages",
+            &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", "a")],
+        )
+        .ok()["id"]
+        .as_u64()
+        .unwrap();
+    hamlet
+        .request("PATCH", &format!("/messages/{id}"), &[("content", "b")])
+        .err(400, "BAD_REQUEST");
+    // Another realm is untouched.
+    let king = server.client("king@lear.test").with_host("lear.localhost");
+    assert_ne!(realm(&king)["realm_name"], "Elsinore");
+
+    server.kill();
+    server.restart();
+    let state = realm(&server.client(HAMLET));
+    assert_eq!(state["realm_name"], "Elsinore");
+    assert_eq!(state["realm_allow_message_editing"], false);
+    assert_eq!(state["realm_message_retention_days"], 30);
+    assert_eq!(state["realm_can_create_web_public_channel_group"], admins);
+}

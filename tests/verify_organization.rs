@@ -17,11 +17,17 @@ const LINKIFIERS: &[(&str, &str)] =
 
 /// Whether this file folds `event` into the state.
 pub fn handles(event: &Value) -> bool {
-    matches!(event["type"].as_str().unwrap_or(""), "realm_linkifiers" | "default_stream_groups")
+    matches!(
+        event["type"].as_str().unwrap_or(""),
+        "realm_linkifiers" | "default_stream_groups" | "realm"
+    )
 }
 
 /// Folds one of this area's events into a fetched state, as a client does.
 pub fn apply_event(state: &mut Value, event: &Value) {
+    if event["type"] == "realm" {
+        return apply_realm_event(state, event);
+    }
     let (key, value) = match event["type"].as_str().unwrap() {
         "realm_linkifiers" => ("realm_linkifiers", &event["realm_linkifiers"]),
         "default_stream_groups" => ("realm_default_stream_groups", &event["default_stream_groups"]),
@@ -29,6 +35,38 @@ pub fn apply_event(state: &mut Value, event: &Value) {
     };
     if let Some(slot) = state.get_mut(key) {
         *slot = value.clone();
+    }
+}
+
+/// `realm` `update` and `update_dict`: register's `realm_<property>`.
+fn apply_realm_event(state: &mut Value, event: &Value) {
+    if state.get("realm_name").is_none() {
+        return;
+    }
+    match event["op"].as_str().unwrap() {
+        "update" => {
+            let property = event["property"].as_str().unwrap();
+            state[format!("realm_{property}")] = event["value"].clone();
+            // Public access needs the setting and a web-public channel.
+            if property == "enable_spectator_access" {
+                let web_public = ["subscriptions", "never_subscribed"].iter().any(|list| {
+                    state[*list]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|s| s["is_web_public"] == true)
+                });
+                state["realm_web_public_access_enabled"] =
+                    json!(event["value"] == true && web_public);
+            }
+        }
+        "update_dict" => {
+            assert_eq!(event["property"], "default");
+            for (k, v) in event["data"].as_object().unwrap() {
+                state[format!("realm_{k}")] = v.clone();
+            }
+        }
+        other => panic!("realm {other}"),
     }
 }
 
@@ -208,4 +246,55 @@ fn deleting_a_topic() {
     );
     let events = h.verify_action(HAMLET, BULK, delete, &["stream", "delete_message"]);
     assert_eq!(events[0]["property"], "first_message_id");
+}
+
+#[test]
+fn organization_settings() {
+    let h = Harness::new();
+    let rs = natter::api::realm_settings::update;
+    let events = h.verify_action(
+        HAMLET,
+        &[],
+        act(IAGO, rs, &[], &[("name", "Elsinore"), ("description", "The **castle**")]),
+        &["realm", "realm"],
+    );
+    assert_eq!(events[0]["property"], "name");
+    let limits = [
+        ("allow_message_editing", "false"),
+        ("message_content_edit_limit_seconds", "\"unlimited\""),
+        ("message_content_delete_limit_seconds", "3600"),
+        ("move_messages_within_stream_limit_seconds", "\"unlimited\""),
+        ("topics_policy", "disable_empty_topic"),
+        ("allow_edit_history", "false"),
+    ];
+    h.verify_action(HAMLET, &[], act(IAGO, rs, &[], &limits), &["realm"; 5]);
+    let moderators = h
+        .app
+        .state
+        .realms
+        .get(&h.user(IAGO).realm)
+        .unwrap()
+        .system_groups
+        .id(natter::state::SystemGroup::Moderators);
+    let setting = format!("{{\"new\": {}}}", moderators.0);
+    let events = h.verify_action(
+        HAMLET,
+        &[],
+        act(IAGO, rs, &[], &[("can_delete_any_message_group", setting.as_str())]),
+        &["realm"],
+    );
+    assert_eq!(events[0]["op"], "update_dict");
+    h.verify_action(
+        HAMLET,
+        &[],
+        act(IAGO, rs, &[], &[("enable_spectator_access", "false")]),
+        &["realm"],
+    );
+    let owner = "desdemona@natter.test";
+    h.verify_action(
+        HAMLET,
+        &[],
+        act(owner, rs, &[], &[("message_retention_days", "30")]),
+        &["realm"],
+    );
 }

@@ -367,8 +367,6 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
     let s = &realm.settings;
     let url = realm_url(ctx.app, realm);
     let fields = json!({
-        "realm_name": realm.name,
-        "realm_description": realm.description,
         "realm_url": url,
         "realm_uri": url,
         "realm_date_created": realm.date_created,
@@ -378,11 +376,6 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
         "realm_logo_source": "D",
         "realm_night_logo_url": "",
         "realm_night_logo_source": "D",
-        "realm_allow_message_editing": s.allow_message_editing,
-        // An integer, never null: zulip-term compares it with `> 0`.
-        "realm_message_content_edit_limit_seconds": s.message_content_edit_limit_seconds,
-        "realm_allow_edit_history": s.allow_edit_history,
-        "realm_message_retention_days": s.message_retention_days.unwrap_or(-1),
         "realm_empty_topic_display_name": s.empty_topic_display_name,
         "realm_email_address_visibility": match s.email_address_visibility {
             crate::state::EmailVisibility::Everyone => 1,
@@ -395,19 +388,6 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
     let more = json!({
         "realm_is_zephyr_mirror_realm": false,
         "realm_web_public_access_enabled": web_public_access_enabled(ctx.state, realm),
-        "realm_enable_spectator_access": s.enable_spectator_access,
-        "realm_can_create_public_channel_group": crate::view::groups::group_setting(&realm.group_setting(
-            &s.can_create_public_channel_group,
-            crate::state::SystemGroup::Members,
-        )),
-        "realm_can_create_private_channel_group": crate::view::groups::group_setting(&realm.group_setting(
-            &s.can_create_private_channel_group,
-            crate::state::SystemGroup::Members,
-        )),
-        "realm_can_create_web_public_channel_group": crate::view::groups::group_setting(&realm.group_setting(
-            &s.can_create_web_public_channel_group,
-            crate::state::SystemGroup::Moderators,
-        )),
         "realm_presence_disabled": false,
         "realm_mandatory_topics": false,
         "realm_inline_image_preview": true,
@@ -456,6 +436,10 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
         if let Value::Object(map) = part {
             out.extend(map);
         }
+    }
+    // The settings `PATCH /realm` changes (the table its events come from).
+    for (property, value, _) in crate::view::realm::settings(realm) {
+        out.insert(format!("realm_{property}"), value);
     }
 }
 

@@ -165,6 +165,23 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         Mutation::ConfirmEmailChange { key } => settings::confirm_email_change(state, key),
         Mutation::Personal(change) => personal::apply(state, change),
         Mutation::Organization(change) => organization::apply(state, change),
+        Mutation::UpdateRealm(update) => {
+            let before =
+                state.realms.get(&update.realm).unwrap_or_else(|| panic!("apply: no realm"));
+            let after = crate::state::Realm {
+                name: update.name.clone(),
+                description: update.description.clone(),
+                settings: update.settings.clone(),
+                ..before.clone()
+            };
+            let events = crate::view::realm::changes(&before, &after);
+            state.realms.insert(update.realm, after);
+            let audience = || Audience::Realm(update.realm);
+            events
+                .into_iter()
+                .map(|event| Event::Broadcast { audience: audience(), event })
+                .collect()
+        }
         Mutation::Unsubscribe { channel, users } => admin::unsubscribe(state, *channel, users),
         Mutation::UpdateChannel { channel, changes } => {
             admin::update_channel(state, *channel, changes)

@@ -458,6 +458,12 @@ pub static ROUTES: &[Route] = &[
         handler: api::streams::delete_topic,
     },
     Route {
+        method: "PATCH",
+        pattern: "/realm",
+        access: Access::User,
+        handler: api::realm_settings::update,
+    },
+    Route {
         method: "GET",
         pattern: "/realm/linkifiers",
         access: Access::User,

@@ -17,8 +17,8 @@ use crate::state::personal::PersonalChange;
 use crate::state::scheduled::{ScheduledId, ScheduledMessage};
 use crate::state::settings::{EmailChange, SettingsChange};
 use crate::state::{
-    Channel, ChannelId, Flags, Group, GroupId, GroupSetting, Message, MessageId, Realm, Role,
-    Subscription, TopicsPolicy, User, UserId,
+    Channel, ChannelId, Flags, Group, GroupId, GroupSetting, Message, MessageId, Realm, RealmId,
+    RealmSettings, Role, Subscription, TopicsPolicy, User, UserId,
 };
 
 /// One durable change.
@@ -198,6 +198,22 @@ pub enum Mutation {
     },
     /// A realm's linkifiers or default channel groups change.
     Organization(Box<OrgChange>),
+    /// A realm's name, description and settings become these
+    /// (`PATCH /realm`); `apply` tells clients what changed.
+    UpdateRealm(Box<RealmUpdate>),
+}
+
+/// The whole new name, description and settings of a realm.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RealmUpdate {
+    /// Which realm.
+    pub realm: RealmId,
+    /// Its name.
+    pub name: String,
+    /// Its description (Markdown).
+    pub description: String,
+    /// Its settings.
+    pub settings: RealmSettings,
 }
 
 impl Mutation {
