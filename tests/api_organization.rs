@@ -417,3 +417,56 @@ fn organization_settings_are_for_administrators_and_some_for_owners() {
     assert_eq!(state["realm_message_retention_days"], 30);
     assert_eq!(state["realm_can_create_web_public_channel_group"], admins);
 }
+
+#[test]
+fn new_users_start_with_the_realm_defaults() {
+    let mut server = TestServer::start();
+    let iago = server.client(IAGO);
+    let hamlet = server.client(HAMLET);
+    let path = "/realm/user_settings_defaults";
+    hamlet.request("PATCH", path, &[("twenty_four_hour_time", "true")]).err(400, "BAD_REQUEST");
+    for (name, value) in [
+        ("twenty_four_hour_time", "sometimes"),
+        ("web_font_size_px", "99"),
+        ("emojiset", "comic"),
+        ("color_scheme", "\"dark\""),
+    ] {
+        let body = iago.request("PATCH", path, &[(name, value)]).err(400, "BAD_REQUEST");
+        assert_eq!(body["var_name"], name);
+    }
+    // Not a realm default: left unread, and said so.
+    let reply = iago.request("PATCH", path, &[("default_language", "de")]).ok();
+    assert_eq!(reply["ignored_parameters_unsupported"], json!(["default_language"]));
+    iago.request("PATCH", path, &[("twenty_four_hour_time", "true"), ("emojiset", "text")]).ok();
+    let settings = |c: &crate::util::Client| {
+        c.post("/register", &[("fetch_event_types", "[\"user_settings\"]")]).ok()["user_settings"]
+            .clone()
+    };
+    // Existing accounts keep theirs.
+    assert_eq!(settings(&hamlet)["twenty_four_hour_time"], false);
+    server.kill();
+    server.restart();
+    let iago = server.client(IAGO);
+    iago.post(
+        "/users",
+        &[("email", "horatio@natter.test"), ("full_name", "Horatio"), ("password", "friend1")],
+    )
+    .ok();
+    let key = server
+        .anonymous()
+        .post("/fetch_api_key", &[("username", "horatio@natter.test"), ("password", "friend1")])
+        .ok()["api_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let horatio = server.anonymous().with_auth("horatio@natter.test", &key);
+    let mine = settings(&horatio);
+    assert_eq!(mine["twenty_four_hour_time"], true);
+    assert_eq!(mine["emojiset"], "text");
+    assert_eq!(mine["color_scheme"], 1);
+    // Another realm's new users are not affected.
+    let king = server.client("king@lear.test").with_host("lear.localhost");
+    let state =
+        king.post("/register", &[("fetch_event_types", "[\"realm_user_settings_defaults\"]")]).ok();
+    assert_eq!(state["realm_user_settings_defaults"]["twenty_four_hour_time"], false);
+}

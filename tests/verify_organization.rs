@@ -19,7 +19,7 @@ const LINKIFIERS: &[(&str, &str)] =
 pub fn handles(event: &Value) -> bool {
     matches!(
         event["type"].as_str().unwrap_or(""),
-        "realm_linkifiers" | "default_stream_groups" | "realm"
+        "realm_linkifiers" | "default_stream_groups" | "realm" | "realm_user_settings_defaults"
     )
 }
 
@@ -27,6 +27,13 @@ pub fn handles(event: &Value) -> bool {
 pub fn apply_event(state: &mut Value, event: &Value) {
     if event["type"] == "realm" {
         return apply_realm_event(state, event);
+    }
+    if event["type"] == "realm_user_settings_defaults" {
+        assert_eq!(event["op"], "update");
+        if let Some(defaults) = state.get_mut("realm_user_settings_defaults") {
+            defaults[event["property"].as_str().unwrap()] = event["value"].clone();
+        }
+        return;
     }
     let (key, value) = match event["type"].as_str().unwrap() {
         "realm_linkifiers" => ("realm_linkifiers", &event["realm_linkifiers"]),
@@ -297,4 +304,25 @@ fn organization_settings() {
         act(owner, rs, &[], &[("message_retention_days", "30")]),
         &["realm"],
     );
+}
+
+#[test]
+fn settings_for_new_users() {
+    let h = Harness::new();
+    let set = act(
+        IAGO,
+        natter::api::realm_settings::update_user_defaults,
+        &[],
+        &[
+            ("twenty_four_hour_time", "true"),
+            ("emojiset", "text"),
+            ("starred_message_counts", "true"),
+        ],
+    );
+    // `starred_message_counts` is already true: two changes.
+    let events = h.verify_action(HAMLET, &[], set, &["realm_user_settings_defaults"; 2]);
+    assert_eq!(events[0]["property"], "twenty_four_hour_time");
+    let state = h.register(HAMLET, &[]);
+    assert_eq!(state["realm_user_settings_defaults"]["emojiset"], "text");
+    assert!(state["realm_user_settings_defaults"].get("default_language").is_none());
 }

@@ -1,9 +1,16 @@
+//! `PATCH /realm` and `PATCH /realm/user_settings_defaults`.
+//!
 //! `PATCH /realm`: the organization's name, description and the settings
 //! natter implements (`RealmSettings`), for administrators; the message
 //! retention and who may create web-public channels for owners only, as
 //! in Zulip. Each changed property reaches every member as Zulip's `realm`
 //! `update` (or, for a group setting, `update_dict`) event
 //! (`view::realm`), and the reply names what changed.
+//!
+//! `PATCH /realm/user_settings_defaults`: the settings new accounts start
+//! with (every personal setting but `default_language`, which the realm's
+//! language decides in Zulip), for administrators; register's
+//! `realm_user_settings_defaults` and its `update` events.
 
 use serde_json::Value;
 
@@ -12,6 +19,8 @@ use super::subscriptions::parse_topics_policy;
 use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::mutation::{Mutation, RealmUpdate};
+use crate::state::organization::OrgChange;
+use crate::state::settings::SETTINGS;
 use crate::state::{GroupSetting, Realm, Role, State, TopicsPolicy};
 
 /// Longest organization name, in characters (Zulip's).
@@ -260,4 +269,65 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
         }
     }
     Ok(reply)
+}
+
+/// Register's `realm_user_settings_defaults`: every setting a new account
+/// of the realm starts with, and the choices of emoji set and sound.
+pub fn register_state(
+    app: &App,
+    user: &crate::state::User,
+    wants: &dyn Fn(&str) -> bool,
+    out: &mut Reply,
+) {
+    if !wants("realm_user_settings_defaults") {
+        return;
+    }
+    let defaults = app.state.organization.user_defaults(user.realm);
+    let mut object = serde_json::Map::new();
+    for def in SETTINGS.iter().filter(|d| is_realm_default(d.name)) {
+        object.insert(def.name.to_owned(), defaults.get(def.name).to_json());
+    }
+    object.insert("emojiset_choices".into(), super::settings::emojiset_choices());
+    object.insert(
+        "available_notification_sounds".into(),
+        serde_json::json!(crate::state::settings::NOTIFICATION_SOUNDS),
+    );
+    out.insert("realm_user_settings_defaults".into(), Value::Object(object));
+}
+
+/// Whether a personal setting has a realm default.
+fn is_realm_default(name: &str) -> bool {
+    name != "default_language"
+}
+
+/// `PATCH /realm/user_settings_defaults` (administrators): any personal
+/// setting but `default_language`, with the values `PATCH /settings`
+/// accepts. Existing accounts keep their settings.
+pub fn update_user_defaults(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let mut settings = Vec::new();
+    for def in SETTINGS.iter().filter(|d| is_realm_default(d.name)) {
+        if let Some(value) =
+            super::settings::setting_param(call, def.name, def.default, def.allowed)?
+        {
+            settings.push((def.name.to_owned(), value));
+        }
+    }
+    if !call.caller().role.is_admin() {
+        return Err(ApiError::bad_request("Must be an organization administrator"));
+    }
+    let realm = call.realm.id;
+    let build = |s: &State| {
+        let current = s.organization.user_defaults(realm);
+        let changed: Vec<_> =
+            settings.iter().filter(|(n, v)| current.get(n) != *v).cloned().collect();
+        changed
+    };
+    if build(&app.state).is_empty() {
+        return Ok(Reply::new());
+    }
+    app.committer.commit(|s| {
+        let settings = build(s);
+        Ok((Mutation::organization(OrgChange::SetUserDefaults { realm, settings }), ()))
+    })?;
+    Ok(Reply::new())
 }

@@ -41,6 +41,7 @@ pub const PLUGINS: &[RegisterState] = &[
     super::profile_fields::register_state,
     super::streams::register_state,
     super::default_streams::register_state,
+    super::realm_settings::register_state,
     super::scheduled::register_state,
     register_state,
 ];

@@ -10,7 +10,7 @@
 
 pub mod admin;
 mod bots;
-mod organization;
+pub(crate) mod organization;
 pub(crate) mod personal;
 pub mod replay;
 mod settings;
@@ -131,6 +131,7 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
             assert!(state.realms.contains(&user.realm), "apply: no realm {}", user.realm);
             state.ids.claim(IdKind::User, user.id.0);
             state.index_user(user.clone());
+            organization::start_with_defaults(state, user.realm, user.id);
             let mut events = vec![Event::RealmUserAdd { realm: user.realm, user: user.id }];
             events.extend(bots::on_create(state, user));
             events

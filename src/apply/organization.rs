@@ -2,8 +2,11 @@
 //! channel groups. Deterministic; each change yields the realm's whole
 //! list as Zulip's event (`realm_linkifiers`, `default_stream_groups`).
 
+use serde_json::json;
+
 use crate::events::{Audience, Event};
 use crate::state::organization::{OrgChange, OrgIdKind};
+use crate::state::settings::setting_def;
 use crate::state::{ChannelId, RealmId, State};
 use crate::view::organization::{linkifiers_event, stream_groups_event};
 
@@ -65,6 +68,28 @@ pub(super) fn apply(state: &State, change: &OrgChange) -> Vec<Event> {
             });
             vec![stream_groups(state, *realm)]
         }
+        OrgChange::SetUserDefaults { realm, settings } => {
+            realm_exists(realm);
+            org.realms.upsert(*realm, |r| {
+                for (name, value) in settings {
+                    let def =
+                        setting_def(name).unwrap_or_else(|| panic!("apply: no setting {name}"));
+                    if def.default.value() == *value {
+                        r.user_defaults.remove(name);
+                    } else {
+                        r.user_defaults.insert(name.clone(), value.clone());
+                    }
+                }
+            });
+            settings
+                .iter()
+                .map(|(name, value)| Event::Broadcast {
+                    audience: Audience::Realm(*realm),
+                    event: json!({ "type": "realm_user_settings_defaults", "op": "update",
+                                   "property": name, "value": value.to_json() }),
+                })
+                .collect()
+        }
         OrgChange::RemoveStreamGroup { realm, id } => {
             org.realms
                 .update(realm, |r| {
@@ -107,4 +132,13 @@ fn linkifiers(state: &State, realm: RealmId) -> Event {
 
 fn stream_groups(state: &State, realm: RealmId) -> Event {
     Event::Broadcast { audience: Audience::Realm(realm), event: stream_groups_event(state, realm) }
+}
+
+/// A new account starts with its realm's user-setting defaults (nothing
+/// is stored when the realm has none).
+pub(super) fn start_with_defaults(state: &State, realm: RealmId, user: crate::state::UserId) {
+    let defaults = state.organization.user_defaults(realm);
+    if !defaults.overrides.is_empty() {
+        state.settings.user_settings.insert(user, defaults);
+    }
 }

@@ -464,6 +464,12 @@ pub static ROUTES: &[Route] = &[
         handler: api::realm_settings::update,
     },
     Route {
+        method: "PATCH",
+        pattern: "/realm/user_settings_defaults",
+        access: Access::User,
+        handler: api::realm_settings::update_user_defaults,
+    },
+    Route {
         method: "GET",
         pattern: "/realm/linkifiers",
         access: Access::User,

@@ -1,5 +1,6 @@
 //! Organization configuration kept per realm beside `Realm` itself:
-//! linkifiers and default channel groups — their stored shapes, and
+//! linkifiers, default channel groups and the settings new users start
+//! with — their stored shapes, and
 //! `OrgChange`, the one mutation type that changes them
 //! (`Mutation::Organization`).
 //!
@@ -9,7 +10,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
 use super::ids::{ChannelId, RealmId};
+use super::settings::{SettingValue, UserSettings};
 use super::shard::{Entries, Sharded};
 
 /// A linkifier: text matching `pattern` becomes a link to `url_template`
@@ -44,6 +48,9 @@ pub struct RealmOrg {
     pub linkifiers: Vec<Linkifier>,
     /// Default channel groups, by id.
     pub stream_groups: Vec<DefaultStreamGroup>,
+    /// The user settings new accounts start with, where they differ from
+    /// Zulip's defaults (`settings::SETTINGS`).
+    pub user_defaults: BTreeMap<String, SettingValue>,
 }
 
 /// Every change this area makes, as one `Mutation` variant.
@@ -90,6 +97,14 @@ pub enum OrgChange {
         realm: RealmId,
         /// Which.
         id: u64,
+    },
+    /// Settings new accounts start with change (only those that differ
+    /// from the current defaults).
+    SetUserDefaults {
+        /// Whose.
+        realm: RealmId,
+        /// The settings and their new values, in request order.
+        settings: Vec<(String, SettingValue)>,
     },
 }
 
@@ -149,6 +164,12 @@ impl OrgState {
     /// A realm's linkifiers, in order.
     pub fn linkifiers(&self, realm: RealmId) -> Vec<Linkifier> {
         self.realms.read(&realm, |r| r.linkifiers.clone()).unwrap_or_default()
+    }
+
+    /// The settings a new account of `realm` starts with.
+    pub fn user_defaults(&self, realm: RealmId) -> UserSettings {
+        let overrides = self.realms.read(&realm, |r| r.user_defaults.clone()).unwrap_or_default();
+        UserSettings { overrides }
     }
 
     /// The next free id of a kind (read under the writer lock).
