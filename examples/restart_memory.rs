@@ -1,5 +1,5 @@
 //! Resident memory of a restarted state against the same state built by
-//! `apply` (issue #7: a restart used to hold ≈ 150 B per message more).
+//! `apply` (a restart used to hold ≈ 150 B per message more).
 //!
 //! `restart_memory build N DIR` applies N short messages from 10 users
 //! (as `benches/snapshot.rs` does), prints the RSS the live state added

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The ceiling comparison of issue #7, in one run: bare may_minihttp
+# The ceiling comparison (docs/PERFORMANCE.md), in one run: bare may_minihttp
 # answering fixed JSON (`natter-ceiling`) against natter, with the same
 # client (`natter-load`, may coroutines on --client-threads threads), the
 # same connections and the same requests per round, rounds alternating

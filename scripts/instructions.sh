@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per request under callgrind (issue #7's CPU figures; stable
+# Instructions per request under callgrind (docs/PERFORMANCE.md's CPU figures; stable
 # on a shared, noisy box where wall-clock rates are not): a release natter
 # (`--dev --workers 1 --snapshot-every 0`) under valgrind, natter-load
 # with 4 connections on one client thread; WARMUP requests, counters

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per request of the chat mix under callgrind (issue #7's
+# Instructions per request of the chat mix under callgrind (docs/PERFORMANCE.md's
 # "supported users" path, counted instead of timed: wall-clock CPU cannot
 # show a few percent on a shared, noisy box). A release natter (`--dev
 # --workers 1 --snapshot-every 0`) under valgrind; `natter-load --kind mix`

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# "Supported users" the way issue #7's table measures it: for each user
+# "Supported users" the way docs/PERFORMANCE.md's targets measure it: for each user
 # count given, a FRESH --dev natter on a temp data dir (queues survive a
 # clean restart, so a reused dir would carry every earlier step's queues),
 # then `natter-load --kind mix` at exactly that count; prints each step's

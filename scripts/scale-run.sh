@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The scale run of issue #7: load MESSAGES short messages into a --dev
+# The scale run (docs/PERFORMANCE.md): load MESSAGES short messages into a --dev
 # natter over HTTP (with --fsync never, to get there fast; snapshots as
 # natter schedules them, or every SNAPSHOT_EVERY changes), then report
 #   - send throughput and the longest single request, per tenth of the load

@@ -6,34 +6,40 @@
 //! [`state::State`]. Restart replays the log over the newest snapshot
 //! through that same function.
 //!
-//! Layout (see ARCHITECTURE.md for the long form):
+//! Layout, by floor (lowest first; ARCHITECTURE.md has the long form, and
+//! `tests/layering.rs` fails when a module uses a higher floor):
+//! - `entropy` — the clock and random tokens, used before logging.
 //! - `config` — command line → validated `Config`.
-//! - `server` — start-up: recover, assemble the `App`, seed, listen.
-//! - `http` — transport: natter's own HTTP/1.1 loop in, JSON bytes out; routing table; auth.
-//! - `api` — one file per Zulip API area; thin handlers.
-//! - `state` — in-memory realm data, sharded; the permission engine.
-//! - `mutation` — the list of durable changes.
-//! - `apply` — the deterministic state transition (`apply_admin`: its
-//!   channel, subscription, user, group and profile-field arms).
-//! - `commit` — the write path: lock → log → apply → durable → publish.
-//! - `persist` — snapshots and recovery.
-//! - `events` — ephemeral event delivery.
 //! - `markdown` — message Markdown → HTML with Zulip's extensions
 //!   (mentions, channel links, emoji, spoilers), names resolved by the caller.
-//! - `narrow` — message filters (`narrow`), parsed and matched.
-//! - `entropy` — the clock and random tokens, used before logging.
-//! - `realm_create` — `natter realm create`: a realm and its first owner.
-//! - `seed` — mutation builders and the `--dev` seed.
-//! - `system_bots` — each realm's Notification and Welcome Bot accounts.
+//! - `state` — in-memory realm data, sharded; the permission rules (`access`).
+//! - `error` — Zulip-shaped API errors.
+//! - `mutation` — the list of durable changes, their builders (`build`)
+//!   and the identity rules they share (`rules`).
+//! - `narrow` — message filters, word search, the `GET /messages` query engine.
+//! - `view` — Zulip's JSON for one viewer, for replies and events.
+//! - `events` — ephemeral event delivery: hub, queues, fan-out, presence.
+//! - `apply` — the deterministic state transition.
+//! - `persist` — snapshots (and their schedule) and recovery.
+//! - `commit` — the write path: lock → log → apply → durable → publish.
+//! - `send` — what a send sets off: mentions, topic policies, bot
+//!   messages, move notices.
+//! - `api` — one file per Zulip API area; handlers only.
+//! - `http` — transport: natter's own HTTP/1.1 loop in, JSON bytes out;
+//!   routing table; auth.
 //! - `scheduler` — sends scheduled messages when they fall due (the one
 //!   reader of the clock for delivery; it commits, `apply` never decides).
-//! - `error` — Zulip-shaped API errors.
+//! - `seed` — the `--dev` seed.
+//! - `realm_create` — `natter realm create`: a realm and its first owner.
+//! - `server` — start-up: recover, assemble the `App`, seed, listen.
+//! - `testkit` — fixtures for unit tests and benches.
 #![forbid(unsafe_code)]
 
 /// mimalloc as the process allocator, for every binary built on natter
 /// (the server, natter-load, tests, benches): fan-out, polls and register
 /// allocate and free many small buffers across the may worker threads,
-/// where it measured faster than the system allocator (README, real time).
+/// where it measured faster than the system allocator (docs/PERFORMANCE.md,
+/// "Event fan-out and register").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -2,10 +2,10 @@
 //! data dir without `--dev`, so a production data dir is usable. The two
 //! changes go through the ordinary write path (logged, fsynced, applied).
 
-use crate::api::accounts::{check_email, check_full_name};
 use crate::api::App;
 use crate::entropy;
 use crate::mutation::build::{self, NewUser};
+use crate::mutation::rules::{check_email, check_full_name};
 use crate::mutation::Mutation;
 use crate::state::{Role, User};
 

@@ -1,4 +1,4 @@
-//! The Notification Bot (issue #8): the realm's system bots as clients see
+//! The Notification Bot: the realm's system bots as clients see
 //! them, the notices `PATCH /messages/{id}` posts to the old and new thread
 //! of a move, resolved-topic notices, and old data dirs getting their bots.
 

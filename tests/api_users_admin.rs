@@ -409,3 +409,32 @@ fn realm_create_makes_a_usable_realm() {
     )
     .ok();
 }
+
+/// One display-name rule and one email rule for every way in: what
+/// `PATCH /settings` refuses, `POST /users` and `PATCH /users/{id}` refuse
+/// too, and the other way round.
+#[test]
+fn names_and_emails_follow_one_rule_everywhere() {
+    let server = TestServer::start();
+    let admin = server.client(ADMIN);
+    let hamlet = server.client(HAMLET);
+    let hid = id(&server, HAMLET);
+    let before = user(&admin, hid)["full_name"].clone();
+    // A trailing `|<digits>` reads as a mention's id suffix.
+    for name in ["Bob|12", "a*b", "x"] {
+        let e = admin
+            .post("/users", &[("email", "rule@natter.test"), ("full_name", name)])
+            .err(400, "BAD_REQUEST");
+        let again =
+            hamlet.request("PATCH", "/settings", &[("full_name", name)]).err(400, "BAD_REQUEST");
+        assert_eq!(e["msg"], again["msg"], "{name}");
+        patch(&admin, &hid.to_string(), &[("full_name", &json!(name).to_string())])
+            .err(400, "BAD_REQUEST");
+    }
+    // Addresses the settings page refuses are refused on creation too.
+    for email in ["a<b>@natter.test", "a,b@natter.test", "nodot@natter"] {
+        admin.post("/users", &[("email", email), ("full_name", "Rule")]).err(400, "BAD_REQUEST");
+        hamlet.request("PATCH", "/settings", &[("email", email)]).err(400, "BAD_REQUEST");
+    }
+    assert_eq!(user(&admin, hid)["full_name"], before, "nothing was changed");
+}

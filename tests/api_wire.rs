@@ -1,4 +1,4 @@
-//! The HTTP wire, row by row from issue #12: multipart and chunked bodies,
+//! The HTTP wire: multipart and chunked bodies,
 //! header counts and sizes, 100-continue, time-outs, the connection cap, a
 //! large reply to a slow reader, HTTP/1.0 and `Connection: close`, and
 //! `natter-data/` ignored by git. Everything is sent over raw sockets.

@@ -12,13 +12,13 @@ mod api_events;
 mod api_groups;
 /// Invitations and registration through the outbox link.
 mod api_invites;
-/// Messages area (issue #8): deletion.
+/// Messages area: deletion.
 mod api_message_delete;
-/// Messages area (issue #8): edits and moves, history.
+/// Messages area: edits and moves, history.
 mod api_message_edit;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
-/// The Notification Bot (issue #8): system bots, move and resolve notices.
+/// The Notification Bot: system bots, move and resolve notices.
 mod api_move_notifications;
 /// Linkifiers, default channels and default channel groups.
 mod api_organization;
@@ -26,9 +26,9 @@ mod api_organization;
 mod api_personal;
 /// PATCH/DELETE /users/me/profile_data: a user's own custom profile values.
 mod api_profile_data;
-/// Messages area (issue #8): emoji reactions.
+/// Messages area: emoji reactions.
 mod api_reactions;
-/// Read state in bulk (issue #8): flags for a narrow, mark all / channel /
+/// Read state in bulk: flags for a narrow, mark all / channel /
 /// topic as read.
 mod api_read_state;
 /// GET /messages, topics, GET /users/me/subscriptions, GET /streams,
@@ -36,7 +36,7 @@ mod api_read_state;
 mod api_reading;
 /// Navigation views, saved snippets, code playgrounds, push tokens.
 mod api_resources;
-/// Scheduled messages (issue #8): create/list/edit/delete, delivery at
+/// Scheduled messages: create/list/edit/delete, delivery at
 /// the time, exactly once across SIGKILL restarts.
 mod api_scheduled;
 /// GET /server_settings, POST /dev_fetch_api_key, auth, routing, HTTP framing.
@@ -57,6 +57,8 @@ mod api_users_admin;
 mod api_wire;
 /// Handler-level tests of rules no endpoint reaches yet (realm settings).
 mod handler_gaps;
+/// The architecture's layering, read from `src/`'s `use` lines.
+mod layering;
 /// The natter-load generator.
 mod load;
 /// Role × channel kind × action, against the real handlers; the table is data.

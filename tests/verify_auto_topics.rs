@@ -1,4 +1,4 @@
-//! Automatic topic visibility on send (issue #8), on the register-vs-events
+//! Automatic topic visibility on send, on the register-vs-events
 //! harness: the sender's `automatically_follow_topics_policy` and
 //! `automatically_unmute_topics_in_muted_streams_policy`, a mentioned
 //! user's `automatically_follow_topics_where_mentioned`; the reply's

@@ -1,4 +1,4 @@
-//! The `realm_bots` register section and `realm_bot` events (issue #9), on
+//! The `realm_bots` register section and `realm_bot` events, on
 //! the register-vs-events harness: a bot's owner and the administrators
 //! see it created, renamed, re-keyed, re-owned, deactivated and
 //! reactivated; other users see only `realm_user` events.

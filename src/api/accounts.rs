@@ -16,52 +16,11 @@ use super::{App, Call, Reply};
 use crate::entropy;
 use crate::error::{ApiError, ApiResult};
 use crate::mutation::build::{self, NewUser};
+use crate::mutation::rules::{check_email, check_full_name};
 use crate::mutation::{Mutation, UserChange};
 use crate::reply;
 use crate::state::{BotType, RealmId, Role, State, User, UserId};
 use crate::view::user::UserOptions;
-
-/// Longest full name (Zulip's `MAX_NAME_LENGTH`).
-pub const MAX_NAME_LENGTH: usize = 100;
-/// Characters Zulip refuses in names (they break mention syntax).
-const NAME_FORBIDDEN: [char; 6] = ['*', '`', '\\', '>', '"', '@'];
-
-/// A checked full name: trimmed, 2–100 characters, no mention syntax.
-pub fn check_full_name(name: &str) -> ApiResult<String> {
-    let name = name.trim();
-    if name.chars().count() > MAX_NAME_LENGTH {
-        return Err(ApiError::bad_request("Name too long!"));
-    }
-    if name.chars().count() < 2 {
-        return Err(ApiError::bad_request("Name too short!"));
-    }
-    if name.chars().any(|c| c.is_control() || NAME_FORBIDDEN.contains(&c)) {
-        return Err(ApiError::bad_request("Invalid characters in name!"));
-    }
-    Ok(name.to_owned())
-}
-
-/// A plausible email address: one `@`, a non-empty local part, a dotted
-/// or `localhost`-like domain, no spaces or control characters.
-pub fn check_email(email: &str) -> ApiResult<String> {
-    let email = email.trim();
-    let valid = match email.split_once('@') {
-        Some((local, domain)) => {
-            !local.is_empty()
-                && !domain.is_empty()
-                && !domain.contains('@')
-                && !domain.starts_with('.')
-                && !domain.ends_with('.')
-                && email.len() <= 254
-                && !email.chars().any(|c| c.is_whitespace() || c.is_control())
-        }
-        None => false,
-    };
-    if !valid {
-        return Err(ApiError::bad_request(format!("Invalid email '{email}'")));
-    }
-    Ok(email.to_owned())
-}
 
 /// Zulip's role integer.
 pub fn parse_role(code: i64) -> ApiResult<Role> {

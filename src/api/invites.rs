@@ -16,10 +16,11 @@ use serde_json::{json, Value};
 use super::passwords::{check_new_password, hash_password, outbox};
 use super::personal::commit_change;
 use super::realm::realm_url;
-use super::settings::{check_full_name, valid_email};
+
 use super::{App, Call, Reply};
 use crate::entropy;
 use crate::error::{ApiError, ApiResult};
+use crate::mutation::rules::{check_full_name, valid_email};
 use crate::mutation::Mutation;
 use crate::reply;
 use crate::state::access::{can_see_channel, has_permission};

@@ -92,7 +92,7 @@ pub struct Call {
     /// are instead of going through `Value` maps.
     pub raw_fields: RawFields,
     /// The whole reply written as JSON text in key order, when the
-    /// handler wrote it so (`sorted_reply`): then the `Reply` it returns
+    /// handler wrote it so (`view::json_text`): then the `Reply` it returns
     /// is empty and `raw_fields` unused.
     pub sorted_reply: Option<crate::view::json_text::SortedMembers>,
 }

@@ -15,7 +15,7 @@ use crate::markdown;
 use crate::mutation::{Mutation, UserChange};
 use crate::reply;
 use crate::state::profile::{FieldType, ProfileField};
-use crate::state::{RealmId, State, User, UserId};
+use crate::state::{State, User, UserId};
 use crate::view::profile::profile_fields_json;
 
 /// Longest field name.
@@ -30,17 +30,6 @@ const MAX_LONG: usize = 500;
 const MAX_SUMMARY_FIELDS: usize = 2;
 /// External account services Zulip knows, besides `custom`.
 const EXTERNAL_SUBTYPES: [&str; 2] = ["github", "twitter"];
-
-fn fields_of(state: &State, realm: RealmId) -> Vec<ProfileField> {
-    let mut fields: Vec<ProfileField> = state
-        .profile_fields
-        .collect_sorted(|_, f| f.realm == realm)
-        .into_iter()
-        .map(|(_, f)| f)
-        .collect();
-    fields.sort_by_key(|f| (f.order, f.id));
-    fields
-}
 
 /// `custom_profile_field_types` as register returns it.
 fn field_types() -> Value {
@@ -138,7 +127,7 @@ fn require_admin(me: &User) -> ApiResult<()> {
 /// Refuses a duplicate label or a third summary field (under the lock).
 fn check_unique(s: &State, field: &ProfileField) -> ApiResult<()> {
     let others: Vec<ProfileField> =
-        fields_of(s, field.realm).into_iter().filter(|f| f.id != field.id).collect();
+        s.realm_profile_fields(field.realm).into_iter().filter(|f| f.id != field.id).collect();
     if others.iter().any(|f| f.name.eq_ignore_ascii_case(&field.name)) {
         return Err(ApiError::bad_request("A field with that label already exists."));
     }
@@ -172,7 +161,7 @@ pub fn create(app: &App, call: &mut Call) -> ApiResult<Reply> {
         // Ids are server-wide: one past the largest ever stored (deleted
         // fields' ids may be reused only if they were the largest).
         let id = s.profile_fields.collect_sorted(|_, _| true).last().map_or(1, |(id, _)| id + 1);
-        let order = fields_of(s, me.realm).iter().map(|f| f.order).max().unwrap_or(0) + 1;
+        let order = s.realm_profile_fields(me.realm).iter().map(|f| f.order).max().unwrap_or(0) + 1;
         let field = ProfileField {
             id,
             realm: me.realm,
@@ -260,7 +249,7 @@ pub fn reorder(app: &App, call: &mut Call) -> ApiResult<Reply> {
         .and_then(|a| a.iter().map(Value::as_u64).collect())
         .ok_or_else(|| ApiError::invalid("order", "not a list of field IDs"))?;
     app.committer.commit(|s| {
-        let mut have: Vec<u64> = fields_of(s, me.realm).iter().map(|f| f.id).collect();
+        let mut have: Vec<u64> = s.realm_profile_fields(me.realm).iter().map(|f| f.id).collect();
         let mut given = order.clone();
         have.sort_unstable();
         given.sort_unstable();

@@ -24,11 +24,11 @@ use crate::events::queue::subscriber_lists;
 use crate::events::queue::{Capabilities, IncludeSubscribers, QueueError, QueueOptions};
 use crate::narrow::Narrow;
 use crate::state::access::administers;
-use crate::state::access::role_in_system_group;
 use crate::state::access::{spectator, web_public_access_enabled};
-use crate::state::{Group, Realm, RealmId, State, User, UserId};
+use crate::state::{Group, Realm, RealmId, State, User};
 use crate::view::bots::bot_json;
 use crate::view::channel::Subscribers;
+use crate::view::groups::group_json_among;
 use crate::view::user::UserOptions;
 use crate::view::user_lists;
 
@@ -535,30 +535,7 @@ fn realm_groups(state: &State, realm: RealmId, with_deactivated: bool) -> Vec<Gr
 /// with members (system groups' members follow from the roles of `users`,
 /// the realm's accounts as of the same cut).
 fn user_groups_section(groups: &[Group], users: &[User], out: &mut Reply) {
-    let groups: Vec<Value> = groups
-        .iter()
-        .map(|g| {
-            let members: Vec<u64> = match g.system {
-                Some(kind) => users
-                    .iter()
-                    .filter(|u| u.is_active && role_in_system_group(u.role, kind))
-                    .map(|u| u.id.0)
-                    .collect(),
-                None => g.direct_members.iter().map(|u: &UserId| u.0).collect(),
-            };
-            json!({
-                "id": g.id.0,
-                "name": g.name,
-                "description": g.description,
-                "members": members,
-                "direct_subgroup_ids": g.direct_subgroups.iter().map(|s| s.0).collect::<Vec<_>>(),
-                "is_system_group": g.system.is_some(),
-                "date_created": g.date_created,
-                "creator_id": g.creator.map(|c| c.0),
-                "deactivated": g.deactivated,
-            })
-        })
-        .collect();
+    let groups = groups.iter().map(|g| group_json_among(g, users)).collect();
     insert(out, "realm_user_groups", Value::Array(groups));
 }
 

@@ -18,17 +18,13 @@ use super::passwords::{
 use super::realm::realm_url;
 use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
+use crate::mutation::rules::{check_full_name, valid_email};
 use crate::mutation::Mutation;
 use crate::state::settings::{
     Allowed, DefaultValue, EmailChange, Legacy, SettingValue, SettingsChange, EMOJISETS,
     NOTIFICATION_SOUNDS, SETTINGS,
 };
 use crate::state::{State, User};
-
-/// Longest display name, in characters (Zulip's `MAX_NAME_LENGTH`).
-pub const MAX_NAME_LENGTH: usize = 100;
-/// Shortest display name, in characters, after trimming.
-pub const MIN_NAME_LENGTH: usize = 2;
 
 /// `PATCH /settings`: change the caller's settings. All parameters are
 /// optional; a request that changes nothing commits nothing.
@@ -89,23 +85,8 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
     Ok(reply)
 }
 
-/// Longest email address.
-const MAX_EMAIL_LENGTH: usize = 254;
 /// How long an email-change link works (Zulip: one day).
 const EMAIL_CHANGE_VALIDITY_SECONDS: i64 = 24 * 3600;
-
-/// A plausible address: `local@domain.tld`, no spaces or control
-/// characters. Deliverability is the confirmation link's job.
-pub fn valid_email(email: &str) -> bool {
-    let Some((local, domain)) = email.rsplit_once('@') else { return false };
-    email.len() <= MAX_EMAIL_LENGTH
-        && !local.is_empty()
-        && !local.contains('@')
-        && domain.contains('.')
-        && !domain.starts_with('.')
-        && !domain.ends_with('.')
-        && !email.chars().any(|c| c.is_whitespace() || c.is_control() || "<>,;\"".contains(c))
-}
 
 fn check_new_email(app: &App, me: &User, email: &str) -> ApiResult<String> {
     if me.is_bot() {
@@ -233,30 +214,6 @@ pub(super) fn setting_param(
         return Err(ApiError::invalid(name, &why));
     }
     Ok(value)
-}
-
-/// Zulip's display-name rules: trimmed, 2–100 characters, none of
-/// `*`, `` ` ``, `\`, `>`, `"`, `@`, no control characters, and no
-/// trailing `|<digits>` (which would read as a mention's user-id suffix).
-pub fn check_full_name(raw: &str) -> ApiResult<String> {
-    let name = raw.trim();
-    let count = name.chars().count();
-    if count > MAX_NAME_LENGTH {
-        return Err(ApiError::bad_request("Name too long!").with("var_name", "full_name"));
-    }
-    if count < MIN_NAME_LENGTH {
-        return Err(ApiError::bad_request("Name too short!").with("var_name", "full_name"));
-    }
-    let bad_char = |c: char| "*`\\>\"@".contains(c) || c.is_control();
-    let id_suffix = name
-        .rsplit_once('|')
-        .is_some_and(|(_, tail)| !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()));
-    if name.chars().any(bad_char) || id_suffix {
-        return Err(
-            ApiError::bad_request("Invalid characters in name!").with("var_name", "full_name")
-        );
-    }
-    Ok(name.to_owned())
 }
 
 /// An IANA zone name known to the time-zone database (`chrono-tz`), links
@@ -462,18 +419,6 @@ mod tests {
         let overrides = state.settings.of(user.id).overrides;
         assert!(!overrides.contains_key("enable_sounds"));
         assert!(overrides.contains_key("twenty_four_hour_time"));
-    }
-
-    #[test]
-    fn full_name_rules() {
-        assert_eq!(check_full_name("  Ophelia  ").unwrap(), "Ophelia");
-        assert_eq!(check_full_name("A").unwrap_err().msg, "Name too short!");
-        assert_eq!(check_full_name(&"x".repeat(101)).unwrap_err().msg, "Name too long!");
-        assert!(check_full_name(&"é".repeat(100)).is_ok());
-        for bad in ["a*b", "a`b", "a\\b", "a>b", "a\"b", "a@b", "a\u{7}b", "Bob|12"] {
-            assert_eq!(check_full_name(bad).unwrap_err().msg, "Invalid characters in name!");
-        }
-        assert!(check_full_name("Bob|x").is_ok());
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //!
 //! What a spectator then sees is decided by the permission engine for a
 //! stand-in account with no id, no subscriptions and the guest role
-//! (`register::spectator`): exactly the history of web-public channels.
+//! (`state::access::spectator`): exactly the history of web-public channels.
 //! Every message shows as read (flags `["read"]`), and avatars are always
 //! URLs (`client_gravatar` is off: nobody's address is public to them).
 

@@ -127,7 +127,7 @@ mod tests {
         response::success_sorted(members, ignored.to_vec()).body
     }
 
-    /// The realm of `user_json`'s tests, plus what changes the bytes: field
+    /// The realm of `view::user_text`'s tests, plus what changes the bytes: field
     /// ids that sort differently as strings ("12" < "3"), a real address
     /// with capitals and non-ASCII (the gravatar hash lowercases it), and
     /// characters JSON escapes.

@@ -1,6 +1,6 @@
 //! `natter-load`: a bounded HTTP load generator for a natter (or Zulip)
-//! server on this machine. Each connection is a thread with one keep-alive
-//! socket; it stops after `--requests` requests or `--seconds`, whichever
+//! server on this machine. Each connection is a may coroutine with one
+//! keep-alive socket (on `--client-threads` OS threads); it stops after `--requests` requests or `--seconds`, whichever
 //! comes first, and prints throughput and latency percentiles.
 //!
 //! ```text

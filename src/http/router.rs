@@ -72,7 +72,7 @@ pub static ROUTES: &[Route] = &[
         access: Access::Optional,
         handler: api::spectators::get_message,
     },
-    // --- Real time (realtime branch): register, event queues, presence ---
+    // --- Real time: register, event queues, presence ---
     Route {
         method: "POST",
         pattern: "/register",
@@ -336,7 +336,7 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::resources::remove_android_token,
     },
-    // --- channels, subscriptions, users, bots, groups (channels helper, #9) ---
+    // --- channels, subscriptions, users, bots, groups ---
     Route {
         method: "POST",
         pattern: "/users/me/subscriptions",
@@ -613,7 +613,7 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::groups::deactivate,
     },
-    // Messages area (issue #8): delete, reactions.
+    // Messages: delete, reactions.
     Route {
         method: "DELETE",
         pattern: "/messages/{message_id}",
@@ -632,7 +632,7 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::reactions::remove,
     },
-    // Read state in bulk and scheduled messages (issue #8, scheduled helper).
+    // Read state in bulk and scheduled messages.
     Route {
         method: "POST",
         pattern: "/messages/flags/narrow",
@@ -681,7 +681,7 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::scheduled::delete,
     },
-    // Messages area (issue #8): edit and move, history, delete, reactions.
+    // Messages: edit and move, history, delete, reactions.
     Route {
         method: "PATCH",
         pattern: "/messages/{message_id}",
@@ -742,7 +742,7 @@ pub static ROUTES: &[Route] = &[
         access: Access::Public,
         handler: api::invites::register_invitee,
     },
-    // --- gaps helper: a user's own custom profile field values ---
+    // --- a user's own custom profile field values ---
     Route {
         method: "PATCH",
         pattern: "/users/me/profile_data",
@@ -755,7 +755,6 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::profile_fields::delete_own,
     },
-    // --- end gaps helper ---
 ];
 
 /// The outcome of matching a request path.

@@ -7,6 +7,7 @@
 //! means bumping `persist::FORMAT_VERSION`.
 
 pub mod build;
+pub mod rules;
 
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! Messages, per-user message flags, reactions and edit history.
 //!
-//! A `Message` is kept compact (#7), because there are millions of them:
+//! A `Message` is kept compact, because there are millions of them:
 //! - the Markdown source and its HTML are one allocation (`content()`,
 //!   `rendered()`), split at a stored offset;
 //! - the topic and the client name are shared `Arc<str>`s: one copy per
@@ -543,7 +543,7 @@ impl Flags {
 mod tests {
     use super::*;
 
-    /// `Message` as it was before the compact layout (#7): the shape
+    /// `Message` as it was before the compact layout: the shape
     /// every snapshot and log record holds.
     #[derive(Serialize, Deserialize)]
     #[serde(rename = "Message")]
@@ -704,7 +704,7 @@ mod tests {
     /// Millions of messages are stored: a field added carelessly costs a
     /// size class of the allocator per message. `Arc<Message>` adds two
     /// counters (16 B), so 112 B here is 128 B allocated (mimalloc's size
-    /// class), where the layout before #7's compaction took 208 → 224 B.
+    /// class), where the layout before the compaction took 208 → 224 B.
     #[test]
     fn a_message_stays_small() {
         assert_eq!(std::mem::size_of::<Destination>(), 24);

@@ -347,6 +347,18 @@ impl State {
             .collect()
     }
 
+    /// The custom profile fields of `realm`, in display order.
+    pub fn realm_profile_fields(&self, realm: RealmId) -> Vec<profile::ProfileField> {
+        let mut fields: Vec<profile::ProfileField> = self
+            .profile_fields
+            .collect_sorted(|_, f| f.realm == realm)
+            .into_iter()
+            .map(|(_, f)| f)
+            .collect();
+        fields.sort_by_key(|f| (f.order, f.id));
+        fields
+    }
+
     /// A channel of `realm` by id; `None` for other realms' channels.
     pub fn channel_in_realm(&self, realm: RealmId, id: ChannelId) -> Option<Channel> {
         self.channels.get(&id).filter(|c| c.realm == realm)

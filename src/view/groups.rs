@@ -2,15 +2,22 @@
 
 use serde_json::{json, Value};
 
-use crate::state::{Group, GroupSetting, State};
+use crate::state::access::role_in_system_group;
+use crate::state::{Group, GroupSetting, State, User};
 
-/// A user group as Zulip's `realm_user_groups` entries show it.
+/// A user group as Zulip's `realm_user_groups` entries and `user_group`
+/// events show it.
 pub fn group_json(state: &State, group: &Group) -> Value {
+    group_json_among(group, &state.realm_users(group.realm))
+}
+
+/// `group_json` with a system group's members taken from `users`, the
+/// realm's accounts (register reads them from its cut of the realm).
+pub fn group_json_among(group: &Group, users: &[User]) -> Value {
     let members: Vec<u64> = match group.system {
-        Some(system) => state
-            .realm_users(group.realm)
-            .into_iter()
-            .filter(|u| u.is_active && crate::state::access::role_in_system_group(u.role, system))
+        Some(system) => users
+            .iter()
+            .filter(|u| u.is_active && role_in_system_group(u.role, system))
             .map(|u| u.id.0)
             .collect(),
         None => group.direct_members.iter().map(|u| u.0).collect(),

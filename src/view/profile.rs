@@ -2,18 +2,11 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::state::profile::ProfileField;
 use crate::state::{RealmId, State, UserId};
 
 /// A realm's custom profile fields, in order, as Zulip shows them.
 pub fn profile_fields_json(state: &State, realm: RealmId) -> Value {
-    let mut fields: Vec<ProfileField> = state
-        .profile_fields
-        .collect_sorted(|_, f| f.realm == realm)
-        .into_iter()
-        .map(|(_, f)| f)
-        .collect();
-    fields.sort_by_key(|f| (f.order, f.id));
+    let fields = state.realm_profile_fields(realm);
     Value::Array(
         fields
             .iter()
