@@ -24,7 +24,15 @@ use iri_string::template::UriTemplateStr;
 use parking_lot::Mutex;
 use regex::{Regex, RegexBuilder};
 
-use crate::state::organization::Linkifier;
+/// A linkifier as the renderer takes it (the realm's stored linkifier
+/// without its id).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// The regular expression.
+    pub pattern: String,
+    /// The RFC 6570 URL template.
+    pub url_template: String,
+}
 
 /// Longest pattern accepted, in bytes.
 pub const MAX_PATTERN_LENGTH: usize = 1024;
@@ -105,7 +113,7 @@ fn expand(template: &str, regex: &Regex, caps: &regex::Captures<'_>) -> Option<S
 }
 
 /// Applies `linkifiers` to the text of rendered HTML.
-pub fn apply(html: &str, linkifiers: &[Linkifier]) -> String {
+pub fn apply(html: &str, linkifiers: &[Rule]) -> String {
     let rules: Vec<(Arc<Regex>, &str)> = linkifiers
         .iter()
         .filter_map(|l| Some((compiled(&l.pattern)?, l.url_template.as_str())))
@@ -253,11 +261,11 @@ fn unescape_at(s: &str) -> (char, usize) {
 mod tests {
     use super::*;
 
-    fn rule(id: u64, pattern: &str, url_template: &str) -> Linkifier {
-        Linkifier { id, pattern: pattern.into(), url_template: url_template.into() }
+    fn rule(_order: u64, pattern: &str, url_template: &str) -> Rule {
+        Rule { pattern: pattern.into(), url_template: url_template.into() }
     }
 
-    fn issues() -> Vec<Linkifier> {
+    fn issues() -> Vec<Rule> {
         vec![rule(1, "#(?P<id>[0-9]+)", "https://github.com/zulip/zulip/issues/{id}")]
     }
 

@@ -47,7 +47,7 @@ pub trait Resolver {
     /// A channel the sender may see, by name (case-insensitive).
     fn channel_by_name(&self, name: &str) -> Option<(u64, String)>;
     /// The realm's linkifiers, in the order they apply (`linkifiers.rs`).
-    fn linkifiers(&self) -> &[crate::state::organization::Linkifier] {
+    fn linkifiers(&self) -> &[linkifiers::Rule] {
         &[]
     }
 }

@@ -17,9 +17,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::OnceLock;
 
 use crate::error::{ApiError, ApiResult};
+use crate::markdown::linkifiers::Rule;
 use crate::markdown::{Mentions, Resolver};
 use crate::state::access::{can_see_channel, has_permission, in_group};
-use crate::state::organization::Linkifier;
 use crate::state::{ChannelId, Destination, GroupId, State, SystemGroup, User, UserId};
 
 /// More subscribers / participants than this make a wildcard "large".
@@ -33,7 +33,7 @@ pub struct Visible<'a> {
     /// (most messages mention nobody).
     names: OnceLock<HashMap<String, Vec<(u64, String)>>>,
     /// The realm's linkifiers; read on first use.
-    linkifiers: OnceLock<Vec<Linkifier>>,
+    linkifiers: OnceLock<Vec<Rule>>,
 }
 
 impl<'a> Visible<'a> {
@@ -84,8 +84,14 @@ impl Resolver for Visible<'_> {
         can_see_channel(self.sender, &channel).then_some((channel.id.0, channel.name))
     }
 
-    fn linkifiers(&self) -> &[Linkifier] {
-        self.linkifiers.get_or_init(|| self.state.organization.linkifiers(self.sender.realm))
+    fn linkifiers(&self) -> &[Rule] {
+        self.linkifiers.get_or_init(|| {
+            let stored = self.state.organization.linkifiers(self.sender.realm);
+            stored
+                .into_iter()
+                .map(|l| Rule { pattern: l.pattern, url_template: l.url_template })
+                .collect()
+        })
     }
 }
 
