@@ -470,3 +470,43 @@ fn new_users_start_with_the_realm_defaults() {
         king.post("/register", &[("fetch_event_types", "[\"realm_user_settings_defaults\"]")]).ok();
     assert_eq!(state["realm_user_settings_defaults"]["twenty_four_hour_time"], false);
 }
+
+#[test]
+fn email_domains_are_listed_for_members_and_changed_by_administrators() {
+    let mut server = TestServer::start();
+    let iago = server.client(IAGO);
+    let hamlet = server.client(HAMLET);
+    hamlet.post("/realm/domains", &[("domain", "elsinore.dk")]).err(400, "BAD_REQUEST");
+    for bad in ["", "localhost", ".dk", "elsinore.", "bad_domain.dk", "-x.dk", "a..dk"] {
+        let body = iago.post("/realm/domains", &[("domain", bad)]).err(400, "BAD_REQUEST");
+        assert!(body["msg"].as_str().unwrap().starts_with("Invalid domain"), "{bad}: {body}");
+    }
+    iago.post("/realm/domains", &[]).err(400, "REQUEST_VARIABLE_MISSING");
+    iago.post("/realm/domains", &[("domain", "Elsinore.dk")]).ok();
+    iago.post("/realm/domains", &[("domain", "elsinore.dk")]).err(400, "BAD_REQUEST");
+    iago.post("/realm/domains", &[("domain", "court.dk"), ("allow_subdomains", "true")]).ok();
+    assert_eq!(
+        hamlet.get("/realm/domains", &[]).ok()["domains"],
+        json!([{"domain": "court.dk", "allow_subdomains": true},
+               {"domain": "elsinore.dk", "allow_subdomains": false}])
+    );
+    let path = "/realm/domains/elsinore.dk";
+    hamlet.request("PATCH", path, &[("allow_subdomains", "true")]).err(400, "BAD_REQUEST");
+    iago.request("PATCH", path, &[]).err(400, "REQUEST_VARIABLE_MISSING");
+    iago.request("PATCH", "/realm/domains/nowhere.dk", &[("allow_subdomains", "true")])
+        .err(400, "BAD_REQUEST");
+    iago.request("PATCH", path, &[("allow_subdomains", "true")]).ok();
+    // Another realm neither sees nor changes them.
+    let king = server.client("king@lear.test").with_host("lear.localhost");
+    assert_eq!(king.get("/realm/domains", &[]).ok()["domains"], json!([]));
+    king.request("DELETE", path, &[]).err(400, "BAD_REQUEST");
+    server.kill();
+    server.restart();
+    let iago = server.client(IAGO);
+    let list = iago.get("/realm/domains", &[]).ok()["domains"].clone();
+    assert_eq!(list[1], json!({"domain": "elsinore.dk", "allow_subdomains": true}));
+    server.client(HAMLET).request("DELETE", path, &[]).err(400, "BAD_REQUEST");
+    iago.request("DELETE", path, &[]).ok();
+    iago.request("DELETE", path, &[]).err(400, "BAD_REQUEST");
+    assert_eq!(iago.get("/realm/domains", &[]).ok()["domains"].as_array().unwrap().len(), 1);
+}

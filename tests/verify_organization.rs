@@ -19,7 +19,11 @@ const LINKIFIERS: &[(&str, &str)] =
 pub fn handles(event: &Value) -> bool {
     matches!(
         event["type"].as_str().unwrap_or(""),
-        "realm_linkifiers" | "default_stream_groups" | "realm" | "realm_user_settings_defaults"
+        "realm_linkifiers"
+            | "default_stream_groups"
+            | "realm"
+            | "realm_user_settings_defaults"
+            | "realm_domains"
     )
 }
 
@@ -27,6 +31,23 @@ pub fn handles(event: &Value) -> bool {
 pub fn apply_event(state: &mut Value, event: &Value) {
     if event["type"] == "realm" {
         return apply_realm_event(state, event);
+    }
+    if event["type"] == "realm_domains" {
+        let Some(list) = state.get_mut("realm_domains").and_then(Value::as_array_mut) else {
+            return;
+        };
+        match event["op"].as_str().unwrap() {
+            "add" => list.push(event["realm_domain"].clone()),
+            "change" => {
+                let d = &event["realm_domain"];
+                let entry = list.iter_mut().find(|x| x["domain"] == d["domain"]).unwrap();
+                *entry = d.clone();
+            }
+            "remove" => list.retain(|x| x["domain"] != event["domain"]),
+            other => panic!("realm_domains {other}"),
+        }
+        list.sort_by_key(|x| x["domain"].as_str().unwrap().to_owned());
+        return;
     }
     if event["type"] == "realm_user_settings_defaults" {
         assert_eq!(event["op"], "update");
@@ -325,4 +346,22 @@ fn settings_for_new_users() {
     let state = h.register(HAMLET, &[]);
     assert_eq!(state["realm_user_settings_defaults"]["emojiset"], "text");
     assert!(state["realm_user_settings_defaults"].get("default_language").is_none());
+}
+
+#[test]
+fn email_domains() {
+    let h = Harness::new();
+    let d = natter::api::realm_domains::add;
+    let add = act(IAGO, d, &[], &[("domain", "Elsinore.DK"), ("allow_subdomains", "true")]);
+    let events = h.verify_action(HAMLET, &[], add, &["realm_domains"]);
+    assert_eq!(events[0]["realm_domain"]["domain"], "elsinore.dk");
+    let change = act(
+        IAGO,
+        natter::api::realm_domains::update,
+        &["elsinore.dk"],
+        &[("allow_subdomains", "false")],
+    );
+    h.verify_action(HAMLET, &[], change, &["realm_domains"]);
+    let remove = act(IAGO, natter::api::realm_domains::remove, &["elsinore.dk"], &[]);
+    h.verify_action(HAMLET, &[], remove, &["realm_domains"]);
 }

@@ -23,6 +23,7 @@ pub mod reactions;
 pub mod read_state;
 pub mod reading;
 pub mod realm;
+pub mod realm_domains;
 pub mod realm_settings;
 pub mod register;
 pub mod resources;

@@ -42,6 +42,7 @@ pub const PLUGINS: &[RegisterState] = &[
     super::streams::register_state,
     super::default_streams::register_state,
     super::realm_settings::register_state,
+    super::realm_domains::register_state,
     super::scheduled::register_state,
     register_state,
 ];

@@ -90,6 +90,30 @@ pub(super) fn apply(state: &State, change: &OrgChange) -> Vec<Event> {
                 })
                 .collect()
         }
+        OrgChange::PutDomain { realm, domain, allow_subdomains, new } => {
+            realm_exists(realm);
+            org.realms.upsert(*realm, |r| {
+                let had = r.domains.insert(domain.clone(), *allow_subdomains);
+                assert_eq!(had.is_none(), *new, "apply: domain {domain} added twice or missing");
+            });
+            let op = if *new { "add" } else { "change" };
+            vec![Event::Broadcast {
+                audience: Audience::Realm(*realm),
+                event: json!({ "type": "realm_domains", "op": op,
+                               "realm_domain": { "domain": domain,
+                                                 "allow_subdomains": allow_subdomains } }),
+            }]
+        }
+        OrgChange::RemoveDomain { realm, domain } => {
+            org.realms
+                .update(realm, |r| r.domains.remove(domain))
+                .flatten()
+                .unwrap_or_else(|| panic!("apply: no domain {domain}"));
+            vec![Event::Broadcast {
+                audience: Audience::Realm(*realm),
+                event: json!({ "type": "realm_domains", "op": "remove", "domain": domain }),
+            }]
+        }
         OrgChange::RemoveStreamGroup { realm, id } => {
             org.realms
                 .update(realm, |r| {

@@ -471,6 +471,30 @@ pub static ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        pattern: "/realm/domains",
+        access: Access::User,
+        handler: api::realm_domains::list,
+    },
+    Route {
+        method: "POST",
+        pattern: "/realm/domains",
+        access: Access::User,
+        handler: api::realm_domains::add,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/realm/domains/{domain}",
+        access: Access::User,
+        handler: api::realm_domains::update,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/realm/domains/{domain}",
+        access: Access::User,
+        handler: api::realm_domains::remove,
+    },
+    Route {
+        method: "GET",
         pattern: "/realm/linkifiers",
         access: Access::User,
         handler: api::linkifiers::list,

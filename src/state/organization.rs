@@ -1,6 +1,6 @@
 //! Organization configuration kept per realm beside `Realm` itself:
-//! linkifiers, default channel groups and the settings new users start
-//! with — their stored shapes, and
+//! linkifiers, default channel groups, the settings new users start
+//! with and the email domains — their stored shapes, and
 //! `OrgChange`, the one mutation type that changes them
 //! (`Mutation::Organization`).
 //!
@@ -51,6 +51,9 @@ pub struct RealmOrg {
     /// The user settings new accounts start with, where they differ from
     /// Zulip's defaults (`settings::SETTINGS`).
     pub user_defaults: BTreeMap<String, SettingValue>,
+    /// The organization's email domains (lowercase) and whether each
+    /// includes its subdomains.
+    pub domains: BTreeMap<String, bool>,
 }
 
 /// Every change this area makes, as one `Mutation` variant.
@@ -97,6 +100,24 @@ pub enum OrgChange {
         realm: RealmId,
         /// Which.
         id: u64,
+    },
+    /// An email domain is added (`new`) or its `allow_subdomains` changed.
+    PutDomain {
+        /// Whose.
+        realm: RealmId,
+        /// The domain, lowercase.
+        domain: String,
+        /// Whether subdomains count.
+        allow_subdomains: bool,
+        /// Added (else changed).
+        new: bool,
+    },
+    /// An email domain is removed.
+    RemoveDomain {
+        /// Whose.
+        realm: RealmId,
+        /// The domain.
+        domain: String,
     },
     /// Settings new accounts start with change (only those that differ
     /// from the current defaults).
