@@ -18,6 +18,8 @@ mod api_message_delete;
 mod api_message_edit;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
+/// The mobile app: register fields, emoji data, its routes.
+mod api_mobile;
 /// The Notification Bot: system bots, move and resolve notices.
 mod api_move_notifications;
 /// Linkifiers, default channels and default channel groups.
@@ -65,6 +67,8 @@ mod load;
 mod permission_matrix;
 /// Crash (SIGKILL) and clean restarts, snapshots, torn and corrupt logs.
 mod recovery;
+/// register, GET /messages and every event, decoded as the mobile app does.
+mod typed_client;
 /// The register-vs-events harness (Zulip's verify_action), one case per event type.
 mod verify_action;
 /// Automatic topic follow/unmute on send (on the verify_action harness).

@@ -209,7 +209,7 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
             if state.get("unread_msgs").is_some() && !flags.contains(&"read") {
                 add_unread(&mut state["unread_msgs"], m, &flags, me);
             }
-            for list in ["subscriptions", "never_subscribed"] {
+            for list in ["subscriptions", "never_subscribed", "streams"] {
                 for s in state.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
                     if s["stream_id"] == m["stream_id"] {
                         if s["first_message_id"].is_null() {
@@ -310,7 +310,7 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
             }
             // Channel objects say whether they are default channels.
             let defaults = event["default_streams"].as_array().unwrap();
-            for list in ["subscriptions", "never_subscribed", "unsubscribed"] {
+            for list in ["subscriptions", "never_subscribed", "unsubscribed", "streams"] {
                 for s in state.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
                     if s.get("is_default").is_some() {
                         let on = defaults.iter().any(|d| d["stream_id"] == s["stream_id"]);
@@ -333,7 +333,7 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
         }
         "stream" if event["op"] == "update" => {
             let id = &event["stream_id"];
-            for list in ["subscriptions", "never_subscribed"] {
+            for list in ["subscriptions", "never_subscribed", "streams"] {
                 for s in state.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
                     if s["stream_id"] != *id {
                         continue;
@@ -380,7 +380,7 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
         }
         "stream" if event["op"] == "delete" => {
             let gone = ids_of(&event["stream_ids"]);
-            for list in ["subscriptions", "never_subscribed", "unsubscribed"] {
+            for list in ["subscriptions", "never_subscribed", "unsubscribed", "streams"] {
                 if let Some(l) = state.get_mut(list).and_then(Value::as_array_mut) {
                     l.retain(|s| !gone.contains(&s["stream_id"].as_u64().unwrap()));
                 }
@@ -392,6 +392,15 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
             let lists = state["subscriptions"]
                 .as_array()
                 .is_some_and(|subs| subs.iter().any(|s| s.get("subscribers").is_some()));
+            // `streams` holds channel objects without subscriber lists.
+            if let Some(streams) = state.get_mut("streams") {
+                for s in event["streams"].as_array().unwrap() {
+                    let mut s = s.clone();
+                    s.as_object_mut().unwrap().remove("subscribers");
+                    streams.as_array_mut().unwrap().push(s);
+                }
+                sort_by_name(streams);
+            }
             if let Some(never) = state.get_mut("never_subscribed") {
                 for s in event["streams"].as_array().unwrap() {
                     let mut s = s.clone();
@@ -415,11 +424,25 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
                     subs.as_array_mut().unwrap().extend(added.iter().cloned());
                     sort_by_name(subs);
                 }
+                // The channel's own fields (its subscriber count) as the
+                // new subscription object carries them.
+                for s in
+                    state.get_mut("streams").and_then(Value::as_array_mut).into_iter().flatten()
+                {
+                    let Some(sub) = added.iter().find(|a| a["stream_id"] == s["stream_id"]) else {
+                        continue;
+                    };
+                    for (key, value) in s.as_object_mut().unwrap() {
+                        if let Some(new) = sub.get(key.as_str()) {
+                            *value = new.clone();
+                        }
+                    }
+                }
             }
             "peer_add" => {
                 let streams = ids_of(&event["stream_ids"]);
                 let users = ids_of(&event["user_ids"]);
-                for list in ["subscriptions", "never_subscribed"] {
+                for list in ["subscriptions", "never_subscribed", "streams"] {
                     for s in state.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten()
                     {
                         if !streams.contains(&s["stream_id"].as_u64().unwrap()) {
@@ -446,7 +469,7 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
             "peer_remove" => {
                 let streams = ids_of(&event["stream_ids"]);
                 let users = ids_of(&event["user_ids"]);
-                for list in ["subscriptions", "never_subscribed"] {
+                for list in ["subscriptions", "never_subscribed", "streams"] {
                     for s in state.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten()
                     {
                         if !streams.contains(&s["stream_id"].as_u64().unwrap()) {

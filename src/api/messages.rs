@@ -450,6 +450,25 @@ fn parse_user_refs(to: &Value) -> ApiResult<Vec<UserRef>> {
     Ok(refs)
 }
 
+/// `POST /messages/render`: `content` rendered as a message from the caller
+/// would be (mentions, channel links and emoji resolved as the caller may
+/// see them), without sending anything: `{"rendered": html}`. Content is
+/// truncated past `MAX_MESSAGE_LENGTH` as a send truncates it; empty
+/// content renders as nothing.
+pub fn render(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let content = call.params.required_string("content")?;
+    if content.contains('\0') {
+        return Err(ApiError::bad_request("Message must not contain null bytes"));
+    }
+    let rendered = if content.trim().is_empty() {
+        String::new()
+    } else {
+        let content = normalize_content(&content)?;
+        markdown::render_message(&content, &Visible::new(&app.state, call.caller())).html
+    };
+    Ok(crate::reply! { "rendered" => rendered })
+}
+
 /// Trims trailing whitespace, refuses empty or NUL-bearing content, and
 /// truncates past `MAX_MESSAGE_LENGTH` characters the way Zulip does.
 pub(super) fn normalize_content(content: &str) -> ApiResult<String> {

@@ -1,4 +1,6 @@
-//! Typing notifications: `POST /typing`.
+//! Typing notifications: `POST /typing`, and typing while editing a
+//! message, `POST /messages/{message_id}/typing` (`typing_edit_message`
+//! events).
 //!
 //! Ephemeral: nothing is logged or stored. The event is published straight
 //! to the hub (never through the log) for the users who receive typing
@@ -12,7 +14,7 @@ use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{Audience, Event};
 use crate::state::access::can_read_channel;
-use crate::state::{ChannelId, State, User, UserId};
+use crate::state::{ChannelId, Destination, MessageId, State, User, UserId};
 
 /// What is being composed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,6 +68,67 @@ pub fn set_typing(app: &App, call: &mut Call) -> ApiResult<Reply> {
     };
     let event = typing_event(&app.state, call.caller(), &target, &op)?;
     app.hub.publish(event.into_iter().collect());
+    Ok(Reply::new())
+}
+
+/// `POST /messages/{message_id}/typing`: `op` = `start` | `stop` while the
+/// caller edits a message they may see. A `typing_edit_message` event goes
+/// to whoever would hear of the edit — the channel's subscribers, or the
+/// direct message's participants — who receive typing notifications; its
+/// `recipient` names the conversation (`channel` with `channel_id` and
+/// `topic`, or `direct` with the notified `user_ids`), as in Zulip.
+pub fn set_edit_typing(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let id = MessageId(call.path_id(0, "message_id")?);
+    let op = call.params.required_string("op")?;
+    if op != "start" && op != "stop" {
+        return Err(ApiError::invalid("op", "must be 'start' or 'stop'"));
+    }
+    let state = &app.state;
+    let me = call.caller();
+    let message = super::reactions::visible_message(state, me, id)?;
+    let settings = state.settings.of(me.id);
+    let receives = |u: &UserId| {
+        state.users.read(u, |u| u.is_active) == Some(true)
+            && state.settings.of(*u).bool("receives_typing_notifications")
+    };
+    let (audience, recipient) = match &message.destination {
+        Destination::Channel { channel, .. } => {
+            if !settings.bool("send_stream_typing_notifications") {
+                return Err(ApiError::bad_request(
+                    "User has disabled typing notifications for channel messages",
+                ));
+            }
+            let subscribers = state
+                .channels
+                .read(channel, |c| c.subscribers.iter().copied().collect::<Vec<UserId>>());
+            let audience: Vec<UserId> =
+                subscribers.unwrap_or_default().into_iter().filter(receives).collect();
+            let recipient = json!({
+                "type": "channel", "channel_id": channel.0, "topic": message.topic(),
+            });
+            (audience, recipient)
+        }
+        Destination::Direct { participants } => {
+            if !settings.bool("send_private_typing_notifications") {
+                return Err(ApiError::bad_request(
+                    "User has disabled typing notifications for direct messages",
+                ));
+            }
+            let audience: Vec<UserId> = participants.iter().copied().filter(receives).collect();
+            let ids: Vec<u64> = audience.iter().map(|u| u.0).collect();
+            (audience, json!({ "type": "direct", "user_ids": ids }))
+        }
+    };
+    if !audience.is_empty() {
+        let event = json!({
+            "type": "typing_edit_message",
+            "op": op,
+            "sender_id": me.id.0,
+            "message_id": message.id.0,
+            "recipient": recipient,
+        });
+        app.hub.publish(vec![Event::Broadcast { audience: Audience::Users(audience), event }]);
+    }
     Ok(Reply::new())
 }
 

@@ -415,7 +415,10 @@ fn message_event(
         let own = match &local {
             Some((queue_id, local_id)) if *queue_id == q.id && q.user == message.sender => {
                 let mut own = Map::new();
-                own.insert("local_id".into(), json!(local_id));
+                // Zulip names it `local_message_id` on the event (the
+                // request's `local_id`); the clients match their local echo
+                // by that key.
+                own.insert("local_message_id".into(), json!(local_id));
                 Arc::from(format!("{flags_member},{}", members(&own)))
             }
             _ => flags_member,

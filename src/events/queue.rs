@@ -140,7 +140,7 @@ impl QueueOptions {
 }
 
 /// One queued event: the JSON members shared by every queue that got the
-/// same event, plus this queue's own members (flags, local_id…), both as
+/// same event, plus this queue's own members (flags, local_message_id…), both as
 /// JSON text without the braces. A poll writes `{shared,own,"id":N}`
 /// straight into its reply, so neither fan-out nor polling builds, clones
 /// or re-serializes any JSON value per queue.

@@ -166,6 +166,11 @@ impl Service {
             };
             found[slot].get_or_insert(h.value);
         }
+        // The one document natter serves outside `/api/v1`: Zulip's emoji
+        // data, unauthenticated and without the JSON envelope.
+        if path == crate::view::emoji::EMOJI_DATA_PATH && matches!(req.method, "GET" | "HEAD") {
+            return Response { status: 200, body: crate::view::emoji::emoji_data().to_vec() };
+        }
         let head = Head {
             method: req.method,
             path,

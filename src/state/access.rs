@@ -410,6 +410,25 @@ pub fn message_view_with(
     readable.then_some(MessageView { flags: Flags::READ, historical: true })
 }
 
+/// The users whose reading of `message` `viewer` may know of (`GET
+/// /messages/{id}/read_receipts`), ascending: active users of the realm
+/// holding it as read who share read receipts (`send_read_receipts`) —
+/// never its sender, nor anyone `viewer` has muted or who has muted
+/// `viewer`. The viewer appears when they have read it. As in Zulip.
+pub fn read_receipts(state: &State, viewer: &User, message: &Message) -> Vec<UserId> {
+    let shares = |id: UserId| {
+        id != message.sender
+            && state.users.read(&id, |u| u.is_active && u.realm == message.realm) == Some(true)
+            && state.flags(id, message.id).is_some_and(|f| f.contains(Flags::READ))
+            && state.settings.of(id).bool("send_read_receipts")
+            && !state.settings.has_muted(viewer.id, id)
+            && !state.settings.has_muted(id, viewer.id)
+    };
+    let mut readers = state.message_holders(message);
+    readers.retain(|id| shares(*id));
+    readers
+}
+
 /// Whether `user` may read channel messages that were not delivered to
 /// them (sent before they subscribed, or while they were not subscribed):
 /// never for protected history (`history_public_to_subscribers` false).

@@ -15,6 +15,7 @@
 //! - `history` — a message's versions, `edit_history`, the HTML diff.
 //! - `channel` — channel (stream) and subscription objects.
 //! - `groups` — user groups and group-setting values.
+//! - `emoji` — Zulip's server emoji data (`server_emoji_data_url`).
 //! - `profile` — custom profile fields.
 //! - `bots` — bots as their administrators see them, and `realm_bot` events.
 //! - `personal` — muted users and topics, code playgrounds.
@@ -27,6 +28,7 @@
 
 pub mod bots;
 pub mod channel;
+pub mod emoji;
 pub mod groups;
 pub mod history;
 pub mod json_text;
