@@ -80,6 +80,20 @@ pub struct Cli {
     #[arg(long, default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
 
+    /// Largest uploaded file, in MiB (register's
+    /// `max_file_upload_size_mib`); an upload route's request body may be
+    /// this plus 64 KiB of multipart framing, streamed to disk.
+    #[arg(long, default_value_t = 25)]
+    pub max_file_upload_mib: u64,
+
+    /// Most MiB of uploaded files one user may hold (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub upload_quota_user_mib: u64,
+
+    /// Most MiB of uploaded files one organization may hold (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub upload_quota_realm_mib: u64,
+
     /// Most request headers (431 beyond).
     #[arg(long, default_value_t = 64)]
     pub max_headers: usize,
@@ -198,6 +212,41 @@ pub struct Config {
     pub wire: WireLimits,
     /// Event queue limits and timings.
     pub queues: QueueConfig,
+    /// Upload size limit and quotas.
+    pub uploads: UploadLimits,
+}
+
+/// How much may be uploaded.
+#[derive(Clone, Copy, Debug)]
+pub struct UploadLimits {
+    /// Largest file, in MiB.
+    pub max_file_mib: u64,
+    /// Most bytes of files per user, if limited.
+    pub user_quota: Option<u64>,
+    /// Most bytes of files per organization, if limited.
+    pub realm_quota: Option<u64>,
+}
+
+impl UploadLimits {
+    /// Largest file, in bytes.
+    pub fn max_file_bytes(&self) -> u64 {
+        self.max_file_mib.saturating_mul(1 << 20)
+    }
+
+    /// Largest request body of an upload route: the file and its
+    /// multipart framing and text fields.
+    pub fn max_body_bytes(&self) -> u64 {
+        self.max_file_bytes().saturating_add(UPLOAD_FRAMING)
+    }
+}
+
+/// Room for an upload's multipart framing and text fields.
+pub const UPLOAD_FRAMING: u64 = 64 * 1024;
+
+impl Default for UploadLimits {
+    fn default() -> Self {
+        UploadLimits { max_file_mib: 25, user_quota: None, realm_quota: None }
+    }
 }
 
 /// When to write snapshots (`persist::schedule::SnapshotPolicy`).
@@ -323,7 +372,17 @@ impl Cli {
             max_events: self.max_queue_events,
             max_per_user: self.max_queues_per_user,
         };
+        if self.max_file_upload_mib == 0 {
+            return Err("--max-file-upload-mib must be at least 1".into());
+        }
+        let quota = |mib: u64| (mib > 0).then(|| mib.saturating_mul(1 << 20));
+        let uploads = UploadLimits {
+            max_file_mib: self.max_file_upload_mib,
+            user_quota: quota(self.upload_quota_user_mib),
+            realm_quota: quota(self.upload_quota_realm_mib),
+        };
         Ok(Config {
+            uploads,
             queues,
             external_host: self.host,
             listen: self.listen,

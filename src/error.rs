@@ -163,6 +163,18 @@ impl ApiError {
         Self::new(413, "BAD_REQUEST", format!("Request body larger than {limit} bytes"))
     }
 
+    /// 413 for an uploaded file over `max_file_upload_size_mib`, with
+    /// Zulip's message.
+    pub fn file_too_large(max_mib: u64) -> Self {
+        Self::new(
+            413,
+            "BAD_REQUEST",
+            format!(
+                "File is larger than this server's configured maximum upload size ({max_mib} MiB)."
+            ),
+        )
+    }
+
     /// 500 with no details: the cause is logged, never sent.
     pub fn internal() -> Self {
         Self::new(500, "INTERNAL_SERVER_ERROR", "Internal server error")

@@ -21,6 +21,8 @@
 //! - `events` — ephemeral event delivery: hub, queues, fan-out, presence.
 //! - `apply` — the deterministic state transition.
 //! - `persist` — snapshots (and their schedule) and recovery.
+//! - `files` — the file store of uploaded bytes (a local directory behind
+//!   the `FileStore` trait) and its start-up reconciliation.
 //! - `commit` — the write path: lock → log → apply → durable → publish.
 //! - `send` — what a send sets off: mentions, topic policies, bot
 //!   messages, move notices.
@@ -50,6 +52,7 @@ pub mod config;
 pub mod entropy;
 pub mod error;
 pub mod events;
+pub mod files;
 pub mod http;
 pub mod markdown;
 pub mod mutation;

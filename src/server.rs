@@ -64,6 +64,22 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
         report.snapshot_seq.map_or("none".to_owned(), |s| s.to_string()),
         report.replayed
     );
+    let store = crate::files::LocalStore::open(&config.data_dir)
+        .map_err(|e| format!("cannot open the file store in {}: {e}", config.data_dir.display()))?;
+    let reconciled = crate::files::reconcile(&store, &state)
+        .map_err(|e| format!("cannot read the file store: {e}"))?;
+    if !reconciled.orphans_removed.is_empty() {
+        eprintln!(
+            "natter: removed {} uploaded files no record names (an upload cut short by a stop)",
+            reconciled.orphans_removed.len()
+        );
+    }
+    for (id, path) in &reconciled.missing {
+        eprintln!(
+            "natter: warning: file {id} ({path}) is recorded but its bytes are missing from {}",
+            config.data_dir.join("uploads").display()
+        );
+    }
     let state = Arc::new(state);
     let hub = Arc::new(Hub::new());
     let realtime = Arc::new(Realtime::new(Arc::clone(&state), config.queues.clone()));
@@ -93,6 +109,8 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
         hub,
         config,
         bound: OnceLock::new(),
+        files: Arc::new(store),
+        temporary_urls: Default::default(),
         _data_dir_lock: report.lock,
     });
     // Realms from before system bots existed get theirs now.

@@ -50,6 +50,8 @@ mod api_sessions;
 mod api_settings;
 /// Logged-out spectators: POST /register without credentials (realtime2).
 mod api_spectator;
+/// Uploaded files: upload, download, attachments, quotas, restarts.
+mod api_uploads;
 /// GET /users/me, GET /users, GET /users/{user_id}.
 mod api_users;
 /// Administering users and bots, custom profile fields, `natter realm create`.
@@ -75,6 +77,8 @@ mod verify_action;
 mod verify_auto_topics;
 /// The realm_bots register section and realm_bot events (on the verify_action harness).
 mod verify_bots;
+/// Register-vs-events cases for uploaded files.
+mod verify_files;
 /// Register-vs-events cases of linkifiers and default channels (on the verify_action harness).
 mod verify_organization;
 /// Register-vs-events cases of the settings area (on the verify_action harness).

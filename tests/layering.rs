@@ -25,6 +25,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("events", 5),
     ("apply", 6),
     ("persist", 7),
+    ("files", 7),
     ("commit", 8),
     ("send", 9),
     ("api", 10),

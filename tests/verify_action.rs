@@ -70,6 +70,7 @@ impl Harness {
             client: "test".into(),
             raw_fields: Vec::new(),
             sorted_reply: None,
+            files: Vec::new(),
         };
         let mut reply = handler(&self.app, &mut call)?;
         // A reply the handler wrote as text (`POST /messages`).
@@ -493,6 +494,18 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
                 remove_unread(&mut state["unread_msgs"], &ids_of(&event["message_ids"]));
             }
         }
+        "realm_emoji" => {
+            assert_eq!(event["op"], "update");
+            if state.get("realm_emoji").is_some() {
+                state["realm_emoji"] = event["realm_emoji"].clone();
+            }
+        }
+        // Register holds no list of attachments (GET /attachments does):
+        // the event changes nothing a register returns.
+        "attachment" => match event["op"].as_str().unwrap() {
+            "add" | "update" | "remove" => {}
+            other => panic!("harness cannot apply attachment {other}"),
+        },
         other => panic!("harness cannot apply `{other}` events: add an arm to apply_event"),
     }
 }

@@ -97,7 +97,9 @@ const SECTIONS: &[(&str, Section)] = &[
     ("recent_private_conversations", recent_private_conversations_section),
     // Resources natter has no storage for yet: truly empty until their
     // endpoints exist (their areas replace these through PLUGINS).
-    ("realm_emoji", |_, out| insert(out, "realm_emoji", json!({}))),
+    ("realm_emoji", |ctx, out| {
+        insert(out, "realm_emoji", crate::view::files::realm_emoji(ctx.state, ctx.realm.id))
+    }),
     ("custom_profile_fields", |_, out| {
         insert(out, "custom_profile_fields", json!([]));
         insert(out, "custom_profile_field_types", json!({}));
@@ -409,7 +411,7 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
         "realm_available_video_chat_providers": {},
         "realm_org_type": 0,
         "realm_plan_type": 1,
-        "realm_upload_quota_mib": null,
+        "realm_upload_quota_mib": ctx.app.config.uploads.realm_quota.map(|bytes| bytes >> 20),
         "realm_authentication_methods": {},
         "realm_bot_domain": ctx.app.external_host(),
         // Deprecated by Zulip (`can_mention_many_users_group` replaced it)
@@ -430,7 +432,7 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
         "max_topic_length": super::messages::MAX_TOPIC_LENGTH,
         "max_stream_name_length": MAX_STREAM_NAME_LENGTH,
         "max_stream_description_length": MAX_STREAM_DESCRIPTION_LENGTH,
-        "max_file_upload_size_mib": 25,
+        "max_file_upload_size_mib": ctx.app.config.uploads.max_file_mib,
         "max_avatar_file_size_mib": 5,
         "max_icon_file_size_mib": 5,
         "max_logo_file_size_mib": 5,

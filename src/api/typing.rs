@@ -198,39 +198,11 @@ pub fn typing_event(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::apply;
-    use crate::mutation::build::{self, NewChannel, NewUser};
+    use crate::mutation::build::NewChannel;
     use crate::mutation::Mutation;
     use crate::state::settings::{SettingValue, SettingsChange};
     use crate::state::Role;
-
-    struct World {
-        state: State,
-        seq: u64,
-    }
-
-    impl World {
-        fn apply(&mut self, m: Mutation) {
-            self.seq += 1;
-            apply(&self.state, self.seq, &m);
-        }
-
-        fn user(&mut self, name: &str, role: Role) -> User {
-            let realm = self.state.realm_by_subdomain("").unwrap().id;
-            let email = format!("{name}@x.test");
-            let new = NewUser { email: &email, full_name: name, role, bot: None };
-            let m = build::user(&self.state, realm, &new, "k".repeat(32), 0).unwrap();
-            self.apply(m);
-            self.state.user_by_email(realm, &email).unwrap()
-        }
-    }
-
-    fn world() -> World {
-        let mut w = World { state: State::new(), seq: 0 };
-        let m = build::realm(&w.state, "", "R", 0).unwrap();
-        w.apply(m);
-        w
-    }
+    use crate::testkit::World;
 
     fn parts(e: Option<Event>) -> (Vec<UserId>, Value) {
         match e {
@@ -241,9 +213,12 @@ mod tests {
 
     #[test]
     fn direct_typing_goes_to_every_participant_who_wants_it() {
-        let mut w = world();
-        let (a, b, c) =
-            (w.user("a", Role::Member), w.user("b", Role::Member), w.user("c", Role::Member));
+        let mut w = World::new();
+        let (a, b, c) = (
+            w.user("", "a@x.test", Role::Member),
+            w.user("", "b@x.test", Role::Member),
+            w.user("", "c@x.test", Role::Member),
+        );
         let target = TypingTarget::Direct(vec![b.id.0, c.id.0, b.id.0]);
         let (to, e) = parts(typing_event(&w.state, &a, &target, "start").unwrap());
         assert_eq!(to, vec![a.id, b.id, c.id]);
@@ -281,11 +256,13 @@ mod tests {
 
     #[test]
     fn channel_typing_goes_to_subscribers_and_respects_privacy() {
-        let mut w = world();
-        let (a, b, outsider) =
-            (w.user("a", Role::Member), w.user("b", Role::Member), w.user("o", Role::Member));
-        let guest = w.user("g", Role::Guest);
-        let realm = w.state.realm_by_subdomain("").unwrap();
+        let mut w = World::new();
+        let (a, b, outsider) = (
+            w.user("", "a@x.test", Role::Member),
+            w.user("", "b@x.test", Role::Member),
+            w.user("", "o@x.test", Role::Member),
+        );
+        let guest = w.user("", "g@x.test", Role::Guest);
         let make = |w: &mut World, name: &str, private: bool| {
             let subscribers = [a.id, b.id];
             let new = NewChannel {
@@ -295,9 +272,7 @@ mod tests {
                 creator: Some(a.id),
                 subscribers: &subscribers,
             };
-            let m = build::channel(&w.state, &realm, &new, 0).unwrap();
-            w.apply(m);
-            w.state.channel_by_name(realm.id, name).unwrap().id.0
+            w.add_channel("", &new).id.0
         };
         let public = make(&mut w, "pub", false);
         let private = make(&mut w, "priv", true);

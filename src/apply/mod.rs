@@ -10,6 +10,7 @@
 
 pub mod admin;
 mod bots;
+mod files;
 pub(crate) mod organization;
 pub(crate) mod personal;
 pub mod replay;
@@ -79,6 +80,11 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::SetPassword { .. }
         | Mutation::StartEmailChange(_)
         | Mutation::SendNotice { .. }
+        | Mutation::CreateAttachment(_)
+        | Mutation::LinkAttachments { .. }
+        | Mutation::DeleteAttachment { .. }
+        | Mutation::CreateRealmEmoji(_)
+        | Mutation::DeactivateRealmEmoji { .. }
         | Mutation::Organization(_) => true,
         // Only the name and time zone of the settings live in the account.
         Mutation::UpdateSettings(change) => change.full_name.is_none() && change.timezone.is_none(),
@@ -247,6 +253,13 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
             Vec::new()
         }
         Mutation::SendNotice { message, read_by } => send_message(state, message, read_by),
+        Mutation::CreateAttachment(attachment) => files::create(state, attachment),
+        Mutation::LinkAttachments { message, attachments } => {
+            files::link(state, *message, attachments)
+        }
+        Mutation::DeleteAttachment { id } => files::delete(state, *id),
+        Mutation::CreateRealmEmoji(emoji) => files::create_emoji(state, emoji),
+        Mutation::DeactivateRealmEmoji { id } => files::deactivate_emoji(state, *id),
     }
 }
 

@@ -99,28 +99,24 @@ mod tests {
 #[cfg(test)]
 mod state_tests {
     use super::*;
-    use crate::apply::apply;
-    use crate::mutation::build::{self, NewUser};
     use crate::state::Role;
+    use crate::testkit::World;
 
     #[test]
     fn deactivated_users_and_realms_are_refused() {
-        let state = State::new();
-        apply(&state, 1, &build::realm(&state, "", "T", 0).unwrap());
-        let realm = state.realm_by_subdomain("").unwrap();
-        let new = NewUser { email: "a@t.test", full_name: "A", role: Role::Member, bot: None };
-        apply(&state, 2, &build::user(&state, realm.id, &new, "k".repeat(32), 0).unwrap());
+        let mut w = World::new();
+        let user = w.user("", "a@t.test", Role::Member);
+        let realm = w.realm("");
         let header = format!(
             "Basic {}",
-            base64::engine::general_purpose::STANDARD
-                .encode(format!("a@t.test:{}", "k".repeat(32)))
+            base64::engine::general_purpose::STANDARD.encode(format!("a@t.test:{}", user.api_key))
         );
-        assert!(authenticate(&state, &realm, Some(header.as_bytes())).is_ok());
-        state.users.update(&crate::state::UserId(1), |u| u.is_active = false);
-        let e = authenticate(&state, &realm, Some(header.as_bytes())).unwrap_err();
+        assert!(authenticate(&w.state, &realm, Some(header.as_bytes())).is_ok());
+        w.deactivate(&user);
+        let e = authenticate(&w.state, &realm, Some(header.as_bytes())).unwrap_err();
         assert_eq!((e.status, e.code), (401, "USER_DEACTIVATED"));
         let closed = Realm { deactivated: true, ..realm };
-        let e = authenticate(&state, &closed, Some(header.as_bytes())).unwrap_err();
+        let e = authenticate(&w.state, &closed, Some(header.as_bytes())).unwrap_err();
         assert_eq!((e.status, e.code), (401, "REALM_DEACTIVATED"));
     }
 }

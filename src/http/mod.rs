@@ -9,6 +9,7 @@
 pub mod alarm;
 pub mod auth;
 pub mod conn;
+pub mod downloads;
 pub mod multipart;
 pub mod response;
 pub mod router;
@@ -51,6 +52,35 @@ impl conn::Handler for Service {
 
     fn handle(&self, req: &conn::Request<'_>, session: &mut Session) -> Response {
         guarded(|| self.handle(req, session))
+    }
+
+    /// Upload routes stream their bodies to the file store's staging
+    /// directory, up to the upload limit — for a caller whose credentials
+    /// are good: anyone else's body gets the small limit, and the 401 (or
+    /// 413) that follows.
+    fn spool(
+        &self,
+        method: &str,
+        target: &str,
+        headers: &[httparse::Header],
+    ) -> Option<conn::Spool> {
+        let path = target.split('?').next().unwrap_or("");
+        let path = path.strip_prefix("/api/v1")?.trim_end_matches('/');
+        if method != "POST" || !router::is_upload(path) {
+            return None;
+        }
+        let header = |name: &str| {
+            headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
+        };
+        let host = header_text(header("host"));
+        let realm = self.realm_for_host(host).ok()?;
+        auth::authenticate(&self.app.state, &realm, Some(header("authorization")?)).ok()?;
+        let uploads = &self.app.config.uploads;
+        Some(conn::Spool {
+            dir: self.app.files.staging().to_owned(),
+            limit: uploads.max_body_bytes(),
+            too_large: response::error(&ApiError::file_too_large(uploads.max_file_mib)),
+        })
     }
 }
 
@@ -166,10 +196,11 @@ impl Service {
             };
             found[slot].get_or_insert(h.value);
         }
-        // The one document natter serves outside `/api/v1`: Zulip's emoji
-        // data, unauthenticated and without the JSON envelope.
+        // Outside `/api/v1`: Zulip's emoji data, unauthenticated and
+        // without the JSON envelope; uploaded files and custom emoji images
+        // (`downloads`), below.
         if path == crate::view::emoji::EMOJI_DATA_PATH && matches!(req.method, "GET" | "HEAD") {
-            return Response { status: 200, body: crate::view::emoji::emoji_data().to_vec() };
+            return Response::json(200, crate::view::emoji::emoji_data().to_vec());
         }
         let head = Head {
             method: req.method,
@@ -180,7 +211,13 @@ impl Service {
             content_type: header_text(found[2]),
             user_agent: header_text(found[3]),
         };
-        match self.dispatch(&head, req.body, session) {
+        if head.path.starts_with("/user_uploads/") {
+            return downloads::serve(self, req, &head, session);
+        }
+        if head.path.starts_with("/user_avatars/") {
+            return downloads::serve_emoji(self, req, &head, session);
+        }
+        match self.dispatch(&head, req.body, req.spooled, session) {
             Ok((fields, raw, ignored, Some(sorted))) => {
                 debug_assert!(fields.is_empty() && raw.is_empty(), "a reply written twice");
                 response::success_sorted(sorted, ignored)
@@ -190,7 +227,13 @@ impl Service {
         }
     }
 
-    fn dispatch(&self, head: &Head, body: &[u8], session: &mut Session) -> ApiResult<Dispatched> {
+    fn dispatch(
+        &self,
+        head: &Head,
+        body: &[u8],
+        spooled: Option<&crate::files::Staged>,
+        session: &mut Session,
+    ) -> ApiResult<Dispatched> {
         let app = &*self.app;
         let Some(api_path) = head.path.strip_prefix("/api/v1") else {
             return Err(ApiError::no_such_endpoint());
@@ -203,6 +246,14 @@ impl Service {
         let mut params = std::mem::take(&mut session.params);
         params.reuse();
         request_params(&mut params, head.query, head.content_type, body)?;
+        let files = match spooled {
+            Some(staged) => {
+                let parts = spooled_parts(app, head.content_type, staged)?;
+                params.add_pairs(parts.fields);
+                parts.files
+            }
+            None => Vec::new(),
+        };
         // Read before the realm and account (`Session`).
         let generation = app.state.users_generation.load(Ordering::Acquire);
         let realm = session.realm(generation, head.host, || self.realm_for_host(head.host))?;
@@ -223,6 +274,7 @@ impl Service {
             client: session.client(head.user_agent),
             raw_fields: Vec::new(),
             sorted_reply: None,
+            files,
         };
         let fields = (route.handler)(app, &mut call);
         let unused = fields.as_ref().map_or_else(|_| Vec::new(), |_| call.params.unused());
@@ -303,6 +355,35 @@ fn request_params(
         }
     }
     Ok(())
+}
+
+/// The text fields and staged file parts of an upload route's body,
+/// read on a thread of its own.
+fn spooled_parts(
+    app: &App,
+    content_type: &str,
+    staged: &crate::files::Staged,
+) -> ApiResult<multipart::SpooledParts> {
+    let media_type = content_type.split(';').next().unwrap_or("").trim();
+    if !media_type.eq_ignore_ascii_case("multipart/form-data") {
+        return Err(ApiError::bad_request("You must specify a file to upload"));
+    }
+    let (content_type, body) = (content_type.to_owned(), staged.path().to_owned());
+    let staging = app.files.staging().to_owned();
+    let limits = app.config.uploads;
+    crate::files::blocking(move || {
+        multipart::spooled_parts(&content_type, &body, &staging, limits.max_file_bytes())
+    })
+    .map_err(|e| match e {
+        multipart::PartsError::FileTooLarge => ApiError::file_too_large(limits.max_file_mib),
+        multipart::PartsError::Malformed(why) => {
+            ApiError::bad_request(format!("Malformed multipart/form-data body: {why}"))
+        }
+        multipart::PartsError::Io(e) => {
+            eprintln!("natter: error: reading an upload's body: {e}");
+            ApiError::internal()
+        }
+    })
 }
 
 /// A header's value as text; `""` if absent or not UTF-8.

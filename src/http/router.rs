@@ -110,6 +110,50 @@ pub static ROUTES: &[Route] = &[
         handler: api::presence::user_presence,
     },
     // --- end real time ---
+    // Uploaded files (api/uploads.rs); the download route itself is
+    // outside /api/v1 (http/downloads.rs).
+    Route {
+        method: "POST",
+        pattern: "/user_uploads",
+        access: Access::User,
+        handler: api::uploads::upload,
+    },
+    Route {
+        method: "GET",
+        pattern: "/user_uploads/{realm_id}/{ab}/{token}/{filename}",
+        access: Access::User,
+        handler: api::uploads::temporary_url,
+    },
+    Route {
+        method: "GET",
+        pattern: "/realm/emoji",
+        access: Access::User,
+        handler: api::emoji::list,
+    },
+    Route {
+        method: "POST",
+        pattern: "/realm/emoji/{emoji_name}",
+        access: Access::User,
+        handler: api::emoji::add,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/realm/emoji/{emoji_name}",
+        access: Access::User,
+        handler: api::emoji::deactivate,
+    },
+    Route {
+        method: "GET",
+        pattern: "/attachments",
+        access: Access::User,
+        handler: api::uploads::list,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/attachments/{attachment_id}",
+        access: Access::User,
+        handler: api::uploads::delete,
+    },
     // Reading: message windows and narrows, topics, channel lists, flags.
     Route {
         method: "GET",
@@ -904,6 +948,15 @@ fn table() -> &'static Table {
         }
         Table { routes, by_head, any_head, literal }
     })
+}
+
+/// Whether `POST <path>` (after `/api/v1`, no trailing `/`) is an upload
+/// route, whose body streams to a file (`conn::Spool`).
+pub fn is_upload(path: &str) -> bool {
+    path == "/user_uploads"
+        || path
+            .strip_prefix("/realm/emoji/")
+            .is_some_and(|name| !name.is_empty() && !name.contains('/'))
 }
 
 /// Finds the route for `method` and `path` (the part after `/api/v1`).

@@ -58,6 +58,11 @@ pub trait Resolver {
     fn realm_url(&self) -> Option<String> {
         None
     }
+    /// An active custom emoji of the sender's realm by name: its id and
+    /// image URL. None by default.
+    fn realm_emoji(&self, _name: &str) -> Option<(u64, String)> {
+        None
+    }
     /// The realm's linkifiers, in the order they apply (`linkifiers.rs`).
     fn linkifiers(&self) -> &[linkifiers::Rule] {
         &[]

@@ -141,7 +141,7 @@ pub(super) fn line_content(
         let found = match c {
             '@' if mention_boundary(prev) => mention(rest, resolver),
             '#' if channel_boundary(prev) => channel_link(rest, resolver),
-            ':' => emoji_name(rest),
+            ':' => emoji_name(rest, resolver),
             '<' => global_time(rest),
             '$' => tex(rest, prev),
             _ => None,
@@ -295,8 +295,9 @@ fn channel_link(s: &str, resolver: &dyn Resolver) -> Option<(usize, Piece)> {
     Some((len, Piece::plain(html, original)))
 }
 
-/// `:name:` for a name in Zulip's emoji table, and `:zulip:`.
-fn emoji_name(s: &str) -> Option<(usize, Piece)> {
+/// `:name:` for a custom emoji of the realm (which wins, as in Zulip), a
+/// name in Zulip's emoji table, or `:zulip:`.
+fn emoji_name(s: &str, resolver: &dyn Resolver) -> Option<(usize, Piece)> {
     let body = &s[1..];
     let end = body
         .bytes()
@@ -307,6 +308,15 @@ fn emoji_name(s: &str) -> Option<(usize, Piece)> {
     }
     let name = &body[..end];
     let len = end + 2;
+    if let Some((_, url)) = resolver.realm_emoji(name) {
+        let html = format!(
+            "<img alt=\":{}:\" class=\"emoji\" src=\"{}\" title=\"{}\">",
+            escape_attr(name),
+            escape_attr(&url),
+            escape_attr(&name.replace('_', " "))
+        );
+        return Some((len, Piece::plain(html, &s[..len])));
+    }
     if name == "zulip" {
         let html = "<img alt=\":zulip:\" class=\"emoji\" \
                     src=\"/static/generated/emoji/images/emoji/unicode/zulip.png\" title=\"zulip\">";

@@ -197,6 +197,29 @@ pub enum Mutation {
         /// Recipients whose copy starts read.
         read_by: Vec<UserId>,
     },
+    /// A file was uploaded: its record. Its bytes are already stored
+    /// (synced) when this is logged.
+    CreateAttachment(Box<crate::state::files::Attachment>),
+    /// A message references attachments its sender may claim (logged in
+    /// the send's batch).
+    LinkAttachments {
+        /// The message.
+        message: MessageId,
+        /// The attachments' ids.
+        attachments: Vec<u64>,
+    },
+    /// An attachment's owner deletes it; its bytes are removed after.
+    DeleteAttachment {
+        /// The attachment.
+        id: u64,
+    },
+    /// A realm gets a custom emoji (its image already stored).
+    CreateRealmEmoji(Box<crate::state::files::RealmEmoji>),
+    /// A custom emoji is deactivated (kept for what already shows it).
+    DeactivateRealmEmoji {
+        /// The emoji.
+        id: u64,
+    },
     /// A realm's linkifiers or default channel groups change.
     Organization(Box<OrgChange>),
     /// A realm's name, description and settings become these

@@ -13,6 +13,7 @@ pub mod access;
 pub mod audience;
 pub mod channels;
 pub mod emails;
+pub mod files;
 pub mod groups;
 pub mod holders;
 pub mod id_set;
@@ -131,6 +132,8 @@ pub struct State {
     /// its send and read from the rows after recovery (`holders`), so
     /// `message_holders` need not test every user's rows.
     pub holder_hints: holders::HolderHints,
+    /// Uploaded files' records (`files`).
+    pub files: files::Files,
 }
 
 /// `State` as key-sorted data: the snapshot format. Taken from live state
@@ -172,6 +175,10 @@ pub struct StateImage {
     pub scheduled: scheduled::ScheduledImage,
     /// Past subscriptions per user.
     pub former_subscriptions: Entries<UserId, BTreeMap<ChannelId, Subscription>>,
+    /// Uploaded files' records; written as a block of its own after the
+    /// rows (`persist::snapshot`), absent from older snapshots.
+    #[serde(skip)]
+    pub files: files::FilesImage,
     /// Linkifiers and default channel groups. Not in the image's own
     /// encoding: the snapshot writes it after the image, in the same
     /// block (`persist::snapshot`), so older snapshots without it load.
@@ -237,6 +244,7 @@ impl State {
             profile_values: self.profile_values.freeze().into(),
             scheduled: self.scheduled.image(),
             former_subscriptions: self.former_subscriptions.freeze().into(),
+            files: self.files.image(),
             organization: self.organization.image(),
         }
     }
@@ -259,6 +267,7 @@ impl State {
             profile_values: image.profile_values.into_iter().collect(),
             scheduled: scheduled::Scheduled::from_image(image.scheduled),
             former_subscriptions: image.former_subscriptions.into_iter().collect(),
+            files: files::Files::from_image(image.files),
             organization: organization::OrgState::from_image(image.organization),
             ..State::default()
         };

@@ -29,6 +29,7 @@
 pub mod bots;
 pub mod channel;
 pub mod emoji;
+pub mod files;
 pub mod groups;
 pub mod history;
 pub mod json_text;

@@ -148,3 +148,12 @@ test('zulip-js previews a message with messages.render', async () => {
   assert.match(rendered.rendered, /^<p><strong>bold<\/strong>/);
   assert.match(rendered.rendered, /emoji-1f642/);
 });
+
+test('zulip-js emojis.retrieve lists the realm custom emoji', async () => {
+  const anon = await zulip({ username: HAMLET, apiKey: 'unused', realm: server.site });
+  const login = ok('dev_fetch_api_key', await anon.callEndpoint('/dev_fetch_api_key', 'POST', { username: HAMLET }));
+  const client = await zulip({ username: HAMLET, apiKey: login.api_key, realm: server.site });
+  // A fresh dev realm has none: an empty dict, not a 404.
+  const emoji = ok('emojis.retrieve', await client.emojis.retrieve());
+  assert.deepEqual(emoji.emoji, {});
+});
