@@ -22,6 +22,8 @@ mod api_messages;
 mod api_mobile;
 /// The Notification Bot: system bots, move and resolve notices.
 mod api_move_notifications;
+/// Linkifiers, default channels and default channel groups.
+mod api_organization;
 /// Alert words, drafts, user status, muted users, topic visibility.
 mod api_personal;
 /// PATCH/DELETE /users/me/profile_data: a user's own custom profile values.
@@ -79,5 +81,7 @@ mod verify_auto_topics;
 mod verify_bots;
 /// Register-vs-events cases for uploaded files.
 mod verify_files;
+/// Register-vs-events cases of linkifiers and default channels (on the verify_action harness).
+mod verify_organization;
 /// Register-vs-events cases of the settings area (on the verify_action harness).
 mod verify_settings;

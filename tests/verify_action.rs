@@ -194,6 +194,9 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
     if crate::verify_settings::handles(event) {
         return crate::verify_settings::apply_event(state, event);
     }
+    if crate::verify_organization::handles(event) {
+        return crate::verify_organization::apply_event(state, event);
+    }
     match event["type"].as_str().unwrap() {
         "message" => {
             let m = &event["message"];
@@ -306,6 +309,16 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
             if state.get("realm_default_streams").is_some() {
                 state["realm_default_streams"] = event["default_streams"].clone();
             }
+            // Channel objects say whether they are default channels.
+            let defaults = event["default_streams"].as_array().unwrap();
+            for list in ["subscriptions", "never_subscribed", "unsubscribed", "streams"] {
+                for s in state.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
+                    if s.get("is_default").is_some() {
+                        let on = defaults.iter().any(|d| d["stream_id"] == s["stream_id"]);
+                        s["is_default"] = json!(on);
+                    }
+                }
+            }
         }
         "user_group" => {
             assert_eq!(event["op"], "add_members");
@@ -341,7 +354,10 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
             }
             let defaults = state.get_mut("realm_default_streams").and_then(Value::as_array_mut);
             for s in defaults.into_iter().flatten().filter(|s| s["stream_id"] == *id) {
-                s[event["property"].as_str().unwrap()] = event["value"].clone();
+                // Default-channel objects carry no `first_message_id`.
+                if event["property"] != "first_message_id" {
+                    s[event["property"].as_str().unwrap()] = event["value"].clone();
+                }
                 for extra in
                     ["rendered_description", "history_public_to_subscribers", "is_web_public"]
                 {

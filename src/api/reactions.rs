@@ -230,12 +230,24 @@ mod tests {
             "type": "delete_message", "message_id": message.id.0, "message_ids": [message.id.0],
             "message_type": "stream", "stream_id": channel.0, "topic": "t",
         });
+        // It was the channel's only message: those who see the channel
+        // hear that it has no first message now.
+        let first = json!({
+            "type": "stream", "op": "update", "stream_id": channel.0, "name": "secret",
+            "property": "first_message_id", "value": null,
+        });
         assert_eq!(
             events,
-            vec![Event::Broadcast {
-                audience: Audience::Users(vec![users[0].id, users[1].id, users[2].id]),
-                event: expected
-            }]
+            vec![
+                Event::Broadcast {
+                    audience: Audience::Users(vec![users[0].id, users[1].id]),
+                    event: first
+                },
+                Event::Broadcast {
+                    audience: Audience::Users(vec![users[0].id, users[1].id, users[2].id]),
+                    event: expected
+                }
+            ]
         );
         assert!(w.state.messages.get(&message.id).is_none());
         assert!(w.state.flags(users[0].id, message.id).is_none());

@@ -40,6 +40,9 @@ pub type RegisterState = fn(&App, &User, &dyn Fn(&str) -> bool, &mut Reply);
 pub const PLUGINS: &[RegisterState] = &[
     super::profile_fields::register_state,
     super::streams::register_state,
+    super::default_streams::register_state,
+    super::realm_settings::register_state,
+    super::realm_domains::register_state,
     super::scheduled::register_state,
     register_state,
 ];
@@ -109,7 +112,11 @@ const SECTIONS: &[(&str, Section)] = &[
     ("muted_topics", |_, out| insert(out, "muted_topics", json!([]))),
     ("user_topic", |_, out| insert(out, "user_topics", json!([]))),
     ("muted_users", |_, out| insert(out, "muted_users", json!([]))),
-    ("realm_linkifiers", |_, out| insert(out, "realm_linkifiers", json!([]))),
+    ("realm_linkifiers", |ctx, out| {
+        let capable = ctx.options.queue.capabilities.linkifier_url_template;
+        let list = super::linkifiers::register_section(ctx.state, ctx.realm.id, capable);
+        insert(out, "realm_linkifiers", list);
+    }),
     ("realm_filters", |_, out| insert(out, "realm_filters", json!([]))),
 ];
 
@@ -364,8 +371,6 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
     let s = &realm.settings;
     let url = realm_url(ctx.app, realm);
     let fields = json!({
-        "realm_name": realm.name,
-        "realm_description": realm.description,
         "realm_url": url,
         "realm_uri": url,
         "realm_date_created": realm.date_created,
@@ -375,11 +380,6 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
         "realm_logo_source": "D",
         "realm_night_logo_url": "",
         "realm_night_logo_source": "D",
-        "realm_allow_message_editing": s.allow_message_editing,
-        // An integer, never null: zulip-term compares it with `> 0`.
-        "realm_message_content_edit_limit_seconds": s.message_content_edit_limit_seconds,
-        "realm_allow_edit_history": s.allow_edit_history,
-        "realm_message_retention_days": s.message_retention_days.unwrap_or(-1),
         "realm_empty_topic_display_name": s.empty_topic_display_name,
         "realm_email_address_visibility": match s.email_address_visibility {
             crate::state::EmailVisibility::Everyone => 1,
@@ -392,19 +392,6 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
     let more = json!({
         "realm_is_zephyr_mirror_realm": false,
         "realm_web_public_access_enabled": web_public_access_enabled(ctx.state, realm),
-        "realm_enable_spectator_access": s.enable_spectator_access,
-        "realm_can_create_public_channel_group": crate::view::groups::group_setting(&realm.group_setting(
-            &s.can_create_public_channel_group,
-            crate::state::SystemGroup::Members,
-        )),
-        "realm_can_create_private_channel_group": crate::view::groups::group_setting(&realm.group_setting(
-            &s.can_create_private_channel_group,
-            crate::state::SystemGroup::Members,
-        )),
-        "realm_can_create_web_public_channel_group": crate::view::groups::group_setting(&realm.group_setting(
-            &s.can_create_web_public_channel_group,
-            crate::state::SystemGroup::Moderators,
-        )),
         "realm_presence_disabled": false,
         "realm_mandatory_topics": false,
         "realm_inline_image_preview": true,
@@ -462,6 +449,10 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
         if let Value::Object(map) = part {
             out.extend(map);
         }
+    }
+    // The settings `PATCH /realm` changes (the table its events come from).
+    for (property, value, _) in crate::view::realm::settings(realm) {
+        out.insert(format!("realm_{property}"), value);
     }
 }
 

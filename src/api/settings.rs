@@ -182,7 +182,7 @@ pub fn confirm_email_change(app: &App, call: &mut Call) -> ApiResult<Reply> {
 }
 
 /// One table setting from the request, typed and checked, if present.
-fn setting_param(
+pub(super) fn setting_param(
     call: &mut Call,
     name: &str,
     default: DefaultValue,
@@ -226,7 +226,7 @@ pub fn check_timezone(raw: &str) -> ApiResult<String> {
 }
 
 /// `emojiset_choices`, as register and Zulip's web app read it.
-fn emojiset_choices() -> Value {
+pub(super) fn emojiset_choices() -> Value {
     let text = |key: &str| match key {
         "google" => "Google",
         "twitter" => "Twitter",

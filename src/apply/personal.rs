@@ -215,6 +215,7 @@ pub(super) fn apply(state: &State, change: &PersonalChange) -> Vec<Event> {
             }
             state.ids.claim(IdKind::User, user.id.0);
             state.index_user(user.clone());
+            super::organization::start_with_defaults(state, user.realm, user.id);
             s.passwords.insert(user.id, password_hash.clone());
             let mut events = vec![Event::RealmUserAdd { realm: user.realm, user: user.id }];
             for (channel, color) in channels {

@@ -172,6 +172,8 @@ struct BroadcastShapes {
     /// A legacy settings event (`update_display_settings`,
     /// `update_global_notifications`).
     legacy_settings: bool,
+    /// A `realm_linkifiers` event.
+    linkifiers: bool,
 }
 
 impl BroadcastShapes {
@@ -206,7 +208,9 @@ impl BroadcastShapes {
             plain.get("type").and_then(Value::as_str),
             Some("update_display_settings" | "update_global_notifications")
         );
+        let linkifiers = plain.get("type").and_then(Value::as_str) == Some("realm_linkifiers");
         BroadcastShapes {
+            linkifiers,
             plain: Arc::new(plain),
             single_deletion,
             archived_as_delete,
@@ -219,6 +223,11 @@ impl BroadcastShapes {
         // The pre-`user_settings` settings events only go to clients
         // without the `user_settings_object` capability.
         if self.legacy_settings && caps.user_settings_object {
+            return None;
+        }
+        // Linkifiers reach only clients that read `url_template` (their
+        // register's list is empty otherwise, as in Zulip).
+        if self.linkifiers && !caps.linkifier_url_template {
             return None;
         }
         match (&self.single_deletion, &self.archived_as_delete) {

@@ -31,6 +31,7 @@
 pub mod emoji;
 mod fence;
 mod inline;
+pub mod linkifiers;
 mod links;
 mod source;
 mod writer;
@@ -61,6 +62,10 @@ pub trait Resolver {
     /// image URL. None by default.
     fn realm_emoji(&self, _name: &str) -> Option<(u64, String)> {
         None
+    }
+    /// The realm's linkifiers, in the order they apply (`linkifiers.rs`).
+    fn linkifiers(&self) -> &[linkifiers::Rule] {
+        &[]
     }
 }
 
@@ -110,8 +115,19 @@ pub fn render(source: &str) -> String {
     render_message(source, &NoResolver).html
 }
 
-/// Renders message content, resolving names through `resolver`.
+/// Renders message content, resolving names through `resolver` and
+/// applying its linkifiers.
 pub fn render_message(source: &str, resolver: &dyn Resolver) -> Rendered {
+    let mut rendered = render_markdown(source, resolver);
+    let linkifiers = resolver.linkifiers();
+    if !linkifiers.is_empty() {
+        rendered.html = linkifiers::apply(&rendered.html, linkifiers);
+    }
+    rendered
+}
+
+/// The Markdown (and Zulip syntax) of `render_message`.
+fn render_markdown(source: &str, resolver: &dyn Resolver) -> Rendered {
     if let Some(html) = plain_line(source) {
         return Rendered { html, mentions: Mentions::default() };
     }

@@ -27,7 +27,7 @@ use crate::mutation::Mutation;
 use crate::state::State;
 
 /// Version of the on-disk encoding of `Mutation` and `StateImage`.
-pub const FORMAT_VERSION: u32 = 9;
+pub const FORMAT_VERSION: u32 = 10;
 
 /// Why the data dir could not be opened.
 #[derive(Debug)]
@@ -499,8 +499,42 @@ mod tests {
     /// Where the blocked sections start in a snapshot's bytes: after the
     /// header and the image's own encoding.
     fn sections_at(image: &crate::state::StateImage) -> usize {
-        let head = bincode::serde::encode_to_vec(image, bincode::config::standard()).unwrap();
-        32 + 8 + 4 + head.len()
+        32 + 8 + 4 + head_block(image).len()
+    }
+
+    /// The image's own block: the image, then its organization part.
+    fn head_block(image: &crate::state::StateImage) -> Vec<u8> {
+        let config = bincode::config::standard();
+        let mut head = bincode::serde::encode_to_vec(image, config).unwrap();
+        head.extend(bincode::serde::encode_to_vec(&image.organization, config).unwrap());
+        head
+    }
+
+    /// Snapshots of format 9 (no organization part after the image) still
+    /// load, with no linkifiers or default channel groups.
+    #[test]
+    fn a_format_9_snapshot_loads_with_an_empty_organization_part() {
+        let state = State::new();
+        history(&state, 20);
+        let image = state.image();
+        let bytes = snapshot::encode(&image);
+        let config = bincode::config::standard();
+        let head = bincode::serde::encode_to_vec(&image, config).unwrap();
+        let mut old = bytes[..32].to_vec();
+        old[8..12].copy_from_slice(&9u32.to_le_bytes());
+        old.extend((head.len() as u64).to_le_bytes());
+        old.extend(crc32fast::hash(&head).to_le_bytes());
+        old.extend(&head);
+        old.extend(&bytes[sections_at(&image)..]);
+        let len = (old.len() - 32) as u64;
+        old[20..28].copy_from_slice(&len.to_le_bytes());
+        reseal(&mut old);
+        let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
+        assert_eq!(snapshot::encode(&decoded), bytes);
+        // A format-9 header over a format-10 payload is refused.
+        let mut mislabelled = bytes.clone();
+        mislabelled[8..12].copy_from_slice(&9u32.to_le_bytes());
+        assert!(snapshot::decode(&mislabelled, Path::new("s")).is_err());
     }
 
     #[test]
@@ -672,7 +706,7 @@ mod tests {
     }
 
     /// A version 8 snapshot (no files block) still reads, with no
-    /// attachments; a version 9 one carries them.
+    /// attachments; later ones carry them.
     #[test]
     fn snapshots_without_a_files_block_still_read() {
         let state = State::new();
@@ -699,16 +733,23 @@ mod tests {
             + bincode::serde::encode_to_vec(&image.files, bincode::config::standard())
                 .unwrap()
                 .len();
-        let mut old = bytes[..bytes.len() - files_block].to_vec();
+        // Version 8 had no organization part after the image either.
+        let head = bincode::serde::encode_to_vec(&image, bincode::config::standard()).unwrap();
+        let mut old = bytes[..32].to_vec();
+        old.extend((head.len() as u64).to_le_bytes());
+        old.extend(crc32fast::hash(&head).to_le_bytes());
+        old.extend(&head);
+        old.extend(&bytes[sections_at(&image)..bytes.len() - files_block]);
         old[8..12].copy_from_slice(&8u32.to_le_bytes());
-        let payload_len = (old.len() - 32) as u64;
-        old[20..28].copy_from_slice(&payload_len.to_le_bytes());
+        let old_len = (old.len() - 32) as u64;
+        old[20..28].copy_from_slice(&old_len.to_le_bytes());
+        let payload_len = (bytes.len() - files_block - 32) as u64;
         let crc = crc32fast::hash(&old[32..]);
         old[28..32].copy_from_slice(&crc.to_le_bytes());
         let back = snapshot::decode_on(&old, Path::new("s"), 1).unwrap();
         assert!(back.files.is_empty());
         assert_eq!(back.applied_seq, image.applied_seq);
-        // A version 9 file cut short of its files block is refused.
+        // A current file cut short of its files block is refused.
         let mut cut = bytes[..bytes.len() - files_block].to_vec();
         cut[20..28].copy_from_slice(&payload_len.to_le_bytes());
         let crc = crc32fast::hash(&cut[32..]);

@@ -18,7 +18,8 @@
 //! block), its CRC32 (u32) and its bytes:
 //!
 //! 1. one block: the `StateImage`, bincode (standard), without its
-//!    `messages` and `user_messages` (skipped by its serde derive);
+//!    `messages`, `user_messages`, `files` and `organization` (skipped by
+//!    its serde derive), then (since version 10) its `organization`;
 //! 2. the messages section: a block count (u64), then one block per
 //!    message chunk of 4,096 ids (`message_store::CHUNK`) that holds any
 //!    message, its items the messages in id order;
@@ -143,6 +144,11 @@ pub fn encode_into<W: Write + Seek>(image: &StateImage, out: W) -> io::Result<W>
     Ok(out)
 }
 
+/// The last format version before the organization part (linkifiers,
+/// default channel groups, …) followed the image: those files are read
+/// with that part empty.
+const FORMAT_WITHOUT_ORGANIZATION: u32 = 9;
+
 /// The ids a block of rows holds, about: big enough that a block's
 /// framing is noise, small enough that many users' rows spread over the
 /// threads.
@@ -152,6 +158,7 @@ const ROWS_PER_BLOCK: usize = 1 << 16;
 fn encode_payload(image: &StateImage, out: &mut impl Write) -> io::Result<()> {
     let mut block = Vec::new();
     encode_one(image, &mut block)?;
+    encode_one(&image.organization, &mut block)?;
     write_block(out, &block, None)?;
     match &image.messages {
         MessagesImage::Frozen(frozen) => {
@@ -318,7 +325,7 @@ pub fn decode_from<S: Source + ?Sized>(
     let u32_at = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().expect("4 bytes"));
     let u64_at = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().expect("8 bytes"));
     let version = u32_at(8);
-    if version != FORMAT_VERSION && version != FORMAT_WITHOUT_FILES {
+    if !(FORMAT_WITHOUT_FILES..=FORMAT_VERSION).contains(&version) {
         return Err(bad(&format!("format version {version}, this build reads {FORMAT_VERSION}")));
     }
     let (seq, len, crc) = (u64_at(12), u64_at(20), u32_at(28));
@@ -349,9 +356,16 @@ pub fn decode_from<S: Source + ?Sized>(
     let (mut image, head_crc) = {
         let bytes = source.bytes(head.at, head.len, &mut buffer)?;
         let crc = block_crc(bytes, &head).map_err(|why| bad(&why))?;
-        let (image, used): (StateImage, usize) =
+        let (mut image, mut used): (StateImage, usize) =
             bincode::serde::decode_from_slice(bytes, bincode::config::standard())
                 .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+        if version > FORMAT_WITHOUT_ORGANIZATION {
+            let (organization, more) =
+                bincode::serde::decode_from_slice(&bytes[used..], bincode::config::standard())
+                    .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            image.organization = organization;
+            used += more;
+        }
         if used != bytes.len() {
             return Err(bad("undecodable payload: image block longer than the image"));
         }

@@ -17,6 +17,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::OnceLock;
 
 use crate::error::{ApiError, ApiResult};
+use crate::markdown::linkifiers::Rule;
 use crate::markdown::{Mentions, Resolver};
 use crate::state::access::{can_see_channel, has_permission, in_group};
 use crate::state::{ChannelId, Destination, GroupId, State, SystemGroup, User, UserId};
@@ -31,12 +32,14 @@ pub struct Visible<'a> {
     /// Lowercased full name → ids with that name; built on first use
     /// (most messages mention nobody).
     names: OnceLock<HashMap<String, Vec<(u64, String)>>>,
+    /// The realm's linkifiers; read on first use.
+    linkifiers: OnceLock<Vec<Rule>>,
 }
 
 impl<'a> Visible<'a> {
     /// Look-ups limited to what `sender` may see.
     pub fn new(state: &'a State, sender: &'a User) -> Self {
-        Visible { state, sender, names: OnceLock::new() }
+        Visible { state, sender, names: OnceLock::new(), linkifiers: OnceLock::new() }
     }
 
     fn names(&self) -> &HashMap<String, Vec<(u64, String)>> {
@@ -84,6 +87,16 @@ impl Resolver for Visible<'_> {
     fn channel_by_name(&self, name: &str) -> Option<(u64, String)> {
         let channel = self.state.channel_by_name(self.sender.realm, name)?;
         can_see_channel(self.sender, &channel).then_some((channel.id.0, channel.name))
+    }
+
+    fn linkifiers(&self) -> &[Rule] {
+        self.linkifiers.get_or_init(|| {
+            let stored = self.state.organization.linkifiers(self.sender.realm);
+            stored
+                .into_iter()
+                .map(|l| Rule { pattern: l.pattern, url_template: l.url_template })
+                .collect()
+        })
     }
 }
 

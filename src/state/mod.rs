@@ -23,6 +23,7 @@ pub mod interner;
 pub mod members;
 pub mod message_store;
 pub mod messages;
+pub mod organization;
 pub mod personal;
 pub mod profile;
 pub mod realm;
@@ -116,6 +117,8 @@ pub struct State {
     /// Each user's past subscriptions (channels they left), with the
     /// settings they had: register's `unsubscribed`.
     pub former_subscriptions: Sharded<UserId, BTreeMap<ChannelId, Subscription>>,
+    /// Each realm's linkifiers and default channel groups.
+    pub organization: organization::OrgState,
     /// Not snapshotted: the shared copies of stored messages' client names
     /// and topics.
     pub names: interner::Interner,
@@ -176,6 +179,11 @@ pub struct StateImage {
     /// rows (`persist::snapshot`), absent from older snapshots.
     #[serde(skip)]
     pub files: files::FilesImage,
+    /// Linkifiers and default channel groups. Not in the image's own
+    /// encoding: the snapshot writes it after the image, in the same
+    /// block (`persist::snapshot`), so older snapshots without it load.
+    #[serde(skip)]
+    pub organization: organization::OrgImage,
 }
 
 impl StateImage {
@@ -200,6 +208,7 @@ impl StateImage {
             + self.profile_values.parts()
             + self.scheduled.messages.parts()
             + self.former_subscriptions.parts()
+            + self.organization.parts()
     }
 }
 
@@ -236,6 +245,7 @@ impl State {
             scheduled: self.scheduled.image(),
             former_subscriptions: self.former_subscriptions.freeze().into(),
             files: self.files.image(),
+            organization: self.organization.image(),
         }
     }
 
@@ -258,6 +268,7 @@ impl State {
             scheduled: scheduled::Scheduled::from_image(image.scheduled),
             former_subscriptions: image.former_subscriptions.into_iter().collect(),
             files: files::Files::from_image(image.files),
+            organization: organization::OrgState::from_image(image.organization),
             ..State::default()
         };
         for realm in image.realms {
