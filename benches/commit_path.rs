@@ -35,6 +35,7 @@ fn send(app: &App, i: u64) {
         client: "bench".into(),
         raw_fields: Vec::new(),
         sorted_reply: None,
+        files: Vec::new(),
     };
     messages::send(app, &mut call).expect("send");
 }

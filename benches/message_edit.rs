@@ -32,6 +32,7 @@ fn call(app: &App, pairs: &[(&str, &str)], path: Vec<String>) -> Call {
         client: "bench".into(),
         raw_fields: Vec::new(),
         sorted_reply: None,
+        files: Vec::new(),
     }
 }
 

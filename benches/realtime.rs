@@ -83,6 +83,7 @@ fn call(app: &App, user: &User, params: &[(&str, &str)]) -> Call {
         client: "bench".into(),
         raw_fields: Vec::new(),
         sorted_reply: None,
+        files: Vec::new(),
     }
 }
 

@@ -49,7 +49,7 @@ trap cleanup EXIT
 # (Not run in a $(…) subshell: its pid must reach PIDS for the cleanup.)
 start_natter() {
   local name=$1; shift
-  "$BIN/natter" --dev --data-dir "$TMP/$name" --listen 127.0.0.1:0 --workers "${NATTER_WORKERS:-$WORKERS}" ${NATTER_ARGS:-} "$@" \
+  "$BIN/natter" --dev --rate-limit off --data-dir "$TMP/$name" --listen 127.0.0.1:0 --workers "${NATTER_WORKERS:-$WORKERS}" ${NATTER_ARGS:-} "$@" \
     >"$TMP/$name.out" 2>"$TMP/$name.err" &
   PIDS+=($!)
   ADDR=$(natter_address "$TMP/$name.out" "${PIDS[-1]}" "$TMP/$name.err") || exit 1

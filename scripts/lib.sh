@@ -28,7 +28,7 @@ callgrind_natter() {
   local dir=$1
   shift
   valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.%p" \
-    "$BIN/natter" --dev --data-dir "$dir/data" --listen 127.0.0.1:0 --workers 1 \
+    "$BIN/natter" --dev --rate-limit off --data-dir "$dir/data" --listen 127.0.0.1:0 --workers 1 \
     --snapshot-every 0 "$@" >"$dir/out" 2>"$dir/err" &
   PID=$!
   ADDR=$(natter_address "$dir/out" "$PID" "$dir/err")

@@ -49,7 +49,7 @@ for USERS in "$@"; do
   fi
   echo "== $USERS users ($(date +%T), open-file limit $(ulimit -n), load average $(cut -d' ' -f1-3 /proc/loadavg))"
   DATA=$(mktemp -d)
-  "$BIN/natter" --dev --data-dir "$DATA/data" --listen 127.0.0.1:0 \
+  "$BIN/natter" --dev --rate-limit off --data-dir "$DATA/data" --listen 127.0.0.1:0 \
     --max-connections 1000000 "${EXTRA[@]}" >"$DATA/out" 2>"$DATA/err" &
   PID=$!
   ADDR=$(natter_address "$DATA/out" "$PID" "$DATA/err")

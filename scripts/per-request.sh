@@ -61,7 +61,7 @@ echo "load average $(cut -d' ' -f1-3 /proc/loadavg); kind $KIND; $CONNECTIONS co
 
 if [ "${ONLY:-callgrind}" = callgrind ]; then
   valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.%p" \
-    "$BIN/natter" --dev --data-dir "$TMP/cg" --listen 127.0.0.1:0 --workers 1 --snapshot-every 0 \
+    "$BIN/natter" --dev --rate-limit off --data-dir "$TMP/cg" --listen 127.0.0.1:0 --workers 1 --snapshot-every 0 \
     >"$TMP/cg.out" 2>"$TMP/cg.err" &
   PIDS+=($!)
   wait_for "$TMP/cg.out" "listening on"
@@ -93,7 +93,7 @@ if [ "${ONLY:-perf}" = perf ]; then
   PC=${PERF_CONNECTIONS:-64}
   N=${PERF_REQUESTS:-200000}
   # shellcheck disable=SC2086 # NATTER_ARGS is a list of options
-  "$BIN/natter" --dev --data-dir "$TMP/pf" --listen 127.0.0.1:0 ${NATTER_ARGS:---workers 2} \
+  "$BIN/natter" --dev --rate-limit off --data-dir "$TMP/pf" --listen 127.0.0.1:0 ${NATTER_ARGS:---workers 2} \
     >"$TMP/pf.out" 2>"$TMP/pf.err" &
   PIDS+=($!)
   wait_for "$TMP/pf.out" "listening on"
@@ -137,7 +137,7 @@ fi
 if [ "${ONLY:-strace}" = strace ]; then
   # natter
   strace -c -f -o "$TMP/natter.strace" \
-    "$BIN/natter" --dev --data-dir "$TMP/st" --listen 127.0.0.1:0 --workers 1 --snapshot-every 0 \
+    "$BIN/natter" --dev --rate-limit off --data-dir "$TMP/st" --listen 127.0.0.1:0 --workers 1 --snapshot-every 0 \
     >"$TMP/st.out" 2>"$TMP/st.err" &
   PIDS+=($!)
   wait_for "$TMP/st.out" "listening on"

@@ -45,7 +45,7 @@ start() {
   # The previous run's "listening on" must not be mistaken for this one's
   # (the redirection below truncates only once the child runs).
   rm -f "$DATA/out"
-  "$BIN/natter" --dev --data-dir "$DATA/data" --listen 127.0.0.1:0 --workers "$WORKERS" \
+  "$BIN/natter" --dev --rate-limit off --data-dir "$DATA/data" --listen 127.0.0.1:0 --workers "$WORKERS" \
     --fsync "$1" "${SNAPSHOT_ARGS[@]}" ${NATTER_ARGS:-} >"$DATA/out" 2>>"$DATA/err" &
   PID=$!
   ADDR=$(natter_address "$DATA/out" "$PID" "$DATA/err")

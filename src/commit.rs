@@ -422,6 +422,18 @@ impl Committer {
         )
     }
 
+    /// Commits so far, and the time they held the writer lock in all.
+    pub fn lock_figures(&self) -> (u64, std::time::Duration) {
+        let commits = self.held.commits.load(Ordering::Relaxed);
+        (commits, std::time::Duration::from_nanos(self.held.total_nanos.load(Ordering::Relaxed)))
+    }
+
+    /// Whether commits can go on: the log takes appends and shutdown has
+    /// not begun.
+    pub fn accepting(&self) -> bool {
+        !self.shared.wal.is_poisoned() && self.snapshot_tick.lock().is_some()
+    }
+
     /// Clean shutdown: stops the snapshot thread, then takes a final
     /// snapshot under the writer lock and keeps the lock, so no commit can
     /// follow it.

@@ -85,6 +85,20 @@ pub struct Cli {
     #[arg(long, default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
 
+    /// Largest uploaded file, in MiB (register's
+    /// `max_file_upload_size_mib`); an upload route's request body may be
+    /// this plus 64 KiB of multipart framing, streamed to disk.
+    #[arg(long, default_value_t = 25)]
+    pub max_file_upload_mib: u64,
+
+    /// Most MiB of uploaded files one user may hold (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub upload_quota_user_mib: u64,
+
+    /// Most MiB of uploaded files one organization may hold (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub upload_quota_realm_mib: u64,
+
     /// Most request headers (431 beyond).
     #[arg(long, default_value_t = 64)]
     pub max_headers: usize,
@@ -132,6 +146,38 @@ pub struct Cli {
     #[arg(long, default_value_t = 64)]
     pub max_queues_per_user: usize,
 
+    /// Rate limits, Zulip's model: `on` (the defaults), `off` (benchmarks,
+    /// load tests), or `on` changed by comma-separated `CLASS=N/SECS`
+    /// rules (N requests per SECS seconds), e.g.
+    /// `api-by-user=300/60,auth-by-ip=20/60`. Classes: api-by-user (200/60),
+    /// api-by-ip (100/60, unauthenticated requests), auth-by-ip (10/60,
+    /// fetch_api_key and dev_fetch_api_key), auth-failures-by-account
+    /// (5/1800), auth-failures-by-ip (30/1800), signup (10/3600: invitations
+    /// and registrations, per user or IP).
+    #[arg(long, default_value = "on")]
+    pub rate_limit: String,
+
+    /// Serve `GET /metrics` (Prometheus text format) to requests with
+    /// `Authorization: Bearer <this token>`; unset: no metrics route.
+    #[arg(long)]
+    pub metrics_token: Option<String>,
+
+    /// On SIGTERM or SIGINT: the longest to wait for requests being
+    /// answered (long-polls aside) before the final snapshot. New
+    /// requests get 503 meanwhile; a second signal exits at once.
+    #[arg(long, default_value_t = 10)]
+    pub shutdown_grace_secs: u64,
+
+    /// Log lines as `text` (`natter: …`) or `json` (one object per line).
+    #[arg(long, default_value = "text", global = true)]
+    pub log_format: String,
+
+    /// Which events to log, in RUST_LOG syntax (default: $RUST_LOG, else
+    /// `info,natter::request=warn`: everything but the line per request;
+    /// `info` adds it).
+    #[arg(long, global = true)]
+    pub log_filter: Option<String>,
+
     /// An administrative command instead of serving (e.g. `realm create`).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -140,6 +186,19 @@ pub struct Cli {
 /// Administrative commands run on the data dir, instead of serving it.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
+    /// Check the data dir end to end without changing it: every snapshot's
+    /// and log record's checksum, and a replay of the log into a scratch
+    /// state. Prints the first problem with its file and offset; exits 0
+    /// if there is none, 1 if there is.
+    Verify,
+    /// Copy the data dir, while a server may be serving it, to a new
+    /// directory: the newest snapshot and the log after it, checked as
+    /// `verify` does. Restore by starting natter on the copy.
+    Backup {
+        /// The new directory (must not exist, or be empty).
+        #[arg(long)]
+        to: PathBuf,
+    },
     /// Organizations.
     Realm {
         /// What to do.
@@ -205,6 +264,132 @@ pub struct Config {
     pub wire: WireLimits,
     /// Event queue limits and timings.
     pub queues: QueueConfig,
+    /// Upload size limit and quotas.
+    pub uploads: UploadLimits,
+    /// Rate limits; `None` when switched off.
+    pub rate_limits: Option<RateLimits>,
+    /// The longest shutdown waits for requests in flight.
+    pub shutdown_grace: Duration,
+    /// The bearer token of `GET /metrics`; `None`: not served.
+    pub metrics_token: Option<String>,
+}
+
+/// How much may be uploaded.
+#[derive(Clone, Copy, Debug)]
+pub struct UploadLimits {
+    /// Largest file, in MiB.
+    pub max_file_mib: u64,
+    /// Most bytes of files per user, if limited.
+    pub user_quota: Option<u64>,
+    /// Most bytes of files per organization, if limited.
+    pub realm_quota: Option<u64>,
+}
+
+impl UploadLimits {
+    /// Largest file, in bytes.
+    pub fn max_file_bytes(&self) -> u64 {
+        self.max_file_mib.saturating_mul(1 << 20)
+    }
+
+    /// Largest request body of an upload route: the file and its
+    /// multipart framing and text fields.
+    pub fn max_body_bytes(&self) -> u64 {
+        self.max_file_bytes().saturating_add(UPLOAD_FRAMING)
+    }
+}
+
+/// Room for an upload's multipart framing and text fields.
+pub const UPLOAD_FRAMING: u64 = 64 * 1024;
+
+impl Default for UploadLimits {
+    fn default() -> Self {
+        UploadLimits { max_file_mib: 25, user_quota: None, realm_quota: None }
+    }
+}
+
+/// A token bucket's size and refill: `limit` requests per `window`, with
+/// bursts of up to `limit`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateRule {
+    /// Requests per window (the bucket's size).
+    pub limit: u32,
+    /// The time in which an empty bucket fills again.
+    pub window: Duration,
+}
+
+impl RateRule {
+    const fn per(limit: u32, secs: u64) -> Self {
+        RateRule { limit, window: Duration::from_secs(secs) }
+    }
+}
+
+/// The rate limits per class of request (Zulip's `RATE_LIMITING_RULES`
+/// where it has one).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateLimits {
+    /// Every authenticated request, per user (Zulip: 200 per minute).
+    pub api_by_user: RateRule,
+    /// Every unauthenticated request, per client IP.
+    pub api_by_ip: RateRule,
+    /// Log-in attempts (`/fetch_api_key`, `/dev_fetch_api_key`), per IP.
+    pub auth_by_ip: RateRule,
+    /// Failed passwords or API keys, per account (Zulip's
+    /// `authenticate_by_username`: 5 per 30 minutes).
+    pub auth_failures_by_account: RateRule,
+    /// Failed passwords or API keys, per client IP.
+    pub auth_failures_by_ip: RateRule,
+    /// Invitations and sign-ups, per user (or IP when unauthenticated).
+    pub signup: RateRule,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        RateLimits {
+            api_by_user: RateRule::per(200, 60),
+            api_by_ip: RateRule::per(100, 60),
+            auth_by_ip: RateRule::per(10, 60),
+            auth_failures_by_account: RateRule::per(5, 1800),
+            auth_failures_by_ip: RateRule::per(30, 1800),
+            signup: RateRule::per(10, 3600),
+        }
+    }
+}
+
+impl RateLimits {
+    /// `--rate-limit`: `off`, `on`, or rules changing the defaults.
+    pub fn parse(spec: &str) -> Result<Option<RateLimits>, String> {
+        let spec = spec.trim();
+        if spec == "off" {
+            return Ok(None);
+        }
+        let mut limits = RateLimits::default();
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty() && *p != "on") {
+            let bad = || {
+                format!(
+                    "--rate-limit: {part:?} is not on, off or CLASS=N/SECS \
+                     (N and SECS at least 1)"
+                )
+            };
+            let (class, rule) = part.split_once('=').ok_or_else(bad)?;
+            let (n, secs) = rule.split_once('/').ok_or_else(bad)?;
+            let n: u32 = n.trim().parse().map_err(|_| bad())?;
+            let secs: u64 = secs.trim().parse().map_err(|_| bad())?;
+            if n == 0 || secs == 0 {
+                return Err(bad());
+            }
+            let slot = match class.trim() {
+                "api-by-user" => &mut limits.api_by_user,
+                "api-by-ip" => &mut limits.api_by_ip,
+                "auth-by-ip" => &mut limits.auth_by_ip,
+                "auth-failures-by-account" => &mut limits.auth_failures_by_account,
+                "auth-failures-by-ip" => &mut limits.auth_failures_by_ip,
+                "signup" => &mut limits.signup,
+                other => return Err(format!("--rate-limit: unknown class {other:?}")),
+            };
+            *slot = RateRule::per(n, secs);
+        }
+        Ok(Some(limits))
+    }
 }
 
 /// When to write snapshots (`persist::schedule::SnapshotPolicy`).
@@ -333,7 +518,26 @@ impl Cli {
             max_events: self.max_queue_events,
             max_per_user: self.max_queues_per_user,
         };
+        if self.max_file_upload_mib == 0 {
+            return Err("--max-file-upload-mib must be at least 1".into());
+        }
+        let quota = |mib: u64| (mib > 0).then(|| mib.saturating_mul(1 << 20));
+        let uploads = UploadLimits {
+            max_file_mib: self.max_file_upload_mib,
+            user_quota: quota(self.upload_quota_user_mib),
+            realm_quota: quota(self.upload_quota_realm_mib),
+        };
+        let rate_limits = RateLimits::parse(&self.rate_limit)?;
         Ok(Config {
+            uploads,
+            rate_limits,
+            shutdown_grace: Duration::from_secs(self.shutdown_grace_secs),
+            metrics_token: match self.metrics_token {
+                Some(token) if token.trim().len() < 16 => {
+                    return Err("--metrics-token must be at least 16 characters".into())
+                }
+                token => token,
+            },
             queues,
             external_host: self.host,
             listen: self.listen,
@@ -383,6 +587,25 @@ impl Default for WireLimits {
             idle_timeout: Duration::from_secs(75),
             max_connections: 10_000,
             slow_request: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_limit_specs() {
+        assert_eq!(RateLimits::parse("off"), Ok(None));
+        assert_eq!(RateLimits::parse("on"), Ok(Some(RateLimits::default())));
+        let changed = RateLimits::parse("on, api-by-user=3/2,signup=1/60").unwrap().unwrap();
+        assert_eq!(changed.api_by_user, RateRule::per(3, 2));
+        assert_eq!(changed.signup, RateRule::per(1, 60));
+        assert_eq!(changed.auth_by_ip, RateLimits::default().auth_by_ip);
+        for bad in ["api-by-user=0/60", "api-by-user=5", "api-by-user=5/0", "nope=1/1", "sometimes"]
+        {
+            assert!(RateLimits::parse(bad).is_err(), "{bad} accepted");
         }
     }
 }

@@ -27,6 +27,27 @@ pub fn api_key() -> String {
     key
 }
 
+/// `len` characters drawn uniformly from `alphabet` (at most 256
+/// characters) with the OS's random source: upload names, staged files,
+/// download tokens.
+pub fn token(len: usize, alphabet: &[u8]) -> String {
+    assert!(!alphabet.is_empty() && alphabet.len() <= 256);
+    // Rejection sampling keeps the choice uniform.
+    let limit = 256 - 256 % alphabet.len();
+    let mut out = String::with_capacity(len);
+    while out.len() < len {
+        let mut bytes = [0u8; 64];
+        getrandom::fill(&mut bytes).expect("the OS random source is unavailable");
+        for b in bytes.into_iter().filter(|b| (*b as usize) < limit) {
+            if out.len() == len {
+                break;
+            }
+            out.push(alphabet[b as usize % alphabet.len()] as char);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -66,6 +66,17 @@ impl ApiError {
         Self::new(401, "AUTHENTICATION_FAILED", "Your username or password is incorrect")
     }
 
+    /// 429 `RATE_LIMIT_HIT`, with `retry-after` in seconds.
+    pub fn rate_limited(retry_after: f64) -> Self {
+        Self::new(429, "RATE_LIMIT_HIT", "API usage exceeded rate limit")
+            .with("retry-after", retry_after)
+    }
+
+    /// 503 `NOT_READY`: the server should not get traffic now (readiness).
+    pub fn not_ready(why: &str) -> Self {
+        Self::new(503, "NOT_READY", why)
+    }
+
     /// 401 `USER_DEACTIVATED`.
     pub fn user_deactivated() -> Self {
         Self::new(401, "USER_DEACTIVATED", "Account is deactivated")
@@ -161,6 +172,18 @@ impl ApiError {
     /// 413 for a body over the size limit.
     pub fn payload_too_large(limit: usize) -> Self {
         Self::new(413, "BAD_REQUEST", format!("Request body larger than {limit} bytes"))
+    }
+
+    /// 413 for an uploaded file over `max_file_upload_size_mib`, with
+    /// Zulip's message.
+    pub fn file_too_large(max_mib: u64) -> Self {
+        Self::new(
+            413,
+            "BAD_REQUEST",
+            format!(
+                "File is larger than this server's configured maximum upload size ({max_mib} MiB)."
+            ),
+        )
     }
 
     /// 500 with no details: the cause is logged, never sent.

@@ -10,6 +10,7 @@
 //! `tests/layering.rs` fails when a module uses a higher floor):
 //! - `entropy` — the clock and random tokens, used before logging.
 //! - `config` — command line → validated `Config`.
+//! - `logging` — the log's text and JSON formats and its filter (`tracing`).
 //! - `markdown` — message Markdown → HTML with Zulip's extensions
 //!   (mentions, channel links, emoji, spoilers), names resolved by the caller.
 //! - `state` — in-memory realm data, sharded; the permission rules (`access`).
@@ -21,6 +22,8 @@
 //! - `events` — ephemeral event delivery: hub, queues, fan-out, presence.
 //! - `apply` — the deterministic state transition.
 //! - `persist` — snapshots (and their schedule) and recovery.
+//! - `files` — the file store of uploaded bytes (a local directory behind
+//!   the `FileStore` trait) and its start-up reconciliation.
 //! - `commit` — the write path: lock → log → apply → durable → publish.
 //! - `send` — what a send sets off: mentions, topic policies, bot
 //!   messages, move notices.
@@ -50,7 +53,9 @@ pub mod config;
 pub mod entropy;
 pub mod error;
 pub mod events;
+pub mod files;
 pub mod http;
+pub mod logging;
 pub mod markdown;
 pub mod mutation;
 pub mod narrow;

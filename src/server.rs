@@ -27,6 +27,8 @@ pub struct Server {
     pub addr: SocketAddr,
     /// Shared application state.
     pub app: Arc<App>,
+    /// Readiness: `begin_shutdown` when a signal arrives.
+    pub health: Arc<crate::http::health::Health>,
     /// Dev-mode accounts (empty outside dev mode).
     pub credentials: Vec<Credential>,
     _listener: may::coroutine::JoinHandle<()>,
@@ -46,24 +48,43 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
         on_durable: Some(Arc::new(move |seq| on_durable.advance(seq))),
         gather: config.commit_gather,
     };
-    let (state, wal, report) =
-        persist::open_reporting(&config.data_dir, options, &mut std::io::stderr())
-            .map_err(|e| format!("cannot open data dir {}: {e}", config.data_dir.display()))?;
+    let (state, wal, report) = persist::open_reporting(
+        &config.data_dir,
+        options,
+        &mut crate::logging::ProgressLines::default(),
+    )
+    .map_err(|e| format!("cannot open data dir {}: {e}", config.data_dir.display()))?;
     durable.advance(wal.durable_seq().max(state.applied_seq()));
     if let Some(torn) = &report.torn_tail {
-        eprintln!(
-            "natter: recovered: cut a torn log tail of {} bytes at {} offset {}",
+        tracing::warn!(
+            "recovered: cut a torn log tail of {} bytes at {} offset {}",
             torn.discarded_bytes,
             torn.segment.display(),
             torn.offset
         );
     }
-    eprintln!(
-        "natter: recovered state at seq {} (snapshot {}, {} log records replayed)",
+    tracing::info!(
+        "recovered state at seq {} (snapshot {}, {} log records replayed)",
         state.applied_seq(),
         report.snapshot_seq.map_or("none".to_owned(), |s| s.to_string()),
         report.replayed
     );
+    let store = crate::files::LocalStore::open(&config.data_dir)
+        .map_err(|e| format!("cannot open the file store in {}: {e}", config.data_dir.display()))?;
+    let reconciled = crate::files::reconcile(&store, &state)
+        .map_err(|e| format!("cannot read the file store: {e}"))?;
+    if !reconciled.orphans_removed.is_empty() {
+        eprintln!(
+            "natter: removed {} uploaded files no record names (an upload cut short by a stop)",
+            reconciled.orphans_removed.len()
+        );
+    }
+    for (id, path) in &reconciled.missing {
+        eprintln!(
+            "natter: warning: file {id} ({path}) is recorded but its bytes are missing from {}",
+            config.data_dir.join("uploads").display()
+        );
+    }
     let state = Arc::new(state);
     let hub = Arc::new(Hub::new());
     let realtime = Arc::new(Realtime::new(Arc::clone(&state), config.queues.clone()));
@@ -73,8 +94,8 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
     };
     match realtime.queues.load(&config.data_dir, &reparse) {
         Ok(0) => {}
-        Ok(n) => eprintln!("natter: restored {n} event queues saved at the last clean shutdown"),
-        Err(e) => eprintln!("natter: warning: could not restore saved event queues: {e}"),
+        Ok(n) => tracing::info!("restored {n} event queues saved at the last clean shutdown"),
+        Err(e) => tracing::warn!("could not restore saved event queues: {e}"),
     }
     hub.attach(Arc::clone(&realtime));
     spawn_queue_collector(&realtime);
@@ -95,6 +116,8 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
         hub,
         config,
         bound: OnceLock::new(),
+        files: Arc::new(store),
+        temporary_urls: Default::default(),
         _data_dir_lock: report.lock,
     });
     // Realms from before system bots existed get theirs now.
@@ -123,11 +146,11 @@ fn spawn_queue_collector(realtime: &Arc<Realtime>) {
 /// Clean shutdown: the final snapshot (after which nothing commits), then
 /// the live event queues, so clients resume them after the restart.
 pub fn shutdown(app: &App) {
-    eprintln!("natter: {}", app.committer.summary());
+    tracing::info!("{}", app.committer.summary());
     app.committer.shutdown();
     match app.hub.realtime().queues.save(&app.config.data_dir) {
-        Ok(n) => eprintln!("natter: saved {n} event queues"),
-        Err(e) => eprintln!("natter: warning: could not save event queues: {e}"),
+        Ok(n) => tracing::info!("saved {n} event queues"),
+        Err(e) => tracing::warn!("could not save event queues: {e}"),
     }
 }
 
@@ -149,19 +172,20 @@ pub fn start(config: Config) -> Result<Server, String> {
     // Deliveries that fell due while the server was down go out now.
     crate::scheduler::start(Arc::clone(&app));
     if app.state.realm_by_subdomain("").is_none() && !app.config.dev {
-        eprintln!("natter: warning: no realm exists yet; start once with --dev to seed one");
+        tracing::warn!("no realm exists yet; start once with --dev to seed one");
     }
     let listener = bind(requested)?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let _ = app.bound.set(addr.to_string());
     let _ =
         app.state.email_domain.set(crate::state::emails::email_domain_of_host(app.external_host()));
-    let service = Arc::new(Service { app: Arc::clone(&app) });
+    let health = Arc::new(crate::http::health::Health::default());
+    let service = Arc::new(Service::new(Arc::clone(&app), Arc::clone(&health)));
     let mut limits = app.config.wire.clone();
     limits.max_connections = fit_connection_cap(limits.max_connections);
     let handle = conn::serve(listener, service, limits)
         .map_err(|e| format!("cannot start the HTTP listener: {e}"))?;
-    Ok(Server { addr, app, credentials, _listener: handle })
+    Ok(Server { addr, app, health, credentials, _listener: handle })
 }
 
 /// File descriptors kept free of client connections: log segments,

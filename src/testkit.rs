@@ -1,22 +1,29 @@
-//! Unit-test fixtures: a `State` built by applying mutations directly (no
-//! log, no HTTP), with helpers to add users, channels and messages.
+//! Test and bench fixtures. [`World`] is the one unit-test fixture: a
+//! `State` built by applying mutations directly (no log, no HTTP), with
+//! small helpers to add realms, users, bots, channels, subscriptions,
+//! groups and messages. Each helper goes through `apply` with the next
+//! seq, so a world is what a log of those mutations would replay to, and
+//! everything in it is deterministic (ids in creation order, fixed keys and
+//! timestamps). The benches' fixtures follow.
 
 use crate::api::App;
 use crate::apply::apply;
 use crate::events::Event;
 use crate::mutation::build::{self, NewChannel, NewUser};
-use crate::mutation::{Mutation, NewMessage};
+use crate::mutation::{Mutation, NewMessage, UserChange};
 use crate::seed::seed_dev;
 use crate::state::{
-    Channel, ChannelId, Destination, IdKind, Message, MessageId, MessageParts, Realm, RecipientId,
-    Role, State, User, UserId,
+    BotType, Channel, ChannelId, Destination, Group, GroupId, IdKind, Message, MessageId,
+    MessageParts, Realm, RecipientId, Role, State, User, UserId,
 };
 use std::sync::Arc;
 
-/// A state and the seq of the last applied mutation.
+/// A state and every mutation applied to it, in order.
 pub struct World {
+    /// The state the mutations built; tests read it and may change it by
+    /// hand where a test needs what no mutation makes.
     pub state: State,
-    seq: u64,
+    log: Vec<Mutation>,
 }
 
 impl Default for World {
@@ -28,18 +35,24 @@ impl Default for World {
 impl World {
     /// An empty state with one realm on the bare host.
     pub fn new() -> World {
-        let mut w = World { state: State::new(), seq: 0 };
+        let mut w = World { state: State::new(), log: Vec::new() };
         w.realm("");
         w
     }
 
-    /// Applies one mutation, returning its events.
+    /// Applies one mutation with the next seq, returning its events.
     pub fn apply(&mut self, m: Mutation) -> Vec<Event> {
-        self.seq += 1;
-        apply(&self.state, self.seq, &m)
+        let events = apply(&self.state, self.state.applied_seq() + 1, &m);
+        self.log.push(m);
+        events
     }
 
-    /// A realm by subdomain, created if needed.
+    /// Every mutation applied so far; the one at index `i` has seq `i + 1`.
+    pub fn log(&self) -> &[Mutation] {
+        &self.log
+    }
+
+    /// A realm by subdomain (also its name), created if needed.
     pub fn realm(&mut self, subdomain: &str) -> Realm {
         if let Some(r) = self.state.realm_by_subdomain(subdomain) {
             return r;
@@ -49,18 +62,51 @@ impl World {
         self.state.realm_by_subdomain(subdomain).unwrap()
     }
 
-    /// A new user.
+    /// A new user named by their email, with the API key `key-{email}`,
+    /// joined at 0.
     pub fn user(&mut self, realm: &str, email: &str, role: Role) -> User {
-        let realm = self.realm(realm);
         let new = NewUser { email, full_name: email, role, bot: None };
-        let m = build::user(&self.state, realm.id, &new, format!("key-{email}"), 0).unwrap();
-        self.apply(m);
-        self.state.user_by_email(realm.id, email).unwrap()
+        self.add_user(realm, &new, 0)
     }
 
-    /// A new channel in `realm` with these subscribers.
-    pub fn channel(&mut self, realm: &str, name: &str, private: bool, subs: &[&User]) -> Channel {
+    /// A new account as `new` describes it (a display name of its own, a
+    /// bot), joined at `date_joined`, with the API key `key-{email}`.
+    pub fn add_user(&mut self, realm: &str, new: &NewUser<'_>, date_joined: i64) -> User {
         let realm = self.realm(realm);
+        let key = format!("key-{}", new.email);
+        let m = build::user(&self.state, realm.id, new, key, date_joined).unwrap();
+        self.apply(m);
+        self.state.user_by_email(realm.id, new.email).unwrap()
+    }
+
+    /// A new generic bot owned by `owner`, in the owner's realm.
+    pub fn bot(&mut self, email: &str, owner: &User) -> User {
+        let realm = self.state.realms.get(&owner.realm).unwrap().string_id;
+        let new = NewUser {
+            email,
+            full_name: email,
+            role: Role::Member,
+            bot: Some((BotType::Generic, owner.id)),
+        };
+        self.add_user(&realm, &new, 0)
+    }
+
+    /// Deactivates `user` (as an administrator would), returning the
+    /// account as it is now.
+    pub fn deactivate(&mut self, user: &User) -> User {
+        self.apply(Mutation::UpdateUsers { changes: vec![(user.id, UserChange::Active(false))] });
+        self.state.users.get(&user.id).unwrap()
+    }
+
+    /// The system bots of `realm` (Notification Bot and the others).
+    pub fn system_bots(&mut self, realm: &str) {
+        let realm = self.realm(realm);
+        let first = self.state.ids.peek(IdKind::User);
+        self.apply(Mutation::CreateSystemBots(build::system_bots(&self.state, realm.id, first, 0)));
+    }
+
+    /// A new channel in `realm` with these subscribers and no creator.
+    pub fn channel(&mut self, realm: &str, name: &str, private: bool, subs: &[&User]) -> Channel {
         let ids: Vec<UserId> = subs.iter().map(|u| u.id).collect();
         let new = NewChannel {
             name,
@@ -69,9 +115,49 @@ impl World {
             creator: None,
             subscribers: &ids,
         };
-        let m = build::channel(&self.state, &realm, &new, 0).unwrap();
+        self.add_channel(realm, &new)
+    }
+
+    /// A new channel as `new` describes it (a creator, a description),
+    /// created at 0.
+    pub fn add_channel(&mut self, realm: &str, new: &NewChannel<'_>) -> Channel {
+        let realm = self.realm(realm);
+        let m = build::channel(&self.state, &realm, new, 0).unwrap();
         self.apply(m);
-        self.state.channel_by_name(realm.id, name).unwrap()
+        self.state.channel_by_name(realm.id, new.name).unwrap()
+    }
+
+    /// Subscribes `users` to `channel`, each with the next color of their
+    /// palette.
+    pub fn subscribe(&mut self, channel: ChannelId, users: &[&User]) {
+        let subscribers =
+            users.iter().map(|u| (u.id, build::subscription(&self.state, u.id, 0))).collect();
+        self.apply(Mutation::Subscribe { channel, subscribers });
+    }
+
+    /// A new user group of `realm` with these direct members, created at 0
+    /// by nobody.
+    pub fn group(&mut self, realm: &str, name: &str, members: &[&User]) -> Group {
+        let realm = self.realm(realm);
+        let group = Group {
+            id: GroupId(self.state.ids.peek(IdKind::Group)),
+            realm: realm.id,
+            name: name.to_owned(),
+            description: String::new(),
+            system: None,
+            direct_members: members.iter().map(|u| u.id).collect(),
+            direct_subgroups: Default::default(),
+            deactivated: false,
+            date_created: Some(0),
+            creator: None,
+        };
+        self.apply(Mutation::CreateGroup(group.clone()));
+        group
+    }
+
+    /// The stored message `id`.
+    pub fn message(&self, id: MessageId) -> Arc<Message> {
+        self.state.messages.get(&id).unwrap()
     }
 
     fn send(
@@ -106,7 +192,8 @@ impl World {
         id
     }
 
-    /// A channel message (read by its sender).
+    /// A channel message (read by its sender), sent at 1,000 + its id from
+    /// the client "test".
     pub fn post(
         &mut self,
         sender: &User,
@@ -264,4 +351,62 @@ pub fn resident_bytes() -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
     kb.unwrap_or(0) * 1024
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A world using every helper once.
+    fn everything() -> (World, User, User, Channel) {
+        let mut w = World::new();
+        w.system_bots("");
+        let owner = w.user("", "o@t.test", Role::Owner);
+        let named = NewUser { email: "n@t.test", full_name: "Ñ", role: Role::Member, bot: None };
+        let member = w.add_user("", &named, 86_400);
+        let bot = w.bot("b@t.test", &member);
+        w.deactivate(&bot);
+        let secret = w.channel("", "secret", true, &[&owner]);
+        w.subscribe(secret.id, &[&member]);
+        w.group("", "crew", &[&owner, &member]);
+        w.post_mentioning(&owner, secret.id, "t", "hi", &[&member]);
+        w.dm(&member, &[&owner], "psst");
+        w.user("other", "o@t.test", Role::Member);
+        (w, owner, member, secret)
+    }
+
+    #[test]
+    fn the_helpers_build_what_they_say() {
+        let (w, owner, member, secret) = everything();
+        let realm = w.state.realm_by_subdomain("").unwrap();
+        assert_eq!((member.full_name.as_str(), member.date_joined), ("Ñ", 86_400));
+        assert_eq!(owner.api_key, "key-o@t.test");
+        let bot = w.state.user_by_email(realm.id, "b@t.test").unwrap();
+        assert_eq!((bot.bot_owner, bot.is_active), (Some(member.id), false));
+        let subscribers = w.state.channels.read(&secret.id, |c| c.subscribers.clone()).unwrap();
+        assert!(subscribers.contains(&owner.id) && subscribers.contains(&member.id));
+        let group = w.state.groups.collect_sorted(|_, g| g.name == "crew");
+        assert_eq!(group[0].1.direct_members, [owner.id, member.id].into());
+        let post = MessageId(w.state.ids.peek(IdKind::Message) - 2);
+        assert_eq!(w.message(post).timestamp, 1_000 + post.0 as i64);
+        assert!(w.state.flags(member.id, post).unwrap().contains(crate::state::Flags::MENTIONED));
+        // Another realm's account may reuse an address.
+        let other = w.state.realm_by_subdomain("other").unwrap();
+        assert_ne!(w.state.user_by_email(other.id, "o@t.test").unwrap().id, owner.id);
+    }
+
+    /// The log is every mutation in seq order, and replaying it gives the
+    /// same state; two worlds built alike are byte-identical.
+    #[test]
+    fn a_world_is_its_log_and_deterministic() {
+        let (w, ..) = everything();
+        assert_eq!(w.log().len() as u64, w.state.applied_seq());
+        let replayed = State::new();
+        for (m, seq) in w.log().iter().zip(1..) {
+            apply(&replayed, seq, m);
+        }
+        let image = crate::persist::snapshot::encode(&w.state.image());
+        assert!(crate::persist::snapshot::encode(&replayed.image()) == image);
+        assert!(crate::persist::snapshot::encode(&everything().0.state.image()) == image);
+    }
 }

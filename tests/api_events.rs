@@ -168,7 +168,7 @@ fn event_types_filter_what_a_queue_receives() {
 }
 
 #[test]
-fn local_id_is_echoed_to_the_sending_queue_only() {
+fn local_id_comes_back_as_local_message_id_to_the_sending_queue_only() {
     let server = TestServer::start();
     let hamlet = server.client(HAMLET);
     let (q1, _) = register(&hamlet, &[("event_types", r#"["message"]"#)]);
@@ -186,8 +186,10 @@ fn local_id_is_echoed_to_the_sending_queue_only() {
             ],
         )
         .ok();
-    assert_eq!(events(&hamlet, &q1, -1)[0]["local_id"], "17.01");
-    assert!(events(&hamlet, &q2, -1)[0].get("local_id").is_none());
+    let echoed = &events(&hamlet, &q1, -1)[0];
+    assert_eq!(echoed["local_message_id"], "17.01");
+    assert!(echoed.get("local_id").is_none(), "Zulip's key only: {echoed}");
+    assert!(events(&hamlet, &q2, -1)[0].get("local_message_id").is_none());
 }
 
 #[test]
@@ -240,7 +242,10 @@ fn slow_requests_are_logged_when_asked_for() {
     let log = server.stderr();
     let slow: Vec<&str> = log.lines().filter(|l| l.contains("slow request")).collect();
     assert_eq!(slow.len(), 1, "{log}");
-    assert!(slow[0].starts_with("natter: slow request: GET /api/v1/events took "), "{log}");
+    assert!(
+        slow[0].starts_with("natter: warning: slow request: GET /api/v1/events took "),
+        "{log}"
+    );
     assert!(slow[0].ends_with(" UTC)") && !slow[0].contains(&q), "{log}");
     // Off by default: the same long-poll logs nothing.
     let quiet = TestServer::start_with(&["--heartbeat-secs", "1"]);

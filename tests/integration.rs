@@ -21,8 +21,12 @@ mod api_message_delete;
 mod api_message_edit;
 /// POST /messages, GET /messages/{message_id}.
 mod api_messages;
+/// The mobile app: register fields, emoji data, its routes.
+mod api_mobile;
 /// The Notification Bot: system bots, move and resolve notices.
 mod api_move_notifications;
+/// Linkifiers, default channels and default channel groups.
+mod api_organization;
 /// Alert words, drafts, user status, muted users, topic visibility.
 mod api_personal;
 /// PATCH/DELETE /users/me/profile_data: a user's own custom profile values.
@@ -49,6 +53,8 @@ mod api_sessions;
 mod api_settings;
 /// Logged-out spectators: POST /register without credentials (realtime2).
 mod api_spectator;
+/// Uploaded files: upload, download, attachments, quotas, restarts.
+mod api_uploads;
 /// GET /users/me, GET /users, GET /users/{user_id}.
 mod api_users;
 /// Administering users and bots, custom profile fields, `natter realm create`.
@@ -62,15 +68,23 @@ mod handler_gaps;
 mod layering;
 /// The natter-load generator.
 mod load;
+/// Operating natter: health, rate limits, `natter verify`.
+mod ops;
 /// Role × channel kind × action, against the real handlers; the table is data.
 mod permission_matrix;
 /// Crash (SIGKILL) and clean restarts, snapshots, torn and corrupt logs.
 mod recovery;
+/// register, GET /messages and every event, decoded as the mobile app does.
+mod typed_client;
 /// The register-vs-events harness (Zulip's verify_action), one case per event type.
 mod verify_action;
 /// Automatic topic follow/unmute on send (on the verify_action harness).
 mod verify_auto_topics;
 /// The realm_bots register section and realm_bot events (on the verify_action harness).
 mod verify_bots;
+/// Register-vs-events cases for uploaded files.
+mod verify_files;
+/// Register-vs-events cases of linkifiers and default channels (on the verify_action harness).
+mod verify_organization;
 /// Register-vs-events cases of the settings area (on the verify_action harness).
 mod verify_settings;

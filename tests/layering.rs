@@ -16,6 +16,7 @@ use std::path::Path;
 const FLOORS: &[(&str, u32)] = &[
     ("entropy", 0),
     ("config", 0),
+    ("logging", 0),
     ("markdown", 0),
     ("state", 1),
     ("error", 2),
@@ -25,6 +26,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("events", 5),
     ("apply", 6),
     ("persist", 7),
+    ("files", 7),
     ("commit", 8),
     ("send", 9),
     ("api", 10),

@@ -173,6 +173,7 @@ impl Realm {
             client: "test".into(),
             raw_fields: Vec::new(),
             sorted_reply: None,
+            files: Vec::new(),
         };
         let mut reply = handler(&self.app, &mut call)?;
         // A reply the handler wrote as text (`POST /messages`).

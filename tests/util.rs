@@ -65,6 +65,11 @@ impl TestServer {
         if !args.iter().any(|a| a == "--workers") {
             cmd.arg("--workers").arg("2");
         }
+        // The suite sends faster than any person: rate limits are off
+        // unless a test asks for them.
+        if !args.iter().any(|a| a == "--rate-limit") {
+            cmd.arg("--rate-limit").arg("off");
+        }
         cmd.args(args);
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd

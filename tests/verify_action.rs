@@ -70,6 +70,7 @@ impl Harness {
             client: "test".into(),
             raw_fields: Vec::new(),
             sorted_reply: None,
+            files: Vec::new(),
         };
         let mut reply = handler(&self.app, &mut call)?;
         // A reply the handler wrote as text (`POST /messages`).
@@ -193,6 +194,9 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
     if crate::verify_settings::handles(event) {
         return crate::verify_settings::apply_event(state, event);
     }
+    if crate::verify_organization::handles(event) {
+        return crate::verify_organization::apply_event(state, event);
+    }
     match event["type"].as_str().unwrap() {
         "message" => {
             let m = &event["message"];
@@ -206,7 +210,7 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
             if state.get("unread_msgs").is_some() && !flags.contains(&"read") {
                 add_unread(&mut state["unread_msgs"], m, &flags, me);
             }
-            for list in ["subscriptions", "never_subscribed"] {
+            for list in ["subscriptions", "never_subscribed", "streams"] {
                 for s in state.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
                     if s["stream_id"] == m["stream_id"] {
                         if s["first_message_id"].is_null() {
@@ -305,6 +309,16 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
             if state.get("realm_default_streams").is_some() {
                 state["realm_default_streams"] = event["default_streams"].clone();
             }
+            // Channel objects say whether they are default channels.
+            let defaults = event["default_streams"].as_array().unwrap();
+            for list in ["subscriptions", "never_subscribed", "unsubscribed", "streams"] {
+                for s in state.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
+                    if s.get("is_default").is_some() {
+                        let on = defaults.iter().any(|d| d["stream_id"] == s["stream_id"]);
+                        s["is_default"] = json!(on);
+                    }
+                }
+            }
         }
         "user_group" => {
             assert_eq!(event["op"], "add_members");
@@ -320,7 +334,7 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
         }
         "stream" if event["op"] == "update" => {
             let id = &event["stream_id"];
-            for list in ["subscriptions", "never_subscribed"] {
+            for list in ["subscriptions", "never_subscribed", "streams"] {
                 for s in state.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
                     if s["stream_id"] != *id {
                         continue;
@@ -340,7 +354,10 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
             }
             let defaults = state.get_mut("realm_default_streams").and_then(Value::as_array_mut);
             for s in defaults.into_iter().flatten().filter(|s| s["stream_id"] == *id) {
-                s[event["property"].as_str().unwrap()] = event["value"].clone();
+                // Default-channel objects carry no `first_message_id`.
+                if event["property"] != "first_message_id" {
+                    s[event["property"].as_str().unwrap()] = event["value"].clone();
+                }
                 for extra in
                     ["rendered_description", "history_public_to_subscribers", "is_web_public"]
                 {
@@ -364,7 +381,7 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
         }
         "stream" if event["op"] == "delete" => {
             let gone = ids_of(&event["stream_ids"]);
-            for list in ["subscriptions", "never_subscribed", "unsubscribed"] {
+            for list in ["subscriptions", "never_subscribed", "unsubscribed", "streams"] {
                 if let Some(l) = state.get_mut(list).and_then(Value::as_array_mut) {
                     l.retain(|s| !gone.contains(&s["stream_id"].as_u64().unwrap()));
                 }
@@ -376,6 +393,15 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
             let lists = state["subscriptions"]
                 .as_array()
                 .is_some_and(|subs| subs.iter().any(|s| s.get("subscribers").is_some()));
+            // `streams` holds channel objects without subscriber lists.
+            if let Some(streams) = state.get_mut("streams") {
+                for s in event["streams"].as_array().unwrap() {
+                    let mut s = s.clone();
+                    s.as_object_mut().unwrap().remove("subscribers");
+                    streams.as_array_mut().unwrap().push(s);
+                }
+                sort_by_name(streams);
+            }
             if let Some(never) = state.get_mut("never_subscribed") {
                 for s in event["streams"].as_array().unwrap() {
                     let mut s = s.clone();
@@ -399,11 +425,25 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
                     subs.as_array_mut().unwrap().extend(added.iter().cloned());
                     sort_by_name(subs);
                 }
+                // The channel's own fields (its subscriber count) as the
+                // new subscription object carries them.
+                for s in
+                    state.get_mut("streams").and_then(Value::as_array_mut).into_iter().flatten()
+                {
+                    let Some(sub) = added.iter().find(|a| a["stream_id"] == s["stream_id"]) else {
+                        continue;
+                    };
+                    for (key, value) in s.as_object_mut().unwrap() {
+                        if let Some(new) = sub.get(key.as_str()) {
+                            *value = new.clone();
+                        }
+                    }
+                }
             }
             "peer_add" => {
                 let streams = ids_of(&event["stream_ids"]);
                 let users = ids_of(&event["user_ids"]);
-                for list in ["subscriptions", "never_subscribed"] {
+                for list in ["subscriptions", "never_subscribed", "streams"] {
                     for s in state.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten()
                     {
                         if !streams.contains(&s["stream_id"].as_u64().unwrap()) {
@@ -430,7 +470,7 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
             "peer_remove" => {
                 let streams = ids_of(&event["stream_ids"]);
                 let users = ids_of(&event["user_ids"]);
-                for list in ["subscriptions", "never_subscribed"] {
+                for list in ["subscriptions", "never_subscribed", "streams"] {
                     for s in state.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten()
                     {
                         if !streams.contains(&s["stream_id"].as_u64().unwrap()) {
@@ -454,6 +494,18 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
                 remove_unread(&mut state["unread_msgs"], &ids_of(&event["message_ids"]));
             }
         }
+        "realm_emoji" => {
+            assert_eq!(event["op"], "update");
+            if state.get("realm_emoji").is_some() {
+                state["realm_emoji"] = event["realm_emoji"].clone();
+            }
+        }
+        // Register holds no list of attachments (GET /attachments does):
+        // the event changes nothing a register returns.
+        "attachment" => match event["op"].as_str().unwrap() {
+            "add" | "update" | "remove" => {}
+            other => panic!("harness cannot apply attachment {other}"),
+        },
         other => panic!("harness cannot apply `{other}` events: add an arm to apply_event"),
     }
 }

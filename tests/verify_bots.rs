@@ -124,4 +124,19 @@ fn realm_bot_events_reach_the_owner_and_administrators() {
     assert_eq!(e[1]["bot"]["is_active"], true);
     // Never listed for other members.
     assert!(bots(&h, CORDELIA).is_empty());
+    // `DELETE /bots/{id}` by its owner: the same deactivation.
+    let delete = |h: &Harness| {
+        call(h, HAMLET, api::accounts::deactivate_bot, &path, &[]).unwrap();
+    };
+    let e = h.verify_action(HAMLET, FETCH, delete, &["realm_user", "realm_bot"]);
+    assert_eq!(e[1]["bot"]["is_active"], false);
+    h.verify_action(
+        CORDELIA,
+        FETCH,
+        |h: &Harness| {
+            call(h, IAGO, api::accounts::reactivate, &path, &[]).unwrap();
+            call(h, IAGO, api::accounts::deactivate_bot, &path, &[]).unwrap();
+        },
+        &["realm_user", "realm_user"],
+    );
 }

@@ -69,7 +69,7 @@ fn target_by_path(app: &App, call: &Call) -> ApiResult<User> {
 }
 
 /// `target_by_path`'s look-up, system bots included.
-fn user_by_path(app: &App, call: &Call) -> ApiResult<Option<User>> {
+pub(super) fn user_by_path(app: &App, call: &Call) -> ApiResult<Option<User>> {
     let segment = call.path.first().map(String::as_str).unwrap_or("");
     let me = call.caller();
     let user = match segment.parse::<u64>() {
@@ -425,6 +425,24 @@ pub fn update_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
             Mutation::UpdateUsers { changes: changes.into_iter().map(|c| (bot.id, c)).collect() },
             (),
         ))
+    })?;
+    Ok(Reply::new())
+}
+
+/// `DELETE /bots/{bot_id}`: the bot's owner or an administrator
+/// deactivates it (its key stops at once; `realm_user` and `realm_bot`
+/// updates of `is_active`, as for any deactivation).
+pub fn deactivate_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let bot = managed_bot(app, call)?;
+    let me = call.caller().clone();
+    app.committer.commit(|s| {
+        // Re-checked under the lock: the owner may have changed.
+        let current = s.account_in_realm(me.realm, bot.id).filter(User::is_bot);
+        let current = current.ok_or_else(|| ApiError::bad_request("No such bot"))?;
+        if !(me.role.is_admin() || current.bot_owner == Some(me.id)) {
+            return Err(ApiError::bad_request("Insufficient permission"));
+        }
+        Ok((deactivation(s, &me, bot.id)?, ()))
     })?;
     Ok(Reply::new())
 }

@@ -1,6 +1,7 @@
 //! Listing channels: `GET /users/me/subscriptions`, `GET /streams`, and
 //! register's `subscription` section (`subscriptions`, `unsubscribed`,
-//! `never_subscribed`). The object shapes live in `crate::view::channel::subscription` and
+//! `never_subscribed`) and `stream` section (`streams`). The object shapes
+//! live in `crate::view::channel::subscription` and
 //! `crate::view::channel::stream`; who may know about which channel is
 //! `access::can_see_channel`.
 
@@ -65,11 +66,25 @@ pub fn register_state_full(
     wants: &dyn Fn(&str) -> bool,
     out: &mut Reply,
 ) {
-    if !wants("subscription") {
+    let (with_streams, with_subscriptions) = (wants("stream"), wants("subscription"));
+    if !with_streams && !with_subscriptions {
         return;
     }
     let visible = visible_channels(state, user);
     let shown = |c: &Channel| archived_channels || !c.is_archived;
+    if with_streams {
+        // `streams`: every channel the user may know about, as channel
+        // objects (the `stream` events' register section).
+        let streams: Vec<Value> = visible
+            .iter()
+            .filter(|c| shown(c))
+            .map(|c| crate::view::channel::stream(state, user, c, Subscribers::Omit))
+            .collect();
+        out.insert("streams".into(), Value::from(streams));
+    }
+    if !with_subscriptions {
+        return;
+    }
     let former = state.former_subscriptions.get(&user.id).unwrap_or_default();
     let (left, never): (Vec<&Channel>, Vec<&Channel>) = visible
         .iter()

@@ -305,6 +305,25 @@ pub fn get_members(app: &App, call: &mut Call) -> ApiResult<Reply> {
     Ok(reply! { "members" => ids })
 }
 
+/// `GET /user_groups/{id}/members/{user_id}`: whether a user is in the
+/// group (through subgroups too, unless `direct_member_only`). The user
+/// must be an active human of the caller's realm, as Zulip requires.
+pub fn is_member(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let group = group_by_path(app, call)?;
+    let user = UserId(call.path_id(1, "user_id")?);
+    let direct = call.params.bool_or("direct_member_only", false)?;
+    let target = app
+        .state
+        .user_in_realm(call.caller().realm, user)
+        .filter(|u| !u.is_bot())
+        .ok_or_else(|| ApiError::bad_request("No such user"))?;
+    if !target.is_active {
+        return Err(ApiError::bad_request("User is deactivated"));
+    }
+    let member = members_of(&app.state, &group, direct).contains(&target.id);
+    Ok(reply! { "is_user_group_member" => member })
+}
+
 /// `GET /user_groups/{id}/subgroups`: `direct_subgroup_only` (default false).
 pub fn get_subgroups(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let group = group_by_path(app, call)?;

@@ -122,12 +122,22 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
         return Ok(reply! { "detached_uploads" => Vec::<Value>::new() });
     }
     app.committer.commit(|state| match plan(state, &editor, &request, now)? {
-        Some(Plan { edit, notices }) if notices.is_empty() => Ok((Mutation::EditMessage(edit), ())),
-        // The notices go in the move's record: all of it or nothing.
+        // The notices, and the uploads new content links, go in the edit's
+        // record: all of it or nothing.
         Some(Plan { edit, notices }) => {
+            let linked = edit.content.as_ref().map_or_else(Vec::new, |c| {
+                crate::send::attachments::claimed(state, &editor, &c.content)
+            });
+            let message = edit.message;
             let mut parts = vec![Mutation::EditMessage(edit)];
             parts.extend(notices);
-            Ok((Mutation::Batch(parts), ()))
+            if !linked.is_empty() {
+                parts.push(Mutation::LinkAttachments { message, attachments: linked });
+            }
+            match parts.len() {
+                1 => Ok((parts.pop().expect("one part"), ())),
+                _ => Ok((Mutation::Batch(parts), ())),
+            }
         }
         None => Err(ApiError::bad_request("Nothing to change")),
     })?;
@@ -460,16 +470,13 @@ pub fn history(app: &App, call: &mut Call) -> ApiResult<Reply> {
 mod tests {
     use super::*;
     use crate::state::system_bots::SystemBot;
-    use crate::state::MessageParts;
+    use crate::testkit::World;
 
     /// A realm with its system bots, a member and a moderator in `pub`,
     /// and three messages in `pub` > `t` (sent at 1000 + id).
-    fn move_world() -> (crate::testkit::World, User, User, crate::state::Channel, Vec<MessageId>) {
-        let mut w = crate::testkit::World::new();
-        let realm = w.realm("");
-        let first = w.state.ids.peek(crate::state::IdKind::User);
-        let bots = crate::mutation::build::system_bots(&w.state, realm.id, first, 0);
-        w.apply(Mutation::CreateSystemBots(bots));
+    fn move_world() -> (World, User, User, crate::state::Channel, Vec<MessageId>) {
+        let mut w = World::new();
+        w.system_bots("");
         let member = w.user("", "m@t.test", Role::Member);
         let moderator = w.user("", "mod@t.test", Role::Moderator);
         let channel = w.channel("", "pub", false, &[&member, &moderator]);
@@ -490,7 +497,7 @@ mod tests {
         }
     }
 
-    fn sent(w: &crate::testkit::World, id: MessageId) -> i64 {
+    fn sent(w: &World, id: MessageId) -> i64 {
         w.state.messages.get(&id).unwrap().timestamp
     }
 
@@ -588,71 +595,27 @@ mod tests {
 
     /// Two members in a public channel, a third member outside it, and a
     /// private channel with only the first; one message from the first.
-    fn world() -> (State, u64, Vec<User>, Message, ChannelId) {
-        use crate::apply::apply;
-        use crate::mutation::build::{self, NewChannel, NewUser};
-        use crate::mutation::NewMessage;
-        use crate::state::IdKind;
-        let state = State::new();
-        let mut seq = 0;
-        let mut step = |m: Mutation| {
-            seq += 1;
-            apply(&state, seq, &m);
-        };
-        step(build::realm(&state, "", "T", 0).unwrap());
-        let realm = state.realm_by_subdomain("").unwrap();
-        for name in ["a", "b", "c"] {
-            let email = format!("{name}@t.test");
-            let new = NewUser { email: &email, full_name: name, role: Role::Member, bot: None };
-            step(build::user(&state, realm.id, &new, String::new(), 0).unwrap());
-        }
-        let users = state.realm_users(realm.id);
-        for (name, private, subs) in
-            [("pub", false, vec![users[0].id, users[1].id]), ("priv", true, vec![users[0].id])]
-        {
-            let new = NewChannel {
-                name,
-                description: "",
-                invite_only: private,
-                creator: None,
-                subscribers: &subs,
-            };
-            step(build::channel(&state, &realm, &new, 0).unwrap());
-        }
-        let public = state.channel_by_name(realm.id, "pub").unwrap();
-        let private = state.channel_by_name(realm.id, "priv").unwrap();
-        let message = Message::from(MessageParts {
-            id: MessageId(state.ids.peek(IdKind::Message)),
-            realm: realm.id,
-            sender: users[0].id,
-            recipient: public.recipient,
-            destination: Destination::Channel { channel: public.id, topic: "t".into() },
-            content: "x".into(),
-            rendered_content: "<p>x</p>".into(),
-            timestamp: 100,
-            client: "".into(),
-            is_me_message: false,
-        });
-        step(Mutation::SendMessage(NewMessage {
-            message: std::sync::Arc::new(message.clone()),
-            read_by_sender: true,
-            mentioned: Vec::new(),
-            channel_wildcard: false,
-            topic_wildcard: Vec::new(),
-        }));
-        (state, seq, users, message, private.id)
+    fn world() -> (World, Vec<User>, std::sync::Arc<Message>, ChannelId) {
+        let mut w = World::new();
+        let users: Vec<User> =
+            ["a", "b", "c"].map(|n| w.user("", &format!("{n}@t.test"), Role::Member)).into();
+        let public = w.channel("", "pub", false, &[&users[0], &users[1]]);
+        let private = w.channel("", "priv", true, &[&users[0]]);
+        let id = w.post(&users[0], public.id, "t", "x");
+        let message = w.message(id);
+        (w, users, message, private.id)
     }
 
     #[test]
     fn update_message_events_carry_zulips_fields() {
-        use crate::apply::apply;
         use crate::events::{Audience, Event};
-        let (state, seq, users, message, _) = world();
+        let (mut w, users, message, _) = world();
+        let at = message.timestamp + 100;
         let Destination::Channel { channel, .. } = message.destination else { unreachable!() };
         let edit = MessageEdit {
             message: message.id,
             editor: users[0].id,
-            timestamp: 200,
+            timestamp: at,
             content: Some(NewContent {
                 content: "y".into(),
                 rendered: "<p>y</p>".into(),
@@ -667,9 +630,9 @@ mod tests {
             counts_as_move: true,
             propagate_mode: PropagateMode::ChangeAll,
         };
-        let events = apply(&state, seq + 1, &Mutation::EditMessage(edit));
+        let events = w.apply(Mutation::EditMessage(edit));
         let base = json!({
-            "type": "update_message", "user_id": users[0].id.0, "edit_timestamp": 200,
+            "type": "update_message", "user_id": users[0].id.0, "edit_timestamp": at,
             "message_id": message.id.0, "message_ids": [message.id.0], "rendering_only": false,
             "orig_content": "x", "orig_rendered_content": "<p>x</p>", "content": "y",
             "rendered_content": "<p>y</p>", "is_me_message": false,
@@ -694,8 +657,8 @@ mod tests {
                 },
             ]
         );
-        let m = state.messages.get(&message.id).unwrap();
-        assert_eq!((m.last_edit_timestamp(), m.last_moved_timestamp()), (Some(200), Some(200)));
+        let m = w.state.messages.get(&message.id).unwrap();
+        assert_eq!((m.last_edit_timestamp(), m.last_moved_timestamp()), (Some(at), Some(at)));
         let v = versions(&m);
         assert_eq!((v[0].content.as_str(), v[0].topic.as_str()), ("x", "t"));
         assert_eq!((v[1].content.as_str(), v[1].topic.as_str()), ("y", "u"));
@@ -703,13 +666,13 @@ mod tests {
 
     #[test]
     fn moving_into_a_private_channel_deletes_it_for_outsiders() {
-        use crate::apply::apply;
         use crate::events::{Audience, Event};
-        let (state, seq, users, message, private) = world();
+        let (mut w, users, message, private) = world();
+        let at = message.timestamp + 100;
         let edit = MessageEdit {
             message: message.id,
             editor: users[0].id,
-            timestamp: 200,
+            timestamp: at,
             content: None,
             topic: None,
             channel: Some(private),
@@ -717,7 +680,7 @@ mod tests {
             counts_as_move: true,
             propagate_mode: PropagateMode::ChangeOne,
         };
-        let events = apply(&state, seq + 1, &Mutation::EditMessage(edit));
+        let events = w.apply(Mutation::EditMessage(edit));
         let Event::Broadcast { audience, event } = &events[0] else { panic!() };
         assert_eq!(audience, &Audience::Users(vec![users[1].id]));
         assert_eq!(event["type"], "delete_message");
@@ -725,13 +688,13 @@ mod tests {
         let Event::Broadcast { audience, event } = &events[1] else { panic!() };
         assert_eq!(audience, &Audience::Users(vec![users[0].id]));
         assert_eq!(event["new_stream_id"], private.0);
-        assert!(state.flags(users[1].id, message.id).is_none());
-        assert!(state.flags(users[0].id, message.id).is_some());
-        let recipient = state.channels.read(&private, |c| c.recipient).unwrap();
+        assert!(w.state.flags(users[1].id, message.id).is_none());
+        assert!(w.state.flags(users[0].id, message.id).is_some());
+        let recipient = w.state.channels.read(&private, |c| c.recipient).unwrap();
         assert_eq!(
-            state.by_recipient.get(&recipient).unwrap().iter().collect::<Vec<_>>(),
+            w.state.by_recipient.get(&recipient).unwrap().iter().collect::<Vec<_>>(),
             [message.id]
         );
-        assert_eq!(state.channels.get(&private).unwrap().first_message_id, Some(message.id));
+        assert_eq!(w.state.channels.get(&private).unwrap().first_message_id, Some(message.id));
     }
 }

@@ -106,7 +106,11 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
         if let Some((queue_id, local_id)) = local_echo {
             app.hub.realtime().queues.note_local_id(id, queue_id, local_id);
         }
-        let parts = auto_topics::policy_changes(&new, &changes);
+        let mut parts = auto_topics::policy_changes(&new, &changes);
+        let attachments = crate::send::attachments::claimed(state, sender, new.message.content());
+        if !attachments.is_empty() {
+            parts.push(Mutation::LinkAttachments { message: id, attachments });
+        }
         Ok((auto_topics::batch(Mutation::SendMessage(new), parts), (id, automatic)))
     })?;
     // Members in key order, as the map's serialization would put them.
@@ -450,6 +454,25 @@ fn parse_user_refs(to: &Value) -> ApiResult<Vec<UserRef>> {
     Ok(refs)
 }
 
+/// `POST /messages/render`: `content` rendered as a message from the caller
+/// would be (mentions, channel links and emoji resolved as the caller may
+/// see them), without sending anything: `{"rendered": html}`. Content is
+/// truncated past `MAX_MESSAGE_LENGTH` as a send truncates it; empty
+/// content renders as nothing.
+pub fn render(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let content = call.params.required_string("content")?;
+    if content.contains('\0') {
+        return Err(ApiError::bad_request("Message must not contain null bytes"));
+    }
+    let rendered = if content.trim().is_empty() {
+        String::new()
+    } else {
+        let content = normalize_content(&content)?;
+        markdown::render_message(&content, &Visible::new(&app.state, call.caller())).html
+    };
+    Ok(crate::reply! { "rendered" => rendered })
+}
+
 /// Trims trailing whitespace, refuses empty or NUL-bearing content, and
 /// truncates past `MAX_MESSAGE_LENGTH` characters the way Zulip does.
 pub(super) fn normalize_content(content: &str) -> ApiResult<String> {
@@ -566,41 +589,14 @@ pub fn delete(app: &App, call: &mut Call) -> ApiResult<Reply> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mutation::build;
-    use crate::state::{RealmId, RealmSettings, SystemGroups};
+    use crate::mutation::build::NewChannel;
+    use crate::state::Role;
+    use crate::testkit::World;
 
+    /// A public channel with this topics policy.
     fn channel(policy: TopicsPolicy) -> Channel {
-        let realm = crate::state::Realm {
-            id: RealmId(1),
-            string_id: String::new(),
-            name: String::new(),
-            description: String::new(),
-            date_created: 0,
-            deactivated: false,
-            settings: RealmSettings::default(),
-            system_groups: SystemGroups([crate::state::GroupId(1); 8]),
-        };
-        Channel {
-            id: ChannelId(1),
-            realm: realm.id,
-            name: "c".into(),
-            description: String::new(),
-            rendered_description: String::new(),
-            invite_only: false,
-            is_web_public: false,
-            history_public_to_subscribers: true,
-            creator: None,
-            date_created: 0,
-            recipient: RecipientId(1),
-            message_retention_days: None,
-            is_archived: false,
-            topics_policy: policy,
-            folder_id: None,
-            is_default: false,
-            permissions: build::default_permissions(&realm, None),
-            first_message_id: None,
-            subscribers: Default::default(),
-        }
+        let channel = World::new().channel("", "c", false, &[]);
+        Channel { topics_policy: policy, ..channel }
     }
 
     #[test]
@@ -665,42 +661,22 @@ mod tests {
 
     /// A realm: owner, member, a bot owned by the member, a deactivated
     /// member; a public channel with the owner and member.
-    fn send_world() -> (State, Vec<User>) {
-        use crate::apply::apply;
-        use crate::mutation::build::{NewChannel, NewUser};
-        use crate::state::{BotType, Role};
-        let state = State::new();
-        let mut seq = 0;
-        let mut step = |m: Mutation| {
-            seq += 1;
-            apply(&state, seq, &m);
-        };
-        step(build::realm(&state, "", "T", 0).unwrap());
-        let realm = state.realm_by_subdomain("").unwrap();
-        let people = [
-            ("o", Role::Owner, None),
-            ("m", Role::Member, None),
-            ("b", Role::Member, Some(BotType::Generic)),
-            ("d", Role::Member, None),
-        ];
-        for (name, role, bot) in people {
-            let email = format!("{name}@t.test");
-            let owner = state.realm_users(realm.id).get(1).map(|u| u.id);
-            let new = NewUser { email: &email, full_name: name, role, bot: bot.zip(owner) };
-            step(build::user(&state, realm.id, &new, String::new(), 0).unwrap());
-        }
-        let users = state.realm_users(realm.id);
-        let gone = User { is_active: false, ..users[3].clone() };
-        state.users.insert(gone.id, gone);
+    fn send_world() -> (World, Vec<User>) {
+        let mut w = World::new();
+        let owner = w.user("", "o@t.test", Role::Owner);
+        let member = w.user("", "m@t.test", Role::Member);
+        let bot = w.bot("b@t.test", &member);
+        let gone = w.user("", "d@t.test", Role::Member);
+        let gone = w.deactivate(&gone);
         let new = NewChannel {
             name: "c",
             description: "",
             invite_only: false,
-            creator: Some(users[0].id),
-            subscribers: &[users[0].id, users[1].id],
+            creator: Some(owner.id),
+            subscribers: &[owner.id, member.id],
         };
-        step(build::channel(&state, &realm, &new, 0).unwrap());
-        (state, users)
+        w.add_channel("", &new);
+        (w, vec![owner, member, bot, gone])
     }
 
     fn direct(to: &[&User]) -> Target {
@@ -709,25 +685,25 @@ mod tests {
 
     #[test]
     fn direct_message_refusals() {
-        let (state, users) = send_world();
+        let (w, users) = send_world();
         let (owner, member, bot, gone) = (&users[0], &users[1], &users[2], &users[3]);
-        assert!(resolve_target(&state, member, &direct(&[owner])).is_ok());
-        let e = resolve_target(&state, member, &direct(&[gone])).unwrap_err();
+        assert!(resolve_target(&w.state, member, &direct(&[owner])).is_ok());
+        let e = resolve_target(&w.state, member, &direct(&[gone])).unwrap_err();
         assert_eq!(e.msg, "'d@t.test' is no longer using Zulip.");
         // Only administrators may take part: a member alone is refused,
         // except towards a bot or an administrator, or to themselves.
-        let mut realm = state.realm_by_subdomain("").unwrap();
+        let mut realm = w.state.realm_by_subdomain("").unwrap();
         realm.settings.direct_message_permission_group = Some(crate::state::GroupSetting::Group(
             realm.system_groups.id(crate::state::SystemGroup::Administrators),
         ));
-        state.realms.insert(realm.id, realm);
+        w.state.realms.insert(realm.id, realm);
         let other = User { id: crate::state::UserId(gone.id.0), is_active: true, ..gone.clone() };
-        state.users.insert(other.id, other.clone());
-        let e = resolve_target(&state, member, &direct(&[&other])).unwrap_err();
+        w.state.users.insert(other.id, other.clone());
+        let e = resolve_target(&w.state, member, &direct(&[&other])).unwrap_err();
         assert_eq!(e.msg, "You do not have permission to send direct messages to this recipient.");
-        assert!(resolve_target(&state, member, &direct(&[bot])).is_ok());
-        assert!(resolve_target(&state, member, &direct(&[owner])).is_ok());
-        assert!(resolve_target(&state, member, &direct(&[member])).is_ok());
+        assert!(resolve_target(&w.state, member, &direct(&[bot])).is_ok());
+        assert!(resolve_target(&w.state, member, &direct(&[owner])).is_ok());
+        assert!(resolve_target(&w.state, member, &direct(&[member])).is_ok());
     }
 
     /// A message built for a topic and client already stored holds their
@@ -735,8 +711,7 @@ mod tests {
     /// recorded: no copy of it (nor of its names) per send.
     #[test]
     fn a_message_is_stored_as_built_with_the_shared_names() {
-        use crate::apply::apply;
-        let (state, users) = send_world();
+        let (mut w, users) = send_world();
         let member = &users[1];
         let topic = |m: &Message| match &m.destination {
             Destination::Channel { topic, .. } => Arc::clone(topic),
@@ -748,11 +723,11 @@ mod tests {
                 Target::Channel { channel: ChannelRef::Name("c".into()), topic: "lunch".into() };
             // A new `Arc` for the client each time, as each connection has.
             let client: Arc<str> = Arc::from("ZulipPython");
-            let draft = Draft::new(&state, member, target, "hi".into(), false, client);
-            let new = draft.build(&state, member).unwrap();
+            let draft = Draft::new(&w.state, member, target, "hi".into(), false, client);
+            let new = draft.build(&w.state, member).unwrap();
             let message = Arc::clone(&new.message);
-            apply(&state, state.applied_seq() + 1, &Mutation::SendMessage(new));
-            let stored = state.messages.read(&message.id, Arc::clone).unwrap();
+            w.apply(Mutation::SendMessage(new));
+            let stored = w.state.messages.read(&message.id, Arc::clone).unwrap();
             assert!(Arc::ptr_eq(&stored, &message), "the stored message is the one built");
             built.push(message);
         }
@@ -762,12 +737,12 @@ mod tests {
 
     #[test]
     fn archived_channels_refuse() {
-        let (state, users) = send_world();
+        let (w, users) = send_world();
         let target = Target::Channel { channel: ChannelRef::Name("c".into()), topic: "t".into() };
-        assert!(resolve_target(&state, &users[1], &target).is_ok());
-        let channel = state.channel_by_name(users[1].realm, "c").unwrap();
-        state.channels.update(&channel.id, |c| c.is_archived = true);
-        let e = resolve_target(&state, &users[1], &target).unwrap_err();
+        assert!(resolve_target(&w.state, &users[1], &target).is_ok());
+        let channel = w.state.channel_by_name(users[1].realm, "c").unwrap();
+        w.state.channels.update(&channel.id, |c| c.is_archived = true);
+        let e = resolve_target(&w.state, &users[1], &target).unwrap_err();
         assert_eq!(e.msg, "Not authorized to send to channel 'c'");
     }
 }

@@ -5,11 +5,14 @@
 pub mod accounts;
 pub mod auth;
 pub mod channels;
+pub mod default_streams;
+pub mod emoji;
 pub mod events;
 pub mod flags;
 pub mod group_setting;
 pub mod groups;
 pub mod invites;
+pub mod linkifiers;
 pub mod message_edit;
 pub mod messages;
 pub mod params;
@@ -22,6 +25,8 @@ pub mod read_state;
 pub mod readers;
 pub mod reading;
 pub mod realm;
+pub mod realm_domains;
+pub mod realm_settings;
 pub mod register;
 pub mod resources;
 pub mod scheduled;
@@ -30,6 +35,7 @@ pub mod spectators;
 pub mod streams;
 pub mod subscriptions;
 pub mod typing;
+pub mod uploads;
 pub mod users;
 
 use std::sync::{Arc, OnceLock};
@@ -58,6 +64,10 @@ pub struct App {
     /// The address the listener bound (known only after binding, which
     /// needs the `App`; set once at start-up).
     pub bound: OnceLock<String>,
+    /// Where uploaded files' bytes are kept.
+    pub files: crate::files::Store,
+    /// Live temporary download URLs.
+    pub temporary_urls: crate::files::TemporaryUrls,
     /// The data dir's lock, held for the life of the process.
     pub(crate) _data_dir_lock: Option<std::fs::File>,
 }
@@ -95,6 +105,9 @@ pub struct Call {
     /// handler wrote it so (`view::json_text`): then the `Reply` it returns
     /// is empty and `raw_fields` unused.
     pub sorted_reply: Option<crate::view::json_text::SortedMembers>,
+    /// The file parts of an upload route's multipart body, staged on disk
+    /// (empty on other routes).
+    pub files: Vec<crate::files::Upload>,
 }
 
 /// Pre-serialized reply fields: (name, JSON text). The text is natter's

@@ -1,4 +1,5 @@
-//! Presence: `POST /users/me/presence`. The store is ephemeral
+//! Presence: `POST /users/me/presence`, `GET /realm/presence`, `GET
+//! /users/{user_id_or_email}/presence`. The store is ephemeral
 //! (`events::presence`); changes reach other clients as `presence` events.
 
 use serde_json::json;
@@ -8,8 +9,9 @@ use crate::entropy;
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
 
-/// `POST /users/me/presence`: record the caller as active or idle, and
-/// return the realm's presences (unless `ping_only`).
+/// `POST /users/me/presence`: record the caller as active or idle (unless
+/// they hide their presence), and return the realm's presences (unless
+/// `ping_only`).
 pub fn update_presence(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let status = call.params.required_string("status")?;
     let active = match status.as_str() {
@@ -37,14 +39,19 @@ pub fn update_presence(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let me = call.caller().clone();
     let now = entropy::now();
     let realtime = app.hub.realtime();
-    let report = realtime.presence.report(me.id, active, now);
-    if report.notify {
-        app.hub.publish(vec![Event::Presence {
-            realm: me.realm,
-            user: me.id,
-            presence: report.now,
-            server_timestamp: now,
-        }]);
+    // A user who hides their presence (`presence_enabled` off, the apps'
+    // "invisible mode") is not recorded, as in Zulip: to others they stay
+    // as last seen and go offline.
+    if app.state.settings.of(me.id).bool("presence_enabled") {
+        let report = realtime.presence.report(me.id, active, now);
+        if report.notify {
+            app.hub.publish(vec![Event::Presence {
+                realm: me.realm,
+                user: me.id,
+                presence: report.now,
+                server_timestamp: now,
+            }]);
+        }
     }
     let mut out = Reply::new();
     if ping_only {
@@ -65,4 +72,51 @@ pub fn update_presence(app: &App, call: &mut Call) -> ApiResult<Reply> {
         out.insert("presence_last_update_id".into(), json!(realtime.presence.last_update_id()));
     }
     Ok(out)
+}
+
+/// Zulip's default window of presence history, in days.
+const HISTORY_DAYS: i64 = 14;
+
+/// `GET /realm/presence`: every active human of the caller's realm seen in
+/// the last 14 days, in the legacy email-keyed form (as Zulip answers this
+/// route), with `server_timestamp`.
+pub fn realm_presence(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let me = call.caller();
+    let now = entropy::now();
+    // Active humans: bots have no presence, deactivated users none to show.
+    let mut users = app.state.realm_users(me.realm);
+    users.retain(|u| u.is_active && !u.is_bot());
+    let since = now.saturating_sub(HISTORY_DAYS * 86_400);
+    let mut out = Reply::new();
+    out.insert("presences".into(), app.hub.realtime().presence.render(&users, since, 0, false));
+    out.insert("server_timestamp".into(), json!(now));
+    Ok(out)
+}
+
+/// `GET /users/{user_id_or_email}/presence`: one user's presence, as
+/// Zulip gives it — per client and `aggregated`, each `{status,
+/// timestamp}`, the aggregate `offline` once the user has not reported for
+/// the offline threshold. Bots have none; a user never seen since the
+/// server started has none either (an error, as in Zulip).
+pub fn user_presence(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let asked = call.path.first().cloned().unwrap_or_default();
+    let target = super::accounts::user_by_path(app, call)?
+        .filter(|u| u.is_active)
+        .ok_or_else(|| ApiError::bad_request("No such user"))?;
+    if target.is_bot() {
+        return Err(ApiError::bad_request("Presence is not supported for bot users."));
+    }
+    let presence = app
+        .hub
+        .realtime()
+        .presence
+        .get(target.id)
+        .ok_or_else(|| ApiError::bad_request(format!("No presence data for {asked}")))?;
+    let (status, timestamp) = presence.legacy_status();
+    let offline = entropy::now() - timestamp > crate::events::presence::OFFLINE_THRESHOLD_SECS;
+    let aggregated = if offline { "offline" } else { status };
+    Ok(crate::reply! { "presence" => json!({
+        "website": {"status": status, "timestamp": timestamp},
+        "aggregated": {"status": aggregated, "timestamp": timestamp},
+    }) })
 }

@@ -16,7 +16,7 @@ use crate::mutation::{Mutation, UserChange};
 use crate::reply;
 use crate::state::profile::{FieldType, ProfileField};
 use crate::state::{State, User, UserId};
-use crate::view::profile::profile_fields_json;
+use crate::view::profile::{profile_fields_json, DEFAULT_EXTERNAL_ACCOUNTS};
 
 /// Longest field name.
 const MAX_NAME: usize = 40;
@@ -28,8 +28,6 @@ const MAX_SHORT: usize = 50;
 const MAX_LONG: usize = 500;
 /// At most this many fields are shown in the profile summary.
 const MAX_SUMMARY_FIELDS: usize = 2;
-/// External account services Zulip knows, besides `custom`.
-const EXTERNAL_SUBTYPES: [&str; 2] = ["github", "twitter"];
 
 /// `custom_profile_field_types` as register returns it.
 fn field_types() -> Value {
@@ -90,7 +88,7 @@ fn check_field_data(field_type: FieldType, data: Option<&Value>) -> ApiResult<St
                 {
                     return Err(ApiError::bad_request("Malformed URL pattern."));
                 }
-            } else if !EXTERNAL_SUBTYPES.contains(&subtype) {
+            } else if !DEFAULT_EXTERNAL_ACCOUNTS.iter().any(|(known, ..)| *known == subtype) {
                 return Err(ApiError::bad_request("Invalid external account type"));
             }
             Ok(Value::Object(map.clone()).to_string())

@@ -2,8 +2,9 @@
 //!
 //! A reaction is (user, `reaction_type`, `emoji_code`); `emoji_name` is the
 //! display name. Bots send only `emoji_name`, so the code (and type) is
-//! resolved from Zulip's name table when `emoji_code` is absent. natter has
-//! no custom (realm) emoji yet, so `realm_emoji` codes never validate.
+//! resolved when `emoji_code` is absent: an active custom emoji of the realm
+//! by that name first (`realm_emoji`, its id as the code), else Zulip's name
+//! table.
 
 use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
@@ -26,7 +27,7 @@ pub fn visible_message(state: &State, user: &User, id: MessageId) -> ApiResult<A
 
 /// The emoji a request names: (type, code) from `emoji_code` /
 /// `reaction_type` when given and valid, else from `emoji_name`.
-fn emoji(call: &mut Call, name: Option<&str>) -> ApiResult<(ReactionType, String)> {
+fn emoji(state: &State, call: &mut Call, name: Option<&str>) -> ApiResult<(ReactionType, String)> {
     let code = call.params.string("emoji_code");
     let kind = call.params.string("reaction_type");
     let Some(code) = code else {
@@ -35,6 +36,9 @@ fn emoji(call: &mut Call, name: Option<&str>) -> ApiResult<(ReactionType, String
                 "At least one of the following arguments must be present: emoji_name, emoji_code",
             )
         })?;
+        if let Some(custom) = state.files.active_emoji(call.realm.id, name) {
+            return Ok((ReactionType::Realm, custom.id.to_string()));
+        }
         return emoji_by_name(name);
     };
     let kind = match kind.as_deref() {
@@ -62,7 +66,18 @@ fn emoji(call: &mut Call, name: Option<&str>) -> ApiResult<(ReactionType, String
             Ok((kind, code))
         }
         ReactionType::ZulipExtra => Err(ApiError::bad_request("Invalid emoji code.")),
-        ReactionType::Realm => Err(ApiError::bad_request("Invalid custom emoji.")),
+        ReactionType::Realm => {
+            let custom = code
+                .parse::<u64>()
+                .ok()
+                .and_then(|id| state.files.emoji(id))
+                .filter(|e| e.realm == call.realm.id && !e.deactivated)
+                .ok_or_else(|| ApiError::bad_request("Invalid custom emoji."))?;
+            if name.is_some_and(|n| n != custom.name) {
+                return Err(ApiError::bad_request("Invalid custom emoji name."));
+            }
+            Ok((kind, code))
+        }
     }
 }
 
@@ -81,7 +96,7 @@ pub(super) fn emoji_by_name(name: &str) -> ApiResult<(ReactionType, String)> {
 pub fn add(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let id = MessageId(call.path_id(0, "message_id")?);
     let name = call.params.required_string("emoji_name")?;
-    let (reaction_type, emoji_code) = emoji(call, Some(&name))?;
+    let (reaction_type, emoji_code) = emoji(&app.state, call, Some(&name))?;
     let user = call.caller().clone();
     let reaction = Reaction { emoji_name: name, emoji_code, reaction_type, user: user.id };
     app.committer.commit(|state| {
@@ -98,7 +113,7 @@ pub fn add(app: &App, call: &mut Call) -> ApiResult<Reply> {
 pub fn remove(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let id = MessageId(call.path_id(0, "message_id")?);
     let name = call.params.string("emoji_name");
-    let (reaction_type, emoji_code) = emoji(call, name.as_deref())?;
+    let (reaction_type, emoji_code) = emoji(&app.state, call, name.as_deref())?;
     let user = call.caller().clone();
     app.committer.commit(|state| {
         let message = visible_message(state, &user, id)?;
@@ -123,34 +138,24 @@ fn same(a: &Reaction, b: &Reaction) -> bool {
 mod tests {
     use serde_json::json;
 
-    use crate::apply::apply;
     use crate::events::{Audience, Event};
-    use crate::mutation::build::{self, NewChannel, NewUser};
-    use crate::mutation::{Mutation, NewMessage};
+    use crate::mutation::build::NewChannel;
+    use crate::mutation::Mutation;
     use crate::state::access::delete_refusal;
     use crate::state::messages::{Reaction, ReactionType};
-    use crate::state::{
-        Destination, GroupSetting, IdKind, Message, MessageId, MessageParts, Role, State,
-        SystemGroup, User,
-    };
+    use crate::state::{Destination, GroupSetting, Message, Role, SystemGroup, User};
+    use crate::testkit::World;
+    use std::sync::Arc;
 
     /// A realm: owner, two members, a guest; a private channel with the
     /// owner and the first member; one message in it from that member.
-    fn world() -> (State, u64, Vec<User>, Message) {
-        let state = State::new();
-        let mut seq = 0;
-        let mut step = |m: Mutation| {
-            seq += 1;
-            apply(&state, seq, &m)
-        };
-        step(build::realm(&state, "", "T", 0).unwrap());
-        let realm = state.realm_by_subdomain("").unwrap();
-        for (i, role) in [Role::Owner, Role::Member, Role::Member, Role::Guest].iter().enumerate() {
-            let email = format!("u{i}@t.test");
-            let new = NewUser { email: &email, full_name: &email, role: *role, bot: None };
-            step(build::user(&state, realm.id, &new, String::new(), 0).unwrap());
-        }
-        let users = state.realm_users(realm.id);
+    fn world() -> (World, Vec<User>, Arc<Message>) {
+        let mut w = World::new();
+        let users: Vec<User> = [Role::Owner, Role::Member, Role::Member, Role::Guest]
+            .iter()
+            .enumerate()
+            .map(|(i, role)| w.user("", &format!("u{i}@t.test"), *role))
+            .collect();
         let new = NewChannel {
             name: "secret",
             description: "",
@@ -158,28 +163,10 @@ mod tests {
             creator: Some(users[0].id),
             subscribers: &[users[0].id, users[1].id],
         };
-        step(build::channel(&state, &realm, &new, 0).unwrap());
-        let channel = state.channel_by_name(realm.id, "secret").unwrap();
-        let message = Message::from(MessageParts {
-            id: MessageId(state.ids.peek(IdKind::Message)),
-            realm: realm.id,
-            sender: users[1].id,
-            recipient: channel.recipient,
-            destination: Destination::Channel { channel: channel.id, topic: "t".into() },
-            content: "x".into(),
-            rendered_content: "<p>x</p>".into(),
-            timestamp: 1000,
-            client: "".into(),
-            is_me_message: false,
-        });
-        step(Mutation::SendMessage(NewMessage {
-            message: std::sync::Arc::new(message.clone()),
-            read_by_sender: true,
-            mentioned: Vec::new(),
-            channel_wildcard: false,
-            topic_wildcard: Vec::new(),
-        }));
-        (state, seq, users, message)
+        let channel = w.add_channel("", &new);
+        let id = w.post(&users[1], channel.id, "t", "x");
+        let message = w.message(id);
+        (w, users, message)
     }
 
     fn reaction_of(user: &User) -> Reaction {
@@ -193,18 +180,15 @@ mod tests {
 
     #[test]
     fn reaction_events_reach_those_who_can_see_the_message() {
-        let (state, seq, users, message) = world();
+        let (mut w, users, message) = world();
         let reaction = Reaction {
             emoji_name: "octopus".into(),
             emoji_code: "1f419".into(),
             reaction_type: ReactionType::Unicode,
             user: users[0].id,
         };
-        let events = apply(
-            &state,
-            seq + 1,
-            &Mutation::AddReaction { message: message.id, reaction: reaction.clone() },
-        );
+        let events =
+            w.apply(Mutation::AddReaction { message: message.id, reaction: reaction.clone() });
         let expected = json!({
             "type": "reaction", "op": "add", "message_id": message.id.0,
             "emoji_name": "octopus", "emoji_code": "1f419", "reaction_type": "unicode_emoji",
@@ -219,90 +203,99 @@ mod tests {
             }]
         );
         assert_eq!(
-            state.messages.get(&message.id).unwrap().reactions(),
+            w.state.messages.get(&message.id).unwrap().reactions(),
             std::slice::from_ref(&reaction)
         );
-        let events =
-            apply(&state, seq + 2, &Mutation::RemoveReaction { message: message.id, reaction });
+        let events = w.apply(Mutation::RemoveReaction { message: message.id, reaction });
         let Event::Broadcast { event, .. } = &events[0] else { panic!("{events:?}") };
         assert_eq!(event["op"], "remove");
         // Someone without a row (a public channel's history) hears of their
         // own reaction.
         let outsider = Reaction { user: users[2].id, ..reaction_of(&users[2]) };
-        let events = apply(
-            &state,
-            seq + 3,
-            &Mutation::AddReaction { message: message.id, reaction: outsider },
-        );
+        let events = w.apply(Mutation::AddReaction { message: message.id, reaction: outsider });
         let Event::Broadcast { audience, .. } = &events[0] else { panic!("{events:?}") };
         assert_eq!(audience, &Audience::Users(vec![users[0].id, users[1].id, users[2].id]));
-        assert_eq!(state.messages.get(&message.id).unwrap().reactions().len(), 1);
+        assert_eq!(w.state.messages.get(&message.id).unwrap().reactions().len(), 1);
     }
 
     #[test]
     fn delete_events_carry_both_shapes_and_clean_up() {
-        let (state, seq, users, message) = world();
+        let (mut w, users, message) = world();
         // Deleted by someone with no row for it (an administrator, say):
         // they hear of it too.
         let delete = Mutation::DeleteMessages { messages: vec![message.id], by: users[2].id };
-        let events = apply(&state, seq + 1, &delete);
+        let events = w.apply(delete);
         let Destination::Channel { channel, .. } = message.destination else { unreachable!() };
         let expected = json!({
             "type": "delete_message", "message_id": message.id.0, "message_ids": [message.id.0],
             "message_type": "stream", "stream_id": channel.0, "topic": "t",
         });
+        // It was the channel's only message: those who see the channel
+        // hear that it has no first message now.
+        let first = json!({
+            "type": "stream", "op": "update", "stream_id": channel.0, "name": "secret",
+            "property": "first_message_id", "value": null,
+        });
         assert_eq!(
             events,
-            vec![Event::Broadcast {
-                audience: Audience::Users(vec![users[0].id, users[1].id, users[2].id]),
-                event: expected
-            }]
+            vec![
+                Event::Broadcast {
+                    audience: Audience::Users(vec![users[0].id, users[1].id]),
+                    event: first
+                },
+                Event::Broadcast {
+                    audience: Audience::Users(vec![users[0].id, users[1].id, users[2].id]),
+                    event: expected
+                }
+            ]
         );
-        assert!(state.messages.get(&message.id).is_none());
-        assert!(state.flags(users[0].id, message.id).is_none());
-        assert!(state.by_recipient.get(&message.recipient).unwrap().is_empty());
-        assert_eq!(state.channels.get(&channel).unwrap().first_message_id, None);
+        assert!(w.state.messages.get(&message.id).is_none());
+        assert!(w.state.flags(users[0].id, message.id).is_none());
+        assert!(w.state.by_recipient.get(&message.recipient).unwrap().is_empty());
+        assert_eq!(w.state.channels.get(&channel).unwrap().first_message_id, None);
     }
 
     #[test]
     fn delete_permission_and_time_limit() {
-        let (state, _, users, message) = world();
+        let (w, users, message) = world();
         let (owner, author, other) = (&users[0], &users[1], &users[2]);
         let sent = message.timestamp;
-        assert_eq!(delete_refusal(&state, author, &message, sent + 600), None);
+        assert_eq!(delete_refusal(&w.state, author, &message, sent + 600), None);
         assert_eq!(
-            delete_refusal(&state, author, &message, sent + 601),
+            delete_refusal(&w.state, author, &message, sent + 601),
             Some("The time limit for deleting this message has passed")
         );
-        assert!(delete_refusal(&state, other, &message, sent).is_some());
+        assert!(delete_refusal(&w.state, other, &message, sent).is_some());
         assert_eq!(
-            delete_refusal(&state, owner, &message, sent + 1_000_000),
+            delete_refusal(&w.state, owner, &message, sent + 1_000_000),
             None,
             "admins: no limit"
         );
         // No limit, and authors barred by the realm and the channel.
-        let mut realm = state.realms.get(&author.realm).unwrap();
+        let mut realm = w.state.realms.get(&author.realm).unwrap();
         realm.settings.message_content_delete_limit_seconds = None;
-        state.realms.insert(realm.id, realm.clone());
-        assert_eq!(delete_refusal(&state, author, &message, sent + 1_000_000), None);
+        w.state.realms.insert(realm.id, realm.clone());
+        assert_eq!(delete_refusal(&w.state, author, &message, sent + 1_000_000), None);
         let nobody = GroupSetting::Group(realm.system_groups.id(SystemGroup::Nobody));
         realm.settings.can_delete_own_message_group = Some(nobody.clone());
-        state.realms.insert(realm.id, realm.clone());
+        w.state.realms.insert(realm.id, realm.clone());
         let Destination::Channel { channel, .. } = message.destination else { unreachable!() };
         assert_eq!(
-            delete_refusal(&state, author, &message, sent),
+            delete_refusal(&w.state, author, &message, sent),
             None,
             "the channel still allows it"
         );
-        state.channels.update(&channel, |c| c.permissions.can_delete_own_message = nobody.clone());
-        assert!(delete_refusal(&state, author, &message, sent).is_some());
+        w.state
+            .channels
+            .update(&channel, |c| c.permissions.can_delete_own_message = nobody.clone());
+        assert!(delete_refusal(&w.state, author, &message, sent).is_some());
         // A channel-level "delete any" grant works without the realm's.
-        state.channels.update(&channel, |c| {
+        w.state.channels.update(&channel, |c| {
             c.permissions.can_delete_any_message = GroupSetting::Anonymous {
                 direct_members: [other.id].into(),
                 direct_subgroups: Default::default(),
             }
         });
-        assert_eq!(delete_refusal(&state, other, &message, sent + 1_000_000), None);
+        assert_eq!(delete_refusal(&w.state, other, &message, sent + 1_000_000), None);
     }
 }

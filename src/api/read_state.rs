@@ -1,6 +1,7 @@
 //! Read state in bulk: `POST /messages/flags/narrow`, `POST
 //! /mark_all_as_read`, `POST /mark_stream_as_read` and the deprecated
-//! `POST /mark_topic_as_read`.
+//! `POST /mark_topic_as_read`; and who has read a message, `GET
+//! /messages/{message_id}/read_receipts`.
 //!
 //! Each is a personal flag change through the same path as `POST
 //! /messages/flags` (`flags::plan` → `Mutation::UpdateFlags` → one
@@ -205,6 +206,21 @@ fn unread_batch(
         yield_now();
     }
 }
+
+/// `GET /messages/{message_id}/read_receipts`: the ids of the users who
+/// have read a message the caller may see, as far as they share it
+/// (`access::read_receipts`). natter's realms always have read receipts
+/// on (`realm_enable_read_receipts`); each user's `send_read_receipts`
+/// decides for them.
+pub fn read_receipts(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let id = MessageId(call.path_id(0, "message_id")?);
+    let me = call.caller();
+    let message = super::reactions::visible_message(&app.state, me, id)?;
+    let readers = crate::state::access::read_receipts(&app.state, me, &message);
+    let ids: Vec<u64> = readers.into_iter().map(|u| u.0).collect();
+    Ok(reply! { "user_ids" => ids })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,7 +38,7 @@ pub const MAX_PER_USER: usize = 2;
 /// Default for `--max-heavy-reads`: most heavy reads in the pool at once.
 pub const DEFAULT_MAX_TOTAL: usize = 16;
 /// Seconds a refused caller is told to wait (`retry-after`).
-const RETRY_AFTER_SECS: u64 = 1;
+const RETRY_AFTER_SECS: f64 = 1.0;
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
@@ -79,14 +79,10 @@ impl Drop for Ticket {
 }
 
 /// Zulip's rate-limit error: 429 `RATE_LIMIT_HIT` with `retry-after`
-/// (the transport adds the `Retry-After` header to every 429).
+/// (the transport adds the `Retry-After` header to a 429 the rate limiter
+/// did not time).
 pub fn rate_limited() -> ApiError {
-    ApiError {
-        status: 429,
-        code: "RATE_LIMIT_HIT",
-        msg: "API usage exceeded rate limit".into(),
-        extra: vec![("retry-after", RETRY_AFTER_SECS.into())],
-    }
+    ApiError::rate_limited(RETRY_AFTER_SECS)
 }
 
 impl Readers {

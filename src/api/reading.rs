@@ -764,8 +764,6 @@ mod tests {
 
     #[test]
     fn protected_history_hides_what_came_before_subscribing() {
-        use crate::mutation::Mutation;
-        use crate::state::Subscription;
         let mut w = World::new();
         let old = w.user("", "old@t.test", Role::Member);
         let late = w.user("", "late@t.test", Role::Member);
@@ -773,10 +771,7 @@ mod tests {
         let channel = w.channel("", "vault", true, &[&old]).id;
         w.state.channels.update(&channel, |c| c.history_public_to_subscribers = false);
         let before = w.post(&old, channel, "early", "before");
-        w.apply(Mutation::Subscribe {
-            channel,
-            subscribers: vec![(late.id, Subscription::new("#76ce90".into()))],
-        });
+        w.subscribe(channel, &[&late]);
         let after = w.post(&old, channel, "later", "after");
         let realm = w.state.realms.get(&late.realm).unwrap();
         let fetch = |who: &User, narrow: &str| {

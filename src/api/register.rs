@@ -25,7 +25,7 @@ use crate::events::queue::{Capabilities, IncludeSubscribers, QueueError, QueueOp
 use crate::narrow::Narrow;
 use crate::state::access::administers;
 use crate::state::access::{spectator, web_public_access_enabled};
-use crate::state::{Group, Realm, RealmId, State, User};
+use crate::state::{Group, GroupSetting, Realm, RealmId, State, SystemGroup, User};
 use crate::view::bots::bot_json;
 use crate::view::channel::Subscribers;
 use crate::view::groups::group_json_among;
@@ -40,6 +40,9 @@ pub type RegisterState = fn(&App, &User, &dyn Fn(&str) -> bool, &mut Reply);
 pub const PLUGINS: &[RegisterState] = &[
     super::profile_fields::register_state,
     super::streams::register_state,
+    super::default_streams::register_state,
+    super::realm_settings::register_state,
+    super::realm_domains::register_state,
     super::scheduled::register_state,
     register_state,
 ];
@@ -94,7 +97,9 @@ const SECTIONS: &[(&str, Section)] = &[
     ("recent_private_conversations", recent_private_conversations_section),
     // Resources natter has no storage for yet: truly empty until their
     // endpoints exist (their areas replace these through PLUGINS).
-    ("realm_emoji", |_, out| insert(out, "realm_emoji", json!({}))),
+    ("realm_emoji", |ctx, out| {
+        insert(out, "realm_emoji", crate::view::files::realm_emoji(ctx.state, ctx.realm.id))
+    }),
     ("custom_profile_fields", |_, out| {
         insert(out, "custom_profile_fields", json!([]));
         insert(out, "custom_profile_field_types", json!({}));
@@ -107,7 +112,11 @@ const SECTIONS: &[(&str, Section)] = &[
     ("muted_topics", |_, out| insert(out, "muted_topics", json!([]))),
     ("user_topic", |_, out| insert(out, "user_topics", json!([]))),
     ("muted_users", |_, out| insert(out, "muted_users", json!([]))),
-    ("realm_linkifiers", |_, out| insert(out, "realm_linkifiers", json!([]))),
+    ("realm_linkifiers", |ctx, out| {
+        let capable = ctx.options.queue.capabilities.linkifier_url_template;
+        let list = super::linkifiers::register_section(ctx.state, ctx.realm.id, capable);
+        insert(out, "realm_linkifiers", list);
+    }),
     ("realm_filters", |_, out| insert(out, "realm_filters", json!([]))),
 ];
 
@@ -362,8 +371,6 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
     let s = &realm.settings;
     let url = realm_url(ctx.app, realm);
     let fields = json!({
-        "realm_name": realm.name,
-        "realm_description": realm.description,
         "realm_url": url,
         "realm_uri": url,
         "realm_date_created": realm.date_created,
@@ -373,11 +380,6 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
         "realm_logo_source": "D",
         "realm_night_logo_url": "",
         "realm_night_logo_source": "D",
-        "realm_allow_message_editing": s.allow_message_editing,
-        // An integer, never null: zulip-term compares it with `> 0`.
-        "realm_message_content_edit_limit_seconds": s.message_content_edit_limit_seconds,
-        "realm_allow_edit_history": s.allow_edit_history,
-        "realm_message_retention_days": s.message_retention_days.unwrap_or(-1),
         "realm_empty_topic_display_name": s.empty_topic_display_name,
         "realm_email_address_visibility": match s.email_address_visibility {
             crate::state::EmailVisibility::Everyone => 1,
@@ -390,19 +392,6 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
     let more = json!({
         "realm_is_zephyr_mirror_realm": false,
         "realm_web_public_access_enabled": web_public_access_enabled(ctx.state, realm),
-        "realm_enable_spectator_access": s.enable_spectator_access,
-        "realm_can_create_public_channel_group": crate::view::groups::group_setting(&realm.group_setting(
-            &s.can_create_public_channel_group,
-            crate::state::SystemGroup::Members,
-        )),
-        "realm_can_create_private_channel_group": crate::view::groups::group_setting(&realm.group_setting(
-            &s.can_create_private_channel_group,
-            crate::state::SystemGroup::Members,
-        )),
-        "realm_can_create_web_public_channel_group": crate::view::groups::group_setting(&realm.group_setting(
-            &s.can_create_web_public_channel_group,
-            crate::state::SystemGroup::Moderators,
-        )),
         "realm_presence_disabled": false,
         "realm_mandatory_topics": false,
         "realm_inline_image_preview": true,
@@ -422,9 +411,18 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
         "realm_available_video_chat_providers": {},
         "realm_org_type": 0,
         "realm_plan_type": 1,
-        "realm_upload_quota_mib": null,
+        "realm_upload_quota_mib": ctx.app.config.uploads.realm_quota.map(|bytes| bytes >> 20),
         "realm_authentication_methods": {},
         "realm_bot_domain": ctx.app.external_host(),
+        // Deprecated by Zulip (`can_mention_many_users_group` replaced it)
+        // but still sent, and required by the mobile app: the old policy
+        // the realm's group setting corresponds to.
+        "realm_wildcard_mention_policy": wildcard_mention_policy(realm),
+        // natter's realms always allow read receipts (no endpoint turns
+        // them off); each user's `send_read_receipts` still decides.
+        "realm_enable_read_receipts": true,
+        "realm_default_external_accounts": crate::view::profile::default_external_accounts(),
+        "server_emoji_data_url": format!("{url}{}", crate::view::emoji::EMOJI_DATA_PATH),
         "realm_new_stream_announcements_stream_id": -1,
         "realm_signup_announcements_stream_id": -1,
         "realm_zulip_update_announcements_stream_id": -1,
@@ -434,7 +432,7 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
         "max_topic_length": super::messages::MAX_TOPIC_LENGTH,
         "max_stream_name_length": MAX_STREAM_NAME_LENGTH,
         "max_stream_description_length": MAX_STREAM_DESCRIPTION_LENGTH,
-        "max_file_upload_size_mib": 25,
+        "max_file_upload_size_mib": ctx.app.config.uploads.max_file_mib,
         "max_avatar_file_size_mib": 5,
         "max_icon_file_size_mib": 5,
         "max_logo_file_size_mib": 5,
@@ -451,6 +449,29 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
         if let Value::Object(map) = part {
             out.extend(map);
         }
+    }
+    // The settings `PATCH /realm` changes (the table its events come from).
+    for (property, value, _) in crate::view::realm::settings(realm) {
+        out.insert(format!("realm_{property}"), value);
+    }
+}
+
+/// Zulip's deprecated `wildcard_mention_policy` value for the realm's
+/// `can_mention_many_users_group`: 1 everyone, 2 members, 3 full members,
+/// 5 administrators, 6 nobody, 7 moderators. Owners and groups the old
+/// policy cannot name read as administrators (5), the nearest it has.
+fn wildcard_mention_policy(realm: &Realm) -> u8 {
+    let setting = realm
+        .group_setting(&realm.settings.can_mention_many_users_group, SystemGroup::Administrators);
+    let GroupSetting::Group(group) = setting else { return 5 };
+    let kind = SystemGroup::ALL.into_iter().find(|kind| realm.system_groups.id(*kind) == group);
+    match kind {
+        Some(SystemGroup::Everyone | SystemGroup::Internet) => 1,
+        Some(SystemGroup::Members) => 2,
+        Some(SystemGroup::FullMembers) => 3,
+        Some(SystemGroup::Nobody) => 6,
+        Some(SystemGroup::Moderators) => 7,
+        _ => 5,
     }
 }
 

@@ -349,12 +349,10 @@ pub fn deliver(app: &App, id: ScheduledId, now: i64) -> Delivery {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
     use serde_json::json;
 
     use super::*;
     use crate::api::params::Params;
-    use crate::config::Cli;
     use crate::events::{Audience, Event};
     use crate::mutation::build::{self, NewUser};
     use crate::state::system_bots::SystemBot;
@@ -365,13 +363,10 @@ mod tests {
         _dir: tempfile::TempDir,
     }
 
+    /// The seeded dev realm with its system bots, served in process.
     fn fixture() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().to_str().unwrap().to_owned();
-        let config = Cli::parse_from(["natter", "--dev", "--data-dir", &path]).resolve().unwrap();
-        let app = crate::server::open_app(config).unwrap();
-        crate::seed::seed_dev(&app).unwrap();
-        crate::server::ensure_system_bots(&app).unwrap();
+        let app = crate::testkit::in_process_dev_app(dir.path(), &[]);
         Fixture { app, _dir: dir }
     }
 
@@ -389,6 +384,7 @@ mod tests {
             client: "test".into(),
             raw_fields: Vec::new(),
             sorted_reply: None,
+            files: Vec::new(),
         }
     }
 

@@ -182,7 +182,7 @@ pub fn confirm_email_change(app: &App, call: &mut Call) -> ApiResult<Reply> {
 }
 
 /// One table setting from the request, typed and checked, if present.
-fn setting_param(
+pub(super) fn setting_param(
     call: &mut Call,
     name: &str,
     default: DefaultValue,
@@ -226,7 +226,7 @@ pub fn check_timezone(raw: &str) -> ApiResult<String> {
 }
 
 /// `emojiset_choices`, as register and Zulip's web app read it.
-fn emojiset_choices() -> Value {
+pub(super) fn emojiset_choices() -> Value {
     let text = |key: &str| match key {
         "google" => "Google",
         "twitter" => "Twitter",
@@ -304,21 +304,16 @@ pub fn settings_sections(
 mod tests {
     use super::*;
 
-    use crate::apply::apply;
     use crate::events::{Audience, Event};
-    use crate::mutation::build::{self, NewUser};
     use crate::state::settings::SettingsChange;
     use crate::state::Role;
+    use crate::testkit::World;
 
-    /// A state with one realm and one user, built through `apply`.
-    fn one_user() -> (State, User) {
-        let state = State::new();
-        apply(&state, 1, &build::realm(&state, "", "R", 0).unwrap());
-        let realm = state.realm_by_subdomain("").unwrap().id;
-        let new = NewUser { email: "a@x.test", full_name: "Ann", role: Role::Member, bot: None };
-        apply(&state, 2, &build::user(&state, realm, &new, "k".repeat(32), 0).unwrap());
-        let user = state.user_by_email(realm, "a@x.test").unwrap();
-        (state, user)
+    /// A world with one user, a@x.test.
+    fn one_user() -> (World, User) {
+        let mut w = World::new();
+        let user = w.user("", "a@x.test", Role::Member);
+        (w, user)
     }
 
     fn sections(state: &State, user: &User, uso: bool, wants: &[&str]) -> Reply {
@@ -329,9 +324,9 @@ mod tests {
 
     #[test]
     fn register_has_defaults_for_a_user_with_no_settings() {
-        let (state, user) = one_user();
+        let (w, user) = one_user();
         let all = ["user_settings", "update_display_settings", "update_global_notifications"];
-        let out = sections(&state, &user, false, &all);
+        let out = sections(&w.state, &user, false, &all);
         let us = &out["user_settings"];
         for def in SETTINGS {
             assert_eq!(us[def.name], def.default.value().to_json(), "{}", def.name);
@@ -342,16 +337,16 @@ mod tests {
         assert_eq!(out["timezone"], "");
         assert!(out["emojiset_choices"].as_array().is_some_and(|c| c.len() == 3));
         // With the capability, only the modern object.
-        let modern = sections(&state, &user, true, &all);
+        let modern = sections(&w.state, &user, true, &all);
         assert!(modern.contains_key("user_settings"));
         assert!(!modern.contains_key("twenty_four_hour_time"));
         // Nothing asked, nothing given.
-        assert!(sections(&state, &user, false, &["message"]).is_empty());
+        assert!(sections(&w.state, &user, false, &["message"]).is_empty());
     }
 
     #[test]
     fn changes_show_in_register_and_as_events() {
-        let (state, user) = one_user();
+        let (mut w, user) = one_user();
         let change = SettingsChange {
             user: user.id,
             full_name: Some("Ann B".into()),
@@ -363,7 +358,7 @@ mod tests {
                 ("web_home_view".into(), SettingValue::Str("recent_topics".into())),
             ],
         };
-        let events = apply(&state, 3, &Mutation::UpdateSettings(change));
+        let events = w.apply(Mutation::UpdateSettings(change));
         let json: Vec<(&Audience, &Value)> = events
             .iter()
             .map(|e| match e {
@@ -397,9 +392,9 @@ mod tests {
         assert!(!json.iter().any(|(_, e)| e["setting_name"] == "web_home_view"));
 
         // A fresh register agrees with what the events said.
-        let user = state.users.get(&user.id).unwrap();
+        let user = w.state.users.get(&user.id).unwrap();
         let all = ["user_settings", "update_display_settings", "update_global_notifications"];
-        let out = sections(&state, &user, false, &all);
+        let out = sections(&w.state, &user, false, &all);
         assert_eq!(out["user_settings"]["twenty_four_hour_time"], true);
         assert_eq!(out["user_settings"]["web_home_view"], "recent_topics");
         assert_eq!(out["user_settings"]["timezone"], "Europe/Paris");
@@ -415,8 +410,8 @@ mod tests {
             timezone: None,
             settings: vec![("enable_sounds".into(), SettingValue::Bool(true))],
         };
-        apply(&state, 4, &Mutation::UpdateSettings(back));
-        let overrides = state.settings.of(user.id).overrides;
+        w.apply(Mutation::UpdateSettings(back));
+        let overrides = w.state.settings.of(user.id).overrides;
         assert!(!overrides.contains_key("enable_sounds"));
         assert!(overrides.contains_key("twenty_four_hour_time"));
     }

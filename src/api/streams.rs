@@ -1,6 +1,9 @@
 //! One channel: `GET /streams/{stream_id}`, `GET /get_stream_id`,
 //! `PATCH /streams/{stream_id}` (every property and permission, with its
-//! rule from `state::access`) and `DELETE /streams/{stream_id}` (archive).
+//! rule from `state::access`), `DELETE /streams/{stream_id}` (archive) and
+//! `POST /streams/{stream_id}/delete_topic`.
+
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -14,7 +17,7 @@ use crate::markdown;
 use crate::mutation::{ChannelChange, ChannelPermission, Mutation};
 use crate::reply;
 use crate::state::access::{self, can_see_channel};
-use crate::state::{Channel, GroupSetting, Role, State, TopicsPolicy, User};
+use crate::state::{Channel, ChannelId, GroupSetting, MessageId, Role, State, TopicsPolicy, User};
 use crate::view::channel::Subscribers;
 
 /// Register's `default_streams` section: `realm_default_streams`.
@@ -69,6 +72,81 @@ pub fn archive(app: &App, call: &mut Call) -> ApiResult<Reply> {
         Ok((Mutation::UpdateChannel { channel: id, changes }, ()))
     })?;
     Ok(Reply::new())
+}
+
+/// Messages one `delete_topic` batch deletes (one logged change each).
+const DELETE_TOPIC_BATCH: usize = 1_000;
+/// How long one `delete_topic` request keeps deleting before it replies
+/// `complete: false` for the client to repeat it (Zulip's budget).
+const DELETE_TOPIC_BUDGET: Duration = Duration::from_secs(50);
+
+/// `POST /streams/{stream_id}/delete_topic` (administrators): delete every
+/// message of `topic_name` the caller may reach — all of them where the
+/// channel's history is public to subscribers, else those the caller
+/// received — newest first, in atomic batches. A request that runs out of
+/// time replies `complete: false` (what is deleted stays deleted) and the
+/// client repeats it, as with Zulip.
+pub fn delete_topic(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let channel = visible_channel(app, call, 0)?;
+    let topic = call.params.required_string("topic_name")?;
+    let topic = if topic == call.realm.settings.empty_topic_display_name {
+        String::new()
+    } else {
+        topic.trim().to_owned()
+    };
+    let me = call.caller().clone();
+    if !me.role.is_admin() {
+        return Err(ApiError::bad_request("Must be an organization administrator"));
+    }
+    // Deleting is a content action: a private channel's administrator
+    // who is not subscribed sees its name, not its messages.
+    if !access::can_read_channel(&me, &channel) {
+        return Err(ApiError::no_channel_id(channel.id.0));
+    }
+    let key = (channel.id, topic.to_lowercase());
+    let started = Instant::now();
+    loop {
+        if started.elapsed() >= DELETE_TOPIC_BUDGET {
+            return Ok(reply! { "complete" => false });
+        }
+        let batch = deletable_batch(&app.state, &me, &key);
+        if batch.is_empty() {
+            return Ok(reply! { "complete" => true });
+        }
+        app.committer.commit(|s| {
+            // Another request may have deleted some meanwhile.
+            let messages: Vec<_> = batch.into_iter().filter(|m| s.messages.contains(m)).collect();
+            let mutation = if messages.is_empty() {
+                Mutation::Batch(Vec::new())
+            } else {
+                Mutation::DeleteMessages { messages, by: me.id }
+            };
+            Ok((mutation, ()))
+        })?;
+        if may::coroutine::is_coroutine() {
+            may::coroutine::yield_now();
+        }
+    }
+}
+
+/// The next (newest) messages of a topic `me` may delete, at most a batch.
+fn deletable_batch(state: &State, me: &User, key: &(ChannelId, String)) -> Vec<MessageId> {
+    let Some(channel) = state.channels.get(&key.0) else { return Vec::new() };
+    let all = channel.history_public_to_subscribers;
+    let mut out = Vec::new();
+    let mut before = MessageId(u64::MAX);
+    loop {
+        let ids = state.topic_ids_before(key, before, DELETE_TOPIC_BATCH);
+        out.extend(ids.iter().filter(|m| all || state.flags(me.id, **m).is_some()));
+        match ids.last() {
+            Some(last) if ids.len() == DELETE_TOPIC_BATCH && out.len() < DELETE_TOPIC_BATCH => {
+                before = *last;
+            }
+            _ => break,
+        }
+    }
+    out.truncate(DELETE_TOPIC_BATCH);
+    out
 }
 
 /// A `{new, old}` group-setting update.

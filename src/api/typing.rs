@@ -1,4 +1,6 @@
-//! Typing notifications: `POST /typing`.
+//! Typing notifications: `POST /typing`, and typing while editing a
+//! message, `POST /messages/{message_id}/typing` (`typing_edit_message`
+//! events).
 //!
 //! Ephemeral: nothing is logged or stored. The event is published straight
 //! to the hub (never through the log) for the users who receive typing
@@ -12,7 +14,7 @@ use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{Audience, Event};
 use crate::state::access::can_read_channel;
-use crate::state::{ChannelId, State, User, UserId};
+use crate::state::{ChannelId, Destination, MessageId, State, User, UserId};
 
 /// What is being composed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,6 +68,67 @@ pub fn set_typing(app: &App, call: &mut Call) -> ApiResult<Reply> {
     };
     let event = typing_event(&app.state, call.caller(), &target, &op)?;
     app.hub.publish(event.into_iter().collect());
+    Ok(Reply::new())
+}
+
+/// `POST /messages/{message_id}/typing`: `op` = `start` | `stop` while the
+/// caller edits a message they may see. A `typing_edit_message` event goes
+/// to whoever would hear of the edit — the channel's subscribers, or the
+/// direct message's participants — who receive typing notifications; its
+/// `recipient` names the conversation (`channel` with `channel_id` and
+/// `topic`, or `direct` with the notified `user_ids`), as in Zulip.
+pub fn set_edit_typing(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let id = MessageId(call.path_id(0, "message_id")?);
+    let op = call.params.required_string("op")?;
+    if op != "start" && op != "stop" {
+        return Err(ApiError::invalid("op", "must be 'start' or 'stop'"));
+    }
+    let state = &app.state;
+    let me = call.caller();
+    let message = super::reactions::visible_message(state, me, id)?;
+    let settings = state.settings.of(me.id);
+    let receives = |u: &UserId| {
+        state.users.read(u, |u| u.is_active) == Some(true)
+            && state.settings.of(*u).bool("receives_typing_notifications")
+    };
+    let (audience, recipient) = match &message.destination {
+        Destination::Channel { channel, .. } => {
+            if !settings.bool("send_stream_typing_notifications") {
+                return Err(ApiError::bad_request(
+                    "User has disabled typing notifications for channel messages",
+                ));
+            }
+            let subscribers = state
+                .channels
+                .read(channel, |c| c.subscribers.iter().copied().collect::<Vec<UserId>>());
+            let audience: Vec<UserId> =
+                subscribers.unwrap_or_default().into_iter().filter(receives).collect();
+            let recipient = json!({
+                "type": "channel", "channel_id": channel.0, "topic": message.topic(),
+            });
+            (audience, recipient)
+        }
+        Destination::Direct { participants } => {
+            if !settings.bool("send_private_typing_notifications") {
+                return Err(ApiError::bad_request(
+                    "User has disabled typing notifications for direct messages",
+                ));
+            }
+            let audience: Vec<UserId> = participants.iter().copied().filter(receives).collect();
+            let ids: Vec<u64> = audience.iter().map(|u| u.0).collect();
+            (audience, json!({ "type": "direct", "user_ids": ids }))
+        }
+    };
+    if !audience.is_empty() {
+        let event = json!({
+            "type": "typing_edit_message",
+            "op": op,
+            "sender_id": me.id.0,
+            "message_id": message.id.0,
+            "recipient": recipient,
+        });
+        app.hub.publish(vec![Event::Broadcast { audience: Audience::Users(audience), event }]);
+    }
     Ok(Reply::new())
 }
 
@@ -135,39 +198,11 @@ pub fn typing_event(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::apply;
-    use crate::mutation::build::{self, NewChannel, NewUser};
+    use crate::mutation::build::NewChannel;
     use crate::mutation::Mutation;
     use crate::state::settings::{SettingValue, SettingsChange};
     use crate::state::Role;
-
-    struct World {
-        state: State,
-        seq: u64,
-    }
-
-    impl World {
-        fn apply(&mut self, m: Mutation) {
-            self.seq += 1;
-            apply(&self.state, self.seq, &m);
-        }
-
-        fn user(&mut self, name: &str, role: Role) -> User {
-            let realm = self.state.realm_by_subdomain("").unwrap().id;
-            let email = format!("{name}@x.test");
-            let new = NewUser { email: &email, full_name: name, role, bot: None };
-            let m = build::user(&self.state, realm, &new, "k".repeat(32), 0).unwrap();
-            self.apply(m);
-            self.state.user_by_email(realm, &email).unwrap()
-        }
-    }
-
-    fn world() -> World {
-        let mut w = World { state: State::new(), seq: 0 };
-        let m = build::realm(&w.state, "", "R", 0).unwrap();
-        w.apply(m);
-        w
-    }
+    use crate::testkit::World;
 
     fn parts(e: Option<Event>) -> (Vec<UserId>, Value) {
         match e {
@@ -178,9 +213,12 @@ mod tests {
 
     #[test]
     fn direct_typing_goes_to_every_participant_who_wants_it() {
-        let mut w = world();
-        let (a, b, c) =
-            (w.user("a", Role::Member), w.user("b", Role::Member), w.user("c", Role::Member));
+        let mut w = World::new();
+        let (a, b, c) = (
+            w.user("", "a@x.test", Role::Member),
+            w.user("", "b@x.test", Role::Member),
+            w.user("", "c@x.test", Role::Member),
+        );
         let target = TypingTarget::Direct(vec![b.id.0, c.id.0, b.id.0]);
         let (to, e) = parts(typing_event(&w.state, &a, &target, "start").unwrap());
         assert_eq!(to, vec![a.id, b.id, c.id]);
@@ -218,11 +256,13 @@ mod tests {
 
     #[test]
     fn channel_typing_goes_to_subscribers_and_respects_privacy() {
-        let mut w = world();
-        let (a, b, outsider) =
-            (w.user("a", Role::Member), w.user("b", Role::Member), w.user("o", Role::Member));
-        let guest = w.user("g", Role::Guest);
-        let realm = w.state.realm_by_subdomain("").unwrap();
+        let mut w = World::new();
+        let (a, b, outsider) = (
+            w.user("", "a@x.test", Role::Member),
+            w.user("", "b@x.test", Role::Member),
+            w.user("", "o@x.test", Role::Member),
+        );
+        let guest = w.user("", "g@x.test", Role::Guest);
         let make = |w: &mut World, name: &str, private: bool| {
             let subscribers = [a.id, b.id];
             let new = NewChannel {
@@ -232,9 +272,7 @@ mod tests {
                 creator: Some(a.id),
                 subscribers: &subscribers,
             };
-            let m = build::channel(&w.state, &realm, &new, 0).unwrap();
-            w.apply(m);
-            w.state.channel_by_name(realm.id, name).unwrap().id.0
+            w.add_channel("", &new).id.0
         };
         let public = make(&mut w, "pub", false);
         let private = make(&mut w, "priv", true);

@@ -132,7 +132,8 @@ mod tests {
     /// with capitals and non-ASCII (the gravatar hash lowercases it), and
     /// characters JSON escapes.
     fn varied_realm() -> (crate::state::State, Vec<User>) {
-        let (state, users) = realm();
+        let (w, users) = realm();
+        let state = w.state;
         let mut values = profile::Values::new();
         values.insert(3, ("three \"q\" \u{1}".into(), None));
         values.insert(12, ("**y**".into(), Some("<p><strong>y</strong></p>".into())));

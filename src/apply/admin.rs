@@ -87,7 +87,7 @@ pub fn unsubscribe(state: &State, channel: ChannelId, users: &[UserId]) -> Vec<E
 }
 
 /// A stream `update` event.
-fn stream_update(channel: &Channel, property: &str, value: Value) -> Map<String, Value> {
+pub(super) fn stream_update(channel: &Channel, property: &str, value: Value) -> Map<String, Value> {
     let mut event = Map::new();
     event.insert("type".into(), json!("stream"));
     event.insert("op".into(), json!("update"));
@@ -173,6 +173,13 @@ pub fn update_channel(state: &State, id: ChannelId, changes: &[ChannelChange]) -
             // They get the channel as it is now, so no update besides.
             events.push(Event::ChannelVisible { channel: id, users: gained });
         }
+        // An archived or private channel leaves the default channel groups.
+        if matches!(
+            change,
+            ChannelChange::Access { invite_only: true, .. } | ChannelChange::Archived(true)
+        ) {
+            events.extend(super::organization::drop_from_stream_groups(state, after.realm, id));
+        }
         let event = match change {
             // Zulip reports the old name under `name`.
             ChannelChange::Name(name) => stream_update(&before, "name", json!(name)),
@@ -194,6 +201,7 @@ pub fn update_channel(state: &State, id: ChannelId, changes: &[ChannelChange]) -
                 events.push(default_streams_event(state, after.realm));
                 continue;
             }
+
             ChannelChange::Retention(days) => {
                 stream_update(&after, "message_retention_days", json!(days))
             }

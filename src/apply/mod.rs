@@ -10,6 +10,8 @@
 
 pub mod admin;
 mod bots;
+mod files;
+pub(crate) mod organization;
 pub(crate) mod personal;
 pub mod replay;
 mod settings;
@@ -77,7 +79,13 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::FailScheduled { .. }
         | Mutation::SetPassword { .. }
         | Mutation::StartEmailChange(_)
-        | Mutation::SendNotice { .. } => true,
+        | Mutation::SendNotice { .. }
+        | Mutation::CreateAttachment(_)
+        | Mutation::LinkAttachments { .. }
+        | Mutation::DeleteAttachment { .. }
+        | Mutation::CreateRealmEmoji(_)
+        | Mutation::DeactivateRealmEmoji { .. }
+        | Mutation::Organization(_) => true,
         // Only the name and time zone of the settings live in the account.
         Mutation::UpdateSettings(change) => change.full_name.is_none() && change.timezone.is_none(),
         // Drafts, mutes, topic policies (a send's automatic follows ride
@@ -129,6 +137,7 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
             assert!(state.realms.contains(&user.realm), "apply: no realm {}", user.realm);
             state.ids.claim(IdKind::User, user.id.0);
             state.index_user(user.clone());
+            organization::start_with_defaults(state, user.realm, user.id);
             let mut events = vec![Event::RealmUserAdd { realm: user.realm, user: user.id }];
             events.extend(bots::on_create(state, user));
             events
@@ -162,6 +171,24 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         Mutation::StartEmailChange(change) => settings::start_email_change(state, change),
         Mutation::ConfirmEmailChange { key } => settings::confirm_email_change(state, key),
         Mutation::Personal(change) => personal::apply(state, change),
+        Mutation::Organization(change) => organization::apply(state, change),
+        Mutation::UpdateRealm(update) => {
+            let before =
+                state.realms.get(&update.realm).unwrap_or_else(|| panic!("apply: no realm"));
+            let after = crate::state::Realm {
+                name: update.name.clone(),
+                description: update.description.clone(),
+                settings: update.settings.clone(),
+                ..before.clone()
+            };
+            let events = crate::view::realm::changes(&before, &after);
+            state.realms.insert(update.realm, after);
+            let audience = || Audience::Realm(update.realm);
+            events
+                .into_iter()
+                .map(|event| Event::Broadcast { audience: audience(), event })
+                .collect()
+        }
         Mutation::Unsubscribe { channel, users } => admin::unsubscribe(state, *channel, users),
         Mutation::UpdateChannel { channel, changes } => {
             admin::update_channel(state, *channel, changes)
@@ -226,6 +253,13 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
             Vec::new()
         }
         Mutation::SendNotice { message, read_by } => send_message(state, message, read_by),
+        Mutation::CreateAttachment(attachment) => files::create(state, attachment),
+        Mutation::LinkAttachments { message, attachments } => {
+            files::link(state, *message, attachments)
+        }
+        Mutation::DeleteAttachment { id } => files::delete(state, *id),
+        Mutation::CreateRealmEmoji(emoji) => files::create_emoji(state, emoji),
+        Mutation::DeactivateRealmEmoji { id } => files::deactivate_emoji(state, *id),
     }
 }
 
@@ -433,11 +467,27 @@ fn delete_messages(state: &State, ids: &[MessageId], by: UserId) -> Vec<Event> {
         });
         match &message.destination {
             Destination::Channel { channel, topic } => {
-                state.channels.update(channel, |c| {
-                    if c.first_message_id == Some(*id) {
-                        c.first_message_id = first;
-                    }
-                });
+                let changed = state
+                    .channels
+                    .update(channel, |c| {
+                        let changed = c.first_message_id == Some(*id);
+                        if changed {
+                            c.first_message_id = first;
+                        }
+                        changed.then(|| c.clone())
+                    })
+                    .flatten();
+                // The channel's oldest message changed: those who see the
+                // channel hear its new `first_message_id` (as Zulip does
+                // since feature level 256).
+                if let Some(c) = changed {
+                    let update =
+                        admin::stream_update(&c, "first_message_id", json!(first.map(|m| m.0)));
+                    events.push(Event::Broadcast {
+                        audience: Audience::Users(admin::channel_audience(state, &c)),
+                        event: serde_json::Value::Object(update),
+                    });
+                }
                 event["message_type"] = json!("stream");
                 event["stream_id"] = json!(channel.0);
                 event["topic"] = json!(topic);

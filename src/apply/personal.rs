@@ -215,6 +215,7 @@ pub(super) fn apply(state: &State, change: &PersonalChange) -> Vec<Event> {
             }
             state.ids.claim(IdKind::User, user.id.0);
             state.index_user(user.clone());
+            super::organization::start_with_defaults(state, user.realm, user.id);
             s.passwords.insert(user.id, password_hash.clone());
             let mut events = vec![Event::RealmUserAdd { realm: user.realm, user: user.id }];
             for (channel, color) in channels {
@@ -265,33 +266,21 @@ fn invites_changed(state: &State, realm: RealmId, inviter: UserId) -> Event {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::apply;
-    use crate::mutation::build::{self, NewUser};
     use crate::mutation::Mutation;
     use crate::persist::snapshot;
     use crate::state::personal::{
         Draft, Invite, NavigationView, Playground, PushKind, PushToken, SavedSnippet, UserStatus,
     };
     use crate::state::Role;
+    use crate::testkit::World;
 
     /// Every resource of this area survives a snapshot round trip, and the
     /// derived invitation-key index is rebuilt.
     #[test]
     fn snapshot_round_trip() {
-        let state = State::new();
-        let mut seq = 0;
-        let mut step = |m: Mutation| {
-            seq += 1;
-            apply(&state, seq, &m)
-        };
-        step(build::realm(&state, "", "R", 0).unwrap());
-        let realm = state.realm_by_subdomain("").unwrap().id;
-        for name in ["a", "b"] {
-            let email = format!("{name}@x.test");
-            let new = NewUser { email: &email, full_name: name, role: Role::Member, bot: None };
-            step(build::user(&state, realm, &new, "k".repeat(32), 0).unwrap());
-        }
-        let (a, b) = (UserId(1), UserId(2));
+        let mut w = World::new();
+        let realm = w.realm("").id;
+        let [a, b] = ["a@x.test", "b@x.test"].map(|email| w.user("", email, Role::Member).id);
         let changes = vec![
             PersonalChange::SetAlertWords { user: a, words: vec!["w".into()] },
             PersonalChange::AddDrafts {
@@ -354,9 +343,9 @@ mod tests {
             }]),
         ];
         for change in changes {
-            step(Mutation::personal(change));
+            w.apply(Mutation::personal(change));
         }
-        let image = state.image();
+        let image = w.state.image();
         let bytes = snapshot::encode(&image);
         let back = State::from_image(image.clone());
         assert!(snapshot::encode(&back.image()) == bytes, "image changed in the round trip");

@@ -186,12 +186,13 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::mutation::build::{self, NewChannel, NewUser};
+    use crate::mutation::build;
     use crate::mutation::FlagsChange;
     use crate::persist::snapshot;
     use crate::state::indexes::TopicEntry;
     use crate::state::personal::PersonalChange;
-    use crate::state::{IdKind, IdSet, MessageParts, RecipientId, Role};
+    use crate::state::{IdKind, IdSet, MessageParts, RecipientId, Role, User};
+    use crate::testkit::World;
 
     /// What replay must reproduce: the snapshot bytes, then what is not
     /// in them (the derived indexes, the seq, the id counters and the
@@ -233,38 +234,21 @@ mod tests {
     /// spellings of one name) and conversations, with mentions,
     /// wildcards and read-by-sender, interrupted by subscriptions, alert
     /// words, mutes, flag changes and deletions; more sends than `RUN`.
-    fn history(state: &State) -> Vec<Mutation> {
-        let mut log = Vec::new();
-        let mut step = |m: Mutation| {
-            apply(state, state.applied_seq() + 1, &m);
-            log.push(m);
-        };
-        step(build::realm(state, "", "R", 0).unwrap());
-        let realm = state.realm_by_subdomain("").unwrap();
-        let mut users = Vec::new();
-        for i in 0..5 {
-            let email = format!("u{i}@r.test");
-            let new = NewUser { email: &email, full_name: "U", role: Role::Member, bot: None };
-            step(build::user(state, realm.id, &new, format!("{i:0>32}"), 0).unwrap());
-            users.push(state.user_by_email(realm.id, &email).unwrap().id);
-        }
-        for (name, invite_only, members) in
-            [("general", false, &users[..4]), ("secret", true, &users[..2])]
-        {
-            let new = NewChannel {
-                name,
-                description: "",
-                invite_only,
-                creator: None,
-                subscribers: members,
-            };
-            step(build::channel(state, &realm, &new, 0).unwrap());
-        }
-        let channels =
-            ["general", "secret"].map(|name| state.channel_by_name(realm.id, name).unwrap());
+    fn history() -> World {
+        let mut w = World::new();
+        let realm = w.realm("");
+        let people: Vec<User> =
+            (0..5).map(|i| w.user("", &format!("u{i}@r.test"), Role::Member)).collect();
+        let users: Vec<UserId> = people.iter().map(|u| u.id).collect();
+        let members: Vec<&User> = people.iter().collect();
+        let channels = [
+            w.channel("", "general", false, &members[..4]),
+            w.channel("", "secret", true, &members[..2]),
+        ];
         let topics = ["Topic A", "topic a", "TOPIC A", "b", "Ünïcode É"];
         let mut sent = Vec::new();
         for i in 0..RUN as u64 + 600 {
+            let state = &w.state;
             let sender = users[(i % 4) as usize];
             let m = match i {
                 _ if i % 97 == 50 && i < 1_000 => {
@@ -339,16 +323,16 @@ mod tests {
                     })
                 }
             };
-            step(m);
+            w.apply(m);
         }
-        log
+        w
     }
 
     #[test]
     fn replay_builds_what_apply_built_from_any_starting_point() {
-        let live = State::new();
-        let log = history(&live);
-        let expected = everything(&live);
+        let live = history();
+        let log = live.log();
+        let expected = everything(&live.state);
         for cut in [0, 1_234, 4_000, log.len() - 3, log.len()] {
             let state = State::new();
             for (m, seq) in log[..cut].iter().zip(1..) {
@@ -374,8 +358,8 @@ mod tests {
     #[test]
     #[should_panic(expected = "exists")]
     fn a_message_id_sent_twice_in_one_run_is_refused() {
-        let live = State::new();
-        let log = history(&live);
+        let live = history();
+        let log = live.log();
         let send = log.iter().rposition(|m| matches!(m, Mutation::SendMessage(_))).unwrap();
         let state = State::new();
         let mut replay = Replay::new(&state);

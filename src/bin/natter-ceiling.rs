@@ -81,7 +81,7 @@ impl Handler for Fixed {
     type Session = ();
 
     fn handle(&self, _req: &conn::Request<'_>, _: &mut ()) -> Response {
-        Response { status: 200, body: FIXED.as_bytes().to_vec() }
+        Response::json(200, FIXED.as_bytes().to_vec())
     }
 }
 
@@ -107,7 +107,7 @@ impl Handler for DurableFixed {
                 std::process::abort();
             }
         }
-        Response { status: 200, body: FIXED.as_bytes().to_vec() }
+        Response::json(200, FIXED.as_bytes().to_vec())
     }
 }
 

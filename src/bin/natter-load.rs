@@ -4,7 +4,7 @@
 //! comes first, and prints throughput and latency percentiles.
 //!
 //! ```text
-//! natter --dev --fsync always &
+//! natter --dev --fsync always --rate-limit off &
 //! natter-load --connections 64 --requests 20000 --kind send
 //! ```
 //!

@@ -172,6 +172,8 @@ struct BroadcastShapes {
     /// A legacy settings event (`update_display_settings`,
     /// `update_global_notifications`).
     legacy_settings: bool,
+    /// A `realm_linkifiers` event.
+    linkifiers: bool,
 }
 
 impl BroadcastShapes {
@@ -206,7 +208,9 @@ impl BroadcastShapes {
             plain.get("type").and_then(Value::as_str),
             Some("update_display_settings" | "update_global_notifications")
         );
+        let linkifiers = plain.get("type").and_then(Value::as_str) == Some("realm_linkifiers");
         BroadcastShapes {
+            linkifiers,
             plain: Arc::new(plain),
             single_deletion,
             archived_as_delete,
@@ -219,6 +223,11 @@ impl BroadcastShapes {
         // The pre-`user_settings` settings events only go to clients
         // without the `user_settings_object` capability.
         if self.legacy_settings && caps.user_settings_object {
+            return None;
+        }
+        // Linkifiers reach only clients that read `url_template` (their
+        // register's list is empty otherwise, as in Zulip).
+        if self.linkifiers && !caps.linkifier_url_template {
             return None;
         }
         match (&self.single_deletion, &self.archived_as_delete) {
@@ -406,7 +415,10 @@ fn message_event(
         let own = match &local {
             Some((queue_id, local_id)) if *queue_id == q.id && q.user == message.sender => {
                 let mut own = Map::new();
-                own.insert("local_id".into(), json!(local_id));
+                // Zulip names it `local_message_id` on the event (the
+                // request's `local_id`); the clients match their local echo
+                // by that key.
+                own.insert("local_message_id".into(), json!(local_id));
                 Arc::from(format!("{flags_member},{}", members(&own)))
             }
             _ => flags_member,

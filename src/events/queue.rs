@@ -140,7 +140,7 @@ impl QueueOptions {
 }
 
 /// One queued event: the JSON members shared by every queue that got the
-/// same event, plus this queue's own members (flags, local_id…), both as
+/// same event, plus this queue's own members (flags, local_message_id…), both as
 /// JSON text without the braces. A poll writes `{shared,own,"id":N}`
 /// straight into its reply, so neither fan-out nor polling builds, clones
 /// or re-serializes any JSON value per queue.
@@ -634,10 +634,12 @@ impl Queues {
             }
             let Some(out) = render(&q) else { continue };
             if q.events.len() >= self.config.max_events {
-                eprintln!(
-                    "natter: event queue {} of user {} overflowed ({} unacknowledged events); \
+                tracing::warn!(
+                    "event queue {} of user {} overflowed ({} unacknowledged events); \
                      dropped, its client must register again",
-                    q.id, q.user, self.config.max_events
+                    q.id,
+                    q.user,
+                    self.config.max_events
                 );
                 q.dead = true;
                 overflowed.push(q.id.clone());
@@ -702,10 +704,13 @@ impl Queues {
             .map(|(id, _)| id.clone())
             .collect();
         if !expired.is_empty() {
+            let count = expired.len();
             let mut registry = self.registry.write();
             for id in expired {
                 registry.remove(&id);
             }
+            let live = registry.by_id.len();
+            tracing::info!("collected {count} idle event queues ({live} live)");
         }
     }
 

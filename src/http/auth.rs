@@ -36,6 +36,12 @@ pub fn authenticate(state: &State, realm: &Realm, header: Option<&[u8]>) -> ApiR
     }
 }
 
+/// The email of HTTP Basic credentials, if the header holds some.
+pub fn basic_email(header: &[u8]) -> Option<String> {
+    let credentials = parse_basic(header)?;
+    Some(credentials.parts().0.to_owned())
+}
+
 /// Decoded `email:key` credentials, split without copying either part.
 #[derive(Debug, PartialEq)]
 struct Credentials {
@@ -63,7 +69,7 @@ fn parse_basic(header: &[u8]) -> Option<Credentials> {
 }
 
 /// Equality whose running time depends only on the lengths.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let mut diff = (a.len() ^ b.len()) as u8 | u8::from(a.len() != b.len());
     for i in 0..a.len().max(b.len()) {
         let x = a.get(i).copied().unwrap_or(0);
@@ -99,28 +105,24 @@ mod tests {
 #[cfg(test)]
 mod state_tests {
     use super::*;
-    use crate::apply::apply;
-    use crate::mutation::build::{self, NewUser};
     use crate::state::Role;
+    use crate::testkit::World;
 
     #[test]
     fn deactivated_users_and_realms_are_refused() {
-        let state = State::new();
-        apply(&state, 1, &build::realm(&state, "", "T", 0).unwrap());
-        let realm = state.realm_by_subdomain("").unwrap();
-        let new = NewUser { email: "a@t.test", full_name: "A", role: Role::Member, bot: None };
-        apply(&state, 2, &build::user(&state, realm.id, &new, "k".repeat(32), 0).unwrap());
+        let mut w = World::new();
+        let user = w.user("", "a@t.test", Role::Member);
+        let realm = w.realm("");
         let header = format!(
             "Basic {}",
-            base64::engine::general_purpose::STANDARD
-                .encode(format!("a@t.test:{}", "k".repeat(32)))
+            base64::engine::general_purpose::STANDARD.encode(format!("a@t.test:{}", user.api_key))
         );
-        assert!(authenticate(&state, &realm, Some(header.as_bytes())).is_ok());
-        state.users.update(&crate::state::UserId(1), |u| u.is_active = false);
-        let e = authenticate(&state, &realm, Some(header.as_bytes())).unwrap_err();
+        assert!(authenticate(&w.state, &realm, Some(header.as_bytes())).is_ok());
+        w.deactivate(&user);
+        let e = authenticate(&w.state, &realm, Some(header.as_bytes())).unwrap_err();
         assert_eq!((e.status, e.code), (401, "USER_DEACTIVATED"));
         let closed = Realm { deactivated: true, ..realm };
-        let e = authenticate(&state, &closed, Some(header.as_bytes())).unwrap_err();
+        let e = authenticate(&w.state, &closed, Some(header.as_bytes())).unwrap_err();
         assert_eq!((e.status, e.code), (401, "REALM_DEACTIVATED"));
     }
 }

@@ -22,6 +22,8 @@
 
 use std::io::{self, Read, Write};
 use std::mem::MaybeUninit;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -32,6 +34,7 @@ use super::alarm::{AlarmSlot, Alarms};
 use super::response::{self, Response};
 use super::spawn::SpawnCo;
 use crate::config::WireLimits;
+use crate::files::Staged;
 
 /// The clock time of `at` as `HH:MM:SS.mmm`, UTC: for lining a log line up
 /// with other records of the same moment.
@@ -60,8 +63,9 @@ fn note_slow(
     let took = started.elapsed();
     if took >= limit {
         let path = target.split('?').next().unwrap_or("");
-        eprintln!(
-            "natter: slow request: {method} {path} took {:.1} ms (read at {} UTC)",
+        tracing::warn!(
+            target: "natter::request",
+            "slow request: {method} {path} took {:.1} ms (read at {} UTC)",
             took.as_secs_f64() * 1000.0,
             clock_time(at)
         );
@@ -76,8 +80,25 @@ pub struct Request<'a> {
     pub target: &'a str,
     /// The headers in the order sent.
     pub headers: &'a [httparse::Header<'a>],
-    /// The body (chunked encoding already removed).
+    /// The body (chunked encoding already removed); empty when it was
+    /// streamed to a file (`spooled`).
     pub body: &'a [u8],
+    /// On a route that streams its body to a file (`Handler::spool`):
+    /// that file, complete.
+    pub spooled: Option<&'a Staged>,
+    /// The client's address as the connection was accepted from it.
+    pub peer: Option<IpAddr>,
+}
+
+/// How a route's body is received when it is streamed to a file instead of
+/// memory (uploads): decided from the request line before the body is read.
+pub struct Spool {
+    /// The directory the body's file is created in.
+    pub dir: PathBuf,
+    /// The largest body accepted.
+    pub limit: u64,
+    /// The reply to a body over `limit`.
+    pub too_large: Response,
 }
 
 impl Request<'_> {
@@ -95,6 +116,13 @@ pub trait Handler: Send + Sync + 'static {
     type Session: Default;
     /// The reply to one request.
     fn handle(&self, req: &Request<'_>, session: &mut Self::Session) -> Response;
+
+    /// Whether the request with this method, target (path and query) and
+    /// headers streams its body to a file, as it arrives, instead of
+    /// buffering it under `max_body_bytes`.
+    fn spool(&self, _method: &str, _target: &str, _headers: &[httparse::Header]) -> Option<Spool> {
+        None
+    }
 }
 
 /// Starts accepting on `listener`; returns the accept coroutine's handle.
@@ -126,8 +154,8 @@ fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<W
     let refusing = Arc::new(AtomicUsize::new(0));
     let mut warned = false;
     loop {
-        let stream = match listener.accept() {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match listener.accept() {
+            Ok((stream, peer)) => (stream, Some(peer.ip())),
             Err(e) => {
                 // Out of file descriptors or a transient error: say so once,
                 // back off briefly, keep serving the open connections.
@@ -151,7 +179,7 @@ fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<W
             let alarm = alarms.register(&stream);
             let spawned = may::coroutine::Builder::new().spawn_co(move || {
                 let _slot = slot;
-                let mut conn = Conn::new(stream, alarm, &limits);
+                let mut conn = Conn::new(stream, alarm, &limits, peer);
                 conn.refuse(&response::error(&response::too_many_connections()));
             });
             if let Err(e) = spawned {
@@ -164,7 +192,7 @@ fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<W
         let alarm = alarms.register(&stream);
         let spawned = may::coroutine::Builder::new().spawn_co(move || {
             let _slot = slot;
-            Conn::new(stream, alarm, &limits).run(&*handler);
+            Conn::new(stream, alarm, &limits, peer).run(&*handler);
         });
         if let Err(e) = spawned {
             eprintln!("natter: warning: cannot start a coroutine: {e}");
@@ -243,6 +271,8 @@ struct Conn<'l> {
     out: Vec<u8>,
     /// A decoded chunked body.
     body: Vec<u8>,
+    /// The client's address.
+    peer: Option<IpAddr>,
 }
 
 /// The socket, read and written with plain non-blocking system calls; a
@@ -307,7 +337,12 @@ impl Socket {
 }
 
 impl<'l> Conn<'l> {
-    fn new(stream: TcpStream, alarm: AlarmSlot, limits: &'l WireLimits) -> Self {
+    fn new(
+        stream: TcpStream,
+        alarm: AlarmSlot,
+        limits: &'l WireLimits,
+        peer: Option<IpAddr>,
+    ) -> Self {
         let _ = stream.set_nodelay(true);
         // A reply that makes no progress for this long is abandoned.
         let write_timeout = limits.read_timeout;
@@ -319,6 +354,7 @@ impl<'l> Conn<'l> {
             end: 0,
             out: Vec::new(),
             body: Vec::new(),
+            peer,
         }
     }
 
@@ -402,6 +438,11 @@ impl<'l> Conn<'l> {
                 return Err(response::head_too_large(limits).into());
             }
             let framing = framing(&req, head_len)?;
+            let spool =
+                handler.spool(req.method.unwrap_or(""), req.path.unwrap_or(""), req.headers);
+            if let Some(plan) = spool {
+                return self.spooled_request(handler, session, framing, plan);
+            }
             // The common case: the whole body is already here.
             if let Body::Length(n) = framing.body {
                 if n <= limits.max_body_bytes && data.len() >= head_len + n {
@@ -410,6 +451,8 @@ impl<'l> Conn<'l> {
                         target: req.path.unwrap_or(""),
                         headers: req.headers,
                         body: &data[head_len..head_len + n],
+                        spooled: None,
+                        peer: self.peer,
                     };
                     if !self.out.is_empty() {
                         // The handler may park (long-poll): earlier replies
@@ -474,6 +517,8 @@ impl<'l> Conn<'l> {
             target: req.path.unwrap_or(""),
             headers: req.headers,
             body,
+            spooled: None,
+            peer: self.peer,
         };
         let began = limits.slow_request.map(|_| (Instant::now(), SystemTime::now()));
         let reply = handler.handle(&request, session);
@@ -484,6 +529,75 @@ impl<'l> Conn<'l> {
         if self.body.capacity() > KEEP_BUF {
             self.body = Vec::new();
         }
+        written.map_err(|_| closed())?;
+        Ok(Some(framing.keep_alive))
+    }
+
+    /// Answers a request whose body streams to a file (`Handler::spool`):
+    /// the body is handed to a writer thread piece by piece as it arrives
+    /// (at most `SPOOL_AHEAD` pieces waiting), so neither the whole body
+    /// nor a blocking write is ever on this coroutine.
+    fn spooled_request<H: Handler>(
+        &mut self,
+        handler: &H,
+        session: &mut H::Session,
+        framing: Framing,
+        plan: Spool,
+    ) -> Result<Option<bool>, Refusal> {
+        let n = match framing.body {
+            Body::Chunked => return Err(response::length_required().into()),
+            Body::Length(n) if n as u64 > plan.limit => return Err(Refusal(plan.too_large)),
+            Body::Length(n) => n,
+        };
+        self.send_continue(&framing)?;
+        let head_len = framing.head_len;
+        if self.buf.len() - self.start < head_len + SPOOL_PIECE {
+            self.compact();
+            let want = head_len + SPOOL_PIECE;
+            if self.buf.len() < want {
+                self.buf.resize(want, 0);
+            }
+        }
+        let mut spooler = Spooler::start(&plan.dir);
+        let mut remaining = n;
+        while remaining > 0 {
+            let body_at = self.start + head_len;
+            let have = self.end - body_at;
+            if have == 0 {
+                self.body_read()?;
+                continue;
+            }
+            let take = have.min(remaining);
+            spooler.push(self.buf[body_at..body_at + take].to_vec())?;
+            // What follows the body (a pipelined request) moves up.
+            self.buf.copy_within(body_at + take..self.end, body_at);
+            self.end -= take;
+            remaining -= take;
+        }
+        let staged = spooler.finish()?;
+        let data = &self.buf[self.start..self.end];
+        let mut heap = vec![httparse::EMPTY_HEADER; self.limits.max_headers];
+        let mut req = httparse::Request::new(&mut heap);
+        if !matches!(req.parse(data), Ok(httparse::Status::Complete(_))) {
+            return Err(response::malformed("request head changed").into());
+        }
+        if !self.out.is_empty() {
+            self.stream.write_all(&self.out).map_err(|_| closed())?;
+            self.out.clear();
+        }
+        let request = Request {
+            method: req.method.unwrap_or(""),
+            target: req.path.unwrap_or(""),
+            headers: req.headers,
+            body: &[],
+            spooled: Some(&staged),
+            peer: self.peer,
+        };
+        let began = self.limits.slow_request.map(|_| (Instant::now(), SystemTime::now()));
+        let reply = handler.handle(&request, session);
+        let written = encode(&mut self.out, &mut self.stream, &reply, &framing);
+        note_slow(self.limits, request.method, request.target, began);
+        self.consume(head_len);
         written.map_err(|_| closed())?;
         Ok(Some(framing.keep_alive))
     }
@@ -706,9 +820,99 @@ impl<'l> Conn<'l> {
     }
 }
 
+/// Room kept for reading a streamed body: pieces of up to this size go to
+/// the writer thread.
+const SPOOL_PIECE: usize = 256 * 1024;
+/// Pieces of a streamed body waiting for the writer thread, at most; the
+/// connection reads no further until it catches up.
+const SPOOL_AHEAD: usize = 4;
+
+/// What a spooling writer thread reports.
+enum Spooled {
+    /// A piece was written (or not).
+    Wrote(io::Result<()>),
+    /// No piece follows: the file, complete (or why not).
+    Done(io::Result<Staged>),
+}
+
+/// A body being written to a staged file by a thread of its own, fed
+/// through a may channel (the coroutine parks, never its worker).
+struct Spooler {
+    pieces: Option<may::sync::mpsc::Sender<Vec<u8>>>,
+    reports: may::sync::mpsc::Receiver<Spooled>,
+    waiting: usize,
+}
+
+impl Spooler {
+    fn start(dir: &Path) -> Spooler {
+        let (pieces, receive) = may::sync::mpsc::channel::<Vec<u8>>();
+        let (report, reports) = may::sync::mpsc::channel();
+        let dir = dir.to_owned();
+        std::thread::spawn(move || {
+            let (staged, mut file) = match Staged::create(&dir) {
+                Ok(created) => created,
+                Err(e) => {
+                    let _ = report.send(Spooled::Done(Err(e)));
+                    return;
+                }
+            };
+            let mut failed = None;
+            for piece in receive {
+                let wrote = match &failed {
+                    Some(_) => Ok(()),
+                    None => file.write_all(&piece),
+                };
+                if let Err(e) = &wrote {
+                    failed = Some(io::Error::new(e.kind(), e.to_string()));
+                }
+                let _ = report.send(Spooled::Wrote(wrote));
+            }
+            let _ = report.send(Spooled::Done(match failed {
+                Some(e) => Err(e),
+                None => Ok(staged),
+            }));
+        });
+        Spooler { pieces: Some(pieces), reports, waiting: 0 }
+    }
+
+    /// Hands a piece to the writer; parks while `SPOOL_AHEAD` wait.
+    fn push(&mut self, piece: Vec<u8>) -> Result<(), Refusal> {
+        let sent = self.pieces.as_ref().is_some_and(|pieces| pieces.send(piece).is_ok());
+        if !sent {
+            return Err(spool_failed());
+        }
+        self.waiting += 1;
+        while self.waiting >= SPOOL_AHEAD {
+            match self.reports.recv() {
+                Ok(Spooled::Wrote(Ok(()))) => self.waiting -= 1,
+                _ => return Err(spool_failed()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for every piece to be written; the staged file.
+    fn finish(mut self) -> Result<Staged, Refusal> {
+        self.pieces = None;
+        loop {
+            match self.reports.recv() {
+                Ok(Spooled::Wrote(Ok(()))) => {}
+                Ok(Spooled::Done(Ok(staged))) => return Ok(staged),
+                _ => return Err(spool_failed()),
+            }
+        }
+    }
+}
+
+/// The body could not be written to disk.
+fn spool_failed() -> Refusal {
+    eprintln!("natter: error: cannot write an upload's body to the staging directory");
+    Refusal(response::error(&crate::error::ApiError::internal()))
+}
+
 /// The connection is gone: nothing more can be written.
 fn closed() -> Refusal {
-    Refusal(Response { status: 0, body: Vec::new() })
+    Refusal(Response::json(0, Vec::new()))
 }
 
 /// Reads framing and connection handling from a parsed head.
@@ -882,7 +1086,7 @@ mod tests {
             if req.target == "/park" {
                 self.release.wait();
             }
-            Response { status: 200, body: format!("{{\"t\":\"{}\"}}", req.target).into_bytes() }
+            Response::json(200, format!("{{\"t\":\"{}\"}}", req.target).into_bytes())
         }
     }
 

@@ -9,19 +9,27 @@
 pub mod alarm;
 pub mod auth;
 pub mod conn;
+pub mod downloads;
+pub mod health;
+pub mod metrics;
 pub mod multipart;
+pub mod ratelimit;
 pub mod response;
 pub mod router;
 mod spawn;
 
+use std::net::IpAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::api::params::Params;
 use crate::api::{App, Call};
 use crate::error::{ApiError, ApiResult};
 use crate::state::{Realm, User};
+use health::Health;
+use ratelimit::{Class, Limiter, Standing};
 use response::Response;
 use router::{Access, Match};
 
@@ -31,6 +39,34 @@ use router::{Access, Match};
 pub struct Service {
     /// Shared application state.
     pub app: Arc<App>,
+    /// Readiness beyond the state (shutdown begun).
+    pub health: Arc<Health>,
+    /// The rate limits' buckets; `None` with `--rate-limit off`.
+    pub limiter: Option<Arc<Limiter>>,
+    /// Requests logged so far: the next one's id is one more.
+    logged: Arc<AtomicU64>,
+    /// `GET /metrics` and the request metrics; `None` without
+    /// `--metrics-token`.
+    pub metrics: Option<Arc<metrics::Metrics>>,
+}
+
+/// What the request log says of a request beyond its line and reply.
+#[derive(Default)]
+struct Seen {
+    /// The route's pattern (never the path: it may name ids).
+    route: &'static str,
+    /// The authenticated caller.
+    user: Option<u64>,
+}
+
+impl Service {
+    /// The service for `app`, with rate limits as its configuration says.
+    pub fn new(app: Arc<App>, health: Arc<Health>) -> Self {
+        let limiter = app.config.rate_limits.clone().map(|rules| Arc::new(Limiter::new(rules)));
+        let metrics =
+            app.config.metrics_token.clone().map(|token| Arc::new(metrics::Metrics::new(token)));
+        Service { app, health, limiter, logged: Arc::default(), metrics }
+    }
 }
 
 /// The request line and headers natter cares about, borrowed from the
@@ -51,6 +87,35 @@ impl conn::Handler for Service {
 
     fn handle(&self, req: &conn::Request<'_>, session: &mut Session) -> Response {
         guarded(|| self.handle(req, session))
+    }
+
+    /// Upload routes stream their bodies to the file store's staging
+    /// directory, up to the upload limit — for a caller whose credentials
+    /// are good: anyone else's body gets the small limit, and the 401 (or
+    /// 413) that follows.
+    fn spool(
+        &self,
+        method: &str,
+        target: &str,
+        headers: &[httparse::Header],
+    ) -> Option<conn::Spool> {
+        let path = target.split('?').next().unwrap_or("");
+        let path = path.strip_prefix("/api/v1")?.trim_end_matches('/');
+        if method != "POST" || !router::is_upload(path) {
+            return None;
+        }
+        let header = |name: &str| {
+            headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
+        };
+        let host = header_text(header("host"));
+        let realm = self.realm_for_host(host).ok()?;
+        auth::authenticate(&self.app.state, &realm, Some(header("authorization")?)).ok()?;
+        let uploads = &self.app.config.uploads;
+        Some(conn::Spool {
+            dir: self.app.files.staging().to_owned(),
+            limit: uploads.max_body_bytes(),
+            too_large: response::error(&ApiError::file_too_large(uploads.max_file_mib)),
+        })
     }
 }
 
@@ -166,6 +231,27 @@ impl Service {
             };
             found[slot].get_or_insert(h.value);
         }
+        if let Some(reply) = health::answer(&self.app, &self.health, req.method, path) {
+            return reply;
+        }
+        if let (metrics::PATH, Some(metrics)) = (path, &self.metrics) {
+            return metrics.answer(&self.app, self.health.in_flight(), found[1]);
+        }
+        // Outside `/api/v1`: Zulip's emoji data, unauthenticated and
+        // without the JSON envelope; uploaded files and custom emoji images
+        // (`downloads`), below.
+        if path == crate::view::emoji::EMOJI_DATA_PATH && matches!(req.method, "GET" | "HEAD") {
+            return Response::json(200, crate::view::emoji::emoji_data().to_vec());
+        }
+        // Counted for the drain at shutdown (before looking whether it has
+        // begun: the drain then sees this request), except long-polls,
+        // which may wait for a heartbeat and are cut (their queues are
+        // saved).
+        let _in_flight =
+            (req.method != "GET" || path != "/api/v1/events").then(|| self.health.enter());
+        if self.health.shutting_down() {
+            return response::error(&ApiError::not_ready("Shutting down"));
+        }
         let head = Head {
             method: req.method,
             path,
@@ -175,41 +261,157 @@ impl Service {
             content_type: header_text(found[2]),
             user_agent: header_text(found[3]),
         };
-        match self.dispatch(&head, req.body, session) {
+        if head.path.starts_with("/user_uploads/") {
+            return downloads::serve(self, req, &head, session);
+        }
+        if head.path.starts_with("/user_avatars/") {
+            return downloads::serve_emoji(self, req, &head, session);
+        }
+        // The request log costs this one check while it is filtered out.
+        let logged = tracing::enabled!(target: "natter::request", tracing::Level::INFO);
+        let started = (logged || self.metrics.is_some()).then(Instant::now);
+        let mut seen = Seen::default();
+        let mut standing = None;
+        let dispatched = self.dispatch(
+            &head,
+            req.body,
+            req.spooled,
+            req.peer,
+            session,
+            (&mut standing, &mut seen),
+        );
+        let mut reply = match dispatched {
             Ok((fields, raw, ignored, Some(sorted))) => {
                 debug_assert!(fields.is_empty() && raw.is_empty(), "a reply written twice");
                 response::success_sorted(sorted, ignored)
             }
             Ok((fields, raw, ignored, None)) => response::success_with(fields, raw, ignored),
             Err(e) => response::error(&e),
+        };
+        reply.rate = standing.map(|s: Standing| s.headers());
+        if let Some(started) = started {
+            let seconds = started.elapsed().as_secs_f64();
+            if let Some(metrics) = &self.metrics {
+                metrics.observe(req.method, seen.route, reply.status, seconds);
+            }
+            if logged {
+                self.log(req.method, &seen, &reply, seconds);
+            }
         }
+        reply
     }
 
-    fn dispatch(&self, head: &Head, body: &[u8], session: &mut Session) -> ApiResult<Dispatched> {
+    /// The request's line in the log: method, route pattern, status,
+    /// duration, user id, request id, reply bytes.
+    fn log(&self, method: &str, seen: &Seen, reply: &Response, seconds: f64) {
+        let id = self.logged.fetch_add(1, Ordering::Relaxed) + 1;
+        let route = if seen.route.is_empty() { "-" } else { seen.route };
+        tracing::info!(
+            target: "natter::request",
+            method,
+            route,
+            status = reply.status,
+            ms = seconds * 1000.0,
+            user = seen.user,
+            id,
+            bytes = reply.body.len(),
+            "request"
+        );
+    }
+
+    /// Routes, authenticates, counts against the rate limits (`standing`:
+    /// where the caller stands with the bucket that counted it) and runs
+    /// the handler.
+    fn dispatch(
+        &self,
+        head: &Head,
+        body: &[u8],
+        spooled: Option<&crate::files::Staged>,
+        peer: Option<IpAddr>,
+        session: &mut Session,
+        (standing, seen): (&mut Option<Standing>, &mut Seen),
+    ) -> ApiResult<Dispatched> {
         let app = &*self.app;
         let Some(api_path) = head.path.strip_prefix("/api/v1") else {
             return Err(ApiError::no_such_endpoint());
         };
         let (route, path_args) = match router::find(head.method, api_path) {
-            Match::Found(route, args) => (route, args),
+            Match::Found(route, args) => {
+                seen.route = route.pattern;
+                (route, args)
+            }
             Match::WrongMethod => return Err(ApiError::method_not_allowed(head.method)),
             Match::NotFound => return Err(ApiError::no_such_endpoint()),
         };
         let mut params = std::mem::take(&mut session.params);
         params.reuse();
         request_params(&mut params, head.query, head.content_type, body)?;
+        let files = match spooled {
+            Some(staged) => {
+                let parts = spooled_parts(app, head.content_type, staged)?;
+                params.add_pairs(parts.fields);
+                parts.files
+            }
+            None => Vec::new(),
+        };
         // Read before the realm and account (`Session`).
         let generation = app.state.users_generation.load(Ordering::Acquire);
         let realm = session.realm(generation, head.host, || self.realm_for_host(head.host))?;
+        let limiter = self.limiter.as_deref();
+        let class = limiter.map(|_| Class::of(head.method, route.pattern));
+        // A log-in attempt: its own budget per IP, and none while failed
+        // attempts block the account or the IP.
+        let login = match (limiter, class) {
+            (Some(limiter), Some(Class::Auth)) => {
+                let username = params.raw("username").map(str::to_owned);
+                if let Some(ip) = peer {
+                    count(standing, limiter.ip(Class::Auth, ip))?;
+                }
+                let account = username.as_deref().map(|u| (realm.id.0, u.trim()));
+                if let Some(blocked) = limiter.failures_blocked(account, peer) {
+                    return Err(refuse(standing, blocked));
+                }
+                Some((limiter, username))
+            }
+            _ => None,
+        };
         let caller = match (route.access, head.authorization) {
             (Access::Public, _) | (Access::Optional, None) => None,
             (Access::User, None) => Some(auth::authenticate(&app.state, &realm, None)?),
             (Access::User | Access::Optional, Some(authorization)) => {
                 Some(session.caller(authorization, || {
-                    auth::authenticate(&app.state, &realm, Some(authorization))
+                    let Some(limiter) = limiter else {
+                        return auth::authenticate(&app.state, &realm, Some(authorization));
+                    };
+                    let email = auth::basic_email(authorization);
+                    let account = email.as_deref().map(|e| (realm.id.0, e));
+                    if let Some(blocked) = limiter.failures_blocked(account, peer) {
+                        return Err(refuse(standing, blocked));
+                    }
+                    let result = auth::authenticate(&app.state, &realm, Some(authorization));
+                    if matches!(&result, Err(e) if e.code == "INVALID_API_KEY") {
+                        limiter.failed(account, peer);
+                    }
+                    result
                 })?)
             }
         };
+        seen.user = caller.as_ref().map(|u| u.id.0);
+        if let (Some(limiter), Some(class)) = (limiter, class.filter(|&c| c != Class::Poll)) {
+            let by = |class| match (&caller, peer) {
+                (Some(user), _) => Some(limiter.user(class, user.id.0)),
+                (None, Some(ip)) => Some(limiter.ip(class, ip)),
+                (None, None) => None,
+            };
+            if let Some(api) = by(Class::Api) {
+                count(standing, api)?;
+            }
+            if class == Class::Signup {
+                if let Some(signup) = by(Class::Signup) {
+                    count(standing, signup)?;
+                }
+            }
+        }
         let mut call = Call {
             realm,
             caller,
@@ -218,8 +420,14 @@ impl Service {
             client: session.client(head.user_agent),
             raw_fields: Vec::new(),
             sorted_reply: None,
+            files,
         };
         let fields = (route.handler)(app, &mut call);
+        if let (Some((limiter, username)), Err(e)) = (login, &fields) {
+            if e.code == "AUTHENTICATION_FAILED" {
+                limiter.failed(username.as_deref().map(|u| (call.realm.id.0, u.trim())), peer);
+            }
+        }
         let unused = fields.as_ref().map_or_else(|_| Vec::new(), |_| call.params.unused());
         session.params = call.params;
         Ok((fields?, call.raw_fields, unused, call.sorted_reply))
@@ -253,6 +461,23 @@ impl Service {
         // `realm_by_subdomain` compares lowercased.
         state.realm_by_subdomain_shared(subdomain).ok_or_else(|| ApiError::no_such_realm(host))
     }
+}
+
+/// Records where the caller stands; a refusal if the bucket was empty.
+fn count(standing: &mut Option<Standing>, now: Standing) -> ApiResult<()> {
+    match now.retry_after {
+        Some(_) => Err(refuse(standing, now)),
+        None => {
+            *standing = Some(now);
+            Ok(())
+        }
+    }
+}
+
+/// The 429 for `blocked`, whose headers the reply carries.
+fn refuse(standing: &mut Option<Standing>, blocked: Standing) -> ApiError {
+    *standing = Some(blocked);
+    blocked.error()
 }
 
 /// A handler's success: its fields, its pre-serialized fields, the
@@ -298,6 +523,35 @@ fn request_params(
         }
     }
     Ok(())
+}
+
+/// The text fields and staged file parts of an upload route's body,
+/// read on a thread of its own.
+fn spooled_parts(
+    app: &App,
+    content_type: &str,
+    staged: &crate::files::Staged,
+) -> ApiResult<multipart::SpooledParts> {
+    let media_type = content_type.split(';').next().unwrap_or("").trim();
+    if !media_type.eq_ignore_ascii_case("multipart/form-data") {
+        return Err(ApiError::bad_request("You must specify a file to upload"));
+    }
+    let (content_type, body) = (content_type.to_owned(), staged.path().to_owned());
+    let staging = app.files.staging().to_owned();
+    let limits = app.config.uploads;
+    crate::files::blocking(move || {
+        multipart::spooled_parts(&content_type, &body, &staging, limits.max_file_bytes())
+    })
+    .map_err(|e| match e {
+        multipart::PartsError::FileTooLarge => ApiError::file_too_large(limits.max_file_mib),
+        multipart::PartsError::Malformed(why) => {
+            ApiError::bad_request(format!("Malformed multipart/form-data body: {why}"))
+        }
+        multipart::PartsError::Io(e) => {
+            eprintln!("natter: error: reading an upload's body: {e}");
+            ApiError::internal()
+        }
+    })
 }
 
 /// A header's value as text; `""` if absent or not UTF-8.

@@ -4,14 +4,24 @@
 //! `curl -F`. The body is already in memory (bounded by `--max-body-bytes`),
 //! so the `multer` parser is driven by polling its future once over a
 //! one-item stream: no async runtime is involved and nothing can wait.
-//! A part with a filename is a file, not a variable: it is skipped (uploads
-//! are a separate endpoint).
+//! A part with a filename is a file, not a variable: it is skipped here.
+//!
+//! An upload route's body is streamed to a file first (`conn::Spool`);
+//! `spooled_parts` reads it back a piece at a time, copying each file part
+//! into a staged file of its own: blocking I/O, run through
+//! `files::blocking`, never on a coroutine.
 
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::Path;
+
 use bytes::Bytes;
+
+use crate::files::{Staged, Upload};
 
 /// The text parts of a multipart body, in order, as (name, value).
 pub fn text_fields(content_type: &str, body: &[u8]) -> Result<Vec<(String, String)>, String> {
@@ -33,6 +43,104 @@ pub fn text_fields(content_type: &str, body: &[u8]) -> Result<Vec<(String, Strin
     };
     // Boxed: the parser's state machine stays off the small coroutine stack.
     poll_ready(Box::pin(parse)).unwrap_or_else(|| Err("incomplete multipart body".to_owned()))
+}
+
+/// An upload route's body, split: its text fields and its file parts.
+#[derive(Debug, Default)]
+pub struct SpooledParts {
+    /// Text parts, in order, as (name, value).
+    pub fields: Vec<(String, String)>,
+    /// File parts, each in a staged file.
+    pub files: Vec<Upload>,
+}
+
+/// Why a streamed multipart body was refused.
+#[derive(Debug)]
+pub enum PartsError {
+    /// Not a well-formed multipart body.
+    Malformed(String),
+    /// A file part is larger than the limit.
+    FileTooLarge,
+    /// The staging directory could not be read or written.
+    Io(std::io::Error),
+}
+
+/// Most bytes of text fields an upload body may hold, all together.
+pub const MAX_TEXT_BYTES: usize = 64 * 1024;
+
+/// Bytes read from a spooled body at a time.
+const READ_PIECE: usize = 64 * 1024;
+
+/// Reads the multipart body in the file `body`: text parts become fields,
+/// file parts are copied to staged files in `staging`, each at most
+/// `max_file` bytes. Blocking: run it off the coroutines.
+pub fn spooled_parts(
+    content_type: &str,
+    body: &Path,
+    staging: &Path,
+    max_file: u64,
+) -> Result<SpooledParts, PartsError> {
+    let boundary = multer::parse_boundary(content_type)
+        .map_err(|_| PartsError::Malformed("no multipart boundary".to_owned()))?;
+    let mut file = File::open(body).map_err(PartsError::Io)?;
+    let pieces = std::iter::from_fn(move || {
+        let mut piece = vec![0u8; READ_PIECE];
+        match file.read(&mut piece) {
+            Ok(0) => None,
+            Ok(n) => {
+                piece.truncate(n);
+                Some(Ok::<Bytes, std::io::Error>(Bytes::from(piece)))
+            }
+            Err(e) => Some(Err(e)),
+        }
+    });
+    let mut multipart = multer::Multipart::new(futures_util::stream::iter(pieces), boundary);
+    let parse = async move {
+        let mut parts = SpooledParts::default();
+        let mut text_bytes = 0;
+        let malformed = |e: multer::Error| PartsError::Malformed(e.to_string());
+        while let Some(mut field) = multipart.next_field().await.map_err(malformed)? {
+            let name = field.name().map(str::to_owned);
+            if let Some(filename) = field.file_name().map(str::to_owned) {
+                let declared = field.content_type().map(|m| m.essence_str().to_owned());
+                let (staged, mut out) = Staged::create(staging).map_err(PartsError::Io)?;
+                let mut size = 0u64;
+                while let Some(chunk) = field.chunk().await.map_err(malformed)? {
+                    size += chunk.len() as u64;
+                    if size > max_file {
+                        return Err(PartsError::FileTooLarge);
+                    }
+                    out.write_all(&chunk).map_err(PartsError::Io)?;
+                }
+                parts.files.push(Upload { staged, filename, content_type: declared, size });
+                continue;
+            }
+            let mut value = Vec::new();
+            while let Some(chunk) = field.chunk().await.map_err(malformed)? {
+                text_bytes += chunk.len();
+                if text_bytes > MAX_TEXT_BYTES {
+                    return Err(PartsError::Malformed("text fields too long".to_owned()));
+                }
+                value.extend_from_slice(&chunk);
+            }
+            let value = String::from_utf8(value)
+                .map_err(|_| PartsError::Malformed("a text field is not UTF-8".to_owned()))?;
+            if let Some(name) = name {
+                parts.fields.push((name, value));
+            }
+        }
+        Ok(parts)
+    };
+    // Every piece is read when polled, so the parser never waits for
+    // input; a parser that kept asking would be a bug, not a slow body.
+    let mut future = Box::pin(parse);
+    let mut cx = Context::from_waker(Waker::noop());
+    for _ in 0..1000 {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+    }
+    Err(PartsError::Malformed("incomplete multipart body".to_owned()))
 }
 
 /// Polls a future whose inputs are all in memory; `None` if it still waits
@@ -105,6 +213,41 @@ multi\r\nline \xc3\xa9\r\n\
         let fields = text_fields(FORM_DATA_TYPE, FORM_DATA).unwrap();
         assert_eq!(fields[1], ("to".to_owned(), "[\"general\"]".to_owned()));
         assert_eq!(fields[3], ("content".to_owned(), "multi\r\nline é".to_owned()));
+    }
+
+    /// A spooled body: text fields, the file part copied to a staged file,
+    /// a file over the limit refused, a broken body refused.
+    #[test]
+    fn spooled_bodies_split_into_fields_and_staged_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = dir.path().join("body");
+        std::fs::write(&body, CURL).unwrap();
+        let parts = spooled_parts(CURL_TYPE, &body, dir.path(), 100).unwrap();
+        assert_eq!(parts.fields.len(), 3);
+        assert_eq!(parts.fields[2], ("content".to_owned(), "hi there".to_owned()));
+        assert_eq!(parts.files.len(), 1);
+        let upload = &parts.files[0];
+        assert_eq!((upload.filename.as_str(), upload.size), ("a.txt", 10));
+        assert_eq!(upload.content_type.as_deref(), Some("text/plain"));
+        assert_eq!(std::fs::read(upload.staged.path()).unwrap(), b"file body\n");
+        let staged = upload.staged.path().to_owned();
+        drop(parts);
+        assert!(!staged.exists(), "a staged file no one took is removed");
+        assert!(matches!(
+            spooled_parts(CURL_TYPE, &body, dir.path(), 9),
+            Err(PartsError::FileTooLarge)
+        ));
+        std::fs::write(&body, &CURL[..CURL.len() - 10]).unwrap();
+        assert!(matches!(
+            spooled_parts(CURL_TYPE, &body, dir.path(), 100),
+            Err(PartsError::Malformed(_))
+        ));
+        assert!(matches!(
+            spooled_parts("multipart/form-data", &body, dir.path(), 100),
+            Err(PartsError::Malformed(_))
+        ));
+        // Nothing is left in the staging directory but the body.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]

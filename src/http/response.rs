@@ -15,8 +15,46 @@ use crate::view::json_text::SortedMembers;
 pub struct Response {
     /// HTTP status code.
     pub status: u16,
-    /// Serialized JSON.
+    /// Serialized JSON, or a file's bytes (`head` then says so).
     pub body: Vec<u8>,
+    /// For a body that is not JSON (a downloaded file, a redirect, the
+    /// metrics): its media type and extra headers.
+    pub head: Option<Box<Head>>,
+    /// The rate limit the request was counted against, sent as Zulip's
+    /// `X-RateLimit-*` headers (and `Retry-After` once it is hit).
+    pub rate: Option<RateHeaders>,
+}
+
+/// The head of a response that is not JSON.
+#[derive(Debug, Default)]
+pub struct Head {
+    /// `Content-Type`.
+    pub content_type: String,
+    /// Further headers, written as given (names and values are the
+    /// server's own: no request text reaches them unchecked).
+    pub headers: Vec<(&'static str, String)>,
+}
+
+impl Response {
+    /// A JSON response with no rate-limit headers.
+    pub fn json(status: u16, body: Vec<u8>) -> Response {
+        Response { status, body, head: None, rate: None }
+    }
+}
+
+/// Zulip's rate-limit headers: `X-RateLimit-Limit`, `X-RateLimit-Remaining`,
+/// `X-RateLimit-Reset` (Unix time in seconds when the budget is whole
+/// again) and, on a 429, `Retry-After` (seconds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateHeaders {
+    /// Requests per window.
+    pub limit: u32,
+    /// Requests left now.
+    pub remaining: u32,
+    /// When the budget is whole again, in Unix seconds.
+    pub reset: u64,
+    /// Whole seconds to wait before the next request can pass (429 only).
+    pub retry_after: Option<u64>,
 }
 
 /// `{"result":"success","msg":"",…fields}` plus the ignored parameters.
@@ -46,7 +84,7 @@ pub fn success_with(mut fields: Reply, raw: RawFields, ignored: Vec<String>) -> 
         body.extend_from_slice(value.as_bytes());
     }
     body.push(b'}');
-    Response { status: 200, body }
+    Response::json(200, body)
 }
 
 /// `success` for a reply the handler wrote as text (`Call::sorted_reply`):
@@ -55,12 +93,12 @@ pub fn success_with(mut fields: Reply, raw: RawFields, ignored: Vec<String>) -> 
 pub fn success_sorted(members: SortedMembers, ignored: Vec<String>) -> Response {
     let ignored_json = (!ignored.is_empty())
         .then(|| serde_json::to_vec(&ignored).expect("a list of strings serializes"));
-    Response { status: 200, body: members.into_success_body(ignored_json) }
+    Response::json(200, members.into_success_body(ignored_json))
 }
 
 /// The Zulip error envelope with the error's status.
 pub fn error(e: &ApiError) -> Response {
-    Response { status: e.status, body: serde_json::to_vec(&e.body()).expect("json") }
+    Response::json(e.status, serde_json::to_vec(&e.body()).expect("json"))
 }
 
 /// A wire-level refusal: Zulip's generic `BAD_REQUEST` code with the status
@@ -77,6 +115,16 @@ pub fn malformed(why: &str) -> ApiError {
 /// 413: a body over `--max-body-bytes`.
 pub fn body_too_large(limits: &WireLimits) -> ApiError {
     wire_error(413, format!("Request body larger than {} bytes", limits.max_body_bytes))
+}
+
+/// 411: an upload sent chunked (its size must be known up front).
+pub fn length_required() -> ApiError {
+    wire_error(411, "Uploads must be sent with a Content-Length".into())
+}
+
+/// 416: a `Range` that starts past the end of the file.
+pub fn range_not_satisfiable() -> ApiError {
+    wire_error(416, "Requested range not satisfiable".into())
 }
 
 /// 431: more headers than `--max-headers`.
@@ -108,6 +156,9 @@ pub fn too_many_connections() -> ApiError {
 pub fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        206 => "Partial Content",
+        302 => "Found",
+        304 => "Not Modified",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",
@@ -115,7 +166,9 @@ pub fn reason(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         408 => "Request Timeout",
         409 => "Conflict",
+        411 => "Length Required",
         413 => "Payload Too Large",
+        416 => "Range Not Satisfiable",
         429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
         501 => "Not Implemented",
@@ -138,14 +191,43 @@ pub fn write_head(out: &mut Vec<u8>, reply: &Response, keep_alive: bool, http10:
     }
     out.extend_from_slice(b"Server: natter\r\nDate: ");
     append_date(out);
-    out.extend_from_slice(b"\r\nContent-Type: application/json\r\nContent-Length: ");
-    out.extend_from_slice(itoa(&mut digits, reply.body.len() as u64));
+    match &reply.head {
+        None => out.extend_from_slice(b"\r\nContent-Type: application/json"),
+        Some(head) => {
+            out.extend_from_slice(b"\r\nContent-Type: ");
+            out.extend_from_slice(head.content_type.as_bytes());
+            for (name, value) in &head.headers {
+                out.extend_from_slice(b"\r\n");
+                out.extend_from_slice(name.as_bytes());
+                out.extend_from_slice(b": ");
+                out.extend_from_slice(value.as_bytes());
+            }
+        }
+    }
+    if reply.status != 304 {
+        out.extend_from_slice(b"\r\nContent-Length: ");
+        out.extend_from_slice(itoa(&mut digits, reply.body.len() as u64));
+    }
     out.extend_from_slice(b"\r\n");
     if reply.status == 401 {
         out.extend_from_slice(b"WWW-Authenticate: Basic realm=\"zulip\"\r\n");
     }
-    if reply.status == 429 {
-        // Every 429 is `api::readers::rate_limited`, whose body says the same.
+    if let Some(rate) = &reply.rate {
+        let mut header = |name: &[u8], value: u64| {
+            out.extend_from_slice(name);
+            out.extend_from_slice(itoa(&mut digits, value));
+            out.extend_from_slice(b"\r\n");
+        };
+        header(b"X-RateLimit-Limit: ", rate.limit.into());
+        header(b"X-RateLimit-Remaining: ", rate.remaining.into());
+        header(b"X-RateLimit-Reset: ", rate.reset);
+        if let Some(after) = rate.retry_after {
+            header(b"Retry-After: ", after);
+        }
+    }
+    if reply.status == 429 && reply.rate.as_ref().and_then(|r| r.retry_after).is_none() {
+        // A 429 the rate limiter did not time (the reader pool's bounds,
+        // `api::readers`) still says when to retry, as its body does.
         out.extend_from_slice(b"Retry-After: 1\r\n");
     }
     if !keep_alive {
@@ -203,7 +285,7 @@ mod tests {
     #[test]
     fn heads_on_the_wire() {
         let mut out = Vec::new();
-        let reply = Response { status: 401, body: b"{}".to_vec() };
+        let reply = Response::json(401, b"{}".to_vec());
         write_head(&mut out, &reply, false, false);
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("HTTP/1.1 401 Unauthorized\r\nServer: natter\r\nDate: "));
@@ -211,12 +293,12 @@ mod tests {
         assert!(text.contains("WWW-Authenticate: Basic realm=\"zulip\"\r\n"));
         assert!(text.ends_with("Connection: close\r\n\r\n"));
         let mut out = Vec::new();
-        write_head(&mut out, &Response { status: 429, body: b"{}".to_vec() }, true, false);
+        write_head(&mut out, &Response::json(429, b"{}".to_vec()), true, false);
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("HTTP/1.1 429 Too Many Requests\r\n"));
         assert!(text.contains("\r\nRetry-After: 1\r\n") && !text.contains("WWW-Authenticate"));
         let mut out = Vec::new();
-        write_head(&mut out, &Response { status: 200, body: vec![b' '; 1234] }, true, true);
+        write_head(&mut out, &Response::json(200, vec![b' '; 1234]), true, true);
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("HTTP/1.1 200 OK\r\n"));
         assert!(text.contains("Content-Length: 1234\r\n"));

@@ -97,7 +97,63 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::presence::update_presence,
     },
+    Route {
+        method: "GET",
+        pattern: "/realm/presence",
+        access: Access::User,
+        handler: api::presence::realm_presence,
+    },
+    Route {
+        method: "GET",
+        pattern: "/users/{user_id_or_email}/presence",
+        access: Access::User,
+        handler: api::presence::user_presence,
+    },
     // --- end real time ---
+    // Uploaded files (api/uploads.rs); the download route itself is
+    // outside /api/v1 (http/downloads.rs).
+    Route {
+        method: "POST",
+        pattern: "/user_uploads",
+        access: Access::User,
+        handler: api::uploads::upload,
+    },
+    Route {
+        method: "GET",
+        pattern: "/user_uploads/{realm_id}/{ab}/{token}/{filename}",
+        access: Access::User,
+        handler: api::uploads::temporary_url,
+    },
+    Route {
+        method: "GET",
+        pattern: "/realm/emoji",
+        access: Access::User,
+        handler: api::emoji::list,
+    },
+    Route {
+        method: "POST",
+        pattern: "/realm/emoji/{emoji_name}",
+        access: Access::User,
+        handler: api::emoji::add,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/realm/emoji/{emoji_name}",
+        access: Access::User,
+        handler: api::emoji::deactivate,
+    },
+    Route {
+        method: "GET",
+        pattern: "/attachments",
+        access: Access::User,
+        handler: api::uploads::list,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/attachments/{attachment_id}",
+        access: Access::User,
+        handler: api::uploads::delete,
+    },
     // Reading: message windows and narrows, topics, channel lists, flags.
     Route {
         method: "GET",
@@ -105,6 +161,12 @@ pub static ROUTES: &[Route] = &[
         // Spectators may read web-public channels (api/spectators.rs).
         access: Access::Optional,
         handler: api::reading::get_messages,
+    },
+    Route {
+        method: "POST",
+        pattern: "/messages/render",
+        access: Access::User,
+        handler: api::messages::render,
     },
     Route {
         method: "GET",
@@ -446,10 +508,124 @@ pub static ROUTES: &[Route] = &[
         handler: api::accounts::update_bot,
     },
     Route {
+        method: "DELETE",
+        pattern: "/bots/{bot_id}",
+        access: Access::User,
+        handler: api::accounts::deactivate_bot,
+    },
+    Route {
         method: "POST",
         pattern: "/bots/{bot_id}/api_key/regenerate",
         access: Access::User,
         handler: api::accounts::regenerate_bot_key,
+    },
+    Route {
+        method: "POST",
+        pattern: "/streams/{stream_id}/delete_topic",
+        access: Access::User,
+        handler: api::streams::delete_topic,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/realm",
+        access: Access::User,
+        handler: api::realm_settings::update,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/realm/user_settings_defaults",
+        access: Access::User,
+        handler: api::realm_settings::update_user_defaults,
+    },
+    Route {
+        method: "GET",
+        pattern: "/realm/domains",
+        access: Access::User,
+        handler: api::realm_domains::list,
+    },
+    Route {
+        method: "POST",
+        pattern: "/realm/domains",
+        access: Access::User,
+        handler: api::realm_domains::add,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/realm/domains/{domain}",
+        access: Access::User,
+        handler: api::realm_domains::update,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/realm/domains/{domain}",
+        access: Access::User,
+        handler: api::realm_domains::remove,
+    },
+    Route {
+        method: "GET",
+        pattern: "/realm/linkifiers",
+        access: Access::User,
+        handler: api::linkifiers::list,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/realm/linkifiers",
+        access: Access::User,
+        handler: api::linkifiers::reorder,
+    },
+    Route {
+        method: "POST",
+        pattern: "/realm/filters",
+        access: Access::User,
+        handler: api::linkifiers::add,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/realm/filters/{filter_id}",
+        access: Access::User,
+        handler: api::linkifiers::update,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/realm/filters/{filter_id}",
+        access: Access::User,
+        handler: api::linkifiers::remove,
+    },
+    Route {
+        method: "POST",
+        pattern: "/default_streams",
+        access: Access::User,
+        handler: api::default_streams::add_default,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/default_streams",
+        access: Access::User,
+        handler: api::default_streams::remove_default,
+    },
+    Route {
+        method: "POST",
+        pattern: "/default_stream_groups/create",
+        access: Access::User,
+        handler: api::default_streams::create_group,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/default_stream_groups/{group_id}",
+        access: Access::User,
+        handler: api::default_streams::update_group,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/default_stream_groups/{group_id}/streams",
+        access: Access::User,
+        handler: api::default_streams::update_group_channels,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/default_stream_groups/{group_id}",
+        access: Access::User,
+        handler: api::default_streams::remove_group,
     },
     Route {
         method: "GET",
@@ -510,6 +686,12 @@ pub static ROUTES: &[Route] = &[
         pattern: "/user_groups/{user_group_id}/members",
         access: Access::User,
         handler: api::groups::get_members,
+    },
+    Route {
+        method: "GET",
+        pattern: "/user_groups/{user_group_id}/members/{user_id}",
+        access: Access::User,
+        handler: api::groups::is_member,
     },
     Route {
         method: "POST",
@@ -605,6 +787,18 @@ pub static ROUTES: &[Route] = &[
         handler: api::message_edit::update,
     },
     Route {
+        method: "POST",
+        pattern: "/messages/{message_id}/typing",
+        access: Access::User,
+        handler: api::typing::set_edit_typing,
+    },
+    Route {
+        method: "GET",
+        pattern: "/messages/{message_id}/read_receipts",
+        access: Access::User,
+        handler: api::read_state::read_receipts,
+    },
+    Route {
         method: "GET",
         pattern: "/messages/{message_id}/history",
         access: Access::User,
@@ -691,6 +885,10 @@ struct Compiled {
     route: &'static Route,
     parts: Vec<Option<&'static str>>,
     literals: usize,
+    /// How specific the pattern is: a literal segment beats a `{…}` one,
+    /// the leftmost difference deciding (one bit per segment, the first
+    /// segment highest).
+    rank: u32,
 }
 
 /// The routing table, split into segments on first use, with the routes
@@ -725,7 +923,13 @@ fn table() -> &'static Table {
                     .map(|part| (!part.starts_with('{')).then_some(part))
                     .collect();
                 let literals = parts.iter().filter(|p| p.is_some()).count();
-                Compiled { route, parts, literals }
+                let rank = parts
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.is_some())
+                    .map(|(i, _)| 1u32 << (MAX_SEGMENTS - 1 - i.min(MAX_SEGMENTS - 1)))
+                    .sum();
+                Compiled { route, parts, literals, rank }
             })
             .collect();
         let mut by_head: HashMap<(&'static str, usize), Vec<usize>, FxBuildHasher> =
@@ -746,16 +950,29 @@ fn table() -> &'static Table {
     })
 }
 
+/// Whether `POST <path>` (after `/api/v1`, no trailing `/`) is an upload
+/// route, whose body streams to a file (`conn::Spool`).
+pub fn is_upload(path: &str) -> bool {
+    path == "/user_uploads"
+        || path
+            .strip_prefix("/realm/emoji/")
+            .is_some_and(|name| !name.is_empty() && !name.contains('/'))
+}
+
 /// Finds the route for `method` and `path` (the part after `/api/v1`).
 /// Literal segments win over `{…}` segments (`/users/me` before `/users/{id}`).
 pub fn find(method: &str, path: &str) -> Match {
     let table = table();
     let trimmed = path.trim_end_matches('/');
     if let Some(same_path) = table.literal.get(trimmed) {
+        // A path some pattern spells out is that pattern's, whatever the
+        // method: `POST /messages/render` is never `/messages/{id}`, and
+        // `GET /messages/render` is a 405, not a message id "render".
         let route = same_path.iter().map(|&i| table.routes[i].route).find(|r| r.method == method);
-        if let Some(route) = route {
-            return Match::Found(route, Vec::new());
-        }
+        return match route {
+            Some(route) => Match::Found(route, Vec::new()),
+            None => Match::WrongMethod,
+        };
     }
     let mut buf = [""; MAX_SEGMENTS];
     let mut n = 0;
@@ -778,25 +995,27 @@ pub fn find(method: &str, path: &str) -> Match {
         (Some(_), None) => a.next(),
         (None, _) => b.next(),
     });
+    // The most specific pattern matching the path owns it (`rank`): a
+    // method it lacks is a 405 even where a vaguer pattern has that method.
     let mut best: Option<&Compiled> = None;
-    let mut path_exists = false;
+    let mut owner_rank: Option<u32> = None;
     for &i in candidates {
         let c = &table.routes[i];
         if !matches(c, segments) {
             continue;
         }
-        path_exists = true;
+        owner_rank = owner_rank.max(Some(c.rank));
         if c.route.method != method {
             continue;
         }
-        if best.is_none_or(|b| c.literals > b.literals) {
+        if best.is_none_or(|b| c.rank > b.rank) {
             best = Some(c);
         }
     }
-    match best {
-        Some(c) => Match::Found(c.route, arguments(c, segments)),
-        None if path_exists => Match::WrongMethod,
-        None => Match::NotFound,
+    match (best, owner_rank) {
+        (Some(c), Some(owner)) if c.rank == owner => Match::Found(c.route, arguments(c, segments)),
+        (_, Some(_)) => Match::WrongMethod,
+        (_, None) => Match::NotFound,
     }
 }
 
@@ -856,6 +1075,29 @@ mod tests {
         assert!(matches!(find("GET", "/nope"), Match::NotFound));
     }
 
+    /// A literal segment owns its path for every method: the vaguer
+    /// `{…}` pattern never answers there, and the literal one's missing
+    /// methods are 405s.
+    #[test]
+    fn a_literal_path_is_never_a_placeholder() {
+        match find("POST", "/messages/render") {
+            Match::Found(route, args) => {
+                assert_eq!(route.pattern, "/messages/render");
+                assert!(args.is_empty());
+            }
+            _ => panic!("no match"),
+        }
+        assert!(matches!(find("GET", "/messages/render"), Match::WrongMethod));
+        assert!(matches!(find("PATCH", "/messages/flags"), Match::WrongMethod));
+        assert!(matches!(find("PATCH", "/users/me"), Match::WrongMethod));
+        match find("PATCH", "/messages/12") {
+            Match::Found(route, args) => {
+                assert_eq!((route.pattern, args), ("/messages/{message_id}", vec!["12".into()]))
+            }
+            _ => panic!("no match"),
+        }
+    }
+
     #[test]
     fn arguments_are_percent_decoded_and_odd_paths_do_not_match() {
         match find("GET", "/users/a%40b.test/") {
@@ -877,16 +1119,11 @@ mod tests {
     fn grouped_lookup_equals_a_scan_of_every_route() {
         fn scan(method: &str, path: &str) -> Option<(&'static str, &'static str)> {
             let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
-            let mut best: Option<&Compiled> = None;
-            for c in &table().routes {
-                if matches(c, &segments)
-                    && c.route.method == method
-                    && best.is_none_or(|b| c.literals > b.literals)
-                {
-                    best = Some(c);
-                }
-            }
-            best.map(|c| (c.route.method, c.route.pattern))
+            let matching: Vec<&Compiled> =
+                table().routes.iter().filter(|c| matches(c, &segments)).collect();
+            let owner = matching.iter().map(|c| c.rank).max()?;
+            let best = matching.iter().find(|c| c.rank == owner && c.route.method == method)?;
+            Some((best.route.method, best.route.pattern))
         }
         let odd = ["/users/me/", "/users", "/users/7/8/9/10", "/", "", "/messages/7/x/y"];
         for path in odd {

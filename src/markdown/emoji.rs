@@ -72,42 +72,63 @@ pub fn may_start_emoji(c: char) -> bool {
     v == 0xa9 || v == 0xae || (0x2000..=0x3300).contains(&v) || v >= 0x1f000
 }
 
-/// The longest emoji sequence starting at `chars[0]`: (its code, its
-/// canonical name, how many chars it spans).
-pub fn match_at(chars: &[char]) -> Option<(String, &'static str, usize)> {
-    // Grow the candidate over joiners, variation selectors, skin tones and
-    // regional-indicator pairs, then try the longest prefix first.
+/// The emoji sequence starting at `chars[0]`, read whole as Zulip reads
+/// it (an emoji with its variation selector, skin tone or keycap, joined
+/// to more by zero-width joiners; a regional-indicator pair): how many
+/// chars it spans, and its code and canonical name when Zulip knows the
+/// whole sequence (codes leave out U+FE0F). A sequence Zulip does not know
+/// stays text, all of it.
+pub fn sequence_at(chars: &[char]) -> (usize, Option<(String, &'static str)>) {
     const ZWJ: char = '\u{200d}';
     const VS16: char = '\u{fe0f}';
     let mut end = 1;
     while end < chars.len() && end < 16 {
         let c = chars[end];
         let v = c as u32;
-        if c == VS16 || (0x1f3fb..=0x1f3ff).contains(&v) || c == '\u{20e3}' {
+        // Variation selector, skin tone, keycap, tag characters.
+        if c == VS16
+            || (0x1f3fb..=0x1f3ff).contains(&v)
+            || c == '\u{20e3}'
+            || (0xe0020..=0xe007f).contains(&v)
+        {
             end += 1;
-        } else if c == ZWJ && end + 1 < chars.len() {
+        } else if c == ZWJ && chars.get(end + 1).is_some_and(|c| may_start_emoji(*c)) {
             end += 2;
-        } else if (0x1f1e6..=0x1f1ff).contains(&v) && end == 1 {
+        } else if (0x1f1e6..=0x1f1ff).contains(&v)
+            && end == 1
+            && (0x1f1e6..=0x1f1ff).contains(&(chars[0] as u32))
+        {
             end += 1;
         } else {
             break;
         }
     }
-    for len in (1..=end).rev() {
-        let seq = &chars[..len];
-        let code = code_of(seq);
-        if let Some(name) = name_for_code(&code) {
-            return Some((code, name, len));
-        }
-        let stripped: Vec<char> = seq.iter().copied().filter(|c| *c != VS16).collect();
-        if stripped.len() != seq.len() && !stripped.is_empty() {
-            let code = code_of(&stripped);
-            if let Some(name) = name_for_code(&code) {
-                return Some((code, name, len));
-            }
-        }
+    let stripped: Vec<char> = chars[..end].iter().copied().filter(|c| *c != VS16).collect();
+    if stripped.is_empty() {
+        return (end, None);
     }
-    None
+    let code = code_of(&stripped);
+    match name_for_code(&code) {
+        Some(name) => (end, Some((code, name))),
+        None => (end, None),
+    }
+}
+
+/// Whether `c` followed by `next` starts a keycap (`#️⃣`, `1️⃣`).
+pub fn starts_keycap(c: char, next: Option<char>) -> bool {
+    matches!(c, '#' | '*' | '0'..='9') && matches!(next, Some('\u{fe0f}' | '\u{20e3}'))
+}
+
+/// Every Unicode emoji of the table with its names, in the table's order:
+/// the canonical name first, then its aliases (what Zulip's emoji data
+/// lists per code).
+pub fn names_by_code() -> impl Iterator<Item = (&'static str, Vec<&'static str>)> {
+    DATA.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).filter_map(|line| {
+        let mut cols = line.split('\t');
+        let (name, code) = (cols.next()?, cols.next()?);
+        let aliases = cols.next().unwrap_or("").split(' ').filter(|a| !a.is_empty());
+        Some((code, std::iter::once(name).chain(aliases).collect()))
+    })
 }
 
 #[cfg(test)]
@@ -124,16 +145,22 @@ mod tests {
         assert_eq!(code_for_name("no_such_emoji"), None);
         assert_eq!(name_for_code("1f44d"), Some("+1"));
         assert!(is_unicode_code("2764") && !is_unicode_code("zzzz"));
+        let thumbs = names_by_code().find(|(code, _)| *code == "1f44d").unwrap();
+        assert_eq!(thumbs.1, ["+1", "thumbs_up", "like"]);
     }
 
     #[test]
-    fn sequences_match_longest_first() {
+    fn sequences_match_whole() {
         let chars: Vec<char> = "🏳️‍🌈x".chars().collect();
-        let (code, name, len) = match_at(&chars).unwrap();
+        let (len, found) = sequence_at(&chars);
+        let (code, name) = found.unwrap();
         assert_eq!((code.as_str(), name, len), ("1f3f3-200d-1f308", "rainbow_flag", 4));
         let chars: Vec<char> = "❤️".chars().collect();
-        assert_eq!(match_at(&chars).unwrap().0, "2764");
+        assert_eq!(sequence_at(&chars).1.unwrap().0, "2764");
         let chars: Vec<char> = "\u{2000}".chars().collect();
-        assert!(match_at(&chars).is_none());
+        assert!(sequence_at(&chars).1.is_none());
+        // A sequence Zulip does not know is not split into known parts.
+        let chars: Vec<char> = "🐦\u{200d}🔥".chars().collect();
+        assert_eq!(sequence_at(&chars), (3, None));
     }
 }

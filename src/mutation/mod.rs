@@ -13,12 +13,13 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 use crate::state::messages::Reaction;
+use crate::state::organization::OrgChange;
 use crate::state::personal::PersonalChange;
 use crate::state::scheduled::{ScheduledId, ScheduledMessage};
 use crate::state::settings::{EmailChange, SettingsChange};
 use crate::state::{
-    Channel, ChannelId, Flags, Group, GroupId, GroupSetting, Message, MessageId, Realm, Role,
-    Subscription, TopicsPolicy, User, UserId,
+    Channel, ChannelId, Flags, Group, GroupId, GroupSetting, Message, MessageId, Realm, RealmId,
+    RealmSettings, Role, Subscription, TopicsPolicy, User, UserId,
 };
 
 /// One durable change.
@@ -196,12 +197,58 @@ pub enum Mutation {
         /// Recipients whose copy starts read.
         read_by: Vec<UserId>,
     },
+    /// A file was uploaded: its record. Its bytes are already stored
+    /// (synced) when this is logged.
+    CreateAttachment(Box<crate::state::files::Attachment>),
+    /// A message references attachments its sender may claim (logged in
+    /// the send's batch).
+    LinkAttachments {
+        /// The message.
+        message: MessageId,
+        /// The attachments' ids.
+        attachments: Vec<u64>,
+    },
+    /// An attachment's owner deletes it; its bytes are removed after.
+    DeleteAttachment {
+        /// The attachment.
+        id: u64,
+    },
+    /// A realm gets a custom emoji (its image already stored).
+    CreateRealmEmoji(Box<crate::state::files::RealmEmoji>),
+    /// A custom emoji is deactivated (kept for what already shows it).
+    DeactivateRealmEmoji {
+        /// The emoji.
+        id: u64,
+    },
+    /// A realm's linkifiers or default channel groups change.
+    Organization(Box<OrgChange>),
+    /// A realm's name, description and settings become these
+    /// (`PATCH /realm`); `apply` tells clients what changed.
+    UpdateRealm(Box<RealmUpdate>),
+}
+
+/// The whole new name, description and settings of a realm.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RealmUpdate {
+    /// Which realm.
+    pub realm: RealmId,
+    /// Its name.
+    pub name: String,
+    /// Its description (Markdown).
+    pub description: String,
+    /// Its settings.
+    pub settings: RealmSettings,
 }
 
 impl Mutation {
     /// A personal change, boxed (`Mutation::Personal`).
     pub fn personal(change: PersonalChange) -> Mutation {
         Mutation::Personal(Box::new(change))
+    }
+
+    /// An organization change, boxed (`Mutation::Organization`).
+    pub fn organization(change: OrgChange) -> Mutation {
+        Mutation::Organization(Box::new(change))
     }
 }
 

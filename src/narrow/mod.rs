@@ -506,6 +506,7 @@ impl Filter {
             Filter::Has(Has::Image) => {
                 message.rendered().contains("<img ")
                     || message.rendered().contains("message_inline_image")
+                    || links_uploaded_image(message.rendered())
             }
             Filter::Has(Has::Attachment) => message.rendered().contains("/user_uploads/"),
             Filter::Has(Has::Reaction) => !message.reactions().is_empty(),
@@ -529,64 +530,39 @@ impl Filter {
     }
 }
 
+/// Whether rendered HTML links an uploaded file whose name is an image's
+/// (`/user_uploads/…/<name>.png` and the like, up to the link's quote).
+fn links_uploaded_image(rendered: &str) -> bool {
+    const IMAGE_EXTENSIONS: [&str; 6] = [".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif"];
+    rendered.match_indices("/user_uploads/").any(|(at, _)| {
+        let rest = &rendered[at..];
+        let end = rest.find(['"', '\'', '<', '>', ' ', '?', '#']).unwrap_or(rest.len());
+        let link = rest[..end].to_ascii_lowercase();
+        IMAGE_EXTENSIONS.iter().any(|ext| link.ends_with(ext))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::apply::apply;
-    use crate::mutation::build::{self, NewChannel, NewUser};
     use crate::state::Role;
+    use crate::testkit::World;
 
     /// A realm with three members, a public and a private channel (the
     /// first user not in the private one), and a second realm with its own
     /// `general`.
-    fn world() -> (State, Vec<User>) {
-        let state = State::new();
-        let mut seq = 0;
-        let mut step = |m| {
-            seq += 1;
-            apply(&state, seq, &m);
-        };
-        step(build::realm(&state, "", "T", 0).unwrap());
-        step(build::realm(&state, "other", "O", 0).unwrap());
-        let realm = state.realm_by_subdomain("").unwrap();
-        let other = state.realm_by_subdomain("other").unwrap();
-        for (i, r) in [realm.id, realm.id, realm.id, other.id].iter().enumerate() {
-            let email = format!("u{i}@t.test");
-            let new = NewUser { email: &email, full_name: &email, role: Role::Member, bot: None };
-            step(build::user(&state, *r, &new, String::new(), 0).unwrap());
-        }
-        let users: Vec<User> = (1..=4)
-            .map(|i| {
-                state
-                    .user_by_email(
-                        if i == 4 { other.id } else { realm.id },
-                        &format!("u{}@t.test", i - 1),
-                    )
-                    .unwrap()
-            })
-            .collect();
-        let ids: Vec<UserId> = users.iter().map(|u| u.id).collect();
-        for (name, private, subs) in [("general", false, &ids[..3]), ("secret", true, &ids[1..3])] {
-            let new = NewChannel {
-                name,
-                description: "",
-                invite_only: private,
-                creator: None,
-                subscribers: subs,
-            };
-            step(build::channel(&state, &realm, &new, 0).unwrap());
-        }
-        let new = NewChannel {
-            name: "general",
-            description: "",
-            invite_only: false,
-            creator: None,
-            subscribers: &ids[3..],
-        };
-        step(build::channel(&state, &other, &new, 0).unwrap());
-        (state, users)
+    fn world() -> (World, Vec<User>) {
+        let mut w = World::new();
+        let mut users: Vec<User> =
+            (0..3).map(|i| w.user("", &format!("u{i}@t.test"), Role::Member)).collect();
+        users.push(w.user("other", "u3@t.test", Role::Member));
+        let [u0, u1, u2, u3] = [&users[0], &users[1], &users[2], &users[3]];
+        w.channel("", "general", false, &[u0, u1, u2]);
+        w.channel("", "secret", true, &[u1, u2]);
+        w.channel("other", "general", false, &[u3]);
+        (w, users)
     }
 
     fn parse(state: &State, viewer: &User, v: Value) -> Result<Narrow, ApiError> {
@@ -595,53 +571,55 @@ mod tests {
 
     #[test]
     fn both_syntaxes_parse_to_the_same_terms() {
-        let (state, users) = world();
-        let legacy = parse(&state, &users[0], json!([["stream", "General"], ["topic", "Lunch"]]));
+        let (w, users) = world();
+        let state = &w.state;
+        let legacy = parse(state, &users[0], json!([["stream", "General"], ["topic", "Lunch"]]));
         let modern = parse(
-            &state,
+            state,
             &users[0],
             json!([{"operator": "channel", "operand": "general"},
                    {"operator": "subject", "operand": "lunch", "negated": false}]),
         );
         assert_eq!(legacy.unwrap(), modern.unwrap());
-        let n =
-            parse(&state, &users[0], json!([{"operator":"topic","operand":"x","negated":true}]))
-                .unwrap();
+        let n = parse(state, &users[0], json!([{"operator":"topic","operand":"x","negated":true}]))
+            .unwrap();
         assert!(n.terms[0].negated && n.topic().is_none());
     }
 
     #[test]
     fn names_resolve_against_the_viewers_realm_only() {
-        let (state, users) = world();
+        let (w, users) = world();
+        let state = &w.state;
         let (me, insider, stranger) = (&users[0], &users[1], &users[3]);
         // The private channel is unknown to a non-subscriber, known to a subscriber.
-        let e = parse(&state, me, json!([["stream", "secret"]])).unwrap_err();
+        let e = parse(state, me, json!([["stream", "secret"]])).unwrap_err();
         assert_eq!((e.status, e.code), (400, "BAD_NARROW"));
-        assert!(parse(&state, insider, json!([["stream", "secret"]])).is_ok());
+        assert!(parse(state, insider, json!([["stream", "secret"]])).is_ok());
         // Another realm's user is unknown, by email and by id.
-        assert!(parse(&state, me, json!([["dm", stranger.email]])).is_err());
-        assert!(parse(&state, me, json!([["dm", [stranger.id.0]]])).is_err());
+        assert!(parse(state, me, json!([["dm", stranger.email]])).is_err());
+        assert!(parse(state, me, json!([["dm", [stranger.id.0]]])).is_err());
         // Its `general` is a different channel from ours.
-        let ours = parse(&state, me, json!([["stream", "general"]])).unwrap().channel();
-        let theirs = parse(&state, stranger, json!([["stream", "general"]])).unwrap().channel();
+        let ours = parse(state, me, json!([["stream", "general"]])).unwrap().channel();
+        let theirs = parse(state, stranger, json!([["stream", "general"]])).unwrap().channel();
         assert_ne!(ours, theirs);
         // dm operands: emails joined by ", ", ids, one id; the viewer is implied.
         let by_emails = parse(
-            &state,
+            state,
             me,
             json!([["pm_with", format!("{}, {}", users[1].email, users[2].email)]]),
         )
         .unwrap();
-        let by_ids = parse(&state, me, json!([["dm", [users[2].id.0, users[1].id.0]]])).unwrap();
+        let by_ids = parse(state, me, json!([["dm", [users[2].id.0, users[1].id.0]]])).unwrap();
         assert_eq!(by_emails.conversation(), by_ids.conversation());
         assert_eq!(by_ids.conversation().unwrap().len(), 3);
-        let one = parse(&state, me, json!([["dm", users[1].id.0]])).unwrap();
+        let one = parse(state, me, json!([["dm", users[1].id.0]])).unwrap();
         assert_eq!(one.conversation().unwrap(), &[me.id, users[1].id][..]);
     }
 
     #[test]
     fn bad_narrows_are_refused_naming_narrow() {
-        let (state, users) = world();
+        let (w, users) = world();
+        let state = &w.state;
         let me = &users[0];
         for bad in [
             json!({"stream": "general"}),
@@ -662,16 +640,15 @@ mod tests {
             json!(vec![json!(["is", "unread"]); MAX_TERMS + 1]),
             json!([["dm", []]]),
         ] {
-            let e = parse(&state, me, bad.clone()).unwrap_err();
+            let e = parse(state, me, bad.clone()).unwrap_err();
             assert_eq!(e.status, 400, "{bad}");
             assert!(e.extra.iter().any(|(k, v)| *k == "var_name" && v == "narrow"), "{bad}: {e:?}");
         }
-        assert!(parse(&state, me, json!([])).unwrap().is_empty());
+        assert!(parse(state, me, json!([])).unwrap().is_empty());
     }
 
     #[test]
     fn every_filter_matches_and_negates() {
-        use crate::testkit::World;
         let mut w = World::new();
         let me = w.user("", "me@t.test", Role::Member);
         let you = w.user("", "you@t.test", Role::Member);

@@ -12,9 +12,11 @@
 //! it through the same `apply` used at runtime (`apply::replay::Replay`:
 //! runs of sends in bulk, with the same steps; no events).
 
+pub mod backup;
 pub mod progress;
 pub mod schedule;
 pub mod snapshot;
+pub mod verify;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -25,7 +27,7 @@ use crate::mutation::Mutation;
 use crate::state::State;
 
 /// Version of the on-disk encoding of `Mutation` and `StateImage`.
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 10;
 
 /// Why the data dir could not be opened.
 #[derive(Debug)]
@@ -185,7 +187,7 @@ pub fn open_reporting(
                 report.snapshot_seq = Some(seq);
                 break;
             }
-            Err(e) => eprintln!("natter: warning: skipping {e}"),
+            Err(e) => tracing::warn!("skipping {e}"),
         }
     }
     let (wal, recovery) = Wal::open(wal_dir(data_dir), options)?;
@@ -497,8 +499,42 @@ mod tests {
     /// Where the blocked sections start in a snapshot's bytes: after the
     /// header and the image's own encoding.
     fn sections_at(image: &crate::state::StateImage) -> usize {
-        let head = bincode::serde::encode_to_vec(image, bincode::config::standard()).unwrap();
-        32 + 8 + 4 + head.len()
+        32 + 8 + 4 + head_block(image).len()
+    }
+
+    /// The image's own block: the image, then its organization part.
+    fn head_block(image: &crate::state::StateImage) -> Vec<u8> {
+        let config = bincode::config::standard();
+        let mut head = bincode::serde::encode_to_vec(image, config).unwrap();
+        head.extend(bincode::serde::encode_to_vec(&image.organization, config).unwrap());
+        head
+    }
+
+    /// Snapshots of format 9 (no organization part after the image) still
+    /// load, with no linkifiers or default channel groups.
+    #[test]
+    fn a_format_9_snapshot_loads_with_an_empty_organization_part() {
+        let state = State::new();
+        history(&state, 20);
+        let image = state.image();
+        let bytes = snapshot::encode(&image);
+        let config = bincode::config::standard();
+        let head = bincode::serde::encode_to_vec(&image, config).unwrap();
+        let mut old = bytes[..32].to_vec();
+        old[8..12].copy_from_slice(&9u32.to_le_bytes());
+        old.extend((head.len() as u64).to_le_bytes());
+        old.extend(crc32fast::hash(&head).to_le_bytes());
+        old.extend(&head);
+        old.extend(&bytes[sections_at(&image)..]);
+        let len = (old.len() - 32) as u64;
+        old[20..28].copy_from_slice(&len.to_le_bytes());
+        reseal(&mut old);
+        let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
+        assert_eq!(snapshot::encode(&decoded), bytes);
+        // A format-9 header over a format-10 payload is refused.
+        let mut mislabelled = bytes.clone();
+        mislabelled[8..12].copy_from_slice(&9u32.to_le_bytes());
+        assert!(snapshot::decode(&mislabelled, Path::new("s")).is_err());
     }
 
     #[test]
@@ -669,6 +705,58 @@ mod tests {
         assert_eq!(hex, SECTIONS_FIXTURE, "the snapshot format changed: bump FORMAT_VERSION");
     }
 
+    /// A version 8 snapshot (no files block) still reads, with no
+    /// attachments; later ones carry them.
+    #[test]
+    fn snapshots_without_a_files_block_still_read() {
+        let state = State::new();
+        history(&state, 2);
+        let owner = state.users.collect_sorted(|_, _| true)[0].0;
+        state.files.insert(crate::state::files::Attachment {
+            id: 1,
+            realm: state.users.get(&owner).unwrap().realm,
+            owner,
+            path_id: "1/ab/ABCDEFGHIJKLMNOPQRSTUVWX/a.txt".into(),
+            name: "a.txt".into(),
+            size: 3,
+            content_type: "text/plain".into(),
+            create_time: 5,
+            messages: vec![crate::state::MessageId(1)],
+        });
+        let image = state.image();
+        let bytes = snapshot::encode(&image);
+        let back = snapshot::decode_on(&bytes, Path::new("s"), 1).unwrap();
+        assert_eq!(back.files, image.files);
+        // The same snapshot as version 8 wrote it: no files block.
+        let files_block = 8
+            + 4
+            + bincode::serde::encode_to_vec(&image.files, bincode::config::standard())
+                .unwrap()
+                .len();
+        // Version 8 had no organization part after the image either.
+        let head = bincode::serde::encode_to_vec(&image, bincode::config::standard()).unwrap();
+        let mut old = bytes[..32].to_vec();
+        old.extend((head.len() as u64).to_le_bytes());
+        old.extend(crc32fast::hash(&head).to_le_bytes());
+        old.extend(&head);
+        old.extend(&bytes[sections_at(&image)..bytes.len() - files_block]);
+        old[8..12].copy_from_slice(&8u32.to_le_bytes());
+        let old_len = (old.len() - 32) as u64;
+        old[20..28].copy_from_slice(&old_len.to_le_bytes());
+        let payload_len = (bytes.len() - files_block - 32) as u64;
+        let crc = crc32fast::hash(&old[32..]);
+        old[28..32].copy_from_slice(&crc.to_le_bytes());
+        let back = snapshot::decode_on(&old, Path::new("s"), 1).unwrap();
+        assert!(back.files.is_empty());
+        assert_eq!(back.applied_seq, image.applied_seq);
+        // A current file cut short of its files block is refused.
+        let mut cut = bytes[..bytes.len() - files_block].to_vec();
+        cut[20..28].copy_from_slice(&payload_len.to_le_bytes());
+        let crc = crc32fast::hash(&cut[32..]);
+        cut[28..32].copy_from_slice(&crc.to_le_bytes());
+        assert!(snapshot::decode_on(&cut, Path::new("s"), 1).is_err());
+    }
+
     const SECTIONS_FIXTURE: &str = concat!(
         // Messages: 1 block of 0x4a bytes holding 2 messages.
         "0100000000000000",
@@ -683,6 +771,11 @@ mod tests {
         "0200000000000000",
         "259b65cc",
         "0102010101020000020101000000000202010102010100000000000000",
+        // Files (since FORMAT_VERSION 9): 4 bytes, no attachments and no
+        // custom emoji.
+        "0400000000000000",
+        "1cdf4421",
+        "00000000",
     );
 
     /// A deterministic pseudo-random generator (xorshift64*), so the

@@ -240,21 +240,25 @@ pub fn write_snapshot(
     wal.wait_durable(seq);
     if wal.sync_mode() != wal::SyncMode::Always {
         if let Err(e) = wal.sync() {
-            eprintln!(
-                "natter: warning: snapshot at seq {seq} skipped: flushing the log failed: {e}"
-            );
+            tracing::warn!("snapshot at seq {seq} skipped: flushing the log failed: {e}");
             return None;
         }
     }
     match snapshot::write_with(dir, image, progress) {
         Ok(path) => {
             if let Err(e) = wal.remove_through(seq) {
-                eprintln!("natter: warning: could not trim the log through seq {seq}: {e}");
+                tracing::warn!("could not trim the log through seq {seq}: {e}");
             }
-            std::fs::metadata(path).ok().map(|m| m.len())
+            let size = std::fs::metadata(&path).ok().map(|m| m.len());
+            tracing::info!(
+                "snapshot at seq {seq} written ({} bytes, {})",
+                size.unwrap_or(0),
+                path.display()
+            );
+            size
         }
         Err(e) => {
-            eprintln!("natter: warning: snapshot at seq {seq} failed: {e}");
+            tracing::warn!("snapshot at seq {seq} failed: {e}");
             None
         }
     }

@@ -18,13 +18,17 @@
 //! block), its CRC32 (u32) and its bytes:
 //!
 //! 1. one block: the `StateImage`, bincode (standard), without its
-//!    `messages` and `user_messages` (skipped by its serde derive);
+//!    `messages`, `user_messages`, `files` and `organization` (skipped by
+//!    its serde derive), then (since version 10) its `organization`;
 //! 2. the messages section: a block count (u64), then one block per
 //!    message chunk of 4,096 ids (`message_store::CHUNK`) that holds any
 //!    message, its items the messages in id order;
 //! 3. the rows section: a block count, then blocks of `(UserId,
 //!    UserMessages)` entries in user order, a block per run of users
-//!    holding about `ROWS_PER_BLOCK` ids.
+//!    holding about `ROWS_PER_BLOCK` ids;
+//! 4. (since `FORMAT_VERSION` 9) one block: the uploaded files' records
+//!    (`FilesImage`), framed as the image's. A version 8 file has none and
+//!    reads with no attachments.
 //!
 //! An item is its bincode encoding; a block's items follow one another.
 //! So a block is decodable alone, and a reader finds every block by
@@ -59,6 +63,9 @@ use crate::state::message_store::{ChunkBuilder, FrozenMessages, CHUNK};
 use crate::state::{Entries, MessagesImage, StateImage, UserId, UserMessages};
 
 use super::{PersistError, FORMAT_VERSION};
+
+/// The last format with no files block: still read.
+const FORMAT_WITHOUT_FILES: u32 = 8;
 
 const MAGIC: &[u8; 8] = b"NATSNAP\0";
 const HEADER_LEN: usize = 8 + 4 + 8 + 8 + 4;
@@ -137,6 +144,11 @@ pub fn encode_into<W: Write + Seek>(image: &StateImage, out: W) -> io::Result<W>
     Ok(out)
 }
 
+/// The last format version before the organization part (linkifiers,
+/// default channel groups, …) followed the image: those files are read
+/// with that part empty.
+const FORMAT_WITHOUT_ORGANIZATION: u32 = 9;
+
 /// The ids a block of rows holds, about: big enough that a block's
 /// framing is noise, small enough that many users' rows spread over the
 /// threads.
@@ -146,6 +158,7 @@ const ROWS_PER_BLOCK: usize = 1 << 16;
 fn encode_payload(image: &StateImage, out: &mut impl Write) -> io::Result<()> {
     let mut block = Vec::new();
     encode_one(image, &mut block)?;
+    encode_one(&image.organization, &mut block)?;
     write_block(out, &block, None)?;
     match &image.messages {
         MessagesImage::Frozen(frozen) => {
@@ -167,7 +180,10 @@ fn encode_payload(image: &StateImage, out: &mut impl Write) -> io::Result<()> {
             (from, weight) = (i + 1, 0);
         }
     }
-    write_section(out, &mut block, runs.len(), runs.iter().map(|run| run.iter()))
+    write_section(out, &mut block, runs.len(), runs.iter().map(|run| run.iter()))?;
+    block.clear();
+    encode_one(&image.files, &mut block)?;
+    write_block(out, &block, None)
 }
 
 /// One value, bincode (standard), into `out`.
@@ -309,7 +325,7 @@ pub fn decode_from<S: Source + ?Sized>(
     let u32_at = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().expect("4 bytes"));
     let u64_at = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().expect("8 bytes"));
     let version = u32_at(8);
-    if version != FORMAT_VERSION {
+    if !(FORMAT_WITHOUT_FILES..=FORMAT_VERSION).contains(&version) {
         return Err(bad(&format!("format version {version}, this build reads {FORMAT_VERSION}")));
     }
     let (seq, len, crc) = (u64_at(12), u64_at(20), u32_at(28));
@@ -328,6 +344,11 @@ pub fn decode_from<S: Source + ?Sized>(
             section.push(frame.block(true).map_err(framing)?);
         }
     }
+    let files = if version == FORMAT_WITHOUT_FILES {
+        None
+    } else {
+        Some(frame.block(false).map_err(|_| bad("bad files block"))?)
+    };
     if frame.at != source.size() {
         return Err(bad("bytes after the last section"));
     }
@@ -335,9 +356,16 @@ pub fn decode_from<S: Source + ?Sized>(
     let (mut image, head_crc) = {
         let bytes = source.bytes(head.at, head.len, &mut buffer)?;
         let crc = block_crc(bytes, &head).map_err(|why| bad(&why))?;
-        let (image, used): (StateImage, usize) =
+        let (mut image, mut used): (StateImage, usize) =
             bincode::serde::decode_from_slice(bytes, bincode::config::standard())
                 .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+        if version > FORMAT_WITHOUT_ORGANIZATION {
+            let (organization, more) =
+                bincode::serde::decode_from_slice(&bytes[used..], bincode::config::standard())
+                    .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            image.organization = organization;
+            used += more;
+        }
         if used != bytes.len() {
             return Err(bad("undecodable payload: image block longer than the image"));
         }
@@ -389,6 +417,17 @@ pub fn decode_from<S: Source + ?Sized>(
     let mut by_place = vec![crcs[0].clone()];
     by_place.extend(crcs[1 + rows_count..].iter().cloned());
     by_place.extend(crcs[1..1 + rows_count].iter().cloned());
+    if let Some(block) = &files {
+        let bytes = source.bytes(block.at, block.len, &mut buffer)?;
+        by_place.push(block_crc(bytes, block).map_err(|why| bad(&why))?);
+        let (decoded, used): (crate::state::files::FilesImage, usize) =
+            bincode::serde::decode_from_slice(bytes, bincode::config::standard())
+                .map_err(|e| bad(&format!("undecodable files block: {e}")))?;
+        if used != bytes.len() {
+            return Err(bad("undecodable files block: longer than its records"));
+        }
+        image.files = decoded;
+    }
     let mut all = crc32fast::Hasher::new();
     let mut blocks = by_place.iter();
     for piece in &frame.pieces {

@@ -17,6 +17,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::OnceLock;
 
 use crate::error::{ApiError, ApiResult};
+use crate::markdown::linkifiers::Rule;
 use crate::markdown::{Mentions, Resolver};
 use crate::state::access::{can_see_channel, has_permission, in_group};
 use crate::state::{ChannelId, Destination, GroupId, State, SystemGroup, User, UserId};
@@ -31,12 +32,14 @@ pub struct Visible<'a> {
     /// Lowercased full name → ids with that name; built on first use
     /// (most messages mention nobody).
     names: OnceLock<HashMap<String, Vec<(u64, String)>>>,
+    /// The realm's linkifiers; read on first use.
+    linkifiers: OnceLock<Vec<Rule>>,
 }
 
 impl<'a> Visible<'a> {
     /// Look-ups limited to what `sender` may see.
     pub fn new(state: &'a State, sender: &'a User) -> Self {
-        Visible { state, sender, names: OnceLock::new() }
+        Visible { state, sender, names: OnceLock::new(), linkifiers: OnceLock::new() }
     }
 
     fn names(&self) -> &HashMap<String, Vec<(u64, String)>> {
@@ -56,6 +59,11 @@ impl<'a> Visible<'a> {
 }
 
 impl Resolver for Visible<'_> {
+    fn realm_emoji(&self, name: &str) -> Option<(u64, String)> {
+        let emoji = self.state.files.active_emoji(self.sender.realm, name)?;
+        Some((emoji.id, format!("/user_avatars/{}", emoji.key)))
+    }
+
     fn user_by_name(&self, name: &str) -> Option<(u64, String)> {
         match self.names().get(&name.to_lowercase())?.as_slice() {
             [one] => Some(one.clone()),
@@ -79,6 +87,16 @@ impl Resolver for Visible<'_> {
     fn channel_by_name(&self, name: &str) -> Option<(u64, String)> {
         let channel = self.state.channel_by_name(self.sender.realm, name)?;
         can_see_channel(self.sender, &channel).then_some((channel.id.0, channel.name))
+    }
+
+    fn linkifiers(&self) -> &[Rule] {
+        self.linkifiers.get_or_init(|| {
+            let stored = self.state.organization.linkifiers(self.sender.realm);
+            stored
+                .into_iter()
+                .map(|l| Rule { pattern: l.pattern, url_template: l.url_template })
+                .collect()
+        })
     }
 }
 
@@ -163,40 +181,23 @@ fn topic_participants(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::apply;
     use crate::markdown::render_message;
-    use crate::mutation::build::{self, NewChannel, NewUser};
-    use crate::mutation::Mutation;
-    use crate::state::{Group, GroupSetting, Role};
-
-    struct Realm {
-        state: State,
-        seq: u64,
-    }
-
-    impl Realm {
-        fn step(&mut self, m: Mutation) {
-            self.seq += 1;
-            apply(&self.state, self.seq, &m);
-        }
-    }
+    use crate::mutation::build::{NewChannel, NewUser};
+    use crate::state::{GroupSetting, Role};
+    use crate::testkit::World;
 
     /// A realm with an owner, `members` members (one named "Twin" twice)
     /// and a channel "big" everyone is in.
-    fn realm(members: usize) -> (Realm, Vec<User>) {
-        let mut r = Realm { state: State::new(), seq: 0 };
-        let m = build::realm(&r.state, "", "T", 0).unwrap();
-        r.step(m);
-        let realm = r.state.realm_by_subdomain("").unwrap();
-        for i in 0..=members {
-            let email = format!("u{i}@t.test");
-            let name = if i >= members - 1 { "Twin".to_owned() } else { format!("User {i}") };
-            let role = if i == 0 { Role::Owner } else { Role::Member };
-            let new = NewUser { email: &email, full_name: &name, role, bot: None };
-            let m = build::user(&r.state, realm.id, &new, String::new(), 0).unwrap();
-            r.step(m);
-        }
-        let users = r.state.realm_users(realm.id);
+    fn realm(members: usize) -> (World, Vec<User>) {
+        let mut w = World::new();
+        let users: Vec<User> = (0..=members)
+            .map(|i| {
+                let email = format!("u{i}@t.test");
+                let name = if i >= members - 1 { "Twin".to_owned() } else { format!("User {i}") };
+                let role = if i == 0 { Role::Owner } else { Role::Member };
+                w.add_user("", &NewUser { email: &email, full_name: &name, role, bot: None }, 0)
+            })
+            .collect();
         let ids: Vec<UserId> = users.iter().map(|u| u.id).collect();
         let new = NewChannel {
             name: "big",
@@ -205,22 +206,21 @@ mod tests {
             creator: Some(ids[0]),
             subscribers: &ids,
         };
-        let m = build::channel(&r.state, &realm, &new, 0).unwrap();
-        r.step(m);
-        (r, users)
+        w.add_channel("", &new);
+        (w, users)
     }
 
-    fn big(r: &Realm) -> Destination {
-        let realm = r.state.realm_by_subdomain("").unwrap();
-        let channel = r.state.channel_by_name(realm.id, "big").unwrap();
+    fn big(w: &World) -> Destination {
+        let realm = w.state.realm_by_subdomain("").unwrap();
+        let channel = w.state.channel_by_name(realm.id, "big").unwrap();
         Destination::Channel { channel: channel.id, topic: "t".into() }
     }
 
     #[test]
     fn resolves_only_what_the_sender_may_see() {
-        let (r, users) = realm(3);
+        let (w, users) = realm(3);
         let member = &users[1];
-        let visible = Visible::new(&r.state, member);
+        let visible = Visible::new(&w.state, member);
         assert_eq!(visible.user_by_name("user 1"), Some((member.id.0, "User 1".into())));
         assert_eq!(visible.user_by_name("Twin"), None, "ambiguous names need an id");
         assert!(visible.user_by_id(users[3].id.0).is_some());
@@ -232,7 +232,7 @@ mod tests {
         );
         // Another realm's user is nobody here.
         let stranger = User { realm: crate::state::RealmId(77), ..member.clone() };
-        let visible = Visible::new(&r.state, &stranger);
+        let visible = Visible::new(&w.state, &stranger);
         assert!(
             visible.user_by_id(member.id.0).is_none() && visible.channel_by_name("big").is_none()
         );
@@ -240,115 +240,82 @@ mod tests {
 
     #[test]
     fn flags_follow_mentions() {
-        let (r, users) = realm(4);
-        let realm = r.state.realm_by_subdomain("").unwrap();
-        let group = Group {
-            id: GroupId(r.state.ids.peek(crate::state::IdKind::Group)),
-            realm: realm.id,
-            name: "crew".into(),
-            description: String::new(),
-            system: None,
-            direct_members: [users[2].id].into(),
-            direct_subgroups: Default::default(),
-            deactivated: false,
-            date_created: Some(0),
-            creator: None,
-        };
-        r.state.groups.insert(group.id, group);
+        let (mut w, users) = realm(4);
+        w.group("", "crew", &[&users[2]]);
         let sender = &users[1];
         let ids: Vec<UserId> = users.iter().map(|u| u.id).collect();
         let source = format!("@**Twin|{}** @*crew* @_**User 1**", users[3].id.0);
-        let rendered = render_message(&source, &Visible::new(&r.state, sender));
-        let n = notify(&r.state, sender, &big(&r), &ids, &rendered.mentions).unwrap();
+        let rendered = render_message(&source, &Visible::new(&w.state, sender));
+        let n = notify(&w.state, sender, &big(&w), &ids, &rendered.mentions).unwrap();
         assert_eq!(n.mentioned, vec![users[2].id, users[3].id]);
         assert!(!n.channel_wildcard && n.topic_wildcard.is_empty());
         // A topic wildcard reaches the topic's participants: the sender only.
-        let rendered = render_message("@**topic** @**all**", &Visible::new(&r.state, sender));
-        let n = notify(&r.state, sender, &big(&r), &ids, &rendered.mentions).unwrap();
+        let rendered = render_message("@**topic** @**all**", &Visible::new(&w.state, sender));
+        let n = notify(&w.state, sender, &big(&w), &ids, &rendered.mentions).unwrap();
         assert!(n.channel_wildcard);
         assert_eq!(n.topic_wildcard, vec![sender.id]);
     }
 
     #[test]
     fn large_wildcards_need_permission() {
-        let (r, users) = realm(WILDCARD_MENTION_THRESHOLD + 1);
+        let (w, users) = realm(WILDCARD_MENTION_THRESHOLD + 1);
         let ids: Vec<UserId> = users.iter().map(|u| u.id).collect();
         assert!(ids.len() > WILDCARD_MENTION_THRESHOLD);
         let member = &users[1];
         let owner = &users[0];
         let all = Mentions { channel_wildcard: true, ..Mentions::default() };
-        let e = notify(&r.state, member, &big(&r), &ids, &all).unwrap_err();
+        let e = notify(&w.state, member, &big(&w), &ids, &all).unwrap_err();
         assert_eq!(e.code, "STREAM_WILDCARD_MENTION_NOT_ALLOWED");
-        assert!(notify(&r.state, owner, &big(&r), &ids, &all).unwrap().channel_wildcard);
+        assert!(notify(&w.state, owner, &big(&w), &ids, &all).unwrap().channel_wildcard);
         // Small audiences are fine for anyone.
         assert!(
-            notify(&r.state, member, &big(&r), &ids[..WILDCARD_MENTION_THRESHOLD], &all).is_ok()
+            notify(&w.state, member, &big(&w), &ids[..WILDCARD_MENTION_THRESHOLD], &all).is_ok()
         );
         // Direct messages ignore wildcards.
         let dm = Destination::Direct { participants: ids.clone().into() };
-        assert!(!notify(&r.state, member, &dm, &ids, &all).unwrap().channel_wildcard);
+        assert!(!notify(&w.state, member, &dm, &ids, &all).unwrap().channel_wildcard);
         // The realm may open it to everyone.
-        let mut realm = r.state.realm_by_subdomain("").unwrap();
+        let mut realm = w.state.realm_by_subdomain("").unwrap();
         realm.settings.can_mention_many_users_group =
             Some(GroupSetting::Group(realm.system_groups.id(SystemGroup::Everyone)));
-        r.state.realms.insert(realm.id, realm.clone());
-        assert!(notify(&r.state, member, &big(&r), &ids, &all).is_ok());
+        w.state.realms.insert(realm.id, realm.clone());
+        assert!(notify(&w.state, member, &big(&w), &ids, &all).is_ok());
         realm.settings.can_mention_many_users_group = None;
-        r.state.realms.insert(realm.id, realm);
+        w.state.realms.insert(realm.id, realm);
         // Topic wildcards count participants, not subscribers.
         let topic = Mentions { topic_wildcard: true, ..Mentions::default() };
-        assert!(notify(&r.state, member, &big(&r), &ids, &topic).is_ok());
+        assert!(notify(&w.state, member, &big(&w), &ids, &topic).is_ok());
     }
 
     #[test]
     fn large_topic_wildcards_need_permission() {
-        let (mut r, users) = realm(WILDCARD_MENTION_THRESHOLD + 1);
-        let destination = big(&r);
+        let (mut w, users) = realm(WILDCARD_MENTION_THRESHOLD + 1);
+        let destination = big(&w);
         let Destination::Channel { channel, .. } = &destination else { unreachable!() };
-        let recipient = r.state.channels.read(channel, |c| c.recipient).unwrap();
         for (i, u) in users.iter().enumerate() {
-            let id = crate::state::MessageId(r.state.ids.peek(crate::state::IdKind::Message));
-            let message = crate::state::Message::from(crate::state::MessageParts {
-                id,
-                realm: u.realm,
-                sender: u.id,
-                recipient,
-                destination: Destination::Channel { channel: *channel, topic: "T".into() },
-                content: format!("m{i}"),
-                rendered_content: String::new(),
-                timestamp: 0,
-                client: "".into(),
-                is_me_message: false,
-            });
-            r.step(Mutation::SendMessage(crate::mutation::NewMessage {
-                message: std::sync::Arc::new(message),
-                read_by_sender: true,
-                mentioned: Vec::new(),
-                channel_wildcard: false,
-                topic_wildcard: Vec::new(),
-            }));
+            w.post(u, *channel, "T", &format!("m{i}"));
         }
         let ids: Vec<UserId> = users.iter().map(|u| u.id).collect();
         let topic = Mentions { topic_wildcard: true, ..Mentions::default() };
-        let e = notify(&r.state, &users[1], &destination, &ids, &topic).unwrap_err();
+        let e = notify(&w.state, &users[1], &destination, &ids, &topic).unwrap_err();
         assert_eq!(e.code, "TOPIC_WILDCARD_MENTION_NOT_ALLOWED");
-        let n = notify(&r.state, &users[0], &destination, &ids, &topic).unwrap();
+        let n = notify(&w.state, &users[0], &destination, &ids, &topic).unwrap();
         assert_eq!(n.topic_wildcard, ids);
         // Another topic of the same channel is small.
         let other = Destination::Channel { channel: *channel, topic: "other".into() };
-        assert!(notify(&r.state, &users[1], &other, &ids, &topic).is_ok());
+        assert!(notify(&w.state, &users[1], &other, &ids, &topic).is_ok());
     }
 
     #[test]
     fn direct_message_permission_group() {
-        let (r, users) = realm(3);
-        let mut realm = r.state.realm_by_subdomain("").unwrap();
+        let (w, users) = realm(3);
+        let mut realm = w.state.realm_by_subdomain("").unwrap();
         let (owner, a, b) = (&users[0], &users[1], &users[2]);
-        assert!(crate::state::access::may_send_direct(&r.state, a, std::slice::from_ref(b)));
+        assert!(crate::state::access::may_send_direct(&w.state, a, std::slice::from_ref(b)));
         realm.settings.direct_message_permission_group =
             Some(GroupSetting::Group(realm.system_groups.id(SystemGroup::Administrators)));
-        r.state.realms.insert(realm.id, realm);
-        let may = |s: &User, to: &[User]| crate::state::access::may_send_direct(&r.state, s, to);
+        w.state.realms.insert(realm.id, realm);
+        let may = |s: &User, to: &[User]| crate::state::access::may_send_direct(&w.state, s, to);
         assert!(!may(a, std::slice::from_ref(b)), "no participant is an administrator");
         assert!(may(a, &[b.clone(), owner.clone()]), "an administrator takes part");
         assert!(may(owner, std::slice::from_ref(a)));

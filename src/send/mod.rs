@@ -5,6 +5,7 @@
 //! messages (`bot_messages`) and the Notification Bot's notices of a move
 //! (`move_notices`).
 
+pub mod attachments;
 pub mod auto_topics;
 pub mod bot_messages;
 pub mod mentions;

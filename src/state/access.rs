@@ -410,6 +410,25 @@ pub fn message_view_with(
     readable.then_some(MessageView { flags: Flags::READ, historical: true })
 }
 
+/// The users whose reading of `message` `viewer` may know of (`GET
+/// /messages/{id}/read_receipts`), ascending: active users of the realm
+/// holding it as read who share read receipts (`send_read_receipts`) —
+/// never its sender, nor anyone `viewer` has muted or who has muted
+/// `viewer`. The viewer appears when they have read it. As in Zulip.
+pub fn read_receipts(state: &State, viewer: &User, message: &Message) -> Vec<UserId> {
+    let shares = |id: UserId| {
+        id != message.sender
+            && state.users.read(&id, |u| u.is_active && u.realm == message.realm) == Some(true)
+            && state.flags(id, message.id).is_some_and(|f| f.contains(Flags::READ))
+            && state.settings.of(id).bool("send_read_receipts")
+            && !state.settings.has_muted(viewer.id, id)
+            && !state.settings.has_muted(id, viewer.id)
+    };
+    let mut readers = state.message_holders(message);
+    readers.retain(|id| shares(*id));
+    readers
+}
+
 /// Whether `user` may read channel messages that were not delivered to
 /// them (sent before they subscribed, or while they were not subscribed):
 /// never for protected history (`history_public_to_subscribers` false).
@@ -497,31 +516,39 @@ pub fn administers(user: &User, bot: &User) -> bool {
         && (user.role.is_admin() || bot.bot_owner == Some(user.id))
 }
 
+/// Whether `user` may download an uploaded file: its uploader, or anyone
+/// of its realm who can read a message that references it (Zulip's rule).
+pub fn can_read_attachment(
+    state: &State,
+    user: &User,
+    attachment: &super::files::Attachment,
+) -> bool {
+    if attachment.realm != user.realm || !user.is_active {
+        return false;
+    }
+    attachment.owner == user.id
+        || attachment.messages.iter().any(|id| {
+            state.messages.get(id).is_some_and(|m| message_view(state, user, &m).is_some())
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::apply;
-    use crate::mutation::build::{self, NewChannel, NewUser};
+    use crate::mutation::build::NewChannel;
     use crate::state::{Group, GroupId, UserId};
+    use crate::testkit::World;
 
     /// A realm with one user per role, and a public channel with only the
     /// owner subscribed.
-    fn realm() -> (State, Vec<User>, Channel) {
-        let state = State::new();
-        let mut seq = 0;
-        let mut step = |m| {
-            seq += 1;
-            apply(&state, seq, &m);
-        };
-        step(build::realm(&state, "", "T", 0).unwrap());
-        let realm = state.realm_by_subdomain("").unwrap();
+    fn realm() -> (World, Vec<User>, Channel) {
+        let mut w = World::new();
         let roles = [Role::Owner, Role::Administrator, Role::Moderator, Role::Member, Role::Guest];
-        for (i, role) in roles.iter().enumerate() {
-            let email = format!("u{i}@t.test");
-            let new = NewUser { email: &email, full_name: &email, role: *role, bot: None };
-            step(build::user(&state, realm.id, &new, String::new(), 0).unwrap());
-        }
-        let users = state.realm_users(realm.id);
+        let users: Vec<User> = roles
+            .into_iter()
+            .enumerate()
+            .map(|(i, role)| w.user("", &format!("u{i}@t.test"), role))
+            .collect();
         let new = NewChannel {
             name: "c",
             description: "",
@@ -529,30 +556,29 @@ mod tests {
             creator: Some(users[0].id),
             subscribers: &[users[0].id],
         };
-        step(build::channel(&state, &realm, &new, 0).unwrap());
-        let channel = state.channel_by_name(realm.id, "c").unwrap();
-        (state, users, channel)
+        let channel = w.add_channel("", &new);
+        (w, users, channel)
     }
 
     #[test]
     fn system_groups_follow_roles() {
-        let (state, users, _) = realm();
-        let realm = state.realm_by_subdomain("").unwrap();
+        let (w, users, _) = realm();
+        let realm = w.state.realm_by_subdomain("").unwrap();
         let admins = realm.system_groups.id(SystemGroup::Administrators);
         let members = realm.system_groups.id(SystemGroup::Members);
         let nobody = realm.system_groups.id(SystemGroup::Nobody);
-        let got: Vec<bool> = users.iter().map(|u| in_group(&state, u, admins)).collect();
+        let got: Vec<bool> = users.iter().map(|u| in_group(&w.state, u, admins)).collect();
         assert_eq!(got, [true, true, false, false, false]);
-        let got: Vec<bool> = users.iter().map(|u| in_group(&state, u, members)).collect();
+        let got: Vec<bool> = users.iter().map(|u| in_group(&w.state, u, members)).collect();
         assert_eq!(got, [true, true, true, true, false]);
-        assert!(users.iter().all(|u| !in_group(&state, u, nobody)));
-        assert!(!in_group(&state, &users[0], GroupId(9999)));
+        assert!(users.iter().all(|u| !in_group(&w.state, u, nobody)));
+        assert!(!in_group(&w.state, &users[0], GroupId(9999)));
     }
 
     #[test]
     fn subgroup_cycles_terminate() {
-        let (state, users, _) = realm();
-        let realm = state.realm_by_subdomain("").unwrap();
+        let (w, users, _) = realm();
+        let realm = w.state.realm_by_subdomain("").unwrap();
         let base = Group {
             id: GroupId(100),
             realm: realm.id,
@@ -572,42 +598,45 @@ mod tests {
             direct_members: [users[3].id].into(),
             ..base.clone()
         };
-        state.groups.insert(base.id, base);
-        state.groups.insert(b.id, b);
-        assert!(in_group(&state, &users[3], GroupId(100)));
-        assert!(!in_group(&state, &users[2], GroupId(100)));
+        w.state.groups.insert(base.id, base);
+        w.state.groups.insert(b.id, b);
+        assert!(in_group(&w.state, &users[3], GroupId(100)));
+        assert!(!in_group(&w.state, &users[2], GroupId(100)));
         let anonymous = GroupSetting::Anonymous {
             direct_members: [users[4].id].into(),
             direct_subgroups: [GroupId(101)].into(),
         };
-        assert!(has_permission(&state, &users[4], &anonymous));
-        assert!(has_permission(&state, &users[3], &anonymous));
-        assert!(!has_permission(&state, &users[1], &anonymous));
+        assert!(has_permission(&w.state, &users[4], &anonymous));
+        assert!(has_permission(&w.state, &users[3], &anonymous));
+        assert!(!has_permission(&w.state, &users[1], &anonymous));
     }
 
     #[test]
     fn send_refusals() {
-        let (state, users, channel) = realm();
-        let realm = state.realm_by_subdomain("").unwrap();
+        let (w, users, channel) = realm();
+        let realm = w.state.realm_by_subdomain("").unwrap();
         let member = &users[3];
         let guest = &users[4];
-        assert_eq!(send_refusal(&state, member, &channel), None);
-        assert_eq!(send_refusal(&state, guest, &channel), Some("guest not subscribed"));
+        assert_eq!(send_refusal(&w.state, member, &channel), None);
+        assert_eq!(send_refusal(&w.state, guest, &channel), Some("guest not subscribed"));
         let archived = Channel { is_archived: true, ..channel.clone() };
-        assert_eq!(send_refusal(&state, member, &archived), Some("archived"));
+        assert_eq!(send_refusal(&w.state, member, &archived), Some("archived"));
         let private = Channel { invite_only: true, ..channel.clone() };
-        assert_eq!(send_refusal(&state, member, &private), Some("not subscribed"));
+        assert_eq!(send_refusal(&w.state, member, &private), Some("not subscribed"));
         assert!(!can_see_channel(member, &private));
         assert!(can_see_channel(&users[1], &private), "admins see private channel metadata");
         assert!(!can_read_channel(&users[1], &private), "but not its messages");
         let mut announce = channel.clone();
         announce.permissions.can_send_message =
             GroupSetting::Group(realm.system_groups.id(SystemGroup::Administrators));
-        assert_eq!(send_refusal(&state, member, &announce), Some("not in can_send_message_group"));
-        assert_eq!(send_refusal(&state, &users[1], &announce), None);
+        assert_eq!(
+            send_refusal(&w.state, member, &announce),
+            Some("not in can_send_message_group")
+        );
+        assert_eq!(send_refusal(&w.state, &users[1], &announce), None);
         // Deactivated users are in no system group.
         let gone = User { is_active: false, ..users[0].clone() };
-        assert!(!in_group(&state, &gone, realm.system_groups.id(SystemGroup::Everyone)));
+        assert!(!in_group(&w.state, &gone, realm.system_groups.id(SystemGroup::Everyone)));
         // Another realm's user sees nothing.
         let stranger =
             User { realm: crate::state::RealmId(999), id: UserId(999), ..users[0].clone() };
@@ -616,13 +645,13 @@ mod tests {
 
     #[test]
     fn email_visibility_follows_the_realm_setting() {
-        let (state, users, _) = realm();
-        let realm = state.realm_by_subdomain("").unwrap();
+        let (w, users, _) = realm();
+        let realm = w.state.realm_by_subdomain("").unwrap();
         let check = |setting: EmailVisibility| -> Vec<bool> {
             let mut r = realm.clone();
             r.settings.email_address_visibility = setting;
-            state.realms.insert(r.id, r);
-            users.iter().map(|viewer| can_see_email(&state, viewer, &users[3])).collect()
+            w.state.realms.insert(r.id, r);
+            users.iter().map(|viewer| can_see_email(&w.state, viewer, &users[3])).collect()
         };
         // Viewer order: owner, admin, moderator, member (the target), guest.
         assert_eq!(check(EmailVisibility::Everyone), [true, true, true, true, true]);

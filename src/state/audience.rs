@@ -108,11 +108,10 @@ fn takes_hint(message: &Message) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use crate::mutation::build::{self, NewUser};
     use crate::mutation::Mutation;
     use crate::state::messages::{Reaction, ReactionType};
-    use crate::state::{MessageId, Role, State};
-    use crate::testkit;
+    use crate::state::{MessageId, Role, State, User};
+    use crate::testkit::World;
 
     /// Every message's holders, as hinted and by the scan.
     fn both(state: &State) -> Vec<(Vec<crate::state::UserId>, Vec<crate::state::UserId>)> {
@@ -124,62 +123,63 @@ mod tests {
 
     #[test]
     fn hinted_holders_match_the_scan_after_late_rows_and_removals() {
-        let state = testkit::bench_state(30, 4, &mut |_| {});
-        let pairs = both(&state);
+        // Four members of a public channel, 30 messages in it.
+        let mut w = World::new();
+        let members: Vec<User> =
+            (0..4).map(|i| w.user("", &format!("user{i}@b.test"), Role::Member)).collect();
+        let general = w.channel("", "general", false, &members.iter().collect::<Vec<_>>()).id;
+        for i in 0..30 {
+            w.post(&members[i % 4], general, &format!("topic {}", i % 3), &format!("hello {i}"));
+        }
+        let pairs = both(&w.state);
         assert_eq!(pairs.len(), 30);
         for (hinted, scanned) in &pairs {
             assert_eq!(hinted, scanned);
             assert_eq!(hinted.len(), 4, "every member got every message");
         }
-        let first = (0..200).map(MessageId).find(|id| state.messages.contains(id)).unwrap();
-        assert!(state.holder_hints.candidates(first).is_some());
+        let first = (0..200).map(MessageId).find(|id| w.state.messages.contains(id)).unwrap();
+        assert!(w.state.holder_hints.candidates(first).is_some());
         // A newcomer reacts to a message of the public channel's history:
         // a historical row, added after the send.
-        let realm = state.realm_by_subdomain("").unwrap();
-        let new =
-            NewUser { email: "late@b.test", full_name: "Late", role: Role::Member, bot: None };
-        let add = build::user(&state, realm.id, &new, String::new(), 0).unwrap();
-        crate::apply::apply(&state, state.applied_seq() + 1, &add);
-        let late = state.user_by_email(realm.id, "late@b.test").unwrap().id;
+        let late = w.user("", "late@b.test", Role::Member).id;
         let reaction = Reaction {
             emoji_name: "smile".into(),
             emoji_code: "1f604".into(),
             reaction_type: ReactionType::Unicode,
             user: late,
         };
-        let react = Mutation::AddReaction { message: first, reaction };
-        crate::apply::apply(&state, state.applied_seq() + 1, &react);
-        assert!(state.holder_hints.candidates(first).is_none(), "the late row dropped the hint");
-        let message = state.messages.get(&first).unwrap();
-        assert!(state.message_holders(&message).contains(&late));
+        w.apply(Mutation::AddReaction { message: first, reaction });
+        assert!(w.state.holder_hints.candidates(first).is_none(), "the late row dropped the hint");
+        let message = w.state.messages.get(&first).unwrap();
+        assert!(w.state.message_holders(&message).contains(&late));
         // A removed row leaves a hinted message's holders too.
         let second = MessageId(first.0 + 1);
-        let gone = state.message_holders(&state.messages.get(&second).unwrap())[0];
-        state.remove_row(gone, second);
-        assert!(state.holder_hints.candidates(second).is_some());
-        for (hinted, scanned) in both(&state) {
+        let gone = w.state.message_holders(&w.state.messages.get(&second).unwrap())[0];
+        w.state.remove_row(gone, second);
+        assert!(w.state.holder_hints.candidates(second).is_some());
+        for (hinted, scanned) in both(&w.state) {
             assert_eq!(hinted, scanned);
         }
-        assert!(!state.message_holders(&state.messages.get(&second).unwrap()).contains(&gone));
+        assert!(!w.state.message_holders(&w.state.messages.get(&second).unwrap()).contains(&gone));
 
         // A restart: the state comes back from its image with no hints;
         // rebuilt from the rows, every message has one again (the one
         // with the late row too: its holders are read as they are now),
         // and they still match the scan.
-        let restarted = State::from_image(state.image());
+        let restarted = State::from_image(w.state.image());
         assert!(restarted.holder_hints.candidates(first).is_none(), "hints are not snapshotted");
         restarted.rebuild_holder_hints();
         for id in (0..200).map(MessageId).filter(|id| restarted.messages.contains(id)) {
             assert!(restarted.holder_hints.candidates(id).is_some(), "{id} has a hint");
         }
-        let before = both(&state);
+        let before = both(&w.state);
         assert_eq!(both(&restarted), before);
         assert!(before[0].0.contains(&late));
     }
 
     #[test]
     fn direct_message_holders_are_its_participants_with_a_row_without_a_hint() {
-        let mut w = crate::testkit::World::new();
+        let mut w = World::new();
         let [a, b, c, d] =
             ["a", "b", "c", "d"].map(|n| w.user("", &format!("{n}@x.test"), Role::Member));
         let pair = w.dm(&a, &[&b], "one to one");

@@ -13,6 +13,7 @@ pub mod access;
 pub mod audience;
 pub mod channels;
 pub mod emails;
+pub mod files;
 pub mod groups;
 pub mod holders;
 pub mod id_set;
@@ -22,6 +23,7 @@ pub mod interner;
 pub mod members;
 pub mod message_store;
 pub mod messages;
+pub mod organization;
 pub mod personal;
 pub mod profile;
 pub mod realm;
@@ -115,6 +117,8 @@ pub struct State {
     /// Each user's past subscriptions (channels they left), with the
     /// settings they had: register's `unsubscribed`.
     pub former_subscriptions: Sharded<UserId, BTreeMap<ChannelId, Subscription>>,
+    /// Each realm's linkifiers and default channel groups.
+    pub organization: organization::OrgState,
     /// Not snapshotted: the shared copies of stored messages' client names
     /// and topics.
     pub names: interner::Interner,
@@ -128,6 +132,8 @@ pub struct State {
     /// its send and read from the rows after recovery (`holders`), so
     /// `message_holders` need not test every user's rows.
     pub holder_hints: holders::HolderHints,
+    /// Uploaded files' records (`files`).
+    pub files: files::Files,
 }
 
 /// `State` as key-sorted data: the snapshot format. Taken from live state
@@ -169,6 +175,15 @@ pub struct StateImage {
     pub scheduled: scheduled::ScheduledImage,
     /// Past subscriptions per user.
     pub former_subscriptions: Entries<UserId, BTreeMap<ChannelId, Subscription>>,
+    /// Uploaded files' records; written as a block of its own after the
+    /// rows (`persist::snapshot`), absent from older snapshots.
+    #[serde(skip)]
+    pub files: files::FilesImage,
+    /// Linkifiers and default channel groups. Not in the image's own
+    /// encoding: the snapshot writes it after the image, in the same
+    /// block (`persist::snapshot`), so older snapshots without it load.
+    #[serde(skip)]
+    pub organization: organization::OrgImage,
 }
 
 impl StateImage {
@@ -193,6 +208,7 @@ impl StateImage {
             + self.profile_values.parts()
             + self.scheduled.messages.parts()
             + self.former_subscriptions.parts()
+            + self.organization.parts()
     }
 }
 
@@ -228,6 +244,8 @@ impl State {
             profile_values: self.profile_values.freeze().into(),
             scheduled: self.scheduled.image(),
             former_subscriptions: self.former_subscriptions.freeze().into(),
+            files: self.files.image(),
+            organization: self.organization.image(),
         }
     }
 
@@ -249,6 +267,8 @@ impl State {
             profile_values: image.profile_values.into_iter().collect(),
             scheduled: scheduled::Scheduled::from_image(image.scheduled),
             former_subscriptions: image.former_subscriptions.into_iter().collect(),
+            files: files::Files::from_image(image.files),
+            organization: organization::OrgState::from_image(image.organization),
             ..State::default()
         };
         for realm in image.realms {

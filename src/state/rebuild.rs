@@ -233,13 +233,21 @@ pub fn threads() -> usize {
 mod tests {
     use super::*;
     use crate::persist::snapshot;
+    use crate::state::{Role, User};
+    use crate::testkit::World;
 
     /// After a restart a topic's name is interned: the next message to it
     /// shares the stored messages' copy rather than keeping its own.
     #[test]
     fn a_restart_interns_the_topics_it_decodes() {
-        let live = crate::testkit::bench_state(300, 3, &mut |_| ());
-        let bytes = snapshot::encode(&live.image());
+        let mut live = World::new();
+        let members: Vec<User> =
+            (0..3).map(|i| live.user("", &format!("u{i}@t.test"), Role::Member)).collect();
+        let general = live.channel("", "general", false, &members.iter().collect::<Vec<_>>()).id;
+        for i in 0..300 {
+            live.post(&members[i % 3], general, &format!("topic {}", i % 100), "hello");
+        }
+        let bytes = snapshot::encode(&live.state.image());
         let image = snapshot::decode(&bytes, std::path::Path::new("test")).unwrap();
         let restarted = State::from_image(image);
         let frozen = restarted.messages.freeze();
@@ -253,6 +261,6 @@ mod tests {
         }
         let topics = shared.len();
         assert!(shared.values().all(|&s| s), "topics not interned: {shared:?}");
-        assert!(topics > 0, "the bench state has channel messages");
+        assert_eq!(topics, 100, "every topic of the channel's messages");
     }
 }

@@ -188,17 +188,22 @@ pub fn default_streams(state: &State, realm: RealmId) -> Value {
         .channels
         .collect_sorted(|_, c| c.realm == realm && c.is_default && !c.is_archived)
         .into_iter()
-        .map(|(_, c)| {
-            json!({"stream_id": c.id.0, "name": c.name, "description": c.description,
-                   "rendered_description": c.rendered_description, "invite_only": c.invite_only,
-                   "is_web_public": c.is_web_public, "is_archived": c.is_archived,
-                   "history_public_to_subscribers": c.history_public_to_subscribers,
-                   "date_created": c.date_created, "creator_id": c.creator.map(|u| u.0),
-                   "message_retention_days": c.message_retention_days,
-                   "topics_policy": c.topics_policy.as_str(), "folder_id": c.folder_id})
-        })
+        .map(|(_, c)| default_stream(&c))
         .collect();
     Value::Array(list)
+}
+
+/// A channel as the default-channel lists show it (`realm_default_streams`,
+/// the `streams` of a default channel group): its basic fields, without
+/// permissions or subscription data.
+pub fn default_stream(c: &Channel) -> Value {
+    json!({"stream_id": c.id.0, "name": c.name, "description": c.description,
+           "rendered_description": c.rendered_description, "invite_only": c.invite_only,
+           "is_web_public": c.is_web_public, "is_archived": c.is_archived,
+           "history_public_to_subscribers": c.history_public_to_subscribers,
+           "date_created": c.date_created, "creator_id": c.creator.map(|u| u.0),
+           "message_retention_days": c.message_retention_days,
+           "topics_policy": c.topics_policy.as_str(), "folder_id": c.folder_id})
 }
 
 #[cfg(test)]

@@ -15,9 +15,12 @@
 //! - `history` — a message's versions, `edit_history`, the HTML diff.
 //! - `channel` — channel (stream) and subscription objects.
 //! - `groups` — user groups and group-setting values.
+//! - `emoji` — Zulip's server emoji data (`server_emoji_data_url`).
 //! - `profile` — custom profile fields.
 //! - `bots` — bots as their administrators see them, and `realm_bot` events.
 //! - `personal` — muted users and topics, code playgrounds.
+//! - `organization` — linkifiers and default channel groups.
+//! - `realm` — organization settings (register's and the events').
 //! - `json_text` — a JSON object written as text with its members in key
 //!   order (the bytes a `serde_json` map gives), and number and string
 //!   writers.
@@ -25,12 +28,16 @@
 
 pub mod bots;
 pub mod channel;
+pub mod emoji;
+pub mod files;
 pub mod groups;
 pub mod history;
 pub mod json_text;
 pub mod message;
+pub mod organization;
 pub mod personal;
 pub mod profile;
+pub mod realm;
 pub mod time;
 pub mod user;
 pub mod user_lists;

@@ -341,6 +341,7 @@ fn splice(list: &Rendered, own: Option<&(UserId, Vec<u8>)>) -> String {
 mod tests {
     use super::*;
     use crate::state::Role;
+    use crate::testkit::World;
     use crate::view::user_text::users_array;
 
     /// Every viewer's lists from `cut` equal those written from live state.
@@ -368,39 +369,39 @@ mod tests {
     /// bytes as fresh lists, for every viewer class.
     #[test]
     fn a_new_cut_reuses_unchanged_users_exactly() {
-        let (state, users) = crate::view::user_text::tests::realm();
+        let (w, users) = crate::view::user_text::tests::realm();
         let realm = users[0].realm;
         let lists = UserLists::default();
-        let first = lists.cut(&state, realm);
-        assert_fresh(&state, &users, &first);
+        let first = lists.cut(&w.state, realm);
+        assert_fresh(&w.state, &users, &first);
         // A rename, a deactivation, a role change and new profile data.
-        state.users.update(&users[1].id, |u| u.full_name = "Renamed \"Ü\"".into());
-        state.users.update(&users[0].id, |u| u.is_active = false);
-        state.users.update(&users[4].id, |u| u.role = Role::Moderator);
+        w.state.users.update(&users[1].id, |u| u.full_name = "Renamed \"Ü\"".into());
+        w.state.users.update(&users[0].id, |u| u.is_active = false);
+        w.state.users.update(&users[4].id, |u| u.role = Role::Moderator);
         let mut values = profile::Values::new();
         values.insert(3, ("new".into(), None));
-        state.profile_values.insert(users[1].id, values);
-        state.users_generation.fetch_add(1, Ordering::AcqRel);
-        let second = lists.cut(&state, realm);
+        w.state.profile_values.insert(users[1].id, values);
+        w.state.users_generation.fetch_add(1, Ordering::AcqRel);
+        let second = lists.cut(&w.state, realm);
         assert!(second.previous.lock().is_some(), "the first cut is reused");
-        let users = state.realm_users(realm);
-        assert_fresh(&state, &users, &second);
+        let users = w.state.realm_users(realm);
+        assert_fresh(&w.state, &users, &second);
         // Cuts never chain: the first one lets go of nothing older.
-        state.users_generation.fetch_add(1, Ordering::AcqRel);
-        let third = lists.cut(&state, realm);
+        w.state.users_generation.fetch_add(1, Ordering::AcqRel);
+        let third = lists.cut(&w.state, realm);
         assert!(second.previous.lock().is_none());
-        assert_fresh(&state, &users, &third);
+        assert_fresh(&w.state, &users, &third);
     }
 
     /// The cached, spliced lists are byte for byte what writing each
     /// viewer's lists from live state gives, for every viewer class.
     #[test]
     fn cached_lists_equal_fresh_ones_for_every_viewer() {
-        let (state, users) = crate::view::user_text::tests::realm();
+        let (w, users) = crate::view::user_text::tests::realm();
         let realm = users[0].realm;
         for visibility in EmailVisibility::ALL {
-            state.realms.update(&realm, |r| r.settings.email_address_visibility = visibility);
-            let PendingCut::Frozen(frozen) = UserLists::default().pending(&state, realm) else {
+            w.state.realms.update(&realm, |r| r.settings.email_address_visibility = visibility);
+            let PendingCut::Frozen(frozen) = UserLists::default().pending(&w.state, realm) else {
                 panic!("nothing is cached yet")
             };
             let cut = Cut::read(*frozen);
@@ -413,8 +414,8 @@ mod tests {
                         let (active, inactive): (Vec<&User>, Vec<&User>) =
                             users.iter().partition(|u| u.is_active);
                         let want = (
-                            users_array(&state, viewer, active.into_iter(), options),
-                            users_array(&state, viewer, inactive.into_iter(), options),
+                            users_array(&w.state, viewer, active.into_iter(), options),
+                            users_array(&w.state, viewer, inactive.into_iter(), options),
                         );
                         assert_eq!(
                             cut.realm_users(viewer, options),
@@ -430,13 +431,12 @@ mod tests {
 
     #[test]
     fn apply_moves_the_generation_for_user_changes_only() {
-        use crate::apply::apply;
         use crate::mutation::Mutation;
-        let (state, users) = crate::view::user_text::tests::realm();
-        let generation = || state.users_generation.load(Ordering::Acquire);
-        let before = generation();
-        apply(&state, state.applied_seq() + 1, &Mutation::Batch(Vec::new()));
-        assert_eq!(generation(), before, "an empty batch changes no user");
+        let (mut w, users) = crate::view::user_text::tests::realm();
+        let generation = |w: &World| w.state.users_generation.load(Ordering::Acquire);
+        let before = generation(&w);
+        w.apply(Mutation::Batch(Vec::new()));
+        assert_eq!(generation(&w), before, "an empty batch changes no user");
         let new = crate::mutation::build::NewUser {
             email: "new@t.test",
             full_name: "New",
@@ -444,9 +444,10 @@ mod tests {
             bot: None,
         };
         let created =
-            crate::mutation::build::user(&state, users[0].realm, &new, "n".repeat(32), 0).unwrap();
-        apply(&state, state.applied_seq() + 1, &Mutation::Batch(vec![created]));
-        assert_eq!(generation(), before + 1, "a batch creating a user moves it");
+            crate::mutation::build::user(&w.state, users[0].realm, &new, "n".repeat(32), 0)
+                .unwrap();
+        w.apply(Mutation::Batch(vec![created]));
+        assert_eq!(generation(&w), before + 1, "a batch creating a user moves it");
         // Settings: only the name and time zone live in the account.
         let settings = |full_name: Option<&str>| {
             Mutation::UpdateSettings(crate::state::settings::SettingsChange {
@@ -456,10 +457,10 @@ mod tests {
                 settings: Vec::new(),
             })
         };
-        apply(&state, state.applied_seq() + 1, &settings(None));
-        assert_eq!(generation(), before + 1, "a change of other settings keeps it");
-        apply(&state, state.applied_seq() + 1, &settings(Some("New Name")));
-        assert_eq!(generation(), before + 2, "a rename moves it");
+        w.apply(settings(None));
+        assert_eq!(generation(&w), before + 1, "a change of other settings keeps it");
+        w.apply(settings(Some("New Name")));
+        assert_eq!(generation(&w), before + 2, "a rename moves it");
         assert!(crate::apply::keeps_users(&Mutation::SetPassword {
             user: users[0].id,
             hash: String::new()
@@ -468,14 +469,14 @@ mod tests {
 
     #[test]
     fn a_cut_is_reused_until_the_users_generation_moves() {
-        let (state, users) = crate::view::user_text::tests::realm();
+        let (w, users) = crate::view::user_text::tests::realm();
         let realm = users[0].realm;
         let lists = UserLists::default();
-        let first = lists.cut(&state, realm);
-        assert!(Arc::ptr_eq(&first, &lists.cut(&state, realm)));
-        state.users_generation.fetch_add(1, Ordering::AcqRel);
-        let second = lists.cut(&state, realm);
+        let first = lists.cut(&w.state, realm);
+        assert!(Arc::ptr_eq(&first, &lists.cut(&w.state, realm)));
+        w.state.users_generation.fetch_add(1, Ordering::AcqRel);
+        let second = lists.cut(&w.state, realm);
         assert!(!Arc::ptr_eq(&first, &second));
-        assert!(Arc::ptr_eq(&second, &lists.cut(&state, realm)));
+        assert!(Arc::ptr_eq(&second, &lists.cut(&w.state, realm)));
     }
 }

@@ -341,61 +341,52 @@ pub(crate) mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::apply::apply;
-    use crate::mutation::build::{self, NewUser};
-    use crate::state::{BotType, EmailVisibility, UserId};
+    use crate::mutation::build::NewUser;
+    use crate::mutation::{Mutation, UserChange};
+    use crate::state::EmailVisibility;
+    use crate::testkit::World;
 
-    /// A realm with every kind of account: roles, a bot, a deactivated
-    /// user, custom profile values (one with a rendered form).
-    pub(crate) fn realm() -> (State, Vec<User>) {
-        let state = State::new();
-        apply(&state, 1, &build::realm(&state, "", "T", 0).unwrap());
-        let realm = state.realm_by_subdomain("").unwrap();
+    /// A realm with every kind of account: roles (named with a quote and
+    /// non-ASCII letters, joined a day after the epoch), a bot, a
+    /// deactivated user, custom profile values (one with a rendered form).
+    pub(crate) fn realm() -> (World, Vec<User>) {
+        let mut w = World::new();
         let roles = [Role::Owner, Role::Administrator, Role::Moderator, Role::Member, Role::Guest];
-        let mut seq = 2;
-        for (i, role) in roles.iter().enumerate() {
+        let mut users: Vec<User> = Vec::new();
+        for (i, role) in roles.into_iter().enumerate() {
             let email = format!("u{i}@t.test");
-            let new = NewUser { email: &email, full_name: "Ü \"q\"", role: *role, bot: None };
-            apply(
-                &state,
-                seq,
-                &build::user(&state, realm.id, &new, "k".repeat(32), 86_400).unwrap(),
-            );
-            seq += 1;
+            let new = NewUser { email: &email, full_name: "Ü \"q\"", role, bot: None };
+            users.push(w.add_user("", &new, 86_400));
         }
-        let new = NewUser {
-            email: "bot@t.test",
-            full_name: "Bot",
-            role: Role::Member,
-            bot: Some((BotType::Generic, UserId(1))),
+        w.bot("bot@t.test", &users[0]);
+        w.deactivate(&users[3]);
+        let value = |field, value: &str, rendered: Option<&str>| {
+            let value = Some((value.to_owned(), rendered.map(str::to_owned)));
+            (users[2].id, UserChange::ProfileValue { field, value })
         };
-        apply(&state, seq, &build::user(&state, realm.id, &new, "b".repeat(32), 0).unwrap());
-        let users = state.realm_users(realm.id);
-        state.users.update(&users[3].id, |u| u.is_active = false);
-        let mut values = profile::Values::new();
-        values.insert(1, ("x".into(), None));
-        values.insert(12, ("**y**".into(), Some("<p><strong>y</strong></p>".into())));
-        state.profile_values.insert(users[2].id, values);
-        let users = state.realm_users(realm.id);
-        (state, users)
+        let changes =
+            vec![value(1, "x", None), value(12, "**y**", Some("<p><strong>y</strong></p>"))];
+        w.apply(Mutation::UpdateUsers { changes });
+        let users = w.state.realm_users(users[0].realm);
+        (w, users)
     }
 
     #[test]
     fn the_bytes_match_json_user_for_every_viewer_class() {
-        let (state, users) = realm();
+        let (w, users) = realm();
         let realm = users[0].realm;
         for visibility in EmailVisibility::ALL {
-            state.realms.update(&realm, |r| r.settings.email_address_visibility = visibility);
+            w.state.realms.update(&realm, |r| r.settings.email_address_visibility = visibility);
             for viewer in &users {
                 for client_gravatar in [false, true] {
                     for include_custom_profile_fields in [false, true] {
                         let options =
                             UserOptions { client_gravatar, include_custom_profile_fields };
-                        let raw = users_array(&state, Some(viewer), users.iter(), options);
+                        let raw = users_array(&w.state, Some(viewer), users.iter(), options);
                         let got: Value = serde_json::from_str(&raw).unwrap();
                         let want: Vec<Value> = users
                             .iter()
-                            .map(|u| crate::view::user::user(&state, viewer, u, options))
+                            .map(|u| crate::view::user::user(&w.state, viewer, u, options))
                             .collect();
                         assert_eq!(got, Value::Array(want), "{visibility:?} {options:?}");
                     }
@@ -422,16 +413,16 @@ pub(crate) mod tests {
 
     #[test]
     fn spectators_see_no_real_address_and_no_profile_data() {
-        let (state, users) = realm();
+        let (w, users) = realm();
         let options = UserOptions { client_gravatar: false, include_custom_profile_fields: false };
-        let raw = users_array(&state, None, users.iter(), options);
+        let raw = users_array(&w.state, None, users.iter(), options);
         let got: Value = serde_json::from_str(&raw).unwrap();
         for user in got.as_array().unwrap() {
             assert_eq!(user["delivery_email"], Value::Null, "{user}");
             assert!(user.get("profile_data").is_none());
             assert!(user["avatar_url"].is_string());
         }
-        assert_eq!(users_array(&state, None, [].iter(), options), "[]");
+        assert_eq!(users_array(&w.state, None, [].iter(), options), "[]");
     }
 
     #[test]

@@ -128,14 +128,17 @@ def _parse_startup(lines: list) -> list:
 
 
 @pytest.fixture(scope="module")
-def natter():
+def natter(request):
+    """A `natter --dev` server for the test module, with the module's
+    `NATTER_ARGS` (a list of extra options) if it has one."""
     binary = natter_bin()
+    extra = list(getattr(request.module, "NATTER_ARGS", []))
     tmp = Path(tempfile.mkdtemp(prefix="natter-client-test-"))
     data_dir = tmp / "data"
     stderr_path = tmp / "stderr.log"
     stderr_file = open(stderr_path, "wb")
     proc = subprocess.Popen(
-        [str(binary), "--dev", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir)],
+        [str(binary), "--dev", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir), *extra],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=stderr_file,
@@ -436,3 +439,29 @@ def test_deregister_and_bad_queue(connect):
     response = client.get_events(queue_id=queue_id, last_event_id=-1, dont_block=True)
     err(response, "BAD_EVENT_QUEUE_ID", "get_events on a deleted queue")
     assert response["msg"] == f"Bad event queue id: {queue_id}"
+
+
+def test_render_presence_and_read_receipts_through_the_bindings(connect):
+    hamlet = connect(HAMLET, role="member")
+    othello = connect(OTHELLO, role="member")
+    hamlet_id = user_ids(hamlet)[HAMLET]
+
+    rendered = ok(hamlet.render_message({"content": "**bold** :smile:"}), "render_message")
+    assert rendered["rendered"].startswith("<p><strong>bold</strong>"), rendered
+
+    ok(hamlet.update_presence({"status": "active", "new_user_input": "true"}), "update_presence")
+    realm = ok(othello.get_realm_presence(), "get_realm_presence")
+    assert realm["presences"][HAMLET]["aggregated"]["status"] == "active", realm
+    one = ok(othello.get_user_presence(HAMLET), "get_user_presence")
+    assert one["presence"]["aggregated"]["status"] == "active", one
+
+    sent = ok(
+        othello.send_message({"type": "stream", "to": "general", "topic": "receipts", "content": "read me"}),
+        "send_message",
+    )
+    ok(hamlet.update_message_flags({"messages": [sent["id"]], "op": "add", "flag": "read"}), "mark read")
+    receipts = ok(
+        othello.call_endpoint(f"messages/{sent['id']}/read_receipts", method="GET"),
+        "read_receipts",
+    )
+    assert receipts["user_ids"] == [hamlet_id], receipts

@@ -174,6 +174,7 @@
 
 #![deny(missing_docs)]
 
+mod check;
 mod durability;
 mod error;
 mod fsync;
@@ -184,6 +185,7 @@ mod seal;
 mod segment;
 mod wal;
 
+pub use check::{check, Checked};
 pub use error::{Error, Result};
 pub use recovery::{Recovery, TornTail};
 pub use replay::Replay;

@@ -389,6 +389,12 @@ pub(crate) struct Listing {
 /// The segments in `dir`. Removes leftover temporary files from a segment
 /// creation that a crash interrupted; ignores files that are not segments.
 pub(crate) fn list(dir: &Path) -> Result<Listing> {
+    list_with(dir, true)
+}
+
+/// `list`, leaving temporary files alone when `clean` is false (a check
+/// of a directory another process may be writing).
+pub(crate) fn list_with(dir: &Path, clean: bool) -> Result<Listing> {
     let mut listing = Listing::default();
     for entry in fs::read_dir(dir).at(dir)? {
         let path = entry.at(dir)?.path();
@@ -405,7 +411,7 @@ pub(crate) fn list(dir: &Path) -> Result<Listing> {
                 return Err(bad_header(&path, "first seq in the file name is out of range"));
             }
             listing.pending.push(SegmentRef { path, first_seq });
-        } else if name.strip_suffix(".tmp").and_then(parse_file_name).is_some() {
+        } else if clean && name.strip_suffix(".tmp").and_then(parse_file_name).is_some() {
             remove_if_present(&path)?;
         }
     }

@@ -282,6 +282,12 @@ impl Wal {
         self.shared.durability.mode()
     }
 
+    /// Whether a failed write left the log refusing appends
+    /// ([`Error::Poisoned`]).
+    pub fn is_poisoned(&self) -> bool {
+        lock(&self.shared.log).poisoned
+    }
+
     /// The last seq that is durable (see [`SyncMode`] for what that means
     /// in each mode).
     pub fn durable_seq(&self) -> Seq {

@@ -137,3 +137,23 @@ test('zulip-js logs in, sends to a channel and directly, and reads back', async 
   assert.equal(refused.result, 'error');
   assert.equal(refused.code, 'STREAM_DOES_NOT_EXIST');
 });
+
+test('zulip-js previews a message with messages.render', async () => {
+  const anon = await zulip({ username: HAMLET, apiKey: 'unused', realm: server.site });
+  const login = ok('dev_fetch_api_key', await anon.callEndpoint('/dev_fetch_api_key', 'POST', { username: HAMLET }));
+  const client = await zulip({ username: HAMLET, apiKey: login.api_key, realm: server.site });
+  // POST /messages/render: a multipart body on a path that is not a
+  // message id.
+  const rendered = ok('messages.render', await client.messages.render('**bold** :smile:'));
+  assert.match(rendered.rendered, /^<p><strong>bold<\/strong>/);
+  assert.match(rendered.rendered, /emoji-1f642/);
+});
+
+test('zulip-js emojis.retrieve lists the realm custom emoji', async () => {
+  const anon = await zulip({ username: HAMLET, apiKey: 'unused', realm: server.site });
+  const login = ok('dev_fetch_api_key', await anon.callEndpoint('/dev_fetch_api_key', 'POST', { username: HAMLET }));
+  const client = await zulip({ username: HAMLET, apiKey: login.api_key, realm: server.site });
+  // A fresh dev realm has none: an empty dict, not a 404.
+  const emoji = ok('emojis.retrieve', await client.emojis.retrieve());
+  assert.deepEqual(emoji.emoji, {});
+});

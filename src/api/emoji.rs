@@ -1,0 +1,172 @@
+//! Custom emoji: `GET /realm/emoji`, `POST /realm/emoji/{emoji_name}`
+//! (multipart, one image), `DELETE /realm/emoji/{emoji_name}` (deactivates).
+//!
+//! Who may add one follows Zulip's default `can_add_custom_emoji_group`
+//! (members and above: not guests); deactivating is for administrators and
+//! the emoji's author. The image is stored (`crate::files`) before the
+//! emoji is recorded, and served without credentials at its `source_url`
+//! (`/user_avatars/<key>`), as Zulip serves emoji.
+
+use super::{App, Call, Reply};
+use crate::error::{ApiError, ApiResult};
+use crate::files;
+use crate::markdown::emoji as builtin;
+use crate::mutation::Mutation;
+use crate::reply;
+use crate::state::files::RealmEmoji;
+use crate::state::Role;
+
+/// Largest emoji image, in MiB (register's `max_emoji_file_size_mib`).
+pub const MAX_EMOJI_FILE_MIB: u64 = 5;
+
+/// Longest emoji name, in characters.
+const MAX_NAME_CHARS: usize = 60;
+
+/// Zulip's emoji name rule: lowercase letters, digits, and single spaces,
+/// dashes or underscores between them.
+fn check_name(name: &str) -> ApiResult<()> {
+    if name.is_empty() {
+        return Err(ApiError::bad_request("Emoji name is missing"));
+    }
+    let allowed =
+        |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, ' ' | '-' | '_');
+    if !name.chars().all(allowed) {
+        return Err(ApiError::bad_request(
+            "Emoji names must contain only lowercase English letters, digits, spaces, dashes, and underscores.",
+        ));
+    }
+    if !name.ends_with(|c: char| c.is_ascii_alphanumeric()) {
+        return Err(ApiError::bad_request("Emoji names must end with either a letter or digit."));
+    }
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(ApiError::bad_request(format!(
+            "Emoji name is too long (at most {MAX_NAME_CHARS} characters)"
+        )));
+    }
+    Ok(())
+}
+
+/// The media type of an image natter accepts as an emoji, from its first
+/// bytes: PNG, GIF, JPEG or WebP.
+fn image_type(head: &[u8]) -> Option<&'static str> {
+    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if head.starts_with(b"\xff\xd8\xff") {
+        Some("image/jpeg")
+    } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
+/// `GET /realm/emoji`: the realm's custom emoji, deactivated ones included.
+pub fn list(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    Ok(reply! {"emoji" => crate::view::files::realm_emoji(&app.state, call.realm.id)})
+}
+
+/// `POST /realm/emoji/{emoji_name}`: adds a custom emoji from one image.
+pub fn add(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let name = call.path.first().cloned().unwrap_or_default();
+    let mut parts = std::mem::take(&mut call.files);
+    let caller = call.caller();
+    check_name(&name)?;
+    if caller.role == Role::Guest {
+        return Err(ApiError::bad_request("Insufficient permission"));
+    }
+    let is_admin = caller.role.is_admin();
+    if !is_admin && builtin::code_for_name(&name.replace(' ', "_")).is_some() {
+        return Err(ApiError::bad_request("Only administrators can override default emoji."));
+    }
+    let upload = match parts.len() {
+        0 => return Err(ApiError::bad_request("You must upload exactly one file.")),
+        1 => parts.pop().expect("one part"),
+        _ => return Err(ApiError::bad_request("You must upload exactly one file.")),
+    };
+    if upload.size > MAX_EMOJI_FILE_MIB << 20 {
+        return Err(ApiError::bad_request(format!(
+            "Uploaded file is larger than the allowed limit of {MAX_EMOJI_FILE_MIB} MiB"
+        )));
+    }
+    let path = upload.staged.path().to_owned();
+    let head = files::blocking(move || {
+        use std::io::Read;
+        let mut head = Vec::new();
+        std::fs::File::open(path).and_then(|f| f.take(16).read_to_end(&mut head)).map(|_| head)
+    })
+    .map_err(|e| {
+        eprintln!("natter: error: reading an uploaded emoji: {e}");
+        ApiError::internal()
+    })?;
+    let content_type =
+        image_type(&head).ok_or_else(|| ApiError::bad_request("Invalid image format"))?;
+    if app.state.files.active_emoji(caller.realm, &name).is_some() {
+        return Err(ApiError::bad_request("A custom emoji with this name already exists."));
+    }
+    let size = upload.size;
+    let key = super::uploads::put(app, caller.realm, upload.staged)?;
+    let committed = app.committer.commit(|state| {
+        if state.files.active_emoji(caller.realm, &name).is_some() {
+            return Err(ApiError::bad_request("A custom emoji with this name already exists."));
+        }
+        let emoji = RealmEmoji {
+            id: state.files.next_emoji_id(),
+            realm: caller.realm,
+            name: name.clone(),
+            author: caller.id,
+            key: key.as_str().to_owned(),
+            content_type: content_type.to_owned(),
+            size,
+            deactivated: false,
+        };
+        Ok((Mutation::CreateRealmEmoji(Box::new(emoji)), ()))
+    });
+    if committed.is_err() {
+        super::uploads::forget(app, key);
+    }
+    committed.map(|()| Reply::new())
+}
+
+/// `DELETE /realm/emoji/{emoji_name}`: deactivates a custom emoji
+/// (administrators and its author).
+pub fn deactivate(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let name = call.path.first().cloned().unwrap_or_default();
+    let caller = call.caller();
+    app.committer.commit(|state| {
+        let emoji = state
+            .files
+            .active_emoji(caller.realm, &name)
+            .ok_or_else(|| ApiError::bad_request(format!("Emoji '{name}' does not exist")))?;
+        let is_admin = caller.role.is_admin();
+        if !is_admin && emoji.author != caller.id {
+            return Err(ApiError::bad_request(
+                "Must be an organization administrator or emoji author",
+            ));
+        }
+        Ok((Mutation::DeactivateRealmEmoji { id: emoji.id }, ()))
+    })?;
+    Ok(Reply::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_images() {
+        for ok in ["party", "party_parrot", "a-b c", "x1", "9"] {
+            assert!(check_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "Party", "a!", "a_", "a ", "é", "a/b", "../x"] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+        assert!(check_name(&"a".repeat(61)).is_err());
+        assert_eq!(image_type(b"\x89PNG\r\n\x1a\n...."), Some("image/png"));
+        assert_eq!(image_type(b"GIF89a..."), Some("image/gif"));
+        assert_eq!(image_type(b"RIFF\0\0\0\0WEBPVP8 "), Some("image/webp"));
+        assert_eq!(image_type(b"<svg xmlns=..."), None);
+        assert_eq!(image_type(b""), None);
+    }
+}

@@ -1,0 +1,64 @@
+//! Uploaded files' records: each change is told to the attachment's
+//! owner as Zulip's `attachment` event, with their `upload_space_used`.
+
+use serde_json::json;
+
+use crate::events::{Audience, Event};
+use crate::state::files::{Attachment, RealmEmoji};
+use crate::state::{MessageId, RealmId, State};
+use crate::view;
+
+/// `op` for `attachment`, told to its owner.
+fn event(state: &State, op: &str, attachment: serde_json::Value, a: &Attachment) -> Event {
+    let event = json!({
+        "type": "attachment",
+        "op": op,
+        "attachment": attachment,
+        "upload_space_used": state.files.used_by_user(a.owner),
+    });
+    Event::Broadcast { audience: Audience::Users(vec![a.owner]), event }
+}
+
+/// Records a new attachment.
+pub fn create(state: &State, attachment: &Attachment) -> Vec<Event> {
+    assert!(state.users.contains(&attachment.owner), "apply: no user {}", attachment.owner);
+    state.files.insert(attachment.clone());
+    vec![event(state, "add", view::files::attachment(state, attachment), attachment)]
+}
+
+/// Links a message to attachments (each still recorded).
+pub fn link(state: &State, message: MessageId, ids: &[u64]) -> Vec<Event> {
+    ids.iter()
+        .filter_map(|id| state.files.link(*id, message))
+        .map(|a| event(state, "update", view::files::attachment(state, &a), &a))
+        .collect()
+}
+
+/// Removes an attachment's record.
+pub fn delete(state: &State, id: u64) -> Vec<Event> {
+    let removed = state.files.remove(id).unwrap_or_else(|| panic!("apply: no attachment {id}"));
+    vec![event(state, "remove", json!({"id": id}), &removed)]
+}
+
+/// The realm's whole custom emoji dict, to every user of the realm.
+fn emoji_event(state: &State, realm: RealmId) -> Event {
+    let event = json!({
+        "type": "realm_emoji",
+        "op": "update",
+        "realm_emoji": view::files::realm_emoji(state, realm),
+    });
+    Event::Broadcast { audience: Audience::Realm(realm), event }
+}
+
+/// Records a new custom emoji.
+pub fn create_emoji(state: &State, emoji: &RealmEmoji) -> Vec<Event> {
+    assert!(state.realms.contains(&emoji.realm), "apply: no realm {}", emoji.realm);
+    state.files.insert_emoji(emoji.clone());
+    vec![emoji_event(state, emoji.realm)]
+}
+
+/// Deactivates a custom emoji.
+pub fn deactivate_emoji(state: &State, id: u64) -> Vec<Event> {
+    let realm = state.files.deactivate_emoji(id).unwrap_or_else(|| panic!("apply: no emoji {id}"));
+    vec![emoji_event(state, realm)]
+}

@@ -1,0 +1,301 @@
+//! Uploaded files: the record of each attachment (who uploaded it, its
+//! name, size and type, where it is stored, which messages reference it).
+//! The bytes are in the file store (`crate::files`), never here.
+//!
+//! An attachment's `path_id` is `<realm_id>/<ab>/<token>/<name>`: `ab` and
+//! `token` are random (chosen by the server), `name` the sanitised display
+//! name. Its bytes are stored under the key `<realm_id>/<ab>/<token>`, so
+//! nothing the client sends reaches a stored file's path.
+//!
+//! Held in one copy-on-write map: the snapshot cut clones an `Arc`, and the
+//! first write after it copies the map (attachments are far fewer than
+//! messages).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+
+use super::ids::{MessageId, RealmId, UserId};
+
+/// One uploaded file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attachment {
+    /// Its id (`GET /attachments`' `id`).
+    pub id: u64,
+    /// The uploader's realm.
+    pub realm: RealmId,
+    /// The uploader, who owns it.
+    pub owner: UserId,
+    /// `<realm_id>/<ab>/<token>/<name>`: the URL is `/user_uploads/<path_id>`.
+    pub path_id: String,
+    /// The sanitised display name (the last segment of `path_id`).
+    pub name: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// The media type the server serves it with.
+    pub content_type: String,
+    /// Upload time, UNIX seconds.
+    pub create_time: i64,
+    /// Messages that reference it and were allowed to claim it, ascending
+    /// (some may since have been deleted: readers check).
+    pub messages: Vec<MessageId>,
+}
+
+impl Attachment {
+    /// The store key of its bytes: `path_id` without the display name.
+    pub fn store_key(&self) -> &str {
+        self.path_id.rsplit_once('/').map_or(&self.path_id, |(key, _)| key)
+    }
+}
+
+/// A custom emoji of a realm (its image is in the file store).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RealmEmoji {
+    /// Its id (the `emoji_code` of a `realm_emoji` reaction).
+    pub id: u64,
+    /// The realm.
+    pub realm: RealmId,
+    /// Its name (`:name:`).
+    pub name: String,
+    /// Who added it.
+    pub author: UserId,
+    /// The store key of its image.
+    pub key: String,
+    /// The image's media type.
+    pub content_type: String,
+    /// The image's size in bytes.
+    pub size: u64,
+    /// Deactivated emoji stay listed (old messages and reactions show them)
+    /// but cannot be used.
+    pub deactivated: bool,
+}
+
+/// The attachments of every realm.
+#[derive(Default)]
+pub struct Files {
+    inner: RwLock<Inner>,
+}
+
+#[derive(Clone, Default)]
+struct Inner {
+    /// By id.
+    by_id: Arc<BTreeMap<u64, Attachment>>,
+    /// Derived: id by `path_id`.
+    by_path: HashMap<String, u64>,
+    /// The next free attachment id.
+    next_id: u64,
+    /// Custom emoji by id.
+    emoji: Arc<BTreeMap<u64, RealmEmoji>>,
+    /// The next free custom emoji id.
+    next_emoji_id: u64,
+}
+
+/// The snapshot form of `Files`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FilesImage {
+    /// The next free attachment id.
+    pub next_id: u64,
+    /// Every attachment, by id.
+    pub attachments: Arc<BTreeMap<u64, Attachment>>,
+    /// The next free custom emoji id.
+    pub next_emoji_id: u64,
+    /// Every custom emoji, by id.
+    pub emoji: Arc<BTreeMap<u64, RealmEmoji>>,
+}
+
+impl Files {
+    /// The id the next attachment gets (ids start at 1).
+    pub fn next_id(&self) -> u64 {
+        self.inner.read().next_id.max(1)
+    }
+
+    /// The attachment with this id.
+    pub fn get(&self, id: u64) -> Option<Attachment> {
+        self.inner.read().by_id.get(&id).cloned()
+    }
+
+    /// The attachment at this `path_id`.
+    pub fn by_path(&self, path_id: &str) -> Option<Attachment> {
+        let inner = self.inner.read();
+        inner.by_path.get(path_id).and_then(|id| inner.by_id.get(id)).cloned()
+    }
+
+    /// A user's attachments, by id.
+    pub fn owned_by(&self, owner: UserId) -> Vec<Attachment> {
+        self.inner.read().by_id.values().filter(|a| a.owner == owner).cloned().collect()
+    }
+
+    /// Bytes stored for a user's attachments.
+    pub fn used_by_user(&self, owner: UserId) -> u64 {
+        self.inner.read().by_id.values().filter(|a| a.owner == owner).map(|a| a.size).sum()
+    }
+
+    /// Bytes stored for a realm's attachments.
+    pub fn used_by_realm(&self, realm: RealmId) -> u64 {
+        self.inner.read().by_id.values().filter(|a| a.realm == realm).map(|a| a.size).sum()
+    }
+
+    /// Every recorded store key (start-up reconciliation), each with its
+    /// attachment's id (`None` for a custom emoji's image).
+    pub fn store_keys(&self) -> Vec<(Option<u64>, String)> {
+        let inner = self.inner.read();
+        let attachments = inner.by_id.values().map(|a| (Some(a.id), a.store_key().to_owned()));
+        let emoji = inner.emoji.values().map(|e| (None, e.key.clone()));
+        attachments.chain(emoji).collect()
+    }
+
+    /// The id the next custom emoji gets (ids start at 1).
+    pub fn next_emoji_id(&self) -> u64 {
+        self.inner.read().next_emoji_id.max(1)
+    }
+
+    /// A realm's custom emoji, deactivated ones included, by id.
+    pub fn realm_emoji(&self, realm: RealmId) -> Vec<RealmEmoji> {
+        self.inner.read().emoji.values().filter(|e| e.realm == realm).cloned().collect()
+    }
+
+    /// A realm's active custom emoji called `name`.
+    pub fn active_emoji(&self, realm: RealmId, name: &str) -> Option<RealmEmoji> {
+        let inner = self.inner.read();
+        inner.emoji.values().find(|e| e.realm == realm && !e.deactivated && e.name == name).cloned()
+    }
+
+    /// The custom emoji with this id.
+    pub fn emoji(&self, id: u64) -> Option<RealmEmoji> {
+        self.inner.read().emoji.get(&id).cloned()
+    }
+
+    /// The custom emoji whose image has this store key.
+    pub fn emoji_by_key(&self, key: &str) -> Option<RealmEmoji> {
+        self.inner.read().emoji.values().find(|e| e.key == key).cloned()
+    }
+
+    /// Records a new custom emoji (`apply` only).
+    pub fn insert_emoji(&self, emoji: RealmEmoji) {
+        let mut inner = self.inner.write();
+        assert!(!inner.emoji.contains_key(&emoji.id), "apply: emoji {} exists", emoji.id);
+        inner.next_emoji_id = inner.next_emoji_id.max(emoji.id + 1);
+        Arc::make_mut(&mut inner.emoji).insert(emoji.id, emoji);
+    }
+
+    /// Deactivates a custom emoji (`apply` only); its realm.
+    pub fn deactivate_emoji(&self, id: u64) -> Option<RealmId> {
+        let mut inner = self.inner.write();
+        let emoji = Arc::make_mut(&mut inner.emoji).get_mut(&id)?;
+        emoji.deactivated = true;
+        Some(emoji.realm)
+    }
+
+    /// Records a new attachment (`apply` only).
+    pub fn insert(&self, attachment: Attachment) {
+        let mut inner = self.inner.write();
+        assert!(
+            !inner.by_id.contains_key(&attachment.id),
+            "apply: attachment {} exists",
+            attachment.id
+        );
+        inner.next_id = inner.next_id.max(attachment.id + 1);
+        inner.by_path.insert(attachment.path_id.clone(), attachment.id);
+        Arc::make_mut(&mut inner.by_id).insert(attachment.id, attachment);
+    }
+
+    /// Removes an attachment (`apply` only).
+    pub fn remove(&self, id: u64) -> Option<Attachment> {
+        let mut inner = self.inner.write();
+        let removed = Arc::make_mut(&mut inner.by_id).remove(&id)?;
+        inner.by_path.remove(&removed.path_id);
+        Some(removed)
+    }
+
+    /// Notes that `message` references attachment `id` (`apply` only);
+    /// the attachment as it now is.
+    pub fn link(&self, id: u64, message: MessageId) -> Option<Attachment> {
+        let mut inner = self.inner.write();
+        let attachment = Arc::make_mut(&mut inner.by_id).get_mut(&id)?;
+        if let Err(at) = attachment.messages.binary_search(&message) {
+            attachment.messages.insert(at, message);
+        }
+        Some(attachment.clone())
+    }
+
+    /// The snapshot cut: shares the map.
+    pub fn image(&self) -> FilesImage {
+        let inner = self.inner.read();
+        FilesImage {
+            next_id: inner.next_id,
+            attachments: Arc::clone(&inner.by_id),
+            next_emoji_id: inner.next_emoji_id,
+            emoji: Arc::clone(&inner.emoji),
+        }
+    }
+
+    /// Rebuilt from a snapshot.
+    pub fn from_image(image: FilesImage) -> Self {
+        let by_path = image.attachments.values().map(|a| (a.path_id.clone(), a.id)).collect();
+        Files {
+            inner: RwLock::new(Inner {
+                by_id: image.attachments,
+                by_path,
+                next_id: image.next_id,
+                emoji: image.emoji,
+                next_emoji_id: image.next_emoji_id,
+            }),
+        }
+    }
+}
+
+impl FilesImage {
+    /// Whether it holds nothing (a state with no upload yet).
+    pub fn is_empty(&self) -> bool {
+        self.next_id == 0
+            && self.attachments.is_empty()
+            && self.next_emoji_id == 0
+            && self.emoji.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attachment(id: u64, owner: u64) -> Attachment {
+        Attachment {
+            id,
+            realm: RealmId(1),
+            owner: UserId(owner),
+            path_id: format!("1/ab/token{id}/f.txt"),
+            name: "f.txt".into(),
+            size: 10 * id,
+            content_type: "text/plain".into(),
+            create_time: 0,
+            messages: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn records_links_and_images() {
+        let files = Files::default();
+        assert_eq!(files.next_id(), 1);
+        files.insert(attachment(1, 7));
+        files.insert(attachment(2, 8));
+        assert_eq!(files.next_id(), 3);
+        assert_eq!(files.by_path("1/ab/token2/f.txt").unwrap().id, 2);
+        assert_eq!(files.get(1).unwrap().store_key(), "1/ab/token1");
+        let cut = files.image();
+        files.link(1, MessageId(5));
+        files.link(1, MessageId(3));
+        files.link(1, MessageId(5));
+        assert_eq!(files.get(1).unwrap().messages, vec![MessageId(3), MessageId(5)]);
+        assert!(cut.attachments[&1].messages.is_empty(), "the cut is not changed");
+        assert_eq!(files.used_by_user(UserId(8)), 20);
+        assert_eq!(files.used_by_realm(RealmId(1)), 30);
+        files.remove(2);
+        assert!(files.by_path("1/ab/token2/f.txt").is_none());
+        let back = Files::from_image(files.image());
+        assert_eq!(back.image(), files.image());
+        assert_eq!(back.by_path("1/ab/token1/f.txt").unwrap().messages.len(), 2);
+        assert_eq!(back.next_id(), 3, "ids are not reused");
+    }
+}

@@ -1,0 +1,808 @@
+//! Uploaded files: POST /user_uploads (streamed to disk, size limit,
+//! quotas), downloads outside /api/v1 (Basic auth, temporary URLs, who may
+//! read, Range, ETag, the headers that keep an HTML or SVG file from
+//! running), GET /attachments, DELETE /attachments/{id}, and restarts.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+
+use serde_json::Value;
+
+use crate::util::{basic_auth, connect, read_response, Client, Response, TestServer, ACME};
+
+const HAMLET: &str = "hamlet@natter.test"; // member: general, Denmark, core team
+const OTHELLO: &str = "othello@natter.test"; // member: general, Denmark
+const POLONIUS: &str = "polonius@natter.test"; // guest: general only
+const IAGO: &str = "iago@natter.test"; // administrator
+
+const BOUNDARY: &str = "natter-test-boundary-7d3a";
+
+/// A multipart body with one file part per `(filename, content type,
+/// bytes)` and text fields.
+fn multipart(files: &[(&str, &str, &[u8])], fields: &[(&str, &str)]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (name, value) in fields {
+        body.extend_from_slice(
+            format!(
+                "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+            )
+            .as_bytes(),
+        );
+    }
+    for (i, (filename, content_type, bytes)) in files.iter().enumerate() {
+        body.extend_from_slice(
+            format!(
+                "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file{i}\"; \
+                 filename=\"{filename}\"\r\nContent-Type: {content_type}\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
+    body
+}
+
+/// `POST /api/v1/user_uploads` with `body` as `client`.
+fn post_upload(server: &TestServer, email: Option<&str>, body: &[u8]) -> Response {
+    post_multipart(server, "/user_uploads", email, body)
+}
+
+/// `POST /api/v1<path>` with a multipart `body`.
+fn post_multipart(server: &TestServer, path: &str, email: Option<&str>, body: &[u8]) -> Response {
+    let mut head = format!(
+        "POST /api/v1{path} HTTP/1.1\r\nHost: {}\r\n\
+         Content-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: {}\r\n",
+        server.addr,
+        body.len()
+    );
+    if let Some(email) = email {
+        let a = server.account(email);
+        head.push_str(&format!("Authorization: {}\r\n", basic_auth(&a.email, &a.key)));
+    }
+    head.push_str("\r\n");
+    let mut bytes = head.into_bytes();
+    bytes.extend_from_slice(body);
+    server.anonymous().raw(&bytes)
+}
+
+/// Uploads one file as `email`; the reply's `url`.
+pub(crate) fn upload(
+    server: &TestServer,
+    email: &str,
+    name: &str,
+    content_type: &str,
+    bytes: &[u8],
+) -> String {
+    let reply = post_upload(server, Some(email), &multipart(&[(name, content_type, bytes)], &[]));
+    let json = reply.ok();
+    assert_eq!(json["uri"], json["url"]);
+    json["url"].as_str().unwrap().to_owned()
+}
+
+/// A raw download response: status, headers (lowercased names), body.
+pub(crate) struct Download {
+    pub(crate) status: u16,
+    headers: HashMap<String, String>,
+    pub(crate) body: Vec<u8>,
+}
+
+impl Download {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+/// `GET <path>` (outside /api/v1) as `auth` (email, key), with extra
+/// headers.
+pub(crate) fn download(
+    server: &TestServer,
+    path: &str,
+    auth: Option<(&str, &str)>,
+    extra: &[(&str, &str)],
+) -> Download {
+    download_method(server, "GET", path, auth, extra)
+}
+
+fn download_method(
+    server: &TestServer,
+    method: &str,
+    path: &str,
+    auth: Option<(&str, &str)>,
+    extra: &[(&str, &str)],
+) -> Download {
+    let mut head =
+        format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", server.addr);
+    if let Some((email, key)) = auth {
+        head.push_str(&format!("Authorization: {}\r\n", basic_auth(email, key)));
+    }
+    for (name, value) in extra {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut stream = connect(&server.addr);
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("a head") + 4;
+    let text = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let headers = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Download { status, headers, body: raw[split..].to_vec() }
+}
+
+fn as_user(server: &TestServer, email: &str) -> (String, String) {
+    let a = server.account(email);
+    (a.email, a.key)
+}
+
+fn auth(creds: &(String, String)) -> Option<(&str, &str)> {
+    Some((creds.0.as_str(), creds.1.as_str()))
+}
+
+fn send(c: &Client, to: &str, content: &str) -> u64 {
+    c.post("/messages", &[("type", "stream"), ("to", to), ("topic", "files"), ("content", content)])
+        .ok()["id"]
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn upload_download_and_share() {
+    let server = TestServer::start();
+    let hamlet = as_user(&server, HAMLET);
+    let othello = as_user(&server, OTHELLO);
+    let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    let url =
+        upload(&server, HAMLET, "../../etc/my report.bin", "application/octet-stream", &bytes);
+    // The client's name is only the last segment, sanitised.
+    assert!(url.starts_with("/user_uploads/"), "{url}");
+    assert!(url.ends_with("/my-report.bin"), "{url}");
+    let segments: Vec<&str> = url.trim_start_matches("/user_uploads/").split('/').collect();
+    assert_eq!(segments.len(), 4, "{url}");
+    assert!(!url.contains(".."));
+
+    // The uploader downloads the same bytes with Basic auth.
+    let d = download(&server, &url, auth(&hamlet), &[]);
+    assert_eq!(d.status, 200);
+    assert_eq!(d.body, bytes);
+    assert_eq!(d.headers["content-length"], bytes.len().to_string());
+    assert_eq!(d.headers["content-type"], "application/octet-stream");
+    assert!(d.headers["content-disposition"].starts_with("attachment; "), "{:?}", d.headers);
+    assert_eq!(d.headers["x-content-type-options"], "nosniff");
+    assert!(d.headers["content-security-policy"].contains("sandbox"));
+
+    // Someone else cannot, until a message they can read links it.
+    let d = download(&server, &url, auth(&othello), &[]);
+    assert_eq!((d.status, d.json()["code"].as_str()), (404, Some("NOT_FOUND")));
+    assert!(d.body.len() < 200, "no bytes leak");
+    let id = send(&server.client(HAMLET), "core team", &format!("[report]({url})"));
+    assert_eq!(download(&server, &url, auth(&othello), &[]).status, 404, "a private channel");
+    send(&server.client(HAMLET), "Denmark", &format!("again: [report]({url})"));
+    let d = download(&server, &url, auth(&othello), &[]);
+    assert_eq!(d.status, 200);
+    assert_eq!(d.body, bytes);
+
+    // No credentials: 401, as the API answers.
+    let d = download(&server, &url, None, &[]);
+    assert_eq!(d.status, 401);
+    assert_eq!(d.json()["result"], "error");
+    // Bad credentials: 401 too.
+    assert_eq!(download(&server, &url, Some((HAMLET, "wrong")), &[]).status, 401);
+
+    // The attachment lists the messages that link it.
+    let list = server.client(HAMLET).get("/attachments", &[]).ok();
+    let attachments = list["attachments"].as_array().unwrap();
+    assert_eq!(attachments.len(), 1);
+    let a = &attachments[0];
+    assert_eq!(a["size"], bytes.len());
+    assert_eq!(a["name"], "my-report.bin");
+    assert_eq!(format!("/user_uploads/{}", a["path_id"].as_str().unwrap()), url);
+    let linked: Vec<u64> =
+        a["messages"].as_array().unwrap().iter().map(|m| m["id"].as_u64().unwrap()).collect();
+    assert_eq!(linked.len(), 2);
+    assert!(linked.contains(&id));
+    assert_eq!(list["upload_space_used"], bytes.len());
+    assert!(server.client(OTHELLO).get("/attachments", &[]).ok()["attachments"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn temporary_urls_download_without_credentials() {
+    let server = TestServer::start();
+    let url = upload(&server, HAMLET, "notes.txt", "text/plain", b"some notes");
+    // The same path under /api/v1.
+    let api_path = url.clone();
+    let reply = server.client(HAMLET).get(&api_path, &[]).ok();
+    let temporary = reply["url"].as_str().unwrap().to_owned();
+    assert!(temporary.starts_with("/user_uploads/temporary/"), "{temporary}");
+    assert!(temporary.ends_with("/notes.txt"));
+    let d = download(&server, &temporary, None, &[]);
+    assert_eq!(d.status, 200);
+    assert_eq!(d.body, b"some notes");
+    // Another user cannot get a temporary URL for it.
+    server.client(OTHELLO).get(&api_path, &[]).err(404, "NOT_FOUND");
+    // A made-up token, or the right token with another name, is 404.
+    let token = temporary.split('/').nth(3).unwrap();
+    assert_eq!(download(&server, "/user_uploads/temporary/AAAA/notes.txt", None, &[]).status, 404);
+    let renamed = format!("/user_uploads/temporary/{token}/other.txt");
+    assert_eq!(download(&server, &renamed, None, &[]).status, 404);
+}
+
+#[test]
+fn ranges_etags_and_head() {
+    let server = TestServer::start();
+    let hamlet = as_user(&server, HAMLET);
+    let bytes: Vec<u8> = (0..1000u32).map(|i| (i % 256) as u8).collect();
+    let url = upload(&server, HAMLET, "clip.mp4", "video/mp4", &bytes);
+    let d = download(&server, &url, auth(&hamlet), &[("Range", "bytes=10-19")]);
+    assert_eq!(d.status, 206);
+    assert_eq!(d.body, &bytes[10..20]);
+    assert_eq!(d.headers["content-range"], "bytes 10-19/1000");
+    assert_eq!(d.headers["content-type"], "video/mp4");
+    assert!(d.headers["content-disposition"].starts_with("inline; "));
+    let d = download(&server, &url, auth(&hamlet), &[("Range", "bytes=-5")]);
+    assert_eq!((d.status, d.body.as_slice()), (206, &bytes[995..]));
+    let d = download(&server, &url, auth(&hamlet), &[("Range", "bytes=990-")]);
+    assert_eq!((d.status, d.body.as_slice()), (206, &bytes[990..]));
+    let d = download(&server, &url, auth(&hamlet), &[("Range", "bytes=1000-")]);
+    assert_eq!(d.status, 416);
+    assert_eq!(d.headers["content-range"], "bytes */1000");
+    // Several ranges: the whole file.
+    let d = download(&server, &url, auth(&hamlet), &[("Range", "bytes=0-1,5-6")]);
+    assert_eq!((d.status, d.body.len()), (200, 1000));
+    // ETag and If-None-Match.
+    let d = download(&server, &url, auth(&hamlet), &[]);
+    let etag = d.headers["etag"].clone();
+    let d = download(&server, &url, auth(&hamlet), &[("If-None-Match", &etag)]);
+    assert_eq!(d.status, 304);
+    assert!(d.body.is_empty());
+    let d = download(&server, &url, auth(&hamlet), &[("If-None-Match", "\"other\"")]);
+    assert_eq!(d.status, 200);
+    // HEAD: the head of a GET, no body.
+    let d = download_method(&server, "HEAD", &url, auth(&hamlet), &[]);
+    assert_eq!(d.status, 200);
+    assert_eq!(d.headers["content-length"], "1000");
+    assert!(d.body.is_empty());
+    // Other methods are refused.
+    let d = download_method(&server, "DELETE", &url, auth(&hamlet), &[]);
+    assert_eq!(d.status, 405);
+}
+
+#[test]
+fn html_and_svg_never_run_as_pages() {
+    let server = TestServer::start();
+    let hamlet = as_user(&server, HAMLET);
+    let svg = br#"<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>"#;
+    let html = b"<html><script>alert(document.cookie)</script></html>";
+    for (name, declared, bytes) in [
+        ("x.svg", "image/svg+xml", &svg[..]),
+        ("x.html", "text/html", &html[..]),
+        // A page that claims to be something harmless is served as that.
+        ("x.png", "text/html", &html[..]),
+    ] {
+        let url = upload(&server, HAMLET, name, declared, bytes);
+        let d = download(&server, &url, auth(&hamlet), &[]);
+        assert_eq!(d.status, 200);
+        assert_eq!(d.headers["x-content-type-options"], "nosniff");
+        let csp = &d.headers["content-security-policy"];
+        assert!(csp.contains("sandbox") && csp.contains("default-src 'none'"), "{csp}");
+        if declared != "image/png" && name != "x.png" {
+            assert!(
+                d.headers["content-disposition"].starts_with("attachment; "),
+                "{name}: {:?}",
+                d.headers
+            );
+        }
+    }
+}
+
+#[test]
+fn upload_refusals() {
+    let server = TestServer::start_with(&["--max-file-upload-mib", "1"]);
+    // No credentials, or bad ones: 401, and a large body from such a
+    // caller is not streamed to disk (the small body limit applies).
+    post_upload(&server, None, &multipart(&[("a.txt", "text/plain", b"x")], &[]))
+        .err(401, "UNAUTHORIZED");
+    let large = multipart(&[("a.bin", "application/zip", &vec![1u8; 900 * 1024])], &[]);
+    let mut bytes = format!(
+        "POST /api/v1/user_uploads HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\n\
+         Content-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: {}\r\n\r\n",
+        server.addr,
+        basic_auth(HAMLET, "not-the-key"),
+        large.len() + 300 * 1024
+    )
+    .into_bytes();
+    bytes.extend_from_slice(&large);
+    bytes.extend_from_slice(&vec![b' '; 300 * 1024]);
+    server.anonymous().raw(&bytes).err(413, "BAD_REQUEST");
+    // No file, two files.
+    post_upload(&server, Some(HAMLET), &multipart(&[], &[("a", "b")])).err(400, "BAD_REQUEST");
+    let two = multipart(&[("a.txt", "text/plain", b"x"), ("b.txt", "text/plain", b"y")], &[]);
+    let e = post_upload(&server, Some(HAMLET), &two).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "You may only upload one file at a time");
+    // A form body, not multipart.
+    server.client(HAMLET).post("/user_uploads", &[("a", "b")]).err(400, "BAD_REQUEST");
+    // Broken multipart.
+    post_upload(&server, Some(HAMLET), b"--nope\r\n").err(400, "BAD_REQUEST");
+    // Over the limit: a file part of 1 MiB + 1 (body within the framing
+    // allowance), then a body far over it (refused before it is read).
+    let big = vec![7u8; (1 << 20) + 1];
+    let e = post_upload(
+        &server,
+        Some(HAMLET),
+        &multipart(&[("big.bin", "application/zip", &big)], &[]),
+    )
+    .err(413, "BAD_REQUEST");
+    assert_eq!(
+        e["msg"],
+        "File is larger than this server's configured maximum upload size (1 MiB)."
+    );
+    let huge = format!(
+        "POST /api/v1/user_uploads HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\n\
+         Content-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: {}\r\n\r\n",
+        server.addr,
+        basic_auth(HAMLET, &server.account(HAMLET).key),
+        200 << 20
+    );
+    server.anonymous().raw(huge.as_bytes()).err(413, "BAD_REQUEST");
+    // Chunked uploads are refused: the size must be known.
+    let chunked = format!(
+        "POST /api/v1/user_uploads HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\n\
+         Content-Type: multipart/form-data; boundary={BOUNDARY}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        server.addr,
+        basic_auth(HAMLET, &server.account(HAMLET).key),
+    );
+    assert_eq!(server.anonymous().raw(chunked.as_bytes()).status, 411);
+    // Exactly the limit is fine; other routes keep the small body limit.
+    let limit = vec![1u8; 1 << 20];
+    upload(&server, HAMLET, "limit.bin", "application/zip", &limit);
+    let content = "x".repeat(2 << 20);
+    let r = server.client(HAMLET).post(
+        "/messages",
+        &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", &content)],
+    );
+    assert_eq!(r.status, 413);
+    // Nothing was left in the staging directory.
+    let staging = server.data_dir().join("data/uploads/tmp");
+    assert_eq!(std::fs::read_dir(&staging).unwrap().count(), 0, "{}", staging.display());
+}
+
+#[test]
+fn quotas() {
+    let server =
+        TestServer::start_with(&["--upload-quota-user-mib", "1", "--upload-quota-realm-mib", "2"]);
+    let half = vec![0u8; 600 * 1024];
+    upload(&server, HAMLET, "a.bin", "application/zip", &half);
+    let e =
+        post_upload(&server, Some(HAMLET), &multipart(&[("b.bin", "application/zip", &half)], &[]))
+            .err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Upload would exceed your upload quota.");
+    upload(&server, OTHELLO, "c.bin", "application/zip", &half);
+    upload(&server, IAGO, "d.bin", "application/zip", &half);
+    let e = post_upload(
+        &server,
+        Some(POLONIUS),
+        &multipart(&[("e.bin", "application/zip", &half)], &[]),
+    )
+    .err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Upload would exceed your organization's upload quota.");
+    // Register says so.
+    let reg =
+        server.client(HAMLET).post("/register", &[("fetch_event_types", r#"["realm"]"#)]).ok();
+    assert_eq!(reg["realm_upload_quota_mib"], 2);
+    // Deleting frees the space.
+    let list = server.client(HAMLET).get("/attachments", &[]).ok();
+    let id = list["attachments"][0]["id"].as_u64().unwrap();
+    server.client(HAMLET).request("DELETE", &format!("/attachments/{id}"), &[]).ok();
+    upload(&server, HAMLET, "b.bin", "application/zip", &half);
+}
+
+#[test]
+fn delete_attachments() {
+    let server = TestServer::start();
+    let hamlet = as_user(&server, HAMLET);
+    let url = upload(&server, HAMLET, "a.txt", "text/plain", b"abc");
+    let id = server.client(HAMLET).get("/attachments", &[]).ok()["attachments"][0]["id"]
+        .as_u64()
+        .unwrap();
+    // Only the owner may delete it; an unknown id is the same error.
+    for email in [OTHELLO, IAGO, POLONIUS] {
+        let e = server.client(email).request("DELETE", &format!("/attachments/{id}"), &[]);
+        assert_eq!(e.err(400, "BAD_REQUEST")["msg"], "Invalid attachment");
+    }
+    server.client(HAMLET).request("DELETE", "/attachments/99999", &[]).err(400, "BAD_REQUEST");
+    server.client(HAMLET).request("DELETE", "/attachments/x", &[]).err(400, "BAD_REQUEST");
+    server.client(HAMLET).request("DELETE", &format!("/attachments/{id}"), &[]).ok();
+    assert_eq!(download(&server, &url, auth(&hamlet), &[]).status, 404);
+    assert!(server.client(HAMLET).get("/attachments", &[]).ok()["attachments"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    // The bytes are gone from the store.
+    let key: Vec<&str> = url.trim_start_matches("/user_uploads/").split('/').take(3).collect();
+    assert!(!server.data_dir().join("data/uploads").join(key.join("/")).exists());
+}
+
+#[test]
+fn path_traversal_and_odd_paths_are_404() {
+    let server = TestServer::start();
+    let hamlet = as_user(&server, HAMLET);
+    let url = upload(&server, HAMLET, "a.txt", "text/plain", b"abc");
+    let parts: Vec<&str> = url.trim_start_matches("/user_uploads/").split('/').collect();
+    let (realm, ab, token) = (parts[0], parts[1], parts[2]);
+    for path in [
+        "/user_uploads/../wal".to_owned(),
+        "/user_uploads/%2e%2e/%2e%2e/LOCK".to_owned(),
+        format!("/user_uploads/{realm}/{ab}/{token}/../../../../LOCK"),
+        format!("/user_uploads/{realm}/{ab}/{token}"),
+        format!("/user_uploads/{realm}/{ab}/{token}/a.txt%00.png"),
+        format!("/user_uploads/{realm}/{ab}/{token}/other.txt"),
+        format!("/user_uploads//{realm}/{ab}/{token}/a.txt"),
+        format!("/user_uploads/%2F{realm}/{ab}/{token}/a.txt"),
+        format!("/user_uploads/{realm}/{ab}/{token}/{}", "a".repeat(5000)),
+        "/user_uploads/tmp/x".to_owned(),
+    ] {
+        let d = download(&server, &path, auth(&hamlet), &[]);
+        assert_eq!(d.status, 404, "{path}");
+        assert_eq!(d.json()["code"], "NOT_FOUND", "{path}");
+    }
+    assert_eq!(download(&server, &url, auth(&hamlet), &[]).status, 200);
+}
+
+#[test]
+fn other_realms_guests_and_deactivated_users() {
+    let mut server = TestServer::start();
+    server.stop();
+    let key = server.realm_create_ok(&ACME);
+    server.restart_with_args(vec![]);
+    let hamlet = as_user(&server, HAMLET);
+    let url = upload(&server, HAMLET, "a.txt", "text/plain", b"abc");
+    // The other realm's owner, on their own host or on this one: 404 / 401.
+    let boss = download_on(&server, &url, "acme.localhost", ("boss@acme.test", &key));
+    assert_eq!(boss, 404);
+    assert_eq!(download(&server, &url, Some(("boss@acme.test", &key)), &[]).status, 401);
+    // A guest who cannot read the linking message: 404; once it is in a
+    // channel they are in: 200.
+    let polonius = as_user(&server, POLONIUS);
+    send(&server.client(HAMLET), "Denmark", &format!("[a]({url})"));
+    assert_eq!(download(&server, &url, auth(&polonius), &[]).status, 404);
+    send(&server.client(HAMLET), "general", &format!("[a]({url})"));
+    assert_eq!(download(&server, &url, auth(&polonius), &[]).status, 200);
+    // A guest may upload (Zulip allows it).
+    upload(&server, POLONIUS, "g.txt", "text/plain", b"guest");
+    // A deactivated uploader can neither download nor upload.
+    let hid = server.client(HAMLET).get("/users/me", &[]).ok()["user_id"].as_u64().unwrap();
+    server.client(IAGO).request("DELETE", &format!("/users/{hid}"), &[]).ok();
+    assert_eq!(download(&server, &url, auth(&hamlet), &[]).status, 401);
+    post_upload(&server, Some(HAMLET), &multipart(&[("a.txt", "text/plain", b"x")], &[]))
+        .err(401, "USER_DEACTIVATED");
+}
+
+fn download_on(server: &TestServer, path: &str, host: &str, creds: (&str, &str)) -> u16 {
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nAuthorization: {}\r\n\r\n",
+        basic_auth(creds.0, creds.1)
+    );
+    let mut stream = connect(&server.addr);
+    stream.write_all(head.as_bytes()).unwrap();
+    read_response(&mut stream).status
+}
+
+#[test]
+fn attachments_survive_restarts_and_snapshots() {
+    let mut server = TestServer::start_with(&["--snapshot-every", "3"]);
+    let hamlet = as_user(&server, HAMLET);
+    let first = upload(&server, HAMLET, "a.txt", "text/plain", b"first");
+    for i in 0..4 {
+        send(&server.client(HAMLET), "general", &format!("filler {i}"));
+    }
+    let second = upload(&server, HAMLET, "b.txt", "text/plain", b"second");
+    server.kill();
+    server.restart();
+    assert_eq!(download(&server, &first, auth(&hamlet), &[]).body, b"first");
+    assert_eq!(download(&server, &second, auth(&hamlet), &[]).body, b"second");
+    assert_eq!(
+        server.client(HAMLET).get("/attachments", &[]).ok()["attachments"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // A file with no record (an upload a crash cut between storing and
+    // logging) is removed at start-up; a record whose file is gone is
+    // reported.
+    let orphan = server.data_dir().join("data/uploads/1/ab/ABCDEFGHIJKLMNOPQRSTUVWX");
+    std::fs::create_dir_all(orphan.parent().unwrap()).unwrap();
+    std::fs::write(&orphan, b"orphan").unwrap();
+    let key: Vec<&str> = second.trim_start_matches("/user_uploads/").split('/').take(3).collect();
+    std::fs::remove_file(server.data_dir().join("data/uploads").join(key.join("/"))).unwrap();
+    server.stop();
+    server.restart();
+    assert!(!orphan.exists(), "the orphan is removed");
+    let stderr = server.stderr();
+    assert!(stderr.contains("removed 1 uploaded files no record names"), "{stderr}");
+    assert!(stderr.contains("is recorded but its bytes are missing"), "{stderr}");
+    assert!(stderr.contains(&second), "{stderr}");
+    assert_eq!(download(&server, &first, auth(&hamlet), &[]).status, 200);
+}
+
+/// A slow uploader (a body trickling in) does not hold up other requests:
+/// while its body is incomplete, other connections are answered.
+#[test]
+fn a_slow_upload_does_not_stall_other_requests() {
+    let server = TestServer::start();
+    let a = server.account(HAMLET);
+    let body = multipart(&[("slow.bin", "application/zip", &vec![3u8; 300_000])], &[]);
+    let head = format!(
+        "POST /api/v1/user_uploads HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\n\
+         Content-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: {}\r\n\r\n",
+        server.addr,
+        basic_auth(&a.email, &a.key),
+        body.len()
+    );
+    let mut slow = connect(&server.addr);
+    slow.write_all(head.as_bytes()).unwrap();
+    slow.write_all(&body[..body.len() / 2]).unwrap();
+    // The upload is half sent: other requests are served meanwhile.
+    for _ in 0..5 {
+        server.client(OTHELLO).get("/users/me", &[]).ok();
+    }
+    slow.write_all(&body[body.len() / 2..]).unwrap();
+    let reply = read_response(&mut slow).ok();
+    let url = reply["url"].as_str().unwrap();
+    let creds = as_user(&server, HAMLET);
+    assert_eq!(download(&server, url, auth(&creds), &[]).body.len(), 300_000);
+}
+
+#[test]
+fn has_attachment_and_has_image_narrows() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let text = upload(&server, HAMLET, "notes.txt", "text/plain", b"notes");
+    let image = upload(&server, HAMLET, "photo.png", "image/png", b"\x89PNG\r\n\x1a\n");
+    let plain = send(&hamlet, "general", "no file here");
+    let with_text = send(&hamlet, "general", &format!("[notes]({text})"));
+    let with_image = send(&hamlet, "general", &format!("[photo]({image})"));
+    let ids = |narrow: &str| -> Vec<u64> {
+        let reply = hamlet
+            .get(
+                "/messages",
+                &[
+                    ("anchor", "newest"),
+                    ("num_before", "100"),
+                    ("num_after", "0"),
+                    ("narrow", narrow),
+                ],
+            )
+            .ok();
+        reply["messages"].as_array().unwrap().iter().map(|m| m["id"].as_u64().unwrap()).collect()
+    };
+    let attachments = ids(r#"[{"operator": "has", "operand": "attachment"}]"#);
+    assert_eq!(attachments, vec![with_text, with_image]);
+    assert!(!attachments.contains(&plain));
+    assert_eq!(ids(r#"[{"operator": "has", "operand": "image"}]"#), vec![with_image]);
+}
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n(the rest of a small png)";
+
+fn add_emoji(server: &TestServer, email: &str, name: &str, bytes: &[u8]) -> Response {
+    let path = format!("/realm/emoji/{name}");
+    post_multipart(server, &path, Some(email), &multipart(&[("e.png", "image/png", bytes)], &[]))
+}
+
+#[test]
+fn custom_emoji() {
+    let server = TestServer::start();
+    add_emoji(&server, HAMLET, "party_parrot", PNG).ok();
+    let listed = server.client(OTHELLO).get("/realm/emoji", &[]).ok();
+    let dict = listed["emoji"].as_object().unwrap();
+    assert_eq!(dict.len(), 1);
+    let (id, emoji) = dict.iter().next().unwrap();
+    assert_eq!(emoji["name"], "party_parrot");
+    assert_eq!(emoji["author_id"], crate::util::user_id(&server, HAMLET));
+    // Register has the same dict.
+    let reg = server
+        .client(OTHELLO)
+        .post("/register", &[("fetch_event_types", r#"["realm_emoji"]"#)])
+        .ok();
+    assert_eq!(reg["realm_emoji"], listed["emoji"]);
+    // The image is served without credentials, as an image.
+    let source = emoji["source_url"].as_str().unwrap();
+    let d = download(&server, source, None, &[]);
+    assert_eq!(d.status, 200);
+    assert_eq!(d.body, PNG);
+    assert_eq!(d.headers["content-type"], "image/png");
+    assert_eq!(d.headers["x-content-type-options"], "nosniff");
+    assert_eq!(
+        download(&server, "/user_avatars/1/ab/ABCDEFGHIJKLMNOPQRSTUVWX", None, &[]).status,
+        404
+    );
+    assert_eq!(download(&server, "/user_avatars/../LOCK", None, &[]).status, 404);
+
+    // Refusals: a guest, bad names, a taken name, not an image, two files,
+    // a built-in emoji's name for a non-administrator.
+    let e = add_emoji(&server, POLONIUS, "guest_emoji", PNG).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Insufficient permission");
+    for bad in ["Party", "a_", "a%21", "x%2Fy"] {
+        add_emoji(&server, HAMLET, bad, PNG).err(400, "BAD_REQUEST");
+    }
+    let e = add_emoji(&server, OTHELLO, "party_parrot", PNG).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "A custom emoji with this name already exists.");
+    let e = add_emoji(&server, HAMLET, "svg", b"<svg><script>alert(1)</script></svg>")
+        .err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Invalid image format");
+    let two = multipart(&[("a.png", "image/png", PNG), ("b.png", "image/png", PNG)], &[]);
+    post_multipart(&server, "/realm/emoji/two", Some(HAMLET), &two).err(400, "BAD_REQUEST");
+    let e = add_emoji(&server, HAMLET, "smile", PNG).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Only administrators can override default emoji.");
+    add_emoji(&server, IAGO, "smile", PNG).ok();
+    post_multipart(
+        &server,
+        "/realm/emoji/anon",
+        None,
+        &multipart(&[("a.png", "image/png", PNG)], &[]),
+    )
+    .err(401, "UNAUTHORIZED");
+
+    // `:name:` in a message shows it (a custom emoji wins over a built-in
+    // one of the same name).
+    let hamlet = server.client(HAMLET);
+    let shown = send(&hamlet, "general", "look :party_parrot: and :smile: and :nope:");
+    let html = hamlet.get(&format!("/messages/{shown}"), &[]).ok()["message"]["content"].clone();
+    let html = html.as_str().unwrap();
+    assert!(
+        html.contains(&format!(
+            "<img alt=\":party_parrot:\" class=\"emoji\" src=\"{source}\" title=\"party parrot\">"
+        )),
+        "{html}"
+    );
+    assert!(html.contains("<img alt=\":smile:\" class=\"emoji\""), "{html}");
+    assert!(html.contains(":nope:"), "{html}");
+    // Reactions with it: by name alone (a bot's way) or by code.
+    let message = send(&hamlet, "general", "react");
+    let path = format!("/messages/{message}/reactions");
+    server.client(OTHELLO).post(&path, &[("emoji_name", "party_parrot")]).ok();
+    hamlet
+        .post(
+            &path,
+            &[("emoji_name", "party_parrot"), ("emoji_code", id), ("reaction_type", "realm_emoji")],
+        )
+        .ok();
+    let reactions =
+        hamlet.get(&format!("/messages/{message}"), &[]).ok()["message"]["reactions"].clone();
+    let reactions = reactions.as_array().unwrap();
+    assert_eq!(reactions.len(), 2);
+    assert!(reactions
+        .iter()
+        .all(|r| r["reaction_type"] == "realm_emoji" && r["emoji_code"] == id.as_str()));
+    // A wrong code or name for it is refused.
+    for params in [
+        [("emoji_name", "party_parrot"), ("emoji_code", "999"), ("reaction_type", "realm_emoji")],
+        [("emoji_name", "other"), ("emoji_code", id.as_str()), ("reaction_type", "realm_emoji")],
+    ] {
+        server.client(IAGO).post(&path, &params).err(400, "BAD_REQUEST");
+    }
+
+    // Deactivating: not another member's; the author's and an
+    // administrator's are fine; then it cannot be used, and stays listed.
+    let e = server
+        .client(OTHELLO)
+        .request("DELETE", "/realm/emoji/party_parrot", &[])
+        .err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Must be an organization administrator or emoji author");
+    hamlet.request("DELETE", "/realm/emoji/party_parrot", &[]).ok();
+    hamlet.request("DELETE", "/realm/emoji/party_parrot", &[]).err(400, "BAD_REQUEST");
+    server.client(IAGO).request("DELETE", "/realm/emoji/smile", &[]).ok();
+    let listed = hamlet.get("/realm/emoji", &[]).ok();
+    assert_eq!(listed["emoji"][id.as_str()]["deactivated"], true);
+    server
+        .client(IAGO)
+        .post(
+            &path,
+            &[("emoji_name", "party_parrot"), ("emoji_code", id), ("reaction_type", "realm_emoji")],
+        )
+        .err(400, "BAD_REQUEST");
+    // The name is free again.
+    add_emoji(&server, OTHELLO, "party_parrot", PNG).ok();
+}
+
+#[test]
+fn custom_emoji_belong_to_their_realm() {
+    let mut server = TestServer::start();
+    server.stop();
+    let key = server.realm_create_ok(&ACME);
+    server.restart_with_args(vec![]);
+    add_emoji(&server, HAMLET, "ours", PNG).ok();
+    let listed = server.client(HAMLET).get("/realm/emoji", &[]).ok();
+    let (id, emoji) = listed["emoji"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .unwrap();
+    let boss = server.anonymous().with_auth("boss@acme.test", &key).with_host("acme.localhost");
+    assert!(boss.get("/realm/emoji", &[]).ok()["emoji"].as_object().unwrap().is_empty());
+    // Its image is not served on the other realm's host; its code is not
+    // a reaction there.
+    let source = emoji["source_url"].as_str().unwrap();
+    let head =
+        format!("GET {source} HTTP/1.1\r\nHost: acme.localhost\r\nConnection: close\r\n\r\n");
+    let mut stream = connect(&server.addr);
+    stream.write_all(head.as_bytes()).unwrap();
+    assert_eq!(read_response(&mut stream).status, 404);
+    boss.post("/users/me/subscriptions", &[("subscriptions", r#"[{"name": "hq"}]"#)]).ok();
+    let message = send(&boss, "hq", "hi");
+    boss.post(
+        &format!("/messages/{message}/reactions"),
+        &[("emoji_name", "ours"), ("emoji_code", &id), ("reaction_type", "realm_emoji")],
+    )
+    .err(400, "BAD_REQUEST");
+    // Emoji survive a restart.
+    server.kill();
+    server.restart();
+    assert_eq!(server.client(HAMLET).get("/realm/emoji", &[]).ok()["emoji"][&id]["name"], "ours");
+    assert_eq!(download(&server, source, None, &[]).body, PNG);
+}
+
+/// An edit that adds a link to an upload shares it like a send does.
+#[test]
+fn edits_link_uploads_too() {
+    let server = TestServer::start();
+    let othello = as_user(&server, OTHELLO);
+    let url = upload(&server, HAMLET, "later.txt", "text/plain", b"later");
+    let id = send(&server.client(HAMLET), "general", "file coming");
+    assert_eq!(download(&server, &url, auth(&othello), &[]).status, 404);
+    server
+        .client(HAMLET)
+        .request("PATCH", &format!("/messages/{id}"), &[("content", &format!("here: [f]({url})"))])
+        .ok();
+    assert_eq!(download(&server, &url, auth(&othello), &[]).body, b"later");
+}
+
+/// SIGKILL while an upload's body is arriving, and right after an
+/// upload's reply: after restart, no attachment and nothing left of the
+/// first; the second complete and downloadable.
+#[test]
+fn uploads_survive_a_kill_or_leave_nothing() {
+    let mut server = TestServer::start();
+    let hamlet = as_user(&server, HAMLET);
+    let done = upload(&server, HAMLET, "kept.bin", "application/zip", &[5u8; 50_000]);
+    let body = multipart(&[("cut.bin", "application/zip", &vec![6u8; 400_000])], &[]);
+    let head = format!(
+        "POST /api/v1/user_uploads HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\n\
+         Content-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: {}\r\n\r\n",
+        server.addr,
+        basic_auth(&hamlet.0, &hamlet.1),
+        body.len()
+    );
+    let mut cut = connect(&server.addr);
+    cut.write_all(head.as_bytes()).unwrap();
+    cut.write_all(&body[..200_000]).unwrap();
+    // The server has the head and part of the body (another request
+    // answered after it shows the connection was read).
+    server.client(OTHELLO).get("/users/me", &[]).ok();
+    server.kill();
+    drop(cut);
+    server.restart();
+    let list = server.client(HAMLET).get("/attachments", &[]).ok();
+    let names: Vec<&str> = list["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["kept.bin"]);
+    assert_eq!(download(&server, &done, auth(&hamlet), &[]).body, vec![5u8; 50_000]);
+    let staging = server.data_dir().join("data/uploads/tmp");
+    assert_eq!(std::fs::read_dir(&staging).unwrap().count(), 0, "the cut body is gone");
+}

@@ -1,0 +1,136 @@
+//! Register-vs-events cases for uploaded files: an upload, a message that
+//! links it, and its deletion each tell the owner with an `attachment`
+//! event, and none changes what register returns.
+
+use serde_json::Value;
+
+use natter::api::params::Params;
+use natter::api::{self, Call};
+use natter::files::{self, Upload};
+
+use crate::verify_action::Harness;
+
+const HAMLET: &str = "hamlet@natter.test";
+
+/// `POST /user_uploads` as `email` with one staged file.
+fn upload(h: &Harness, email: &str, name: &str, bytes: &[u8]) -> Value {
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let staged = files::stage_bytes(&*h.app.files, bytes).unwrap();
+    let mut call = Call {
+        realm: realm.into(),
+        caller: Some(h.user(email).into()),
+        params: Params::default(),
+        path: Vec::new(),
+        client: "test".into(),
+        raw_fields: Vec::new(),
+        sorted_reply: None,
+        files: vec![Upload {
+            staged,
+            filename: name.to_owned(),
+            content_type: None,
+            size: bytes.len() as u64,
+        }],
+    };
+    Value::Object(api::uploads::upload(&h.app, &mut call).unwrap())
+}
+
+#[test]
+fn upload_link_and_delete() {
+    let h = Harness::new();
+    let params = [("fetch_event_types", r#"["message", "realm_user", "subscription"]"#)];
+    let mut url = String::new();
+    let events = h.verify_action(
+        HAMLET,
+        &params,
+        |h| url = upload(h, HAMLET, "a.txt", b"abc")["url"].as_str().unwrap().to_owned(),
+        &["attachment"],
+    );
+    assert_eq!(events[0]["op"], "add");
+    assert_eq!(events[0]["upload_space_used"], 3);
+    assert_eq!(events[0]["attachment"]["name"], "a.txt");
+    assert_eq!(events[0]["attachment"]["messages"], serde_json::json!([]));
+    let content = format!("[a]({url})");
+    let events = h.verify_action(
+        HAMLET,
+        &params,
+        |h| {
+            h.call(
+                HAMLET,
+                api::messages::send,
+                &[("type", "stream"), ("to", "general"), ("topic", "t"), ("content", &content)],
+            )
+            .unwrap();
+        },
+        // Sending also follows the topic (the sender's automatic policy).
+        &["message", "muted_topics", "user_topic", "attachment"],
+    );
+    let linked = &events[3];
+    assert_eq!(linked["op"], "update");
+    assert_eq!(linked["attachment"]["messages"].as_array().unwrap().len(), 1);
+    let id = linked["attachment"]["id"].as_u64().unwrap().to_string();
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let events = h.verify_action(
+        HAMLET,
+        &params,
+        |h| {
+            h.call_in(realm, HAMLET, api::uploads::delete, &[&id], &[]).unwrap();
+        },
+        &["attachment"],
+    );
+    assert_eq!(events[0]["op"], "remove");
+    assert_eq!(events[0]["upload_space_used"], 0);
+}
+
+/// `POST /realm/emoji/{name}` as `email` with one staged image.
+fn add_emoji(h: &Harness, email: &str, name: &str, bytes: &[u8]) -> natter::error::ApiResult<()> {
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let staged = files::stage_bytes(&*h.app.files, bytes).unwrap();
+    let mut call = Call {
+        realm: realm.into(),
+        caller: Some(h.user(email).into()),
+        params: Params::default(),
+        path: vec![name.to_owned()],
+        client: "test".into(),
+        raw_fields: Vec::new(),
+        sorted_reply: None,
+        files: vec![Upload {
+            staged,
+            filename: "e.png".to_owned(),
+            content_type: Some("image/png".to_owned()),
+            size: bytes.len() as u64,
+        }],
+    };
+    api::emoji::add(&h.app, &mut call).map(drop)
+}
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n not really the rest of a png";
+
+#[test]
+fn custom_emoji_added_and_deactivated() {
+    let h = Harness::new();
+    let params = [("fetch_event_types", r#"["realm_emoji"]"#)];
+    let events = h.verify_action(
+        HAMLET,
+        &params,
+        |h| add_emoji(h, "iago@natter.test", "party_parrot", PNG).unwrap(),
+        &["realm_emoji"],
+    );
+    let dict = events[0]["realm_emoji"].as_object().unwrap();
+    assert_eq!(dict.len(), 1);
+    let (id, emoji) = dict.iter().next().unwrap();
+    assert_eq!(emoji["id"], id.as_str());
+    assert_eq!(emoji["name"], "party_parrot");
+    assert_eq!(emoji["deactivated"], false);
+    assert!(emoji["source_url"].as_str().unwrap().starts_with("/user_avatars/"));
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let events = h.verify_action(
+        HAMLET,
+        &params,
+        |h| {
+            h.call_in(realm, "iago@natter.test", api::emoji::deactivate, &["party_parrot"], &[])
+                .unwrap();
+        },
+        &["realm_emoji"],
+    );
+    assert_eq!(events[0]["realm_emoji"][id.as_str()]["deactivated"], true);
+}
