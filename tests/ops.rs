@@ -366,15 +366,33 @@ fn contents_in_topic(c: &Client, topic: &str) -> Vec<String> {
 /// snapshots cut and delete segments) restores to exactly the state at
 /// the backup's seq: the messages acknowledged before it began, then a
 /// prefix of those sent during it, in order, and nothing else.
+/// `natter backup --data-dir from --to to`.
+fn run_backup(from: &Path, to: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_natter"))
+        .arg("backup")
+        .arg("--data-dir")
+        .arg(from)
+        .arg("--to")
+        .arg(to)
+        .output()
+        .unwrap()
+}
+
+/// A stopped server whose data dir is gone: where a backup is restored.
+fn stopped_server_without_data() -> (TestServer, PathBuf) {
+    let mut server = TestServer::start();
+    server.kill();
+    let target = server.data_dir().join("data");
+    fs::remove_dir_all(&target).unwrap();
+    (server, target)
+}
+
 #[test]
 fn a_backup_under_continuous_sends_restores_to_its_seq() {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let server = TestServer::start_with(&["--segment-bytes", "4096", "--snapshot-every", "40"]);
     // Where the copy goes: the data dir of a second server, not running.
-    let mut restored = TestServer::start();
-    restored.kill();
-    let target = restored.data_dir().join("data");
-    fs::remove_dir_all(&target).unwrap();
+    let (mut restored, target) = stopped_server_without_data();
 
     let stop = AtomicBool::new(false);
     let acked = AtomicUsize::new(0);
@@ -403,14 +421,7 @@ fn a_backup_under_continuous_sends_restores_to_its_seq() {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         let before = acked.load(Ordering::Acquire);
-        let output = Command::new(env!("CARGO_BIN_EXE_natter"))
-            .arg("backup")
-            .arg("--data-dir")
-            .arg(server.data_dir().join("data"))
-            .arg("--to")
-            .arg(&target)
-            .output()
-            .unwrap();
+        let output = run_backup(&server.data_dir().join("data"), &target);
         // The writer goes on after the copy too.
         let after = acked.load(Ordering::Acquire);
         while acked.load(Ordering::Acquire) < after + 20 {
@@ -445,16 +456,7 @@ fn a_backup_under_continuous_sends_restores_to_its_seq() {
 fn a_backup_refuses_a_non_empty_target_and_a_non_data_dir() {
     let server = TestServer::start();
     let data = server.data_dir().join("data");
-    let run = |from: &Path, to: &Path| {
-        Command::new(env!("CARGO_BIN_EXE_natter"))
-            .arg("backup")
-            .arg("--data-dir")
-            .arg(from)
-            .arg("--to")
-            .arg(to)
-            .output()
-            .unwrap()
-    };
+    let run = run_backup;
     let out = run(&data, server.data_dir());
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not empty"));
@@ -481,18 +483,8 @@ fn a_backup_carries_the_uploaded_files() {
         "application/octet-stream",
         &bytes,
     );
-    let mut restored = TestServer::start();
-    restored.kill();
-    let target = restored.data_dir().join("data");
-    fs::remove_dir_all(&target).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_natter"))
-        .arg("backup")
-        .arg("--data-dir")
-        .arg(server.data_dir().join("data"))
-        .arg("--to")
-        .arg(&target)
-        .output()
-        .unwrap();
+    let (mut restored, target) = stopped_server_without_data();
+    let out = run_backup(&server.data_dir().join("data"), &target);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains(" 1 uploaded files"), "{out:?}");
     assert!(!target.join("uploads").join("tmp").exists(), "the staging directory is left out");
