@@ -132,6 +132,26 @@ impl Harness {
         assert_same_state(normalize(state), normalize(fresh));
         events
     }
+
+    /// An action for `verify_action`: `handler` called as `email` in the
+    /// bare-host realm, with path arguments and parameters (copied).
+    pub fn act(
+        email: &'static str,
+        handler: Handler,
+        path: &[&str],
+        params: &[(&str, &str)],
+    ) -> impl FnOnce(&Harness) {
+        let path: Vec<String> = path.iter().map(|s| s.to_string()).collect();
+        let params: Vec<(String, String)> =
+            params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |h: &Harness| {
+            let realm = h.app.state.realm_by_subdomain("").unwrap();
+            let path: Vec<&str> = path.iter().map(String::as_str).collect();
+            let params: Vec<(&str, &str)> =
+                params.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            h.call_in(realm, email, handler, &path, &params).unwrap();
+        }
+    }
 }
 
 /// Drops what legitimately differs between two registers.

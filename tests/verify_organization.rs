@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use natter::api::{default_streams as ds, linkifiers as lk, Handler};
+use natter::api::{default_streams as ds, linkifiers as lk};
 
 use crate::verify_action::Harness;
 
@@ -98,24 +98,6 @@ fn apply_realm_event(state: &mut Value, event: &Value) {
     }
 }
 
-fn act(
-    email: &'static str,
-    handler: Handler,
-    path: &[&str],
-    params: &[(&str, &str)],
-) -> impl FnOnce(&Harness) {
-    let path: Vec<String> = path.iter().map(|s| s.to_string()).collect();
-    let params: Vec<(String, String)> =
-        params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    move |h: &Harness| {
-        let realm = h.app.state.realm_by_subdomain("").unwrap();
-        let path: Vec<&str> = path.iter().map(String::as_str).collect();
-        let params: Vec<(&str, &str)> =
-            params.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        h.call_in(realm, email, handler, &path, &params).unwrap();
-    }
-}
-
 /// Creates the public channel `Verona` (the seed's public channels are
 /// all default channels) and returns its id.
 fn verona(h: &Harness) -> u64 {
@@ -133,7 +115,7 @@ fn linkifier_ids(h: &Harness) -> Vec<String> {
 fn linkifiers() {
     let h = Harness::new();
     let add = |pattern: &'static str, template: &'static str| {
-        act(IAGO, lk::add, &[], &[("pattern", pattern), ("url_template", template)])
+        Harness::act(IAGO, lk::add, &[], &[("pattern", pattern), ("url_template", template)])
     };
     let events = h.verify_action(
         HAMLET,
@@ -150,7 +132,7 @@ fn linkifiers() {
     );
     let ids = linkifier_ids(&h);
     let first = [ids[0].as_str()];
-    let edit = act(
+    let edit = Harness::act(
         IAGO,
         lk::update,
         &first,
@@ -158,17 +140,23 @@ fn linkifiers() {
     );
     h.verify_action(HAMLET, LINKIFIERS, edit, &["realm_linkifiers"]);
     let order = format!("[{},{}]", ids[1], ids[0]);
-    let reorder = act(IAGO, lk::reorder, &[], &[("ordered_linkifier_ids", order.as_str())]);
+    let reorder =
+        Harness::act(IAGO, lk::reorder, &[], &[("ordered_linkifier_ids", order.as_str())]);
     let events = h.verify_action(HAMLET, LINKIFIERS, reorder, &["realm_linkifiers"]);
     assert_eq!(events[0]["realm_linkifiers"][0]["pattern"], "T(?P<n>[0-9]+)");
-    h.verify_action(HAMLET, LINKIFIERS, act(IAGO, lk::remove, &first, &[]), &["realm_linkifiers"]);
+    h.verify_action(
+        HAMLET,
+        LINKIFIERS,
+        Harness::act(IAGO, lk::remove, &first, &[]),
+        &["realm_linkifiers"],
+    );
     assert_eq!(linkifier_ids(&h).len(), 1);
 }
 
 #[test]
 fn clients_without_the_capability_get_no_linkifiers() {
     let h = Harness::new();
-    let add = act(
+    let add = Harness::act(
         IAGO,
         lk::add,
         &[],
@@ -185,9 +173,9 @@ fn default_channels() {
     let h = Harness::new();
     let id = verona(&h).to_string();
     let params = [("stream_id", id.as_str())];
-    let add = act(IAGO, ds::add_default, &[], &params);
+    let add = Harness::act(IAGO, ds::add_default, &[], &params);
     h.verify_action(HAMLET, &[], add, &["default_streams"]);
-    let remove = act(IAGO, ds::remove_default, &[], &params);
+    let remove = Harness::act(IAGO, ds::remove_default, &[], &params);
     h.verify_action(HAMLET, &[], remove, &["default_streams"]);
 }
 
@@ -195,7 +183,7 @@ fn default_channels() {
 fn default_channel_groups() {
     let h = Harness::new();
     let verona = verona(&h);
-    let create = act(
+    let create = Harness::act(
         IAGO,
         ds::create_group,
         &[],
@@ -210,16 +198,16 @@ fn default_channel_groups() {
     assert_eq!(group["streams"][0]["name"], "Verona");
     let id = group["id"].to_string();
     let path = [id.as_str()];
-    let rename = act(IAGO, ds::update_group, &path, &[("new_group_name", "Beginners")]);
+    let rename = Harness::act(IAGO, ds::update_group, &path, &[("new_group_name", "Beginners")]);
     h.verify_action(HAMLET, &[], rename, &["default_stream_groups"]);
-    let remove_channel = act(
+    let remove_channel = Harness::act(
         IAGO,
         ds::update_group_channels,
         &path,
         &[("op", "remove"), ("stream_names", "[\"Verona\"]")],
     );
     h.verify_action(HAMLET, &[], remove_channel, &["default_stream_groups"]);
-    let add_channel = act(
+    let add_channel = Harness::act(
         IAGO,
         ds::update_group_channels,
         &path,
@@ -228,12 +216,12 @@ fn default_channel_groups() {
     h.verify_action(HAMLET, &[], add_channel, &["default_stream_groups"]);
     // Archiving the channel takes it out of the group.
     let channel = verona.to_string();
-    let archive = act(IAGO, natter::api::streams::archive, &[channel.as_str()], &[]);
+    let archive = Harness::act(IAGO, natter::api::streams::archive, &[channel.as_str()], &[]);
     h.verify_action(HAMLET, &[], archive, &["default_stream_groups", "stream"]);
     h.verify_action(
         HAMLET,
         &[],
-        act(IAGO, ds::remove_group, &path, &[]),
+        Harness::act(IAGO, ds::remove_group, &path, &[]),
         &["default_stream_groups"],
     );
 }
@@ -256,7 +244,7 @@ fn deleting_a_topic() {
     // by deletions on the client side).
     let params = [("type", "stream"), ("to", "general"), ("topic", "other"), ("content", "hi")];
     h.call(HAMLET, natter::api::messages::send, &params).unwrap();
-    let delete = act(
+    let delete = Harness::act(
         IAGO,
         natter::api::streams::delete_topic,
         &[channel.as_str()],
@@ -266,7 +254,7 @@ fn deleting_a_topic() {
     assert_eq!(events[0]["topic"], "notes");
     // The channel's first message (the seed's welcome): the channel's
     // `first_message_id` changes.
-    let delete = act(
+    let delete = Harness::act(
         IAGO,
         natter::api::streams::delete_topic,
         &[channel.as_str()],
@@ -283,7 +271,7 @@ fn organization_settings() {
     let events = h.verify_action(
         HAMLET,
         &[],
-        act(IAGO, rs, &[], &[("name", "Elsinore"), ("description", "The **castle**")]),
+        Harness::act(IAGO, rs, &[], &[("name", "Elsinore"), ("description", "The **castle**")]),
         &["realm", "realm"],
     );
     assert_eq!(events[0]["property"], "name");
@@ -295,7 +283,7 @@ fn organization_settings() {
         ("topics_policy", "disable_empty_topic"),
         ("allow_edit_history", "false"),
     ];
-    h.verify_action(HAMLET, &[], act(IAGO, rs, &[], &limits), &["realm"; 5]);
+    h.verify_action(HAMLET, &[], Harness::act(IAGO, rs, &[], &limits), &["realm"; 5]);
     let moderators = h
         .app
         .state
@@ -308,21 +296,21 @@ fn organization_settings() {
     let events = h.verify_action(
         HAMLET,
         &[],
-        act(IAGO, rs, &[], &[("can_delete_any_message_group", setting.as_str())]),
+        Harness::act(IAGO, rs, &[], &[("can_delete_any_message_group", setting.as_str())]),
         &["realm"],
     );
     assert_eq!(events[0]["op"], "update_dict");
     h.verify_action(
         HAMLET,
         &[],
-        act(IAGO, rs, &[], &[("enable_spectator_access", "false")]),
+        Harness::act(IAGO, rs, &[], &[("enable_spectator_access", "false")]),
         &["realm"],
     );
     let owner = "desdemona@natter.test";
     h.verify_action(
         HAMLET,
         &[],
-        act(owner, rs, &[], &[("message_retention_days", "30")]),
+        Harness::act(owner, rs, &[], &[("message_retention_days", "30")]),
         &["realm"],
     );
 }
@@ -330,7 +318,7 @@ fn organization_settings() {
 #[test]
 fn settings_for_new_users() {
     let h = Harness::new();
-    let set = act(
+    let set = Harness::act(
         IAGO,
         natter::api::realm_settings::update_user_defaults,
         &[],
@@ -352,16 +340,17 @@ fn settings_for_new_users() {
 fn email_domains() {
     let h = Harness::new();
     let d = natter::api::realm_domains::add;
-    let add = act(IAGO, d, &[], &[("domain", "Elsinore.DK"), ("allow_subdomains", "true")]);
+    let add =
+        Harness::act(IAGO, d, &[], &[("domain", "Elsinore.DK"), ("allow_subdomains", "true")]);
     let events = h.verify_action(HAMLET, &[], add, &["realm_domains"]);
     assert_eq!(events[0]["realm_domain"]["domain"], "elsinore.dk");
-    let change = act(
+    let change = Harness::act(
         IAGO,
         natter::api::realm_domains::update,
         &["elsinore.dk"],
         &[("allow_subdomains", "false")],
     );
     h.verify_action(HAMLET, &[], change, &["realm_domains"]);
-    let remove = act(IAGO, natter::api::realm_domains::remove, &["elsinore.dk"], &[]);
+    let remove = Harness::act(IAGO, natter::api::realm_domains::remove, &["elsinore.dk"], &[]);
     h.verify_action(HAMLET, &[], remove, &["realm_domains"]);
 }

@@ -264,24 +264,6 @@ fn email_change_confirmation() {
     h.verify_action(OTHELLO, NO_CAPS, confirm, &["realm_user", "realm_user"]);
 }
 
-/// An action: `handler` called as `email` (path and parameters copied).
-fn act(
-    email: &'static str,
-    handler: Handler,
-    path: &[&str],
-    params: &[(&str, &str)],
-) -> impl FnOnce(&Harness) {
-    let path: Vec<String> = path.iter().map(|s| s.to_string()).collect();
-    let params: Vec<(String, String)> =
-        params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    move |h: &Harness| {
-        let path: Vec<&str> = path.iter().map(String::as_str).collect();
-        let params: Vec<(&str, &str)> =
-            params.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        call_path(h, email, handler, &path, &params).unwrap();
-    }
-}
-
 use natter::api::personal as p;
 
 #[test]
@@ -290,14 +272,19 @@ fn alert_words() {
     let e = h.verify_action(
         HAMLET,
         NO_CAPS,
-        act(HAMLET, p::add_alert_words, &[], &[("alert_words", r#"["Yorick", " skull ", ""]"#)]),
+        Harness::act(
+            HAMLET,
+            p::add_alert_words,
+            &[],
+            &[("alert_words", r#"["Yorick", " skull ", ""]"#)],
+        ),
         &["alert_words"],
     );
     assert_eq!(e[0]["alert_words"], json!(["Yorick", "skull"]));
     h.verify_action(
         HAMLET,
         NO_CAPS,
-        act(HAMLET, p::remove_alert_words, &[], &[("alert_words", r#"["YORICK"]"#)]),
+        Harness::act(HAMLET, p::remove_alert_words, &[], &[("alert_words", r#"["YORICK"]"#)]),
         &["alert_words"],
     );
     assert_eq!(h.register(HAMLET, NO_CAPS)["alert_words"], json!(["skull"]));
@@ -314,14 +301,19 @@ fn drafts() {
             {{"type":"","to":[],"topic":"","content":"idea","timestamp":1500.7}}]"#
     );
     let params = [("drafts", drafts.as_str())];
-    h.verify_action(HAMLET, NO_CAPS, act(HAMLET, p::create_drafts, &[], &params), &["drafts"]);
+    h.verify_action(
+        HAMLET,
+        NO_CAPS,
+        Harness::act(HAMLET, p::create_drafts, &[], &params),
+        &["drafts"],
+    );
     let first = h.register(HAMLET, NO_CAPS)["drafts"][0]["id"].as_u64().unwrap().to_string();
     let path = [first.as_str()];
     let path = &path[..];
     h.verify_action(
         HAMLET,
         NO_CAPS,
-        act(
+        Harness::act(
             HAMLET,
             p::edit_draft,
             path,
@@ -329,7 +321,7 @@ fn drafts() {
         ),
         &["drafts"],
     );
-    h.verify_action(HAMLET, NO_CAPS, act(HAMLET, p::delete_draft, path, &[]), &["drafts"]);
+    h.verify_action(HAMLET, NO_CAPS, Harness::act(HAMLET, p::delete_draft, path, &[]), &["drafts"]);
     assert_eq!(h.register(HAMLET, NO_CAPS)["drafts"].as_array().unwrap().len(), 2);
     // Turning synchronization off deletes them, with no drafts event.
     h.verify_action(
@@ -349,7 +341,7 @@ fn user_status() {
     h.verify_action(
         OTHELLO,
         NO_CAPS,
-        act(
+        Harness::act(
             HAMLET,
             p::set_status,
             &[],
@@ -360,7 +352,7 @@ fn user_status() {
     h.verify_action(
         OTHELLO,
         NO_CAPS,
-        act(HAMLET, p::set_status, &[], &[("away", "true")]),
+        Harness::act(HAMLET, p::set_status, &[], &[("away", "true")]),
         &["user_status"],
     );
     let state = h.register(OTHELLO, NO_CAPS);
@@ -373,7 +365,7 @@ fn user_status() {
     h.verify_action(
         OTHELLO,
         NO_CAPS,
-        act(
+        Harness::act(
             HAMLET,
             p::set_status,
             &[],
@@ -390,10 +382,19 @@ fn muted_users() {
     let othello = h.user(OTHELLO).id.0.to_string();
     let path = [othello.as_str()];
     let path = &path[..];
-    let e =
-        h.verify_action(HAMLET, NO_CAPS, act(HAMLET, p::mute_user, path, &[]), &["muted_users"]);
+    let e = h.verify_action(
+        HAMLET,
+        NO_CAPS,
+        Harness::act(HAMLET, p::mute_user, path, &[]),
+        &["muted_users"],
+    );
     assert_eq!(e[0]["muted_users"][0]["id"].to_string(), othello);
-    h.verify_action(HAMLET, NO_CAPS, act(HAMLET, p::unmute_user, path, &[]), &["muted_users"]);
+    h.verify_action(
+        HAMLET,
+        NO_CAPS,
+        Harness::act(HAMLET, p::unmute_user, path, &[]),
+        &["muted_users"],
+    );
     assert_eq!(h.register(HAMLET, NO_CAPS)["muted_users"], json!([]));
 }
 
@@ -405,7 +406,7 @@ fn topic_visibility() {
     let set = |topic: &str, policy: &str| {
         let params =
             [("stream_id", general.as_str()), ("topic", topic), ("visibility_policy", policy)];
-        act(HAMLET, p::update_user_topic, &[], &params)
+        Harness::act(HAMLET, p::update_user_topic, &[], &params)
     };
     let e = h.verify_action(HAMLET, NO_CAPS, set("Ghosts", "1"), &["muted_topics", "user_topic"]);
     assert_eq!(e[0]["muted_topics"], json!([["general", "Ghosts", e[1]["last_updated"]]]));
@@ -416,7 +417,7 @@ fn topic_visibility() {
     h.verify_action(
         HAMLET,
         NO_CAPS,
-        act(HAMLET, p::mute_topic_legacy, &[], legacy),
+        Harness::act(HAMLET, p::mute_topic_legacy, &[], legacy),
         &["muted_topics", "user_topic"],
     );
     let state = h.register(HAMLET, NO_CAPS);
@@ -432,13 +433,18 @@ fn navigation_views() {
     h.verify_action(
         HAMLET,
         NO_CAPS,
-        act(HAMLET, r::add_navigation_view, &[], &[("fragment", "inbox"), ("is_pinned", "false")]),
+        Harness::act(
+            HAMLET,
+            r::add_navigation_view,
+            &[],
+            &[("fragment", "inbox"), ("is_pinned", "false")],
+        ),
         &["navigation_view"],
     );
     h.verify_action(
         HAMLET,
         NO_CAPS,
-        act(
+        Harness::act(
             HAMLET,
             r::add_navigation_view,
             &[],
@@ -449,19 +455,24 @@ fn navigation_views() {
     h.verify_action(
         HAMLET,
         NO_CAPS,
-        act(HAMLET, r::update_navigation_view, &["narrow/channel/9-plays"], &[("name", "Stage")]),
+        Harness::act(
+            HAMLET,
+            r::update_navigation_view,
+            &["narrow/channel/9-plays"],
+            &[("name", "Stage")],
+        ),
         &["navigation_view"],
     );
     h.verify_action(
         HAMLET,
         NO_CAPS,
-        act(HAMLET, r::update_navigation_view, &["inbox"], &[("is_pinned", "true")]),
+        Harness::act(HAMLET, r::update_navigation_view, &["inbox"], &[("is_pinned", "true")]),
         &["navigation_view"],
     );
     h.verify_action(
         HAMLET,
         NO_CAPS,
-        act(HAMLET, r::remove_navigation_view, &["inbox"], &[]),
+        Harness::act(HAMLET, r::remove_navigation_view, &["inbox"], &[]),
         &["navigation_view"],
     );
     assert_eq!(
@@ -476,7 +487,12 @@ fn saved_snippets() {
     h.verify_action(
         HAMLET,
         NO_CAPS,
-        act(HAMLET, r::create_saved_snippet, &[], &[("title", "Greeting"), ("content", "Hail!")]),
+        Harness::act(
+            HAMLET,
+            r::create_saved_snippet,
+            &[],
+            &[("title", "Greeting"), ("content", "Hail!")],
+        ),
         &["saved_snippets"],
     );
     let id = h.register(HAMLET, NO_CAPS)["saved_snippets"][0]["id"].to_string();
@@ -485,13 +501,13 @@ fn saved_snippets() {
     h.verify_action(
         HAMLET,
         NO_CAPS,
-        act(HAMLET, r::edit_saved_snippet, path, &[("content", "All hail!")]),
+        Harness::act(HAMLET, r::edit_saved_snippet, path, &[("content", "All hail!")]),
         &["saved_snippets"],
     );
     h.verify_action(
         HAMLET,
         NO_CAPS,
-        act(HAMLET, r::delete_saved_snippet, path, &[]),
+        Harness::act(HAMLET, r::delete_saved_snippet, path, &[]),
         &["saved_snippets"],
     );
 }
@@ -507,7 +523,7 @@ fn code_playgrounds() {
     h.verify_action(
         OTHELLO,
         NO_CAPS,
-        act("iago@natter.test", r::add_playground, &[], add),
+        Harness::act("iago@natter.test", r::add_playground, &[], add),
         &["realm_playgrounds"],
     );
     let id = h.register(OTHELLO, NO_CAPS)["realm_playgrounds"][0]["id"].to_string();
@@ -516,7 +532,7 @@ fn code_playgrounds() {
     h.verify_action(
         OTHELLO,
         NO_CAPS,
-        act("iago@natter.test", r::remove_playground, path, &[]),
+        Harness::act("iago@natter.test", r::remove_playground, path, &[]),
         &["realm_playgrounds"],
     );
 }
@@ -526,7 +542,7 @@ use natter::api::invites as inv;
 #[test]
 fn invitations_and_registration() {
     let h = Harness::new();
-    let send = act(
+    let send = Harness::act(
         "iago@natter.test",
         inv::send_invites,
         &[],
@@ -541,7 +557,7 @@ fn invitations_and_registration() {
     let key = h.app.state.settings.invites.collect_sorted(|_, _| true).pop().unwrap().1.key;
     let path = [key.as_str()];
     let path = &path[..];
-    let join = act(
+    let join = Harness::act(
         HAMLET,
         inv::register_invitee,
         path,

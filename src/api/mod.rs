@@ -120,6 +120,17 @@ impl Call {
         self.caller.as_ref().expect("authenticated route without a caller")
     }
 
+    /// A required topic parameter, trimmed; the realm's display name for
+    /// the empty topic means the empty topic.
+    pub fn required_topic(&mut self, name: &str) -> ApiResult<String> {
+        let topic = self.params.required_string(name)?;
+        Ok(if topic == self.realm.settings.empty_topic_display_name {
+            String::new()
+        } else {
+            topic.trim().to_owned()
+        })
+    }
+
     /// A path segment parsed as an id.
     pub fn path_id(&self, index: usize, name: &str) -> ApiResult<u64> {
         self.path

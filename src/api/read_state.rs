@@ -85,12 +85,7 @@ pub fn mark_stream_as_read(app: &App, call: &mut Call) -> ApiResult<Reply> {
 /// refused, as in Zulip.
 pub fn mark_topic_as_read(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let id = channel_param(call)?;
-    let topic = call.params.required_string("topic_name")?;
-    let topic = if topic == call.realm.settings.empty_topic_display_name {
-        String::new()
-    } else {
-        topic.trim().to_owned()
-    };
+    let topic = call.required_topic("topic_name")?;
     let me = call.caller().clone();
     let channel = readable_channel(&app.state, &me, id)?;
     let key = (channel.id, topic.to_lowercase());

@@ -88,12 +88,7 @@ const DELETE_TOPIC_BUDGET: Duration = Duration::from_secs(50);
 /// client repeats it, as with Zulip.
 pub fn delete_topic(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let channel = visible_channel(app, call, 0)?;
-    let topic = call.params.required_string("topic_name")?;
-    let topic = if topic == call.realm.settings.empty_topic_display_name {
-        String::new()
-    } else {
-        topic.trim().to_owned()
-    };
+    let topic = call.required_topic("topic_name")?;
     let me = call.caller().clone();
     if !me.role.is_admin() {
         return Err(ApiError::bad_request("Must be an organization administrator"));
