@@ -47,6 +47,7 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
         sync: config.fsync.sync_mode(),
         on_durable: Some(Arc::new(move |seq| on_durable.advance(seq))),
         gather: config.commit_gather,
+        ..wal::Options::default()
     };
     let (state, wal, report) = persist::open_reporting(
         &config.data_dir,

@@ -177,16 +177,19 @@
 mod check;
 mod durability;
 mod error;
+mod fs;
 mod fsync;
 mod record;
 mod recovery;
 mod replay;
 mod seal;
 mod segment;
+pub mod sim;
 mod wal;
 
 pub use check::{check, Checked};
 pub use error::{Error, Result};
+pub use fs::{Fs, RealFs};
 pub use recovery::{Recovery, TornTail};
 pub use replay::Replay;
 pub use wal::{Options, Seq, SyncMode, Wal, GATHER_MIN};
