@@ -606,3 +606,6 @@ mod tests {
         assert!(!shared.schedule.due(3, cut + 2 * size), "one at a time");
     }
 }
+
+#[cfg(test)]
+mod crash_sweep;
