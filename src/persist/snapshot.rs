@@ -704,13 +704,17 @@ pub fn write_on(
     let seq = image.applied_seq;
     let final_path = path_for(dir, seq);
     let tmp_path = dir.join(format!("{PREFIX}{seq:020}.tmp"));
-    {
-        let file = fs.create(&tmp_path)?;
+    let written = fs.create(&tmp_path).and_then(|file| {
         let out = Trickle { fs, file, path: &tmp_path, at: 0, end: 0, unsynced: 0, progress };
         let out = encode_into(image, out)?;
-        fs.sync_all(&out.file, &tmp_path)?;
+        fs.sync_all(&out.file, &tmp_path)
+    });
+    if let Err(err) = written.and_then(|()| fs.rename(&tmp_path, &final_path)) {
+        // A full disk, most likely: the partial file would keep its
+        // space until the next snapshot of this seq.
+        let _ = fs.remove_file(&tmp_path);
+        return Err(err);
     }
-    fs.rename(&tmp_path, &final_path)?;
     fs.sync_dir(dir)?;
     for (old_seq, old_path) in list(dir)? {
         if old_seq < seq {

@@ -50,6 +50,9 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     fn remove_file(&self, path: &Path) -> io::Result<()>;
     /// Creates a directory and any missing parents.
     fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// Bytes an unprivileged process can still write on the file system
+    /// holding `dir` (`statvfs`'s available blocks).
+    fn free_bytes(&self, dir: &Path) -> io::Result<u64>;
 }
 
 /// The real file system: each method is the system call it names.
@@ -99,5 +102,18 @@ impl Fs for RealFs {
 
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         fs::create_dir_all(path)
+    }
+
+    fn free_bytes(&self, dir: &Path) -> io::Result<u64> {
+        #[cfg(target_os = "linux")]
+        {
+            let stat = nix::sys::statvfs::statvfs(dir).map_err(io::Error::from)?;
+            Ok((stat.blocks_available() as u64).saturating_mul(stat.fragment_size() as u64))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = dir;
+            Ok(u64::MAX)
+        }
     }
 }

@@ -93,6 +93,8 @@ struct Sim {
     faults: Vec<Fault>,
     /// Writes that grow a file fail with `ENOSPC` while set.
     full: bool,
+    /// What `free_bytes` reports (unlimited if `None`; 0 while `full`).
+    free: Option<u64>,
     next_id: u64,
     /// Live inode → file id (an id is never reused, an inode may be).
     ids: HashMap<u64, u64>,
@@ -169,6 +171,12 @@ impl SimFs {
     /// blocks are allocated), as does creating a file.
     pub fn set_full(&self, full: bool) {
         self.sim().full = full;
+    }
+
+    /// Sets what `free_bytes` reports: `None` for plenty. (The space a
+    /// write takes is not counted: a test says when the disk is full.)
+    pub fn set_free(&self, free: Option<u64>) {
+        self.sim().free = free;
     }
 
     /// Rewrites every directory the simulation has seen as the disk holds
@@ -478,6 +486,11 @@ impl Fs for SimFs {
 
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         fs::create_dir_all(path)
+    }
+
+    fn free_bytes(&self, _: &Path) -> io::Result<u64> {
+        let sim = self.sim();
+        Ok(if sim.full { 0 } else { sim.free.unwrap_or(u64::MAX) })
     }
 }
 

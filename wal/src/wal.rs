@@ -295,6 +295,11 @@ impl Wal {
         &self.shared.fs
     }
 
+    /// The log's directory.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
     /// The mode the log was opened with.
     pub fn sync_mode(&self) -> SyncMode {
         self.shared.durability.mode()
