@@ -355,10 +355,7 @@ impl Wal {
     /// the frames of that write.
     pub fn append_many<'a>(&self, payloads: impl IntoIterator<Item = &'a [u8]>) -> Result<Seq> {
         if self.shared.durability.mode() == SyncMode::Always {
-            // Behind whatever is deferred: queued, then written with it.
-            let mut log = self.shared.log();
-            self.shared.queue(payloads);
-            return self.shared.write_deferred(&mut log);
+            return self.shared.append_after_deferred(payloads);
         }
         let (seq, advanced) = {
             let mut log = self.shared.log();
@@ -569,6 +566,38 @@ impl Shared {
         Ok(written)
     }
 
+    /// [`Wal::append_many`] in [`SyncMode::Always`]: behind whatever is
+    /// deferred, which is written first (a failure there is fatal, as on
+    /// the sync thread: those writers cannot be told). These records are
+    /// then written directly, with the queue locked so that nothing is
+    /// numbered meanwhile: a failure is the caller's error, and numbering
+    /// goes on from what reached the file.
+    fn append_after_deferred<'a>(
+        &self,
+        payloads: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<Seq> {
+        let mut log = self.log();
+        let mut deferred = loop {
+            let deferred = lock(&self.deferred);
+            if deferred.ends.is_empty() {
+                break deferred;
+            }
+            drop(deferred);
+            if let Err(err) = self.write_deferred(&mut log) {
+                deferred_write_failed(&self.dir, &err);
+            }
+        };
+        let before = log.last_seq();
+        let written = log.append_many(&self.dir, self.segment_bytes, payloads);
+        let last = log.last_seq();
+        deferred.next = last + 1;
+        drop(deferred);
+        if last > before && self.durability.record_appended(last) {
+            self.durability.report(last);
+        }
+        written
+    }
+
     /// The active segment's file, for the sync thread to flush without
     /// holding the log's lock, once a seal in flight has finished.
     pub(crate) fn active_file(&self) -> (Arc<File>, PathBuf) {
@@ -583,16 +612,18 @@ impl Shared {
     pub(crate) fn write_for_sync(&self) -> (Seq, Arc<File>, PathBuf) {
         let log = match self.log_written() {
             Ok(log) => log,
-            Err(err) => {
-                eprintln!(
-                    "wal: fatal: cannot write queued records to {}: {err}",
-                    self.dir.display()
-                );
-                std::process::abort();
-            }
+            Err(err) => deferred_write_failed(&self.dir, &err),
         };
         (log.last_seq(), Arc::clone(&log.active.file), log.active.path.clone())
     }
+}
+
+/// A write of deferred records failed: their writers wait for a
+/// durability that cannot come, and cannot be told; only a restart
+/// (recovery reads what is there) is safe.
+fn deferred_write_failed(dir: &Path, err: &Error) -> ! {
+    eprintln!("wal: fatal: cannot write queued records to {}: {err}", dir.display());
+    std::process::abort();
 }
 
 /// The active segment, to flush without holding the log's lock, and the

@@ -201,3 +201,28 @@ fn a_failed_fsync_aborts_the_process() {
     assert!(!stdout.contains("ACKNOWLEDGED"), "{stdout}");
     assert!(stderr.contains("fsync of") && stderr.contains("Aborting"), "{stderr}");
 }
+
+/// With group commit too: a failed append (here the rotation its big
+/// record needs cannot create the next segment) is the caller's error,
+/// and the next append takes the next seq.
+#[test]
+fn a_full_disk_refuses_an_append_with_group_commit_and_numbering_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = Arc::new(SimFs::new());
+    let (log, _) = Wal::open(dir.path(), options(&fs, SyncMode::Always)).unwrap();
+    assert_eq!(log.append(b"one").unwrap(), 1);
+    fs.set_full(true);
+    match log.append(&vec![7u8; 4 << 20]) {
+        Err(Error::Io { source, .. }) => assert_eq!(source.raw_os_error(), Some(28)),
+        other => panic!("expected ENOSPC, got {other:?}"),
+    }
+    fs.set_full(false);
+    let seq = log.append(b"two").unwrap();
+    assert_eq!(seq, 2);
+    log.wait_durable(seq);
+    let queued = log.append_deferred([&b"three"[..]]).unwrap();
+    assert_eq!(queued, 3);
+    log.wait_durable(queued);
+    let records: Vec<(Seq, Vec<u8>)> = log.replay_from(1).unwrap().map(Result::unwrap).collect();
+    assert_eq!(records, [(1, b"one".to_vec()), (2, b"two".to_vec()), (3, b"three".to_vec())]);
+}
