@@ -53,7 +53,7 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
         sync: config.fsync.sync_mode(),
         on_durable: Some(Arc::new(move |seq| on_durable.advance(seq))),
         gather: config.commit_gather,
-        fs,
+        fs: Arc::clone(&fs),
     };
     let (state, wal, report) = persist::open_reporting(
         &config.data_dir,
@@ -76,7 +76,7 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
         report.snapshot_seq.map_or("none".to_owned(), |s| s.to_string()),
         report.replayed
     );
-    let store = crate::files::LocalStore::open(&config.data_dir)
+    let store = crate::files::LocalStore::open_on(&config.data_dir, fs)
         .map_err(|e| format!("cannot open the file store in {}: {e}", config.data_dir.display()))?;
     let reconciled = crate::files::reconcile(&store, &state)
         .map_err(|e| format!("cannot read the file store: {e}"))?;
