@@ -388,7 +388,8 @@ impl Committer {
             );
         } else if was && !low {
             tracing::info!(
-                "disk space is back under {}: taking changes again",
+                "{} MiB or more free again under {}: taking changes again",
+                DISK_RESERVE >> 20,
                 wal.dir().display()
             );
         }
