@@ -31,7 +31,10 @@ pub struct Server {
     pub health: Arc<crate::http::health::Health>,
     /// Dev-mode accounts (empty outside dev mode).
     pub credentials: Vec<Credential>,
+    /// The `--metrics-listen` listener's bound address, if any.
+    pub metrics_addr: Option<SocketAddr>,
     _listener: may::coroutine::JoinHandle<()>,
+    _metrics_listener: Option<may::coroutine::JoinHandle<()>>,
 }
 
 /// Recovers the data dir and builds the application (no HTTP).
@@ -48,12 +51,14 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
         on_durable: Some(Arc::new(move |seq| on_durable.advance(seq))),
         gather: config.commit_gather,
     };
+    let recovering = std::time::Instant::now();
     let (state, wal, report) = persist::open_reporting(
         &config.data_dir,
         options,
         &mut crate::logging::ProgressLines::default(),
     )
     .map_err(|e| format!("cannot open data dir {}: {e}", config.data_dir.display()))?;
+    let recovery = recovering.elapsed();
     durable.advance(wal.durable_seq().max(state.applied_seq()));
     if let Some(torn) = &report.torn_tail {
         tracing::warn!(
@@ -118,6 +123,7 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
         bound: OnceLock::new(),
         files: Arc::new(store),
         temporary_urls: Default::default(),
+        recovery,
         _data_dir_lock: report.lock,
     });
     // Realms from before system bots existed get theirs now.
@@ -183,9 +189,31 @@ pub fn start(config: Config) -> Result<Server, String> {
     let service = Arc::new(Service::new(Arc::clone(&app), Arc::clone(&health)));
     let mut limits = app.config.wire.clone();
     limits.max_connections = fit_connection_cap(limits.max_connections);
-    let handle = conn::serve(listener, service, limits)
+    let metrics_addr = match &app.config.metrics_listen {
+        Some(address) => {
+            let listener = bind(resolve_listen(address)?)?;
+            let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            let only = Arc::new(crate::http::metrics::MetricsOnly(Arc::clone(&service)));
+            let limits = crate::config::WireLimits { max_connections: 64, ..limits.clone() };
+            let handle = conn::serve(listener, only, limits, Arc::default())
+                .map_err(|e| format!("cannot start the metrics listener: {e}"))?;
+            Some((addr, handle))
+        }
+        None => None,
+    };
+    let connections = Arc::clone(&service.connections);
+    let handle = conn::serve(listener, service, limits, connections)
         .map_err(|e| format!("cannot start the HTTP listener: {e}"))?;
-    Ok(Server { addr, app, health, credentials, _listener: handle })
+    let (metrics_addr, metrics_handle) = metrics_addr.unzip();
+    Ok(Server {
+        addr,
+        app,
+        health,
+        credentials,
+        metrics_addr,
+        _listener: handle,
+        _metrics_listener: metrics_handle,
+    })
 }
 
 /// File descriptors kept free of client connections: log segments,

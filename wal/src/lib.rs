@@ -183,10 +183,12 @@ mod recovery;
 mod replay;
 mod seal;
 mod segment;
+mod stats;
 mod wal;
 
 pub use check::{check, Checked};
 pub use error::{Error, Result};
 pub use recovery::{Recovery, TornTail};
 pub use replay::Replay;
+pub use stats::{Histogram, HistogramFigures, Stats};
 pub use wal::{Options, Seq, SyncMode, Wal, GATHER_MIN};
