@@ -79,14 +79,14 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
     let reconciled = crate::files::reconcile(&store, &state)
         .map_err(|e| format!("cannot read the file store: {e}"))?;
     if !reconciled.orphans_removed.is_empty() {
-        eprintln!(
-            "natter: removed {} uploaded files no record names (an upload cut short by a stop)",
+        tracing::info!(
+            "removed {} uploaded files no record names (an upload cut short by a stop)",
             reconciled.orphans_removed.len()
         );
     }
     for (id, path) in &reconciled.missing {
-        eprintln!(
-            "natter: warning: file {id} ({path}) is recorded but its bytes are missing from {}",
+        tracing::warn!(
+            "file {id} ({path}) is recorded but its bytes are missing from {}",
             config.data_dir.join("uploads").display()
         );
     }
@@ -239,8 +239,8 @@ fn fit_connection_cap(wanted: usize) -> usize {
     }
     let room = usize::try_from(soft.saturating_sub(RESERVED_FDS)).unwrap_or(usize::MAX).max(1);
     if wanted > room {
-        eprintln!(
-            "natter: warning: --max-connections {wanted} lowered to {room}: the open-file \
+        tracing::warn!(
+            "--max-connections {wanted} lowered to {room}: the open-file \
              limit is {soft} (raising the hard limit needs root with CAP_SYS_RESOURCE: \
              ulimit -Hn, prlimit --nofile)"
         );

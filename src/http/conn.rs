@@ -188,7 +188,7 @@ fn accept_loop<H: Handler>(
                 // Out of file descriptors or a transient error: say so once,
                 // back off briefly, keep serving the open connections.
                 if !warned {
-                    eprintln!("natter: warning: accept failed: {e}");
+                    tracing::warn!("accept failed: {e}");
                     warned = true;
                 }
                 may::coroutine::sleep(Duration::from_millis(20));
@@ -212,7 +212,7 @@ fn accept_loop<H: Handler>(
                 conn.refuse(&response::error(&response::too_many_connections()));
             });
             if let Err(e) = spawned {
-                eprintln!("natter: warning: cannot start a coroutine: {e}");
+                tracing::warn!("cannot start a coroutine: {e}");
             }
             continue;
         }
@@ -225,7 +225,7 @@ fn accept_loop<H: Handler>(
             Conn::new(stream, alarm, &limits, peer).run(&*handler);
         });
         if let Err(e) = spawned {
-            eprintln!("natter: warning: cannot start a coroutine: {e}");
+            tracing::warn!("cannot start a coroutine: {e}");
         }
     }
 }
@@ -936,7 +936,7 @@ impl Spooler {
 
 /// The body could not be written to disk.
 fn spool_failed() -> Refusal {
-    eprintln!("natter: error: cannot write an upload's body to the staging directory");
+    tracing::error!("cannot write an upload's body to the staging directory");
     Refusal(response::error(&crate::error::ApiError::internal()))
 }
 

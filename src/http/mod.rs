@@ -553,7 +553,7 @@ fn spooled_parts(
             ApiError::bad_request(format!("Malformed multipart/form-data body: {why}"))
         }
         multipart::PartsError::Io(e) => {
-            eprintln!("natter: error: reading an upload's body: {e}");
+            tracing::error!("reading an upload's body: {e}");
             ApiError::internal()
         }
     })
@@ -582,7 +582,7 @@ fn guarded(handle: impl FnOnce() -> Response) -> Response {
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
-            eprintln!("natter: error: handler panicked: {what}");
+            tracing::error!("handler panicked: {what}");
             response::error(&ApiError::internal())
         }
     }

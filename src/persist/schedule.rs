@@ -240,7 +240,7 @@ impl SnapshotPriority {
             if set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, policy)
                 .is_err()
             {
-                eprintln!("natter: warning: could not lower the snapshot thread's priority");
+                tracing::warn!("could not lower the snapshot thread's priority");
             }
         }
         #[cfg(not(target_os = "linux"))]

@@ -183,8 +183,8 @@ impl Segment {
         while at < target {
             let n = (target - at).min(ZEROS.len() as u64);
             if let Err(err) = self.file.write_all_at(&ZEROS[..n as usize], at) {
-                eprintln!(
-                    "wal: warning: {}: writing zeros ahead of the log failed ({err}); \
+                tracing::warn!(
+                    "{}: writing zeros ahead of the log failed ({err}); \
                      appending without them",
                     self.path.display()
                 );
@@ -222,8 +222,8 @@ impl Segment {
         if let Err(err) = self.file.write_all_at(frames, self.len) {
             self.reserved = self.len;
             if let Err(cut) = self.file.set_len(self.len) {
-                eprintln!(
-                    "wal: error: {}: write failed ({err}) and the partial frame could not be \
+                tracing::error!(
+                    "{}: write failed ({err}) and the partial frame could not be \
                      removed ({cut}); refusing further appends",
                     self.path.display()
                 );

@@ -477,7 +477,7 @@ impl Wal {
         // `on_durable`), it cannot wait for itself; it exits on its own once
         // the callback returns.
         if handle.thread().id() != thread::current().id() && handle.join().is_err() {
-            eprintln!("wal: warning: the sync thread panicked");
+            tracing::warn!("the sync thread panicked");
         }
     }
 }
@@ -805,8 +805,8 @@ impl Log {
                 Ok(())
             }
             Err(err) => {
-                eprintln!(
-                    "wal: error: sealing the segment before {} failed ({err}); refusing further \
+                tracing::error!(
+                    "sealing the segment before {} failed ({err}); refusing further \
                      appends",
                     pending.display()
                 );
