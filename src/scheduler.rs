@@ -59,7 +59,7 @@ pub fn deliver_due(app: &App) -> Option<i64> {
             match deliver(app, id, now) {
                 Delivery::Sent(_) | Delivery::Gone => {}
                 Delivery::Failed(why) => {
-                    eprintln!("natter: scheduled message {id} not delivered: {why}");
+                    tracing::warn!("scheduled message {id} not delivered: {why}");
                 }
             }
         }

@@ -149,7 +149,7 @@ fn start_email_change(app: &App, me: &User, new_email: &str) -> ApiResult<()> {
         me.full_name, realm.name
     );
     outbox::send(app, new_email, "Confirm your new email address", &body).map_err(|e| {
-        eprintln!("natter: error: writing to the outbox: {e}");
+        tracing::error!("writing to the outbox: {e}");
         ApiError::internal()
     })?;
     Ok(())
