@@ -74,3 +74,131 @@ fn the_moderation_request_channel_is_a_private_channel_or_none() {
     let reply = set(&iago, "-1").ok();
     assert_eq!(reply["moderation_request_channel_id"], json!(-1));
 }
+
+fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+}
+
+fn send(c: &crate::util::Client, to: &str, content: &str) -> u64 {
+    c.post("/messages", &[("type", "stream"), ("to", to), ("topic", "plans"), ("content", content)])
+        .ok()["id"]
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn reminders_are_listed_deleted_and_refused_as_zulip_does() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let othello = server.client(OTHELLO);
+    let iago = server.client(IAGO);
+    let message = send(&iago, "Denmark", "the **plan**").to_string();
+    let at = (now() + 3600).to_string();
+    let remind = |c: &crate::util::Client, params: &[(&str, &str)]| c.post("/reminders", params);
+    // Refusals: missing parameters, a past time, a note too long, a message
+    // the caller cannot read (a private channel's, or none).
+    remind(&hamlet, &[("scheduled_delivery_timestamp", &at)]).err(400, "REQUEST_VARIABLE_MISSING");
+    remind(&hamlet, &[("message_id", &message)]).err(400, "REQUEST_VARIABLE_MISSING");
+    let past = (now() - 10).to_string();
+    let e = remind(&hamlet, &[("message_id", &message), ("scheduled_delivery_timestamp", &past)])
+        .err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Scheduled delivery time must be in the future.");
+    let long = "n".repeat(1001);
+    let e = remind(
+        &hamlet,
+        &[("message_id", &message), ("scheduled_delivery_timestamp", &at), ("note", &long)],
+    )
+    .err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Maximum reminder note length: 1000 characters");
+    let secret = send(&iago, "core team", "secret").to_string();
+    for id in [secret.as_str(), "999999", "-1"] {
+        let e = remind(&othello, &[("message_id", id), ("scheduled_delivery_timestamp", &at)])
+            .err(400, "BAD_REQUEST");
+        assert_eq!(e["msg"], "Invalid message(s)");
+    }
+    // Created, listed in Zulip's shape, only to its owner.
+    let id = remind(
+        &hamlet,
+        &[
+            ("message_id", &message),
+            ("scheduled_delivery_timestamp", &at),
+            ("note", "bring cake\n"),
+        ],
+    )
+    .ok()["reminder_id"]
+        .as_u64()
+        .unwrap();
+    let list = hamlet.get("/reminders", &[]).ok()["reminders"].clone();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    let r = &list[0];
+    assert_eq!(r["reminder_id"], id);
+    assert_eq!(r["type"], "private");
+    assert_eq!(r["to"], json!([crate::util::user_id(&server, HAMLET)]));
+    assert_eq!(r["reminder_target_message_id"].to_string(), message);
+    assert_eq!(r["scheduled_delivery_timestamp"].to_string(), at);
+    assert_eq!(r["failed"], false);
+    let content = r["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("You requested a reminder for [#Denmark > plans @ 💬]("),
+        "{content}"
+    );
+    assert!(content.contains(". Note:\n > bring cake\n\n@_**Iago|"), "{content}");
+    assert!(content.ends_with("```quote\nthe **plan**\n```"), "{content}");
+    assert!(r["rendered_content"].as_str().unwrap().contains("<blockquote>"), "{r}");
+    assert_eq!(othello.get("/reminders", &[]).ok()["reminders"], json!([]));
+    let state = hamlet.post("/register", &[("fetch_event_types", r#"["reminders"]"#)]).ok();
+    assert_eq!(state["reminders"], list);
+    // Someone else's reminder, like an unknown one, does not exist.
+    let path = format!("/reminders/{id}");
+    let e = othello.request("DELETE", &path, &[]).err(404, "NOT_FOUND");
+    assert_eq!(e["msg"], "Reminder does not exist");
+    othello.request("DELETE", "/reminders/999", &[]).err(404, "NOT_FOUND");
+    hamlet.request("DELETE", "/reminders/x", &[]).err(400, "BAD_REQUEST");
+    hamlet.request("DELETE", &path, &[]).ok();
+    assert_eq!(hamlet.get("/reminders", &[]).ok()["reminders"], json!([]));
+    hamlet.request("DELETE", &path, &[]).err(404, "NOT_FOUND");
+}
+
+#[test]
+fn a_reminder_is_delivered_by_the_notification_bot_and_survives_a_restart() {
+    let mut server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let message = send(&hamlet, "Denmark", "remember me").to_string();
+    let far = (now() + 3600).to_string();
+    let kept = hamlet
+        .post("/reminders", &[("message_id", &message), ("scheduled_delivery_timestamp", &far)])
+        .ok()["reminder_id"]
+        .clone();
+    server.stop();
+    server.restart();
+    let hamlet = server.client(HAMLET);
+    let list = hamlet.get("/reminders", &[]).ok()["reminders"].clone();
+    assert_eq!(list[0]["reminder_id"], kept, "kept across a restart");
+    let soon = (now() + 1).to_string();
+    hamlet
+        .post("/reminders", &[("message_id", &message), ("scheduled_delivery_timestamp", &soon)])
+        .ok();
+    let narrow = r#"[["is","dm"]]"#;
+    let start = std::time::Instant::now();
+    let delivered = loop {
+        let dms = hamlet
+            .get("/messages", &[("anchor", "newest"), ("num_before", "5"), ("narrow", narrow)])
+            .ok();
+        let found = dms["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["content"].as_str().unwrap().contains("You requested a reminder"));
+        if let Some(m) = found {
+            break m.clone();
+        }
+        assert!(start.elapsed().as_secs() < 20, "no reminder delivered");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(delivered["sender_email"], "notification-bot@zulip.com");
+    assert!(delivered["content"].as_str().unwrap().contains("remember me"), "{delivered}");
+    // Delivered reminders leave the list; the later one stays.
+    let list = hamlet.get("/reminders", &[]).ok()["reminders"].clone();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["reminder_id"], kept);
+}

@@ -73,3 +73,31 @@ fn the_group_setting_for_wildcard_mentions_also_announces_the_old_policy() {
     assert_eq!(events[1]["property"], "wildcard_mention_policy");
     assert_eq!(events[1]["value"], 2);
 }
+
+#[test]
+fn reminders_added_deleted_and_delivered() {
+    let h = Harness::new();
+    let denmark = [("type", "stream"), ("to", "Denmark"), ("topic", "t"), ("content", "later")];
+    let sent = h.call(IAGO, natter::api::messages::send, &denmark).unwrap()["id"].clone();
+    let sent = sent.to_string();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let at = (now.as_secs() + 3600).to_string();
+    let params = [("message_id", sent.as_str()), ("scheduled_delivery_timestamp", at.as_str())];
+    let create = Harness::act(HAMLET, natter::api::reminders::create, &[], &params);
+    let events = h.verify_action(HAMLET, &[], create, &["reminders"]);
+    let id = events[0]["reminders"][0]["reminder_id"].as_u64().unwrap();
+    let delete = Harness::act(HAMLET, natter::api::reminders::delete, &[&id.to_string()], &[]);
+    h.verify_action(HAMLET, &[], delete, &["reminders"]);
+    let create = Harness::act(HAMLET, natter::api::reminders::create, &[], &params);
+    let events = h.verify_action(HAMLET, &[], create, &["reminders"]);
+    let id = events[0]["reminders"][0]["reminder_id"].as_u64().unwrap();
+    let due = at.parse::<i64>().unwrap();
+    let deliver = move |h: &Harness| assert!(natter::api::reminders::deliver(&h.app, id, due));
+    let events = h.verify_action(HAMLET, &[], deliver, &["message", "reminders"]);
+    assert_eq!(events[0]["message"]["sender_email"], "notification-bot@zulip.com");
+    // Delivered once: the reminder is gone.
+    assert!(!natter::api::reminders::deliver(&h.app, id, due));
+    // Other users hear nothing of a reminder.
+    let create = Harness::act(HAMLET, natter::api::reminders::create, &[], &params);
+    h.verify_action(IAGO, &[], create, &[]);
+}

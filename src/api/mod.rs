@@ -28,6 +28,7 @@ pub mod realm;
 pub mod realm_domains;
 pub mod realm_settings;
 pub mod register;
+pub mod reminders;
 pub mod resources;
 pub mod scheduled;
 pub mod settings;

@@ -44,6 +44,7 @@ pub const PLUGINS: &[RegisterState] = &[
     super::realm_settings::register_state,
     super::realm_domains::register_state,
     super::scheduled::register_state,
+    super::reminders::register_state,
     register_state,
 ];
 

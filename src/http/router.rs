@@ -779,6 +779,24 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::scheduled::delete,
     },
+    Route {
+        method: "GET",
+        pattern: "/reminders",
+        access: Access::User,
+        handler: api::reminders::list,
+    },
+    Route {
+        method: "POST",
+        pattern: "/reminders",
+        access: Access::User,
+        handler: api::reminders::create,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/reminders/{reminder_id}",
+        access: Access::User,
+        handler: api::reminders::delete,
+    },
     // Messages: edit and move, history, delete, reactions.
     Route {
         method: "PATCH",

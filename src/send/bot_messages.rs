@@ -17,6 +17,15 @@
 //! quoted, and a link to the scheduled messages. natter's Markdown has no
 //! global-time syntax, so the time is rendered here as Zulip renders it
 //! (`<time datetime="…">…</time>`).
+//!
+//! A reminder (`POST /reminders`) is written when it is created, in
+//! Zulip's words ("You requested a reminder for …", the note quoted, then
+//! the message's sender silently mentioned, a link to the message and
+//! its content in a quote block, or "sent a poll" / "sent a todo list"),
+//! and delivered by the Notification Bot to its owner when due. The link
+//! to a channel message is the Markdown link Zulip falls back to
+//! (`[#channel > topic @ 💬](…/near/id)`), which natter's Markdown
+//! renders, rather than Zulip's `#**channel>topic@id**` syntax.
 
 use crate::markdown::{self, Resolver};
 use crate::mutation::{Mutation, NewMessage};
@@ -91,6 +100,105 @@ pub fn scheduled_failure(
     let element = format!("<time datetime=\"{utc}\">{}</time>", markdown::escape_html(&shown));
     let html = html.replacen(PLACEHOLDER, &element, 1);
     Some(direct(state, &mut Next::of(state), &bot, owner.id, content, html, now))
+}
+
+/// Longest reminder note, in characters (Zulip's
+/// `MAX_REMINDER_NOTE_LENGTH`).
+pub const MAX_REMINDER_NOTE_LENGTH: usize = 1000;
+
+/// The text of `owner`'s reminder about `message` (which they may read),
+/// with an optional `note` (already trimmed), for a realm served at
+/// `realm_url`; at most `max_length` characters (the quoted message is
+/// cut to fit).
+pub fn reminder_content(
+    state: &State,
+    realm_url: &str,
+    message: &Message,
+    note: Option<&str>,
+    max_length: usize,
+) -> String {
+    let noted = |text: String| match note {
+        Some(note) => format!("{text}. Note:\n > {note}"),
+        None => format!("{text}."),
+    };
+    let (mut content, link) = match message.destination.channel_topic() {
+        Some((channel, topic)) => {
+            let channel = state.channels.get(&channel).expect("a stored message's channel");
+            let url = format!(
+                "{realm_url}/{}/near/{}",
+                crate::send::move_notices::topic_url(&channel, topic),
+                message.id.0
+            );
+            let escape = crate::send::move_notices::escape_link_text;
+            let pretty = format!("[#{} > {} @ 💬]({url})", escape(&channel.name), escape(topic));
+            (noted(format!("You requested a reminder for {pretty}")), url)
+        }
+        None => {
+            let Destination::Direct { participants } = &message.destination else {
+                unreachable!("a message is a channel or a direct message")
+            };
+            let ids: Vec<String> = participants.iter().map(|u| u.0.to_string()).collect();
+            let url = format!("{realm_url}/#narrow/dm/{}/near/{}", ids.join(","), message.id.0);
+            (noted("You requested a reminder for the following direct message".into()), url)
+        }
+    };
+    let sender = state.users.get(&message.sender);
+    let name = sender.as_ref().map_or("", |u| u.full_name.as_str());
+    let mention = format!("@_**{}|{}**", name, message.sender.0);
+    content.push_str("\n\n");
+    let text = message.content();
+    if text.starts_with("/poll") {
+        content.push_str(&format!("{mention} [sent]({link}) a poll."));
+    } else if text.starts_with("/todo") {
+        content.push_str(&format!("{mention} [sent]({link}) a todo list."));
+    } else {
+        content.push_str(&format!("{mention} [said]({link}):\n"));
+        let fence = unused_fence(text);
+        let frame = content.chars().count() + 2 * fence.len() + "quote\n\n".len();
+        let room = max_length.saturating_sub(frame);
+        content.push_str(&format!("{fence}quote\n{}\n{fence}", truncate(text, room)));
+    }
+    content
+}
+
+/// A run of backticks longer than any in `text` (at least three).
+fn unused_fence(text: &str) -> String {
+    let mut longest = 0;
+    for line in text.lines() {
+        let run = line.trim_start().bytes().take_while(|b| *b == b'`').count();
+        longest = longest.max(run);
+    }
+    "`".repeat((longest + 1).max(3))
+}
+
+/// `text` cut to at most `max` characters, ending with Zulip's
+/// "[message truncated]" marker when cut.
+fn truncate(text: &str, max: usize) -> String {
+    const MARK: &str = "\n[message truncated]";
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let keep = max.saturating_sub(MARK.chars().count());
+    let mut out: String = text.chars().take(keep).collect();
+    out.push_str(MARK);
+    out
+}
+
+/// The Notification Bot's message delivering a reminder's `content` to
+/// its owner, rendered now; `None` when the realm has no such bot or the
+/// owner is no longer active.
+pub fn reminder(state: &State, owner: &User, content: &str, now: i64) -> Option<Mutation> {
+    let bot = state.system_bot(owner.realm, SystemBot::Notification)?;
+    if !owner.is_active {
+        return None;
+    }
+    let html = render_as_notification_bot(state, &bot, content);
+    Some(direct(state, &mut Next::of(state), &bot, owner.id, content.to_owned(), html, now))
+}
+
+/// `content` rendered as `bot` sees the realm.
+pub fn render_as_notification_bot(state: &State, bot: &User, content: &str) -> String {
+    markdown::render_message(content, &Visible::new(state, bot)).html
 }
 
 /// The next free message and recipient ids while building several

@@ -276,7 +276,7 @@ pub fn topic_link(channel: &Channel, topic: &str, general_chat: &str) -> String 
 }
 
 /// `#narrow/channel/ID-slug/topic/TOPIC`.
-fn topic_url(channel: &Channel, topic: &str) -> String {
+pub(crate) fn topic_url(channel: &Channel, topic: &str) -> String {
     format!(
         "#narrow/channel/{}-{}/topic/{}",
         channel.id.0,
@@ -304,7 +304,7 @@ fn breaks_link_syntax(name: &str) -> bool {
 }
 
 /// Escapes what would break the fallback link's text.
-fn escape_link_text(name: &str) -> String {
+pub(crate) fn escape_link_text(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
         match c {
