@@ -202,3 +202,110 @@ fn a_reminder_is_delivered_by_the_notification_bot_and_survives_a_restart() {
     assert_eq!(list.as_array().unwrap().len(), 1);
     assert_eq!(list[0]["reminder_id"], kept);
 }
+
+/// Makes the private "core team" the moderation request channel.
+fn moderation_channel(server: &TestServer) {
+    let iago = server.client(IAGO);
+    let core = channel_id(&iago, "core team").to_string();
+    iago.request("PATCH", "/realm", &[("moderation_request_channel_id", &core)]).ok();
+}
+
+fn reports(c: &crate::util::Client) -> Vec<serde_json::Value> {
+    let narrow = r#"[["channel","core team"]]"#;
+    let r = c.get("/messages", &[("anchor", "newest"), ("num_before", "20"), ("narrow", narrow)]);
+    let list = r.ok()["messages"].as_array().unwrap().clone();
+    list.into_iter().filter(|m| m["sender_email"] == "notification-bot@zulip.com").collect()
+}
+
+#[test]
+fn reports_reach_the_moderation_channel_in_zulips_words() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let othello = server.client(OTHELLO);
+    let types = othello.post("/register", &[("fetch_event_types", r#"["realm"]"#)]).ok();
+    let keys: Vec<&str> = types["server_report_message_types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["spam", "harassment", "inappropriate", "norms", "other"]);
+    assert_eq!(types["server_report_message_types"][2]["name"], "Inappropriate content");
+    let bad = send(&hamlet, "Denmark", "buy my **stuff**");
+    let path = format!("/messages/{bad}/report");
+    // Without a moderation request channel, reports are refused.
+    let e = othello.post(&path, &[("report_type", "spam")]).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Message reporting is not enabled in this organization.");
+    moderation_channel(&server);
+    othello.post(&path, &[("report_type", "spam"), ("description", "adverts again")]).ok();
+    let got = reports(&hamlet);
+    assert_eq!(got.len(), 1);
+    let report = &got[0];
+    assert_eq!(report["subject"], "King Hamlet moderation");
+    let othello_id = crate::util::user_id(&server, OTHELLO);
+    let hamlet_id = crate::util::user_id(&server, HAMLET);
+    let content = report["content"].as_str().unwrap();
+    assert!(content.contains(&format!("data-user-id=\"{othello_id}\"")), "{content}");
+    assert!(content.contains("reported a message sent by"), "{content}");
+    assert!(content.contains("<time datetime=\""), "{content}");
+    assert!(content.contains("<strong>Spam</strong>. adverts again"), "{content}");
+    assert!(content.contains("spoiler-block"), "{content}");
+    // Othello is not in the channel: he sees no report.
+    othello.get(&format!("/messages/{}", report["id"]), &[]).err(400, "BAD_REQUEST");
+    // His own direct message to Hamlet: the report names the recipient.
+    let dm = othello
+        .post(
+            "/messages",
+            &[("type", "direct"), ("to", &format!("[{hamlet_id}]")), ("content", "oops")],
+        )
+        .ok()["id"]
+        .clone();
+    othello
+        .post(
+            &format!("/messages/{dm}/report"),
+            &[("report_type", "other"), ("description", "mine")],
+        )
+        .ok();
+    let raw = hamlet
+        .get(&format!("/messages/{}", reports(&hamlet)[1]["id"]), &[("apply_markdown", "false")])
+        .ok();
+    let text = raw["message"]["content"].as_str().unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "@_**Othello, the Moor of Venice|{othello_id}** reported a message sent by \
+             @_**Othello, the Moor of Venice|{othello_id}** to @_**King Hamlet|{hamlet_id}** at <time:"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("**Other reason**. mine"), "{text}");
+    assert!(text.contains("[Original message]("), "{text}");
+    assert!(text.contains("``` spoiler [Original message]("), "{text}");
+    assert!(text.ends_with("\noops\n```\n"), "{text}");
+}
+
+#[test]
+fn report_refusals() {
+    let server = TestServer::start();
+    moderation_channel(&server);
+    let iago = server.client(IAGO);
+    let othello = server.client(OTHELLO);
+    let public = send(&iago, "Denmark", "fine");
+    let secret = send(&iago, "core team", "secret");
+    let path = format!("/messages/{public}/report");
+    othello.post(&path, &[]).err(400, "REQUEST_VARIABLE_MISSING");
+    let e = othello.post(&path, &[("report_type", "rude")]).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Invalid report_type");
+    let e = othello.post(&path, &[("report_type", "other")]).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "An explanation is required.");
+    let long = "x".repeat(1001);
+    othello.post(&path, &[("report_type", "spam"), ("description", &long)]).err(400, "BAD_REQUEST");
+    for unreadable in [secret.to_string(), "999999".to_owned()] {
+        let e = othello
+            .post(&format!("/messages/{unreadable}/report"), &[("report_type", "spam")])
+            .err(400, "BAD_REQUEST");
+        assert_eq!(e["msg"], "Invalid message(s)");
+    }
+    server.anonymous().post(&path, &[("report_type", "spam")]).err(401, "UNAUTHORIZED");
+    // Nothing reached the channel.
+    assert!(reports(&iago).is_empty());
+}

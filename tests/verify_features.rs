@@ -11,6 +11,7 @@ use crate::verify_action::Harness;
 
 const HAMLET: &str = "hamlet@natter.test";
 const IAGO: &str = "iago@natter.test";
+const OTHELLO: &str = "othello@natter.test";
 
 /// Whether this file folds `event` into the state.
 pub fn handles(event: &Value) -> bool {
@@ -100,4 +101,22 @@ fn reminders_added_deleted_and_delivered() {
     // Other users hear nothing of a reminder.
     let create = Harness::act(HAMLET, natter::api::reminders::create, &[], &params);
     h.verify_action(IAGO, &[], create, &[]);
+}
+
+#[test]
+fn a_report_is_a_message_to_the_moderators() {
+    let h = Harness::new();
+    let core = h.app.state.channel_by_name(h.user(IAGO).realm, "core team").unwrap().id.0;
+    let core = core.to_string();
+    let set = [("moderation_request_channel_id", core.as_str())];
+    h.call(IAGO, realm_settings::update, &set).unwrap();
+    let denmark = [("type", "stream"), ("to", "Denmark"), ("topic", "t"), ("content", "rude")];
+    let sent = h.call(IAGO, natter::api::messages::send, &denmark).unwrap()["id"].to_string();
+    let report = [("report_type", "harassment")];
+    let act = Harness::act(OTHELLO, natter::api::reports::report, &[&sent], &report);
+    let events = h.verify_action(HAMLET, &[], act, &["message"]);
+    assert_eq!(events[0]["message"]["subject"], "Iago moderation");
+    // Othello, the reporter, is not a moderator: he hears nothing.
+    let act = Harness::act(OTHELLO, natter::api::reports::report, &[&sent], &report);
+    h.verify_action(OTHELLO, &[], act, &[]);
 }

@@ -29,6 +29,7 @@ pub mod realm_domains;
 pub mod realm_settings;
 pub mod register;
 pub mod reminders;
+pub mod reports;
 pub mod resources;
 pub mod scheduled;
 pub mod settings;

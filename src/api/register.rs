@@ -45,6 +45,7 @@ pub const PLUGINS: &[RegisterState] = &[
     super::realm_domains::register_state,
     super::scheduled::register_state,
     super::reminders::register_state,
+    super::reports::register_state,
     register_state,
 ];
 

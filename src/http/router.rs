@@ -817,6 +817,12 @@ pub static ROUTES: &[Route] = &[
         handler: api::read_state::read_receipts,
     },
     Route {
+        method: "POST",
+        pattern: "/messages/{message_id}/report",
+        access: Access::User,
+        handler: api::reports::report,
+    },
+    Route {
         method: "GET",
         pattern: "/messages/{message_id}/history",
         access: Access::User,
