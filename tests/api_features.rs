@@ -309,3 +309,42 @@ fn report_refusals() {
     // Nothing reached the channel.
     assert!(reports(&iago).is_empty());
 }
+
+#[test]
+fn a_channels_email_address_is_zulips_form_and_stays_the_same() {
+    let mut server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let core = channel_id(&hamlet, "core team");
+    let denmark = channel_id(&hamlet, "Denmark");
+    let path = format!("/streams/{core}/email_address");
+    let email = hamlet.get(&path, &[]).ok()["email"].as_str().unwrap().to_owned();
+    let (local, host) = email.split_once('@').unwrap();
+    assert_eq!(host, "127.0.0.1");
+    let parts: Vec<&str> = local.split('.').collect();
+    assert_eq!(parts.len(), 3, "{email}");
+    assert_eq!(parts[0], "core-team");
+    assert_eq!(parts[1].len(), 32);
+    assert!(parts[1].bytes().all(|b| b.is_ascii_hexdigit()), "{email}");
+    assert_eq!(parts[2], "show-sender");
+    // The same address again, and after a restart; another per sender.
+    assert_eq!(hamlet.get(&path, &[]).ok()["email"], email.as_str());
+    let me = crate::util::user_id(&server, HAMLET).to_string();
+    let own = hamlet.get(&path, &[("sender_id", &me)]).ok()["email"].clone();
+    assert_ne!(own, email.as_str());
+    server.stop();
+    server.restart();
+    let hamlet = server.client(HAMLET);
+    assert_eq!(hamlet.get(&path, &[]).ok()["email"], email.as_str());
+    assert_eq!(hamlet.get(&path, &[("sender_id", &me)]).ok()["email"], own);
+    // Refusals: a private channel the caller is not in, an unknown one,
+    // a sender who is neither the caller nor a bot they manage.
+    let othello = server.client(OTHELLO);
+    let e = othello.get(&path, &[]).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Invalid channel ID");
+    othello.get("/streams/999999/email_address", &[]).err(400, "BAD_REQUEST");
+    let denmark_path = format!("/streams/{denmark}/email_address");
+    othello.get(&denmark_path, &[]).ok();
+    let e = othello.get(&denmark_path, &[("sender_id", &me)]).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "No such bot");
+    othello.get(&denmark_path, &[("sender_id", "x")]).err(400, "BAD_REQUEST");
+}

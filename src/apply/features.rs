@@ -1,6 +1,7 @@
 //! `apply` for `Mutation::Features`: a realm's read receipts and
 //! moderation request channel (`realm` `update` events, as Zulip's), and
-//! reminders (`reminders` `add` / `remove`, to their owner only).
+//! reminders (`reminders` `add` / `remove`, to their owner only), and
+//! channel email tokens (no event: clients never see a token unasked).
 
 use serde_json::json;
 
@@ -40,6 +41,13 @@ pub(super) fn apply(state: &State, change: &FeatureChange) -> Vec<Event> {
                 audience: Audience::Users(vec![reminder.owner]),
                 event: json!({"type": "reminders", "op": "remove", "reminder_id": id}),
             }]
+        }
+        FeatureChange::AddEmailToken { channel, sender, token } => {
+            assert!(state.channels.contains(channel), "apply: no channel {channel}");
+            let key = (*channel, *sender);
+            assert!(!features.email_tokens.contains(&key), "apply: token exists");
+            features.email_tokens.insert(key, token.clone());
+            Vec::new()
         }
     }
 }

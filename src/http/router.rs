@@ -449,6 +449,12 @@ pub static ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        pattern: "/streams/{stream_id}/email_address",
+        access: Access::User,
+        handler: api::channel_email::email_address,
+    },
+    Route {
+        method: "GET",
         pattern: "/get_stream_id",
         access: Access::User,
         handler: api::streams::get_id,

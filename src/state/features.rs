@@ -1,7 +1,8 @@
 //! What Zulip's later feature levels added, kept beside `Realm` and the
 //! older areas (like `organization.rs`) so that their encodings stay as
 //! they were: a realm's read-receipt switch and moderation request
-//! channel (`RealmFeatures`), and users' message reminders (`Reminder`).
+//! channel (`RealmFeatures`), users' message reminders (`Reminder`), and
+//! the tokens of channels' email-gateway addresses.
 //! `FeatureChange` is the one mutation type that changes them
 //! (`Mutation::Features`); the snapshot carries this area after the
 //! organization part (format 11).
@@ -84,7 +85,20 @@ pub enum FeatureChange {
         /// Which.
         id: u64,
     },
+    /// A channel's email address token for a sender is created (on the
+    /// first request for it, as Zulip does).
+    AddEmailToken {
+        /// The channel.
+        channel: ChannelId,
+        /// Who its messages would appear from (`None`: the email gateway).
+        sender: Option<UserId>,
+        /// The random token.
+        token: String,
+    },
 }
+
+/// Key of a channel email address token: the channel and the sender.
+pub type EmailTokenKey = (ChannelId, Option<UserId>);
 
 /// This area's data. One field of `State`.
 #[derive(Default)]
@@ -95,6 +109,8 @@ pub struct FeatureState {
     pub reminders: Sharded<u64, Reminder>,
     /// The next free reminder id.
     next_reminder: AtomicU64,
+    /// Channels' email address tokens, by channel and sender.
+    pub email_tokens: Sharded<EmailTokenKey, String>,
 }
 
 /// `FeatureState` as key-sorted data, for snapshots.
@@ -106,12 +122,14 @@ pub struct FeaturesImage {
     pub reminders: Values<u64, Reminder>,
     /// The next free reminder id.
     pub next_reminder: u64,
+    /// Channels' email address tokens.
+    pub email_tokens: Entries<EmailTokenKey, String>,
 }
 
 impl FeaturesImage {
     /// How many shared pointers the cut copied.
     pub fn parts(&self) -> usize {
-        self.realms.parts() + self.reminders.parts()
+        self.realms.parts() + self.reminders.parts() + self.email_tokens.parts()
     }
 }
 
@@ -122,6 +140,7 @@ impl FeatureState {
             realms: self.realms.freeze().into(),
             reminders: self.reminders.freeze().into(),
             next_reminder: self.next_reminder.load(Ordering::Acquire),
+            email_tokens: self.email_tokens.freeze().into(),
         }
     }
 
@@ -130,6 +149,7 @@ impl FeatureState {
         let state = FeatureState {
             realms: image.realms.into_iter().collect(),
             next_reminder: AtomicU64::new(image.next_reminder),
+            email_tokens: image.email_tokens.into_iter().collect(),
             ..FeatureState::default()
         };
         for reminder in image.reminders {
