@@ -348,3 +348,50 @@ fn a_channels_email_address_is_zulips_form_and_stays_the_same() {
     assert_eq!(e["msg"], "No such bot");
     othello.get(&denmark_path, &[("sender_id", "x")]).err(400, "BAD_REQUEST");
 }
+
+#[test]
+fn topic_links_come_from_the_realms_linkifiers() {
+    let server = TestServer::start();
+    let iago = server.client(IAGO);
+    let hamlet = server.client(HAMLET);
+    let template = "https://tracker.test/{id}";
+    iago.post("/realm/filters", &[("pattern", "#(?P<id>[0-9]+)"), ("url_template", template)]).ok();
+    let id = hamlet
+        .post(
+            "/messages",
+            &[
+                ("type", "stream"),
+                ("to", "Denmark"),
+                ("topic", "fix #12 see https://x.test/a"),
+                ("content", "on it"),
+            ],
+        )
+        .ok()["id"]
+        .clone();
+    let got = hamlet.get(&format!("/messages/{id}"), &[]).ok();
+    let expected = json!([
+        {"text": "#12", "url": "https://tracker.test/12"},
+        {"text": "https://x.test/a", "url": "https://x.test/a"},
+    ]);
+    assert_eq!(got["message"]["topic_links"], expected);
+    let narrow = r#"[["channel","Denmark"]]"#;
+    let list = hamlet
+        .get("/messages", &[("anchor", "newest"), ("num_before", "1"), ("narrow", narrow)])
+        .ok();
+    assert_eq!(list["messages"][0]["topic_links"], expected);
+    // Direct messages and topics without matches have none.
+    let dm = hamlet.post("/messages", &[("type", "direct"), ("to", IAGO), ("content", "#12")]).ok()
+        ["id"]
+        .clone();
+    assert_eq!(
+        hamlet.get(&format!("/messages/{dm}"), &[]).ok()["message"]["topic_links"],
+        json!([])
+    );
+    // A moved topic's event carries the new topic's links.
+    hamlet.request("PATCH", &format!("/messages/{id}"), &[("topic", "now #7")]).ok();
+    let moved = hamlet.get(&format!("/messages/{id}"), &[]).ok();
+    assert_eq!(
+        moved["message"]["topic_links"],
+        json!([{"text": "#7", "url": "https://tracker.test/7"}])
+    );
+}

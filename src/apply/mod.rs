@@ -733,7 +733,8 @@ fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
             let Destination::Channel { topic, .. } = &after.destination else { unreachable!() };
             if edit.topic.is_some() {
                 event["subject"] = json!(topic);
-                event["topic_links"] = json!([]);
+                let rules = crate::view::message::linkifier_rules(state, after.realm);
+                event["topic_links"] = crate::view::message::topic_links(&rules, topic);
             }
             if let Some(new) = &new_channel {
                 event["new_stream_id"] = json!(new.id.0);
