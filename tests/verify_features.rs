@@ -120,3 +120,27 @@ fn a_report_is_a_message_to_the_moderators() {
     let act = Harness::act(OTHELLO, natter::api::reports::report, &[&sent], &report);
     h.verify_action(OTHELLO, &[], act, &[]);
 }
+
+#[test]
+fn hiding_presence_makes_a_user_offline_to_others() {
+    let h = Harness::new();
+    let active = [("status", "active")];
+    h.call(OTHELLO, natter::api::presence::update_presence, &active).unwrap();
+    let settings = natter::api::settings::update;
+    let hide = Harness::act(OTHELLO, settings, &[], &[("presence_enabled", "false")]);
+    let events = h.verify_action(HAMLET, &[], hide, &["presence"]);
+    let status = &events[0]["presence"]["website"];
+    assert_eq!(status["status"], "active");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let offline = natter::events::presence::OFFLINE_THRESHOLD_SECS;
+    assert!(status["timestamp"].as_i64().unwrap() < now.as_secs() as i64 - offline);
+    // Reports while hidden reach nobody; showing it again makes them active.
+    let report = Harness::act(OTHELLO, natter::api::presence::update_presence, &[], &active);
+    h.verify_action(HAMLET, &[], report, &[]);
+    let slim = [
+        ("slim_presence", "true"),
+        ("client_capabilities", r#"{"simplified_presence_events": true}"#),
+    ];
+    let show = Harness::act(OTHELLO, settings, &[], &[("presence_enabled", "true")]);
+    h.verify_action(HAMLET, &slim, show, &["presence"]);
+}
