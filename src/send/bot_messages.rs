@@ -152,10 +152,10 @@ fn message_link(state: &State, realm_url: &str, message: &Message) -> (Option<St
             let channel = state.channels.get(channel).expect("a stored message's channel");
             let url = format!(
                 "{realm_url}/{}/near/{}",
-                crate::send::move_notices::topic_url(&channel, topic),
+                crate::send::links::topic_url(&channel, topic),
                 message.id.0
             );
-            let escape = crate::send::move_notices::escape_link_text;
+            let escape = crate::send::links::escape_link_text;
             let pretty = format!("[#{} > {} @ 💬]({url})", escape(&channel.name), escape(topic));
             (Some(pretty), url)
         }
