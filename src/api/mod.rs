@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod channel_email;
 pub mod channels;
 pub mod default_streams;
 pub mod emoji;
@@ -28,6 +29,8 @@ pub mod realm;
 pub mod realm_domains;
 pub mod realm_settings;
 pub mod register;
+pub mod reminders;
+pub mod reports;
 pub mod resources;
 pub mod scheduled;
 pub mod settings;

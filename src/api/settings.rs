@@ -81,7 +81,14 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
     if build(&app.state)?.is_empty() {
         return Ok(reply);
     }
-    app.committer.commit(|state| Ok((Mutation::UpdateSettings(build(state)?), ())))?;
+    let change = app.committer.commit(|state| {
+        let change = build(state)?;
+        Ok((Mutation::UpdateSettings(change.clone()), change))
+    })?;
+    let presence = change.settings.iter().find(|(name, _)| name == "presence_enabled");
+    if let Some((_, value)) = presence {
+        super::presence::presence_enabled_changed(app, &me, *value == SettingValue::Bool(true));
+    }
     Ok(reply)
 }
 
