@@ -19,7 +19,7 @@ const BOUNDARY: &str = "natter-test-boundary-7d3a";
 
 /// A multipart body with one file part per `(filename, content type,
 /// bytes)` and text fields.
-fn multipart(files: &[(&str, &str, &[u8])], fields: &[(&str, &str)]) -> Vec<u8> {
+pub(crate) fn multipart(files: &[(&str, &str, &[u8])], fields: &[(&str, &str)]) -> Vec<u8> {
     let mut body = Vec::new();
     for (name, value) in fields {
         body.extend_from_slice(
@@ -50,7 +50,12 @@ fn post_upload(server: &TestServer, email: Option<&str>, body: &[u8]) -> Respons
 }
 
 /// `POST /api/v1<path>` with a multipart `body`.
-fn post_multipart(server: &TestServer, path: &str, email: Option<&str>, body: &[u8]) -> Response {
+pub(crate) fn post_multipart(
+    server: &TestServer,
+    path: &str,
+    email: Option<&str>,
+    body: &[u8],
+) -> Response {
     let mut head = format!(
         "POST /api/v1{path} HTTP/1.1\r\nHost: {}\r\n\
          Content-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: {}\r\n",
@@ -84,7 +89,7 @@ pub(crate) fn upload(
 /// A raw download response: status, headers (lowercased names), body.
 pub(crate) struct Download {
     pub(crate) status: u16,
-    headers: HashMap<String, String>,
+    pub(crate) headers: HashMap<String, String>,
     pub(crate) body: Vec<u8>,
 }
 
@@ -487,7 +492,7 @@ fn other_realms_guests_and_deactivated_users() {
         .err(401, "USER_DEACTIVATED");
 }
 
-fn download_on(server: &TestServer, path: &str, host: &str, creds: (&str, &str)) -> u16 {
+pub(crate) fn download_on(server: &TestServer, path: &str, host: &str, creds: (&str, &str)) -> u16 {
     let head = format!(
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nAuthorization: {}\r\n\r\n",
         basic_auth(creds.0, creds.1)
@@ -495,6 +500,31 @@ fn download_on(server: &TestServer, path: &str, host: &str, creds: (&str, &str))
     let mut stream = connect(&server.addr);
     stream.write_all(head.as_bytes()).unwrap();
     read_response(&mut stream).status
+}
+
+/// `GET <path>` on `host` as `creds`: the status and `Location`.
+pub(crate) fn redirect_on(
+    server: &TestServer,
+    path: &str,
+    host: &str,
+    creds: (&str, &str),
+) -> (u16, String) {
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nAuthorization: {}\r\n\r\n",
+        basic_auth(creds.0, creds.1)
+    );
+    let mut stream = connect(&server.addr);
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let location = text
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("location")))
+        .map(|(_, v)| v.trim().to_owned())
+        .unwrap_or_default();
+    (status, location)
 }
 
 #[test]
@@ -592,9 +622,9 @@ fn has_attachment_and_has_image_narrows() {
     assert_eq!(ids(r#"[{"operator": "has", "operand": "image"}]"#), vec![with_image]);
 }
 
-const PNG: &[u8] = b"\x89PNG\r\n\x1a\n(the rest of a small png)";
+pub(crate) const PNG: &[u8] = b"\x89PNG\r\n\x1a\n(the rest of a small png)";
 
-fn add_emoji(server: &TestServer, email: &str, name: &str, bytes: &[u8]) -> Response {
+pub(crate) fn add_emoji(server: &TestServer, email: &str, name: &str, bytes: &[u8]) -> Response {
     let path = format!("/realm/emoji/{name}");
     post_multipart(server, &path, Some(email), &multipart(&[("e.png", "image/png", bytes)], &[]))
 }

@@ -11,6 +11,7 @@ use natter::files::{self, Upload};
 use crate::verify_action::Harness;
 
 const HAMLET: &str = "hamlet@natter.test";
+const IAGO: &str = "iago@natter.test";
 
 /// `POST /user_uploads` as `email` with one staged file.
 fn upload(h: &Harness, email: &str, name: &str, bytes: &[u8]) -> Value {
@@ -133,4 +134,95 @@ fn custom_emoji_added_and_deactivated() {
         &["realm_emoji"],
     );
     assert_eq!(events[0]["realm_emoji"][id.as_str()]["deactivated"], true);
+}
+
+/// `POST /users/me/avatar` as `email` with one staged image.
+fn upload_avatar(h: &Harness, email: &str, bytes: &[u8]) -> natter::error::ApiResult<Value> {
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let staged = files::stage_bytes(&*h.app.files, bytes).unwrap();
+    let mut call = Call {
+        realm: realm.into(),
+        caller: Some(h.user(email).into()),
+        params: Params::default(),
+        path: Vec::new(),
+        client: "test".into(),
+        raw_fields: Vec::new(),
+        sorted_reply: None,
+        files: vec![Upload {
+            staged,
+            filename: "me.png".to_owned(),
+            content_type: Some("image/png".to_owned()),
+            size: bytes.len() as u64,
+        }],
+    };
+    api::avatars::upload(&h.app, &mut call).map(Value::Object)
+}
+
+/// An avatar upload and its removal reach every user as Zulip's
+/// `realm_user` update, and fold into the user list (with and without
+/// `client_gravatar`) and the uploader's own avatar fields.
+#[test]
+fn avatar_changes() {
+    let h = Harness::new();
+    for (email, client_gravatar) in [(HAMLET, "true"), ("othello@natter.test", "false")] {
+        let params =
+            [("fetch_event_types", r#"["realm_user"]"#), ("client_gravatar", client_gravatar)];
+        let events = h.verify_action(
+            email,
+            &params,
+            |h| {
+                upload_avatar(h, HAMLET, PNG).unwrap();
+            },
+            &["realm_user"],
+        );
+        let person = &events[0]["person"];
+        assert_eq!(person["avatar_source"], "U");
+        assert!(person["avatar_url"].as_str().unwrap().starts_with("/user_avatars/"));
+        let realm = h.app.state.realm_by_subdomain("").unwrap();
+        let events = h.verify_action(
+            email,
+            &params,
+            |h| {
+                h.call_in(realm, HAMLET, api::avatars::delete, &[], &[]).unwrap();
+            },
+            &["realm_user"],
+        );
+        let person = &events[0]["person"];
+        assert_eq!(person["avatar_source"], "G");
+        assert!(person["avatar_url"].as_str().unwrap().contains("gravatar.com"));
+    }
+}
+
+/// `avatar_changes_disabled` and `can_add_custom_emoji_group` through
+/// `PATCH /realm`: `realm` events that register agrees with.
+#[test]
+fn realm_file_settings() {
+    let h = Harness::new();
+    let update = api::realm_settings::update;
+    let disable = Harness::act(IAGO, update, &[], &[("avatar_changes_disabled", "true")]);
+    let events = h.verify_action(HAMLET, &[], disable, &["realm"]);
+    assert_eq!(events[0]["property"], "avatar_changes_disabled");
+    assert_eq!(events[0]["value"], true);
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let admins = realm.system_groups.id(natter::state::SystemGroup::Administrators).0;
+    let value = format!(r#"{{"new": {admins}}}"#);
+    let admins_only = Harness::act(IAGO, update, &[], &[("can_add_custom_emoji_group", &value)]);
+    let events = h.verify_action(HAMLET, &[], admins_only, &["realm"]);
+    assert_eq!(events[0]["op"], "update_dict");
+    assert_eq!(events[0]["data"]["can_add_custom_emoji_group"], admins);
+    // Both at once, with another setting: one change, three events.
+    let both = Harness::act(
+        IAGO,
+        update,
+        &[],
+        &[
+            ("avatar_changes_disabled", "false"),
+            (
+                "can_add_custom_emoji_group",
+                r#"{"new": {"direct_members": [], "direct_subgroups": []}}"#,
+            ),
+            ("allow_edit_history", "false"),
+        ],
+    );
+    h.verify_action(HAMLET, &[], both, &["realm", "realm", "realm"]);
 }

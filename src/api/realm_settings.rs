@@ -1,7 +1,9 @@
 //! `PATCH /realm` and `PATCH /realm/user_settings_defaults`.
 //!
 //! `PATCH /realm`: the organization's name, description and the settings
-//! natter implements (`RealmSettings`), for administrators; the message
+//! natter implements (`RealmSettings`, and the file settings kept with
+//! the files' records: `avatar_changes_disabled`,
+//! `can_add_custom_emoji_group`), for administrators; the message
 //! retention and who may create web-public channels for owners only, as
 //! in Zulip. Each changed property reaches every member as Zulip's `realm`
 //! `update` (or, for a group setting, `update_dict`) event
@@ -19,9 +21,10 @@ use super::subscriptions::parse_topics_policy;
 use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::mutation::{Mutation, RealmUpdate};
+use crate::state::files::RealmFileSettings;
 use crate::state::organization::OrgChange;
 use crate::state::settings::SETTINGS;
-use crate::state::{GroupSetting, Realm, Role, State, TopicsPolicy};
+use crate::state::{GroupSetting, Realm, Role, State, SystemGroup, TopicsPolicy};
 
 /// Longest organization name, in characters (Zulip's).
 pub const MAX_REALM_NAME_LENGTH: usize = 40;
@@ -230,40 +233,107 @@ fn realm_default(name: &str) -> crate::state::SystemGroup {
     }
 }
 
+/// The realm's file settings (`state::files`) a `PATCH /realm` asks to
+/// change: `avatar_changes_disabled`, and `can_add_custom_emoji_group` as
+/// its new value and the `old` one the client expects.
+struct FileChanges {
+    avatar_changes_disabled: Option<bool>,
+    emoji_group: Option<(GroupSetting, Option<GroupSetting>)>,
+}
+
+fn parse_file_settings(app: &App, call: &mut Call) -> ApiResult<FileChanges> {
+    let avatar_changes_disabled = call.params.bool("avatar_changes_disabled")?;
+    let name = "can_add_custom_emoji_group";
+    let emoji_group = match call.params.json(name)? {
+        None => None,
+        Some(Value::Object(map)) => {
+            let new = map.get("new").ok_or_else(|| ApiError::invalid(name, "'new' is missing"))?;
+            let new = group_setting::parse(&app.state, &call.realm, name, new)?;
+            let old = match map.get("old") {
+                Some(old) => Some(group_setting::parse(&app.state, &call.realm, name, old)?),
+                None => None,
+            };
+            Some((new, old))
+        }
+        Some(_) => return Err(ApiError::invalid(name, "not an object with 'new'")),
+    };
+    Ok(FileChanges { avatar_changes_disabled, emoji_group })
+}
+
+/// The realm's file settings after `changes`.
+fn updated_files(
+    realm: &Realm,
+    before: &RealmFileSettings,
+    changes: &FileChanges,
+) -> ApiResult<RealmFileSettings> {
+    let mut after = before.clone();
+    if let Some(on) = changes.avatar_changes_disabled {
+        after.avatar_changes_disabled = on;
+    }
+    if let Some((new, old)) = &changes.emoji_group {
+        let current = realm.group_setting(&before.can_add_custom_emoji_group, SystemGroup::Members);
+        if old.as_ref().is_some_and(|old| *old != current) {
+            return Err(ApiError::bad_request(
+                "'old' value for 'can_add_custom_emoji_group' does not match the expected value.",
+            ));
+        }
+        after.can_add_custom_emoji_group = Some(new.clone());
+    }
+    Ok(after)
+}
+
 /// `PATCH /realm` (administrators): see the module documentation.
 pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let changes = parse(app, call)?;
+    let file_changes = parse_file_settings(app, call)?;
     let me = call.caller().clone();
     if !me.role.is_admin() {
         return Err(ApiError::bad_request("Must be an organization administrator"));
     }
     let id = call.realm.id;
-    let plan = |s: &State| -> ApiResult<(Realm, Realm)> {
+    type Plan = ((Realm, Realm), (RealmFileSettings, RealmFileSettings));
+    let plan = |s: &State| -> ApiResult<Plan> {
         let before = s.realms.get(&id).ok_or_else(ApiError::internal)?;
         let after = updated(&before, me.role, &changes)?;
-        Ok((before, after))
+        let files_before = s.files.realm_settings(id);
+        let files_after = updated_files(&before, &files_before, &file_changes)?;
+        Ok(((before, after), (files_before, files_after)))
     };
     // Checked before the writer lock so that a request changing nothing
     // logs nothing; checked again under it.
-    let (before, after) = plan(&app.state)?;
+    let ((before, after), (files_before, files_after)) = plan(&app.state)?;
     let mut reply = Reply::new();
-    if before == after {
+    if before == after && files_before == files_after {
         return Ok(reply);
     }
-    let after = app.committer.commit(|s| {
-        let (_, after) = plan(s)?;
-        let update = RealmUpdate {
-            realm: id,
-            name: after.name.clone(),
-            description: after.description.clone(),
-            settings: after.settings.clone(),
+    let (after, files_after) = app.committer.commit(|s| {
+        let ((before, after), (files_before, files_after)) = plan(s)?;
+        let mut parts = Vec::new();
+        if before != after {
+            parts.push(Mutation::UpdateRealm(Box::new(RealmUpdate {
+                realm: id,
+                name: after.name.clone(),
+                description: after.description.clone(),
+                settings: after.settings.clone(),
+            })));
+        }
+        if files_before != files_after {
+            let settings = Box::new(files_after.clone());
+            parts.push(Mutation::SetRealmFileSettings { realm: id, settings });
+        }
+        let mutation = match parts.len() {
+            1 => parts.pop().expect("one change"),
+            _ => Mutation::Batch(parts),
         };
-        Ok((Mutation::UpdateRealm(Box::new(update)), after))
+        Ok((mutation, (after, files_after)))
     })?;
-    let old = crate::view::realm::settings(&before);
-    for ((property, value, _), (_, was, _)) in
-        crate::view::realm::settings(&after).into_iter().zip(old)
-    {
+    let old = crate::view::realm::settings(&before)
+        .into_iter()
+        .chain(crate::view::files::settings(&before, &files_before));
+    let new = crate::view::realm::settings(&after)
+        .into_iter()
+        .chain(crate::view::files::settings(&after, &files_after));
+    for ((property, value, _), (_, was, _)) in new.zip(old) {
         if value != was {
             reply.insert(property.to_owned(), value);
         }

@@ -118,8 +118,9 @@ pub fn readable(state: &State, user: &User, path_id: &str) -> ApiResult<Attachme
 }
 
 /// The attachment a download request names: by a temporary URL's token
-/// (`temporary/<token>/<name>`), or for the authenticated `caller` of
-/// `realm`.
+/// (`temporary/<token>/<name>`), for the authenticated `caller` of
+/// `realm`, or without credentials when a message of one of the realm's
+/// web-public channels references it (as Zulip serves such files).
 pub fn download(
     app: &App,
     realm: &Realm,
@@ -136,9 +137,15 @@ pub fn download(
         }
         return Ok(attachment);
     }
-    let caller = caller.ok_or_else(|| {
-        ApiError::unauthorized("Not logged in: API authentication or user session required")
-    })?;
+    let Some(caller) = caller else {
+        // Without credentials: only a file a web-public channel shows.
+        let attachment = app.state.files.by_path(path);
+        return attachment
+            .filter(|a| access::spectator_can_read_attachment(&app.state, realm, a))
+            .ok_or_else(|| {
+                ApiError::unauthorized("Not logged in: API authentication or user session required")
+            });
+    };
     readable(&app.state, caller, path)
 }
 

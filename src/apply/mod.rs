@@ -260,6 +260,10 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         Mutation::DeleteAttachment { id } => files::delete(state, *id),
         Mutation::CreateRealmEmoji(emoji) => files::create_emoji(state, emoji),
         Mutation::DeactivateRealmEmoji { id } => files::deactivate_emoji(state, *id),
+        Mutation::SetAvatar { user, avatar } => files::set_avatar(state, *user, avatar.as_deref()),
+        Mutation::SetRealmFileSettings { realm, settings } => {
+            files::set_realm_settings(state, *realm, settings)
+        }
     }
 }
 

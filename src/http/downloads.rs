@@ -79,8 +79,9 @@ struct Served {
     cache: &'static str,
 }
 
-/// `GET /user_avatars/<key>`: a custom emoji's image, without
-/// credentials (as Zulip serves them), for the realm the host names.
+/// `GET /user_avatars/<key>`: a custom emoji's or an uploaded avatar's
+/// image, without credentials (as Zulip serves them), for the realm the
+/// host names.
 pub(super) fn serve_emoji(
     service: &Service,
     req: &conn::Request<'_>,
@@ -97,18 +98,86 @@ pub(super) fn serve_emoji(
         let key = key.ok_or_else(missing)?;
         let generation = app.state.users_generation.load(Ordering::Acquire);
         let realm = session.realm(generation, head.host, || service.realm_for_host(head.host))?;
-        let emoji = app.state.files.emoji_by_key(key.as_str()).ok_or_else(missing)?;
-        if emoji.realm != realm.id {
-            return Err(missing());
-        }
-        let file = Served {
-            key,
-            name: emoji.name,
-            content_type: emoji.content_type,
-            size: emoji.size,
-            cache: "public, max-age=86400",
+        let state = &app.state;
+        let file = if let Some(emoji) = state.files.emoji_by_key(key.as_str()) {
+            if emoji.realm != realm.id {
+                return Err(missing());
+            }
+            Served {
+                key,
+                name: emoji.name,
+                content_type: emoji.content_type,
+                size: emoji.size,
+                cache: "public, max-age=86400",
+            }
+        } else {
+            let (user, avatar) = state.files.avatar_by_key(key.as_str()).ok_or_else(missing)?;
+            let owner = state.users.get(&user).ok_or_else(missing)?;
+            if owner.realm != realm.id {
+                return Err(missing());
+            }
+            Served {
+                key,
+                name: "avatar".to_owned(),
+                content_type: avatar.content_type,
+                size: avatar.size,
+                cache: "public, max-age=86400",
+            }
         };
         bytes(service, req, file)
+    };
+    answer().unwrap_or_else(|e| response::error(&e))
+}
+
+/// `GET /avatar/<user_id or email>` and `…/medium`: a redirect to the
+/// user's avatar (`api::avatars::avatar_location`), the request's query
+/// kept. Credentials as for downloads; without them only a realm open to
+/// spectators answers, and only by user id, as in Zulip.
+pub(super) fn serve_avatar(
+    service: &Service,
+    head: &super::Head<'_>,
+    session: &mut Session,
+) -> Response {
+    let mut answer = || -> ApiResult<Response> {
+        let app = &*service.app;
+        if head.method != "GET" && head.method != "HEAD" {
+            return Err(ApiError::method_not_allowed(head.method));
+        }
+        let missing = || ApiError::not_found("Not Found");
+        let raw = head.path.strip_prefix("/avatar/").ok_or_else(missing)?;
+        let raw = raw.strip_suffix("/medium").unwrap_or(raw);
+        let asked =
+            percent_encoding::percent_decode_str(raw).decode_utf8().map_err(|_| missing())?;
+        if asked.is_empty() || asked.contains(['/', '\0']) || asked.len() > 254 {
+            return Err(missing());
+        }
+        let generation = app.state.users_generation.load(Ordering::Acquire);
+        let realm = session.realm(generation, head.host, || service.realm_for_host(head.host))?;
+        let login =
+            || ApiError::unauthorized("Not logged in: API authentication or user session required");
+        match head.authorization {
+            Some(authorization) => {
+                session.caller(authorization, || {
+                    super::auth::authenticate(&app.state, &realm, Some(authorization))
+                })?;
+            }
+            None if realm.settings.enable_spectator_access && asked.parse::<u64>().is_ok() => {}
+            None => return Err(login()),
+        }
+        let mut location = crate::api::avatars::avatar_location(&app.state, &realm, &asked);
+        if !head.query.is_empty() {
+            location.push(if location.contains('?') { '&' } else { '?' });
+            location.push_str(head.query);
+        }
+        Ok(Response {
+            status: 302,
+            body: Vec::new(),
+            head: Some(Box::new(Head {
+                content_type: "text/plain".to_owned(),
+                headers: vec![("Location", location)],
+            })),
+            rate: None,
+        })
     };
     answer().unwrap_or_else(|e| response::error(&e))
 }

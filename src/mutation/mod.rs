@@ -225,6 +225,21 @@ pub enum Mutation {
     /// A realm's name, description and settings become these
     /// (`PATCH /realm`); `apply` tells clients what changed.
     UpdateRealm(Box<RealmUpdate>),
+    /// A user's avatar becomes an uploaded image (already stored) or, with
+    /// `None`, their gravatar; their `avatar_version` goes up by one.
+    SetAvatar {
+        /// Whose.
+        user: UserId,
+        /// The uploaded image, if any.
+        avatar: Option<Box<crate::state::files::Avatar>>,
+    },
+    /// A realm's file settings become these (`PATCH /realm`).
+    SetRealmFileSettings {
+        /// Whose.
+        realm: RealmId,
+        /// The new settings.
+        settings: Box<crate::state::files::RealmFileSettings>,
+    },
 }
 
 /// The whole new name, description and settings of a realm.

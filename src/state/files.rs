@@ -17,6 +17,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
+use super::groups::GroupSetting;
 use super::ids::{MessageId, RealmId, UserId};
 
 /// One uploaded file.
@@ -72,6 +73,39 @@ pub struct RealmEmoji {
     pub deactivated: bool,
 }
 
+/// A user's uploaded avatar image (a user without one shows their
+/// gravatar).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Avatar {
+    /// The store key of the image.
+    pub key: String,
+    /// The image's media type.
+    pub content_type: String,
+    /// The image's size in bytes.
+    pub size: u64,
+}
+
+/// A realm's settings about files, where they differ from Zulip's
+/// defaults.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RealmFileSettings {
+    /// Zulip's `avatar_changes_disabled`: members other than
+    /// administrators may not change their avatar.
+    pub avatar_changes_disabled: bool,
+    /// Who may add custom emoji; `None` = Zulip's default, `role:members`.
+    pub can_add_custom_emoji_group: Option<GroupSetting>,
+}
+
+/// What the files block of a snapshot carries after the `FilesImage`
+/// (since `FORMAT_VERSION` 11): avatars and the realms' file settings.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FilesExtra {
+    /// Uploaded avatars, by user.
+    pub avatars: Arc<BTreeMap<UserId, Avatar>>,
+    /// Realms' file settings that differ from the defaults.
+    pub realms: Arc<BTreeMap<RealmId, RealmFileSettings>>,
+}
+
 /// The attachments of every realm.
 #[derive(Default)]
 pub struct Files {
@@ -90,6 +124,8 @@ struct Inner {
     emoji: Arc<BTreeMap<u64, RealmEmoji>>,
     /// The next free custom emoji id.
     next_emoji_id: u64,
+    /// Avatars and realm settings.
+    extra: FilesExtra,
 }
 
 /// The snapshot form of `Files`.
@@ -103,6 +139,9 @@ pub struct FilesImage {
     pub next_emoji_id: u64,
     /// Every custom emoji, by id.
     pub emoji: Arc<BTreeMap<u64, RealmEmoji>>,
+    /// Encoded after the image, in the same block (`persist::snapshot`).
+    #[serde(skip)]
+    pub extra: FilesExtra,
 }
 
 impl Files {
@@ -138,12 +177,13 @@ impl Files {
     }
 
     /// Every recorded store key (start-up reconciliation), each with its
-    /// attachment's id (`None` for a custom emoji's image).
+    /// attachment's id (`None` for a custom emoji's or an avatar's image).
     pub fn store_keys(&self) -> Vec<(Option<u64>, String)> {
         let inner = self.inner.read();
         let attachments = inner.by_id.values().map(|a| (Some(a.id), a.store_key().to_owned()));
         let emoji = inner.emoji.values().map(|e| (None, e.key.clone()));
-        attachments.chain(emoji).collect()
+        let avatars = inner.extra.avatars.values().map(|a| (None, a.key.clone()));
+        attachments.chain(emoji).chain(avatars).collect()
     }
 
     /// The id the next custom emoji gets (ids start at 1).
@@ -170,6 +210,53 @@ impl Files {
     /// The custom emoji whose image has this store key.
     pub fn emoji_by_key(&self, key: &str) -> Option<RealmEmoji> {
         self.inner.read().emoji.values().find(|e| e.key == key).cloned()
+    }
+
+    /// A user's uploaded avatar, if any.
+    pub fn avatar(&self, user: UserId) -> Option<Avatar> {
+        let inner = self.inner.read();
+        if inner.extra.avatars.is_empty() {
+            return None;
+        }
+        inner.extra.avatars.get(&user).cloned()
+    }
+
+    /// Every uploaded avatar, by user (shared: a later change copies).
+    pub fn avatars(&self) -> Arc<BTreeMap<UserId, Avatar>> {
+        Arc::clone(&self.inner.read().extra.avatars)
+    }
+
+    /// The user whose avatar image has this store key.
+    pub fn avatar_by_key(&self, key: &str) -> Option<(UserId, Avatar)> {
+        let inner = self.inner.read();
+        inner.extra.avatars.iter().find(|(_, a)| a.key == key).map(|(u, a)| (*u, a.clone()))
+    }
+
+    /// Sets (or, with `None`, removes) a user's avatar (`apply` only); the
+    /// one it replaces.
+    pub fn set_avatar(&self, user: UserId, avatar: Option<Avatar>) -> Option<Avatar> {
+        let mut inner = self.inner.write();
+        let avatars = Arc::make_mut(&mut inner.extra.avatars);
+        match avatar {
+            Some(avatar) => avatars.insert(user, avatar),
+            None => avatars.remove(&user),
+        }
+    }
+
+    /// A realm's file settings.
+    pub fn realm_settings(&self, realm: RealmId) -> RealmFileSettings {
+        self.inner.read().extra.realms.get(&realm).cloned().unwrap_or_default()
+    }
+
+    /// Replaces a realm's file settings (`apply` only).
+    pub fn set_realm_settings(&self, realm: RealmId, settings: RealmFileSettings) {
+        let mut inner = self.inner.write();
+        let realms = Arc::make_mut(&mut inner.extra.realms);
+        if settings == RealmFileSettings::default() {
+            realms.remove(&realm);
+        } else {
+            realms.insert(realm, settings);
+        }
     }
 
     /// Records a new custom emoji (`apply` only).
@@ -228,6 +315,7 @@ impl Files {
             attachments: Arc::clone(&inner.by_id),
             next_emoji_id: inner.next_emoji_id,
             emoji: Arc::clone(&inner.emoji),
+            extra: inner.extra.clone(),
         }
     }
 
@@ -241,6 +329,7 @@ impl Files {
                 next_id: image.next_id,
                 emoji: image.emoji,
                 next_emoji_id: image.next_emoji_id,
+                extra: image.extra,
             }),
         }
     }
@@ -253,6 +342,7 @@ impl FilesImage {
             && self.attachments.is_empty()
             && self.next_emoji_id == 0
             && self.emoji.is_empty()
+            && self.extra == FilesExtra::default()
     }
 }
 

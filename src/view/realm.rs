@@ -103,12 +103,17 @@ pub fn changes(before: &Realm, after: &Realm) -> Vec<Value> {
         .into_iter()
         .zip(settings(after))
         .filter(|((_, old, _), (_, new, _))| old != new)
-        .map(|(_, (property, value, announce))| match announce {
-            Announce::Update => {
-                json!({ "type": "realm", "op": "update", "property": property, "value": value })
-            }
-            Announce::UpdateDict => json!({ "type": "realm", "op": "update_dict",
-                                            "property": "default", "data": { property: value } }),
-        })
+        .map(|(_, (property, value, how))| announce(property, value, how))
         .collect()
+}
+
+/// The `realm` event announcing that `property` is now `value`.
+pub fn announce(property: &str, value: Value, how: Announce) -> Value {
+    match how {
+        Announce::Update => {
+            json!({ "type": "realm", "op": "update", "property": property, "value": value })
+        }
+        Announce::UpdateDict => json!({ "type": "realm", "op": "update_dict",
+                                        "property": "default", "data": { property: value } }),
+    }
 }
