@@ -836,3 +836,82 @@ fn uploads_survive_a_kill_or_leave_nothing() {
     let staging = server.data_dir().join("data/uploads/tmp");
     assert_eq!(std::fs::read_dir(&staging).unwrap().count(), 0, "the cut body is gone");
 }
+
+#[test]
+fn web_public_files_download_without_credentials() {
+    let server = TestServer::start();
+    // `general` is web-public in the dev realm, which allows spectators.
+    let public = upload(&server, HAMLET, "p.txt", "text/plain", b"for everyone");
+    let members_only = upload(&server, HAMLET, "m.txt", "text/plain", b"for members");
+    let unsent = upload(&server, HAMLET, "u.txt", "text/plain", b"for me");
+    let hamlet = server.client(HAMLET);
+    send(&hamlet, "general", &format!("[p]({public})"));
+    send(&hamlet, "Denmark", &format!("[m]({members_only})"));
+    let d = download(&server, &public, None, &[]);
+    assert_eq!((d.status, d.body.as_slice()), (200, &b"for everyone"[..]));
+    for path in [&members_only, &unsent, &"/user_uploads/1/ab/ABCDEFGHIJKLMNOPQRSTUVWX/x".into()] {
+        let d = download(&server, path, None, &[]);
+        assert_eq!(d.status, 401, "{path}");
+        assert!(d.body.windows(3).all(|w| w != b"for"), "{path}");
+    }
+    // Without public access, nothing downloads without credentials.
+    server.client(IAGO).request("PATCH", "/realm", &[("enable_spectator_access", "false")]).ok();
+    assert_eq!(download(&server, &public, None, &[]).status, 401);
+    let othello = as_user(&server, OTHELLO);
+    assert_eq!(download(&server, &public, auth(&othello), &[]).status, 200);
+}
+
+#[test]
+fn who_may_add_custom_emoji() {
+    let server = TestServer::start();
+    let iago = server.client(IAGO);
+    let groups = iago.get("/user_groups", &[]).ok();
+    let group = |name: &str| {
+        let all = groups["user_groups"].as_array().unwrap();
+        all.iter().find(|g| g["name"] == name).unwrap()["id"].as_u64().unwrap()
+    };
+    let (admins, members) = (group("role:administrators"), group("role:members"));
+    let reg =
+        server.client(HAMLET).post("/register", &[("fetch_event_types", r#"["realm"]"#)]).ok();
+    assert_eq!(reg["realm_can_add_custom_emoji_group"], members);
+    // Only administrators change it; a stale `old` is refused.
+    let to_admins = format!(r#"{{"new": {admins}}}"#);
+    server
+        .client(HAMLET)
+        .request("PATCH", "/realm", &[("can_add_custom_emoji_group", &to_admins)])
+        .err(400, "BAD_REQUEST");
+    let stale = format!(r#"{{"new": {admins}, "old": {admins}}}"#);
+    let e = iago
+        .request("PATCH", "/realm", &[("can_add_custom_emoji_group", &stale)])
+        .err(400, "BAD_REQUEST");
+    assert_eq!(
+        e["msg"],
+        "'old' value for 'can_add_custom_emoji_group' does not match the expected value."
+    );
+    iago.request("PATCH", "/realm", &[("can_add_custom_emoji_group", r#"{"new": 999999}"#)])
+        .err(400, "BAD_REQUEST");
+    let changed =
+        iago.request("PATCH", "/realm", &[("can_add_custom_emoji_group", &to_admins)]).ok();
+    assert_eq!(changed["can_add_custom_emoji_group"], admins);
+    // Now a member may not add one; an administrator may.
+    let e = add_emoji(&server, HAMLET, "members_emoji", PNG).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Insufficient permission");
+    add_emoji(&server, IAGO, "admins_emoji", PNG).ok();
+    // A group naming the member directly lets them (and only them) in;
+    // guests stay out unless named.
+    let hamlet_id = crate::util::user_id(&server, HAMLET);
+    let named =
+        format!(r#"{{"new": {{"direct_members": [{hamlet_id}], "direct_subgroups": []}}}}"#);
+    iago.request("PATCH", "/realm", &[("can_add_custom_emoji_group", &named)]).ok();
+    add_emoji(&server, HAMLET, "hamlets_emoji", PNG).ok();
+    add_emoji(&server, OTHELLO, "othellos_emoji", PNG).err(400, "BAD_REQUEST");
+    add_emoji(&server, POLONIUS, "guest_emoji", PNG).err(400, "BAD_REQUEST");
+    // Deleting stays the author's or an administrator's.
+    let e = server
+        .client(OTHELLO)
+        .request("DELETE", "/realm/emoji/hamlets_emoji", &[])
+        .err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Must be an organization administrator or emoji author");
+    server.client(HAMLET).request("DELETE", "/realm/emoji/hamlets_emoji", &[]).ok();
+    iago.request("DELETE", "/realm/emoji/admins_emoji", &[]).ok();
+}
