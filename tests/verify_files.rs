@@ -226,3 +226,58 @@ fn realm_file_settings() {
     );
     h.verify_action(HAMLET, &[], both, &["realm", "realm", "realm"]);
 }
+
+/// Unclaimed files are deleted after the grace period (Zulip's rule: no
+/// message and no scheduled message references them; a deleted message
+/// no longer does), each telling its owner with an `attachment` remove;
+/// referenced ones stay.
+#[test]
+fn unclaimed_files_are_reclaimed() {
+    let h = Harness::new();
+    let url = |v: Value| v["url"].as_str().unwrap().to_owned();
+    let unsent = url(upload(&h, HAMLET, "unsent.txt", b"a"));
+    let sent = url(upload(&h, HAMLET, "sent.txt", b"b"));
+    let deleted = url(upload(&h, HAMLET, "deleted.txt", b"c"));
+    let scheduled = url(upload(&h, HAMLET, "scheduled.txt", b"d"));
+    let send = |content: &str| {
+        let params = [("type", "stream"), ("to", "general"), ("topic", "t"), ("content", content)];
+        h.call(HAMLET, api::messages::send, &params).unwrap()["id"].as_u64().unwrap()
+    };
+    send(&format!("[b]({sent})"));
+    let gone = send(&format!("[c]({deleted})")).to_string();
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    h.call_in(realm.clone(), IAGO, api::messages::delete, &[&gone], &[]).unwrap();
+    let general = h.app.state.channel_by_name(realm.id, "general").unwrap().id.0.to_string();
+    let at = (natter::entropy::now() + 3600).to_string();
+    let content = format!("[d]({scheduled})");
+    let params = [
+        ("type", "stream"),
+        ("to", general.as_str()),
+        ("topic", "later"),
+        ("content", content.as_str()),
+        ("scheduled_delivery_timestamp", at.as_str()),
+    ];
+    h.call(HAMLET, api::scheduled::create, &params).unwrap();
+    let path = |url: &str| url.trim_start_matches("/user_uploads/").to_owned();
+    let attachment = |url: &str| h.app.state.files.by_path(&path(url));
+    let records: Vec<_> = [&unsent, &sent, &deleted, &scheduled]
+        .into_iter()
+        .map(|u| attachment(u).unwrap())
+        .collect();
+    // Within the grace period nothing goes.
+    let grace = h.app.config.uploads.unclaimed_grace_secs as i64;
+    let now = natter::entropy::now();
+    assert_eq!(api::uploads::reclaim_unclaimed(&h.app, now), 0);
+    let params = [("fetch_event_types", r#"["message", "realm_user", "subscription"]"#)];
+    let events = h.verify_action(
+        HAMLET,
+        &params,
+        |h| assert_eq!(api::uploads::reclaim_unclaimed(&h.app, now + grace), 2),
+        &["attachment", "attachment"],
+    );
+    assert!(events.iter().all(|e| e["op"] == "remove"));
+    for (record, kept) in records.iter().zip([false, true, false, true]) {
+        assert_eq!(attachment(&format!("/user_uploads/{}", record.path_id)).is_some(), kept);
+        assert_eq!(files::is_stored(&*h.app.files, record), kept, "{}", record.name);
+    }
+}

@@ -3,6 +3,9 @@
 //! `DELETE /attachments/{attachment_id}`; and the access check of the
 //! download route outside `/api/v1` (`download`).
 //!
+//! Files no message references are deleted by the scheduler after a grace
+//! period (`reclaim_unclaimed`).
+//!
 //! An upload's bytes are made durable in the file store (`crate::files`)
 //! before the mutation recording the attachment is committed; if the
 //! commit is refused, the stored file is removed again (and a crash in
@@ -191,4 +194,51 @@ pub fn delete(app: &App, call: &mut Call) -> ApiResult<Reply> {
         forget(app, key);
     }
     Ok(Reply::new())
+}
+
+/// Whether attachment `a` is unclaimed at `now` (Zulip's rule): uploaded
+/// more than `grace` seconds ago, and neither a message nor a scheduled
+/// message references it (a deleted message no longer does).
+pub fn is_unclaimed(state: &State, a: &Attachment, now: i64, grace: u64) -> bool {
+    let old_enough = a.create_time.saturating_add(i64::try_from(grace).unwrap_or(i64::MAX)) <= now;
+    old_enough
+        && !a.messages.iter().any(|id| state.messages.get(id).is_some())
+        && state
+            .scheduled
+            .by_id
+            .collect_sorted(|_, s| s.realm == a.realm && s.content.contains(&a.path_id))
+            .is_empty()
+}
+
+/// Deletes every unclaimed attachment (`is_unclaimed`) at `now`, each by
+/// its own `DeleteAttachment` (checked again under the writer lock), its
+/// bytes removed once that is durable; how many. Run by the scheduler.
+pub fn reclaim_unclaimed(app: &App, now: i64) -> usize {
+    let grace = app.config.uploads.unclaimed_grace_secs;
+    let state = &app.state;
+    let candidates: Vec<u64> = state
+        .files
+        .all()
+        .into_iter()
+        .filter(|a| is_unclaimed(state, a, now, grace))
+        .map(|a| a.id)
+        .collect();
+    let mut reclaimed = 0;
+    for id in candidates {
+        let removed = app.committer.commit(|state| {
+            let attachment = state
+                .files
+                .get(id)
+                .filter(|a| is_unclaimed(state, a, now, grace))
+                .ok_or_else(|| ApiError::bad_request("Invalid attachment"))?;
+            Ok((Mutation::DeleteAttachment { id }, attachment))
+        });
+        // Refused: claimed or deleted meanwhile.
+        let Ok(removed) = removed else { continue };
+        if let Some(key) = StoreKey::parse(removed.store_key()) {
+            forget(app, key);
+        }
+        reclaimed += 1;
+    }
+    reclaimed
 }

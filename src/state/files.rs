@@ -161,6 +161,11 @@ impl Files {
         inner.by_path.get(path_id).and_then(|id| inner.by_id.get(id)).cloned()
     }
 
+    /// Every attachment, by id.
+    pub fn all(&self) -> Vec<Attachment> {
+        self.inner.read().by_id.values().cloned().collect()
+    }
+
     /// A user's attachments, by id.
     pub fn owned_by(&self, owner: UserId) -> Vec<Attachment> {
         self.inner.read().by_id.values().filter(|a| a.owner == owner).cloned().collect()
