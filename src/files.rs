@@ -270,9 +270,10 @@ pub fn reconcile(store: &dyn FileStore, state: &State) -> io::Result<Reconciled>
         .iter()
         .filter(|(key, _)| !present.contains(*key))
         .filter_map(|(key, id)| match id {
-            Some(id) => {
-                state.files.get(*id).map(|a| (a.id, format!("/user_uploads/{}", a.path_id)))
-            }
+            Some(id) => state.files.get(*id).map(|a| {
+                let what = if a.store_key() == key.as_str() { "" } else { "thumbnail/" };
+                (a.id, format!("/user_uploads/{what}{}", a.path_id))
+            }),
             None => state
                 .files
                 .emoji_by_key(key)

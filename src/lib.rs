@@ -68,4 +68,5 @@ pub mod server;
 pub mod state;
 #[doc(hidden)]
 pub mod testkit;
+pub mod thumbnails;
 pub mod view;

@@ -915,3 +915,108 @@ fn who_may_add_custom_emoji() {
     server.client(HAMLET).request("DELETE", "/realm/emoji/hamlets_emoji", &[]).ok();
     iago.request("DELETE", "/realm/emoji/admins_emoji", &[]).ok();
 }
+
+/// A PNG of `width` × `height` pixels.
+fn png(width: u32, height: u32) -> Vec<u8> {
+    let image = image::RgbImage::from_fn(width, height, |x, y| image::Rgb([x as u8, y as u8, 9]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    image::DynamicImage::ImageRgb8(image).write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+/// A few dozen bytes of PNG whose header declares `side` × `side` pixels
+/// (a decompression bomb, if anything decoded it).
+fn bomb(side: u32) -> Vec<u8> {
+    let mut ihdr = b"IHDR".to_vec();
+    ihdr.extend(side.to_be_bytes());
+    ihdr.extend(side.to_be_bytes());
+    ihdr.extend([8, 2, 0, 0, 0]);
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    out.extend(13u32.to_be_bytes());
+    out.extend(&ihdr);
+    out.extend(crc32fast::hash(&ihdr).to_be_bytes());
+    let idat = b"IDAT\x78\x9c\x03\x00\x00\x00\x00\x01";
+    out.extend(8u32.to_be_bytes());
+    out.extend(idat);
+    out.extend(crc32fast::hash(idat).to_be_bytes());
+    out
+}
+
+/// The rendered content of message `id` as `c` sees it.
+fn content(c: &Client, id: u64) -> String {
+    c.get(&format!("/messages/{id}"), &[]).ok()["message"]["content"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn images_get_thumbnails_and_bombs_do_not() {
+    let server = TestServer::start();
+    let hamlet = as_user(&server, HAMLET);
+    let c = server.client(HAMLET);
+    // A normal image: the message shows its thumbnail, which is served
+    // like the original, to whoever may read the original.
+    let url = upload(&server, HAMLET, "photo.png", "image/png", &png(1000, 800));
+    let thumbnail =
+        format!("/user_uploads/thumbnail/{}/840x560.webp", &url["/user_uploads/".len()..]);
+    let sent = send(&c, "Denmark", &format!("[photo.png]({url})"));
+    let html = content(&c, sent);
+    assert!(
+        html.contains(&format!(
+            "<div class=\"message_inline_image\"><a href=\"{url}\" title=\"photo.png\">\
+             <img data-original-content-type=\"image/png\" data-original-dimensions=\"1000x800\" \
+             src=\"{thumbnail}\"></a></div>"
+        )),
+        "{html}"
+    );
+    let d = download(&server, &thumbnail, auth(&hamlet), &[]);
+    assert_eq!(d.status, 200);
+    assert_eq!(d.headers["content-type"], "image/webp");
+    let small = image::load_from_memory_with_format(&d.body, image::ImageFormat::WebP).unwrap();
+    assert_eq!((small.width(), small.height()), (700, 560));
+    let othello = as_user(&server, OTHELLO);
+    assert_eq!(download(&server, &thumbnail, auth(&othello), &[]).status, 200);
+    let polonius = as_user(&server, POLONIUS);
+    assert_eq!(download(&server, &thumbnail, auth(&polonius), &[]).status, 404);
+    assert_eq!(download(&server, &thumbnail, None, &[]).status, 401);
+    let wrong_size = thumbnail.replace("840x560", "100x100");
+    assert_eq!(download(&server, &wrong_size, auth(&hamlet), &[]).status, 404);
+
+    // A bomb and a file that only calls itself an image: stored and
+    // downloadable as files, never thumbnailed nor previewed.
+    let bomb_url = upload(&server, HAMLET, "bomb.png", "image/png", &bomb(100_000));
+    let fake_url = upload(&server, HAMLET, "fake.png", "image/png", b"not an image at all");
+    for url in [&bomb_url, &fake_url] {
+        let sent = send(&c, "general", &format!("[look.png]({url})"));
+        let html = content(&c, sent);
+        assert_eq!(html, format!("<p><a href=\"{url}\">look.png</a></p>"));
+        let thumbnail =
+            format!("/user_uploads/thumbnail/{}/840x560.webp", &url["/user_uploads/".len()..]);
+        assert_eq!(download(&server, &thumbnail, auth(&hamlet), &[]).status, 404);
+        assert_eq!(download(&server, url, auth(&hamlet), &[]).status, 200);
+    }
+    assert!(server.stderr().contains("no thumbnail for an upload: TooLarge(100000, 100000)"));
+
+    // Deleting the attachment removes the thumbnail's file too.
+    let listed = c.get("/attachments", &[]).ok();
+    let photo = listed["attachments"].as_array().unwrap().iter().find(|a| a["name"] == "photo.png");
+    let id = photo.unwrap()["id"].as_u64().unwrap();
+    let stored = |dir: &std::path::Path| -> usize {
+        let mut count = 0;
+        let mut stack = vec![dir.to_owned()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(d).unwrap() {
+                let e = e.unwrap();
+                if e.file_type().unwrap().is_dir() {
+                    stack.push(e.path());
+                } else {
+                    count += 1;
+                }
+            }
+        }
+        count
+    };
+    let uploads = server.data_dir().join("data/uploads");
+    let before = stored(&uploads);
+    c.request("DELETE", &format!("/attachments/{id}"), &[]).ok();
+    assert_eq!(stored(&uploads), before - 2, "the original and its thumbnail");
+    assert_eq!(download(&server, &thumbnail, auth(&hamlet), &[]).status, 404);
+}

@@ -85,6 +85,7 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::DeleteAttachment { .. }
         | Mutation::CreateRealmEmoji(_)
         | Mutation::DeactivateRealmEmoji { .. }
+        | Mutation::SetThumbnail { .. }
         | Mutation::Organization(_) => true,
         // Only the name and time zone of the settings live in the account.
         Mutation::UpdateSettings(change) => change.full_name.is_none() && change.timezone.is_none(),
@@ -263,6 +264,10 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         Mutation::SetAvatar { user, avatar } => files::set_avatar(state, *user, avatar.as_deref()),
         Mutation::SetRealmFileSettings { realm, settings } => {
             files::set_realm_settings(state, *realm, settings)
+        }
+        Mutation::SetThumbnail { attachment, thumbnail } => {
+            state.files.set_thumbnail(*attachment, (**thumbnail).clone());
+            Vec::new()
         }
     }
 }

@@ -1,4 +1,6 @@
-//! `GET /user_uploads/<realm_id>/<ab>/<token>/<name>` and
+//! `GET /user_uploads/<realm_id>/<ab>/<token>/<name>`,
+//! `GET /user_uploads/thumbnail/<realm_id>/<ab>/<token>/<name>/840x560.webp`
+//! (an image's thumbnail) and
 //! `GET /user_uploads/temporary/<token>/<name>`: an uploaded file's bytes,
 //! outside `/api/v1`. Who may read it is `api::uploads::download`'s
 //! question; this is the wire: HTTP Basic credentials, `Range` (one range),
@@ -15,6 +17,7 @@ use super::response::{self, Head, Response};
 use super::{Service, Session};
 use crate::error::{ApiError, ApiResult};
 use crate::files::{self, StoreKey};
+use crate::thumbnails;
 
 /// What a downloaded file may do when a browser opens it: nothing but
 /// show itself (no script, no plugins, no requests elsewhere).
@@ -58,14 +61,32 @@ fn answer(
         })?),
         _ => None,
     };
-    let attachment = crate::api::uploads::download(app, &realm, caller.as_deref(), &path)?;
-    let key = StoreKey::parse(attachment.store_key()).ok_or_else(missing)?;
-    let file = Served {
-        key,
-        name: attachment.name,
-        content_type: attachment.content_type,
-        size: attachment.size,
-        cache: "private, max-age=86400",
+    // A thumbnail (`thumbnail/<path_id>/840x560.webp`) is readable by
+    // whoever may read its original.
+    let thumbnail = path
+        .strip_prefix("thumbnail/")
+        .and_then(|rest| rest.strip_suffix(thumbnails::FILE_NAME))
+        .and_then(|rest| rest.strip_suffix('/'));
+    let asked = thumbnail.unwrap_or(&path);
+    let attachment = crate::api::uploads::download(app, &realm, caller.as_deref(), asked)?;
+    let file = match thumbnail {
+        Some(_) => {
+            let thumbnail = app.state.files.thumbnail(attachment.id).ok_or_else(missing)?;
+            Served {
+                key: StoreKey::parse(&thumbnail.key).ok_or_else(missing)?,
+                name: thumbnails::FILE_NAME.to_owned(),
+                content_type: "image/webp".to_owned(),
+                size: thumbnail.size,
+                cache: "private, max-age=86400",
+            }
+        }
+        None => Served {
+            key: StoreKey::parse(attachment.store_key()).ok_or_else(missing)?,
+            name: attachment.name,
+            content_type: attachment.content_type,
+            size: attachment.size,
+            cache: "private, max-age=86400",
+        },
     };
     bytes(service, req, file)
 }

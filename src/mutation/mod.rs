@@ -240,6 +240,14 @@ pub enum Mutation {
         /// The new settings.
         settings: Box<crate::state::files::RealmFileSettings>,
     },
+    /// An image attachment gets its thumbnail (already stored; logged in
+    /// the upload's batch).
+    SetThumbnail {
+        /// The attachment.
+        attachment: u64,
+        /// The thumbnail.
+        thumbnail: Box<crate::state::files::Thumbnail>,
+    },
 }
 
 /// The whole new name, description and settings of a realm.

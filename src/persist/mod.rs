@@ -827,11 +827,12 @@ mod tests {
         "0200000000000000",
         "259b65cc",
         "0102010101020000020101000000000202010102010100000000000000",
-        // Files (since FORMAT_VERSION 9): 6 bytes, no attachments and no
-        // custom emoji, then (since 11) no avatars and no realm settings.
-        "0600000000000000",
-        "a3a1c2b1",
-        "000000000000",
+        // Files (since FORMAT_VERSION 9): 7 bytes, no attachments and no
+        // custom emoji, then (since 11) no avatars, realm settings or
+        // thumbnails.
+        "0700000000000000",
+        "7edf6c9d",
+        "00000000000000",
     );
 
     /// A deterministic pseudo-random generator (xorshift64*), so the

@@ -85,6 +85,21 @@ pub struct Avatar {
     pub size: u64,
 }
 
+/// The thumbnail of an uploaded image (a WebP, `crate::thumbnails`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thumbnail {
+    /// The store key of the WebP.
+    pub key: String,
+    /// The WebP's size in bytes.
+    pub size: u64,
+    /// The original image's width in pixels.
+    pub width: u32,
+    /// The original image's height in pixels.
+    pub height: u32,
+    /// The original's media type, from its bytes.
+    pub content_type: String,
+}
+
 /// A realm's settings about files, where they differ from Zulip's
 /// defaults.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,13 +112,16 @@ pub struct RealmFileSettings {
 }
 
 /// What the files block of a snapshot carries after the `FilesImage`
-/// (since `FORMAT_VERSION` 11): avatars and the realms' file settings.
+/// (since `FORMAT_VERSION` 11): avatars, the realms' file settings and
+/// the thumbnails of images.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FilesExtra {
     /// Uploaded avatars, by user.
     pub avatars: Arc<BTreeMap<UserId, Avatar>>,
     /// Realms' file settings that differ from the defaults.
     pub realms: Arc<BTreeMap<RealmId, RealmFileSettings>>,
+    /// Thumbnails of image attachments, by attachment id.
+    pub thumbnails: Arc<BTreeMap<u64, Thumbnail>>,
 }
 
 /// The attachments of every realm.
@@ -188,7 +206,8 @@ impl Files {
         let attachments = inner.by_id.values().map(|a| (Some(a.id), a.store_key().to_owned()));
         let emoji = inner.emoji.values().map(|e| (None, e.key.clone()));
         let avatars = inner.extra.avatars.values().map(|a| (None, a.key.clone()));
-        attachments.chain(emoji).chain(avatars).collect()
+        let thumbnails = inner.extra.thumbnails.iter().map(|(id, t)| (Some(*id), t.key.clone()));
+        attachments.chain(emoji).chain(avatars).chain(thumbnails).collect()
     }
 
     /// The id the next custom emoji gets (ids start at 1).
@@ -248,6 +267,22 @@ impl Files {
         }
     }
 
+    /// The thumbnail of attachment `id`, if it has one.
+    pub fn thumbnail(&self, id: u64) -> Option<Thumbnail> {
+        let inner = self.inner.read();
+        if inner.extra.thumbnails.is_empty() {
+            return None;
+        }
+        inner.extra.thumbnails.get(&id).cloned()
+    }
+
+    /// Records the thumbnail of attachment `id` (`apply` only).
+    pub fn set_thumbnail(&self, id: u64, thumbnail: Thumbnail) {
+        let mut inner = self.inner.write();
+        assert!(inner.by_id.contains_key(&id), "apply: no attachment {id}");
+        Arc::make_mut(&mut inner.extra.thumbnails).insert(id, thumbnail);
+    }
+
     /// A realm's file settings.
     pub fn realm_settings(&self, realm: RealmId) -> RealmFileSettings {
         self.inner.read().extra.realms.get(&realm).cloned().unwrap_or_default()
@@ -293,11 +328,14 @@ impl Files {
         Arc::make_mut(&mut inner.by_id).insert(attachment.id, attachment);
     }
 
-    /// Removes an attachment (`apply` only).
+    /// Removes an attachment and its thumbnail (`apply` only).
     pub fn remove(&self, id: u64) -> Option<Attachment> {
         let mut inner = self.inner.write();
         let removed = Arc::make_mut(&mut inner.by_id).remove(&id)?;
         inner.by_path.remove(&removed.path_id);
+        if inner.extra.thumbnails.contains_key(&id) {
+            Arc::make_mut(&mut inner.extra.thumbnails).remove(&id);
+        }
         Some(removed)
     }
 
