@@ -1,6 +1,7 @@
 //! Thumbnails of uploaded images, as Zulip (9 and later) makes them: a
 //! WebP of at most `BOX_WIDTH` × `BOX_HEIGHT` that a message's `<img>`
-//! shows, the original a click away.
+//! shows, the original a click away; and avatars, squares of Zulip's two
+//! sizes (`make_avatar`).
 //!
 //! An uploaded file is an attacker's bytes, so the work is bounded before
 //! it starts: the format must be PNG, JPEG, GIF or WebP (read from the
@@ -70,9 +71,9 @@ fn media_type(format: ImageFormat) -> Option<&'static str> {
     }
 }
 
-/// A thumbnail of the image file at `path`, on this thread (unbounded in
-/// time; `make` bounds it).
-pub fn make_here(path: &Path) -> Result<Made, Refused> {
+/// The image file at `path` decoded within the bounds above: the image,
+/// its media type, width and height.
+fn decode(path: &Path) -> Result<(DynamicImage, &'static str), Refused> {
     let open = || {
         ImageReader::open(path)
             .and_then(|r| r.with_guessed_format())
@@ -95,6 +96,14 @@ pub fn make_here(path: &Path) -> Result<Made, Refused> {
     limits.max_alloc = Some(MAX_PIXELS * 8 + (64 << 20));
     reader.limits(limits);
     let image = reader.decode().map_err(|e| Refused::Undecodable(e.to_string()))?;
+    Ok((image, content_type))
+}
+
+/// A thumbnail of the image file at `path`, on this thread (unbounded in
+/// time; `make` bounds it).
+pub fn make_here(path: &Path) -> Result<Made, Refused> {
+    let (image, content_type) = decode(path)?;
+    let (width, height) = (image.width(), image.height());
     let small = if width <= BOX_WIDTH && height <= BOX_HEIGHT {
         image
     } else {
@@ -110,6 +119,39 @@ pub fn make_here(path: &Path) -> Result<Made, Refused> {
 /// thread is left to finish and its result dropped if it is late).
 pub fn make(path: PathBuf, limit: Duration) -> Result<Made, Refused> {
     bounded(move || make_here(&path), limit)
+}
+
+/// The sides of an avatar's two sizes, in pixels (Zulip's).
+pub const AVATAR_SIDES: [u32; 2] = [100, 500];
+
+/// An avatar made of an image: PNGs of `AVATAR_SIDES`, each the middle
+/// square of the image scaled to fit.
+#[derive(Debug)]
+pub struct Avatar {
+    /// `AVATAR_SIDES[0]` pixels square.
+    pub small: Vec<u8>,
+    /// `AVATAR_SIDES[1]` pixels square (Zulip's medium).
+    pub medium: Vec<u8>,
+}
+
+/// `Avatar` of the image file at `path`, bounded as `make` is.
+pub fn make_avatar(path: PathBuf, limit: Duration) -> Result<Avatar, Refused> {
+    bounded(
+        move || {
+            let (image, _) = decode(&path)?;
+            let png = |side: u32| -> Result<Vec<u8>, Refused> {
+                let square =
+                    image.resize_to_fill(side, side, image::imageops::FilterType::Triangle);
+                let mut out = Cursor::new(Vec::new());
+                square
+                    .write_to(&mut out, ImageFormat::Png)
+                    .map_err(|e| Refused::Undecodable(e.to_string()))?;
+                Ok(out.into_inner())
+            };
+            Ok(Avatar { small: png(AVATAR_SIDES[0])?, medium: png(AVATAR_SIDES[1])? })
+        },
+        limit,
+    )
 }
 
 /// `job` on its own OS thread, waited on for at most `limit`.
@@ -181,6 +223,26 @@ mod tests {
         let made = make_here(file(&png(20, 10)).path()).unwrap();
         let thumb = image::load_from_memory(&made.webp).unwrap();
         assert_eq!((thumb.width(), thumb.height()), (20, 10));
+    }
+
+    #[test]
+    fn avatars_are_squares_of_two_sizes() {
+        let made = make_avatar(file(&png(300, 120)).path().to_owned(), TIME_LIMIT).unwrap();
+        for (bytes, side) in [(&made.small, 100), (&made.medium, 500)] {
+            let image = image::load_from_memory_with_format(bytes, ImageFormat::Png).unwrap();
+            assert_eq!((image.width(), image.height()), (side, side));
+        }
+        let bomb = file(&bomb(100_000, 100_000));
+        let refused = make_avatar(bomb.path().to_owned(), TIME_LIMIT).unwrap_err();
+        assert_eq!(refused, Refused::TooLarge(100_000, 100_000));
+        let mut cut = png(50, 50);
+        cut.truncate(cut.len() / 2);
+        let truncated = file(&cut);
+        let refused = make_avatar(truncated.path().to_owned(), TIME_LIMIT).unwrap_err();
+        assert!(matches!(refused, Refused::Undecodable(_)), "{refused:?}");
+        let text = file(b"just text");
+        let refused = make_avatar(text.path().to_owned(), TIME_LIMIT).unwrap_err();
+        assert_eq!(refused, Refused::NotAnImage);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! `avatar_version` in user objects, register and messages, restarts, and
 //! each refusal.
 
-use crate::api_uploads::{download, download_on, multipart, post_multipart, PNG};
+use crate::api_uploads::{bomb, download, download_on, multipart, png, post_multipart, PNG};
 use crate::util::{user_id, Response, TestServer, ACME};
 
 const HAMLET: &str = "hamlet@natter.test"; // member
@@ -32,15 +32,23 @@ fn upload_serve_redirect_and_delete() {
     let gravatar = me["avatar_url"].as_str().unwrap().to_owned();
     assert!(gravatar.starts_with("https://secure.gravatar.com/avatar/"), "{gravatar}");
 
-    let url =
-        post_avatar(&server, Some(HAMLET), PNG).ok()["avatar_url"].as_str().unwrap().to_owned();
+    let reply = post_avatar(&server, Some(HAMLET), &png(300, 200)).ok();
+    let url = reply["avatar_url"].as_str().unwrap().to_owned();
     assert!(url.starts_with("/user_avatars/") && url.ends_with("?version=2"), "{url}");
-    // Served without credentials, as the image it is.
+    // Served without credentials, as Zulip's squares: 100 pixels, and 500
+    // for the medium one.
     let d = download(&server, &url, None, &[]);
     assert_eq!(d.status, 200);
-    assert_eq!(d.body, PNG);
     assert_eq!(d.headers["content-type"], "image/png");
     assert_eq!(d.headers["x-content-type-options"], "nosniff");
+    let image = image::load_from_memory_with_format(&d.body, image::ImageFormat::Png).unwrap();
+    assert_eq!((image.width(), image.height()), (100, 100));
+    let reg = hamlet.post("/register", &[("fetch_event_types", r#"["realm_user"]"#)]).ok();
+    let medium = reg["avatar_url_medium"].as_str().unwrap().to_owned();
+    assert_ne!(medium, url);
+    let d = download(&server, &medium, None, &[]);
+    let image = image::load_from_memory_with_format(&d.body, image::ImageFormat::Png).unwrap();
+    assert_eq!((image.width(), image.height()), (500, 500));
     // Every user object shows it, whatever `client_gravatar` says.
     let me = hamlet.get("/users/me", &[]).ok();
     assert_eq!(me["avatar_url"], url.as_str());
@@ -78,10 +86,14 @@ fn upload_serve_redirect_and_delete() {
     // `/avatar/{id}`, `/avatar/{email}` and `/medium` redirect to it, the
     // query kept; an unknown address to its gravatar.
     let (email, key) = creds(&server, OTHELLO);
-    for path in [format!("/avatar/{hamlet_id}"), format!("/avatar/{HAMLET}/medium")] {
+    for (path, to) in [
+        (format!("/avatar/{hamlet_id}"), &url),
+        (format!("/avatar/{HAMLET}"), &url),
+        (format!("/avatar/{hamlet_id}/medium"), &medium),
+    ] {
         let d = download(&server, &path, Some((&email, &key)), &[]);
         assert_eq!(d.status, 302, "{path}");
-        assert_eq!(d.headers["location"], url);
+        assert_eq!(&d.headers["location"], to);
     }
     let d = download(&server, &format!("/avatar/{hamlet_id}?s=50"), Some((&email, &key)), &[]);
     assert_eq!(d.headers["location"], format!("{url}&s=50"));
@@ -98,13 +110,12 @@ fn upload_serve_redirect_and_delete() {
     assert_eq!(bad.status, 401);
 
     // A new image replaces the old one, whose file goes.
-    let second = post_avatar(&server, Some(HAMLET), b"GIF89a a small gif").ok()["avatar_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let second =
+        post_avatar(&server, Some(HAMLET), &gif()).ok()["avatar_url"].as_str().unwrap().to_owned();
     assert!(second.ends_with("?version=3"));
     assert_eq!(download(&server, &url, None, &[]).status, 404);
-    assert_eq!(download(&server, &second, None, &[]).headers["content-type"], "image/gif");
+    assert_eq!(download(&server, &medium, None, &[]).status, 404);
+    assert_eq!(download(&server, &second, None, &[]).status, 200);
 
     // It survives a restart (log replay and snapshot alike).
     server.kill();
@@ -127,24 +138,37 @@ fn upload_serve_redirect_and_delete() {
     assert_eq!(seen["user"]["avatar_version"], 4);
 }
 
+/// A small GIF.
+fn gif() -> Vec<u8> {
+    let image = image::RgbImage::from_pixel(40, 40, image::Rgb([200, 10, 10]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    image::DynamicImage::ImageRgb8(image).write_to(&mut out, image::ImageFormat::Gif).unwrap();
+    out.into_inner()
+}
+
 #[test]
 fn avatar_refusals() {
     let mut server = TestServer::start();
-    // Not an image, two files, none, too large, no credentials, a bot.
-    let e = post_avatar(&server, Some(HAMLET), b"<svg><script>alert(1)</script></svg>")
-        .err(400, "BAD_REQUEST");
-    assert_eq!(e["msg"], "Could not decode image; did you upload an image file?");
+    // Not an image, one that only starts like one, a decompression bomb,
+    // two files, none, too large, no credentials, a bot.
+    for bytes in [&b"<svg><script>alert(1)</script></svg>"[..], PNG] {
+        let e = post_avatar(&server, Some(HAMLET), bytes).err(400, "BAD_REQUEST");
+        assert_eq!(e["msg"], "Could not decode image; did you upload an image file?");
+    }
+    let e = post_avatar(&server, Some(HAMLET), &bomb(100_000)).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Image size exceeds limit.");
     let two = multipart(&[("a.png", "image/png", PNG), ("b.png", "image/png", PNG)], &[]);
     let e = post_multipart(&server, "/users/me/avatar", Some(HAMLET), &two).err(400, "BAD_REQUEST");
     assert_eq!(e["msg"], "You must upload exactly one avatar.");
     let none = multipart(&[], &[("x", "y")]);
     post_multipart(&server, "/users/me/avatar", Some(HAMLET), &none).err(400, "BAD_REQUEST");
-    let mut big = PNG.to_vec();
+    let mut big = png(10, 10);
     big.resize((5 << 20) + 1, 0);
     let e = post_avatar(&server, Some(HAMLET), &big).err(400, "BAD_REQUEST");
     assert_eq!(e["msg"], "Uploaded file is larger than the allowed limit of 5 MiB");
-    post_avatar(&server, None, PNG).err(401, "UNAUTHORIZED");
-    let e = post_avatar(&server, Some("helper-bot@natter.test"), PNG).err(400, "BAD_REQUEST");
+    post_avatar(&server, None, &png(10, 10)).err(401, "UNAUTHORIZED");
+    let bot = Some("helper-bot@natter.test");
+    let e = post_avatar(&server, bot, &png(10, 10)).err(400, "BAD_REQUEST");
     assert_eq!(e["msg"], "This endpoint does not accept bot requests.");
     // Nothing was recorded: still the gravatar, version 1.
     let me = server.client(HAMLET).get("/users/me", &[("client_gravatar", "false")]).ok();
@@ -162,12 +186,13 @@ fn avatar_refusals() {
     let reg =
         server.client(HAMLET).post("/register", &[("fetch_event_types", r#"["realm"]"#)]).ok();
     assert_eq!(reg["realm_avatar_changes_disabled"], true);
-    let e = post_avatar(&server, Some(HAMLET), PNG).err(400, "BAD_REQUEST");
+    let e = post_avatar(&server, Some(HAMLET), &png(10, 10)).err(400, "BAD_REQUEST");
     assert_eq!(e["msg"], "Avatar changes are disabled in this organization.");
     let e =
         server.client(HAMLET).request("DELETE", "/users/me/avatar", &[]).err(400, "BAD_REQUEST");
     assert_eq!(e["msg"], "Avatar changes are disabled in this organization.");
-    let url = post_avatar(&server, Some(IAGO), PNG).ok()["avatar_url"].as_str().unwrap().to_owned();
+    let reply = post_avatar(&server, Some(IAGO), &png(10, 10)).ok();
+    let url = reply["avatar_url"].as_str().unwrap().to_owned();
 
     // Another realm: its host does not serve this realm's avatar, and its
     // users' ids do not name this realm's users.
@@ -187,5 +212,5 @@ fn avatar_refusals() {
     assert_eq!(status, 302);
     assert!(location.starts_with("https://secure.gravatar.com/avatar/"), "{location}");
     // The restart kept the setting.
-    post_avatar(&server, Some(HAMLET), PNG).err(400, "BAD_REQUEST");
+    post_avatar(&server, Some(HAMLET), &png(10, 10)).err(400, "BAD_REQUEST");
 }

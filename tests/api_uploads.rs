@@ -917,7 +917,7 @@ fn who_may_add_custom_emoji() {
 }
 
 /// A PNG of `width` × `height` pixels.
-fn png(width: u32, height: u32) -> Vec<u8> {
+pub(crate) fn png(width: u32, height: u32) -> Vec<u8> {
     let image = image::RgbImage::from_fn(width, height, |x, y| image::Rgb([x as u8, y as u8, 9]));
     let mut out = std::io::Cursor::new(Vec::new());
     image::DynamicImage::ImageRgb8(image).write_to(&mut out, image::ImageFormat::Png).unwrap();
@@ -926,7 +926,7 @@ fn png(width: u32, height: u32) -> Vec<u8> {
 
 /// A few dozen bytes of PNG whose header declares `side` × `side` pixels
 /// (a decompression bomb, if anything decoded it).
-fn bomb(side: u32) -> Vec<u8> {
+pub(crate) fn bomb(side: u32) -> Vec<u8> {
     let mut ihdr = b"IHDR".to_vec();
     ihdr.extend(side.to_be_bytes());
     ihdr.extend(side.to_be_bytes());

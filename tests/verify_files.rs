@@ -171,7 +171,7 @@ fn avatar_changes() {
             email,
             &params,
             |h| {
-                upload_avatar(h, HAMLET, PNG).unwrap();
+                upload_avatar(h, HAMLET, &crate::api_uploads::png(30, 30)).unwrap();
             },
             &["realm_user"],
         );

@@ -506,7 +506,7 @@ fn realm_user_section(
         "full_name": me.full_name,
         "avatar_source": crate::view::user::avatar_source(state, me),
         "avatar_url": crate::view::user::avatar_url(state, me, false),
-        "avatar_url_medium": crate::view::user::avatar_url(state, me, false),
+        "avatar_url_medium": crate::view::user::avatar_url_medium(state, me),
         "is_admin": me.role.is_admin(),
         "is_owner": me.role == crate::state::Role::Owner,
         "is_moderator": me.role <= crate::state::Role::Moderator,

@@ -83,7 +83,7 @@ pub fn set_avatar(state: &State, user: UserId, avatar: Option<&Avatar>) -> Vec<E
             "user_id": user.0,
             "avatar_source": view::user::avatar_source(state, &updated),
             "avatar_url": url,
-            "avatar_url_medium": url,
+            "avatar_url_medium": view::user::avatar_url_medium(state, &updated),
             "avatar_version": updated.avatar_version,
         },
     });

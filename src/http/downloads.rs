@@ -137,11 +137,12 @@ pub(super) fn serve_emoji(
             if owner.realm != realm.id {
                 return Err(missing());
             }
+            let size = avatar.size_of(key.as_str()).ok_or_else(missing)?;
             Served {
                 key,
-                name: "avatar".to_owned(),
-                content_type: avatar.content_type,
-                size: avatar.size,
+                name: "avatar.png".to_owned(),
+                content_type: "image/png".to_owned(),
+                size,
                 cache: "public, max-age=86400",
             }
         };
@@ -166,7 +167,10 @@ pub(super) fn serve_avatar(
         }
         let missing = || ApiError::not_found("Not Found");
         let raw = head.path.strip_prefix("/avatar/").ok_or_else(missing)?;
-        let raw = raw.strip_suffix("/medium").unwrap_or(raw);
+        let (raw, medium) = match raw.strip_suffix("/medium") {
+            Some(raw) => (raw, true),
+            None => (raw, false),
+        };
         let asked =
             percent_encoding::percent_decode_str(raw).decode_utf8().map_err(|_| missing())?;
         if asked.is_empty() || asked.contains(['/', '\0']) || asked.len() > 254 {
@@ -185,7 +189,7 @@ pub(super) fn serve_avatar(
             None if realm.settings.enable_spectator_access && asked.parse::<u64>().is_ok() => {}
             None => return Err(login()),
         }
-        let mut location = crate::api::avatars::avatar_location(&app.state, &realm, &asked);
+        let mut location = crate::api::avatars::avatar_location(&app.state, &realm, &asked, medium);
         if !head.query.is_empty() {
             location.push(if location.contains('?') { '&' } else { '?' });
             location.push_str(head.query);

@@ -555,8 +555,9 @@ mod tests {
         let owner = state.users.collect_sorted(|_, _| true)[0].0;
         let avatar = crate::state::files::Avatar {
             key: "1/ab/ABCDEFGHIJKLMNOPQRSTUVWX".into(),
-            content_type: "image/png".into(),
             size: 9,
+            medium_key: "1/ab/ABCDEFGHIJKLMNOPQRSTUVWY".into(),
+            medium_size: 90,
         };
         state.files.set_avatar(owner, Some(avatar));
         let settings = crate::state::files::RealmFileSettings {

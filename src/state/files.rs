@@ -77,12 +77,28 @@ pub struct RealmEmoji {
 /// gravatar).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Avatar {
-    /// The store key of the image.
+    /// The store key of the image (a PNG of 100 × 100 pixels).
     pub key: String,
-    /// The image's media type.
-    pub content_type: String,
     /// The image's size in bytes.
     pub size: u64,
+    /// The store key of the medium image (a PNG of 500 × 500 pixels).
+    pub medium_key: String,
+    /// Its size in bytes.
+    pub medium_size: u64,
+}
+
+impl Avatar {
+    /// The size of the image stored at `key` (either of the two), if it
+    /// is one of this avatar's.
+    pub fn size_of(&self, key: &str) -> Option<u64> {
+        if key == self.key {
+            Some(self.size)
+        } else if key == self.medium_key {
+            Some(self.medium_size)
+        } else {
+            None
+        }
+    }
 }
 
 /// The thumbnail of an uploaded image (a WebP, `crate::thumbnails`).
@@ -205,7 +221,11 @@ impl Files {
         let inner = self.inner.read();
         let attachments = inner.by_id.values().map(|a| (Some(a.id), a.store_key().to_owned()));
         let emoji = inner.emoji.values().map(|e| (None, e.key.clone()));
-        let avatars = inner.extra.avatars.values().map(|a| (None, a.key.clone()));
+        let avatars = inner
+            .extra
+            .avatars
+            .values()
+            .flat_map(|a| [(None, a.key.clone()), (None, a.medium_key.clone())]);
         let thumbnails = inner.extra.thumbnails.iter().map(|(id, t)| (Some(*id), t.key.clone()));
         attachments.chain(emoji).chain(avatars).chain(thumbnails).collect()
     }
@@ -250,10 +270,11 @@ impl Files {
         Arc::clone(&self.inner.read().extra.avatars)
     }
 
-    /// The user whose avatar image has this store key.
+    /// The user one of whose avatar images has this store key.
     pub fn avatar_by_key(&self, key: &str) -> Option<(UserId, Avatar)> {
         let inner = self.inner.read();
-        inner.extra.avatars.iter().find(|(_, a)| a.key == key).map(|(u, a)| (*u, a.clone()))
+        let found = inner.extra.avatars.iter().find(|(_, a)| a.size_of(key).is_some());
+        found.map(|(u, a)| (*u, a.clone()))
     }
 
     /// Sets (or, with `None`, removes) a user's avatar (`apply` only); the

@@ -90,6 +90,16 @@ pub fn uploaded_avatar_url(avatar: &Avatar, version: u32) -> String {
     format!("/user_avatars/{}?version={version}", avatar.key)
 }
 
+/// `avatar_url_medium`: the medium image's URL, else as `avatar_url`.
+pub fn avatar_url_medium(state: &State, user: &User) -> String {
+    match state.files.avatar(user.id) {
+        Some(avatar) => {
+            format!("/user_avatars/{}?version={}", avatar.medium_key, user.avatar_version)
+        }
+        None => gravatar_url(user, false).expect("a URL when the client does not compute it"),
+    }
+}
+
 /// The gravatar URL of the real email, `None` where the client computes
 /// it itself.
 pub fn gravatar_url(user: &User, client_computes: bool) -> Option<String> {
