@@ -4,6 +4,8 @@
 /// Harness: TestServer (start/kill/stop/restart) and a raw HTTP client.
 mod util;
 
+/// Avatars: upload, serve, redirect, delete, refusals.
+mod api_avatars;
 /// Channels and subscriptions: create, join, leave, properties, PATCH/DELETE streams.
 mod api_channels;
 /// POST /register, GET/DELETE /events, POST /users/me/presence.
