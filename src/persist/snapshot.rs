@@ -357,12 +357,10 @@ pub fn decode_from<S: Source + ?Sized>(
         let bytes = source.bytes(head.at, head.len, &mut buffer)?;
         let crc = block_crc(bytes, &head).map_err(|why| bad(&why))?;
         let (mut image, mut used): (StateImage, usize) =
-            bincode::serde::decode_from_slice(bytes, bincode::config::standard())
-                .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            super::decode_bounded(bytes).map_err(|e| bad(&format!("undecodable payload: {e}")))?;
         if version > FORMAT_WITHOUT_ORGANIZATION {
-            let (organization, more) =
-                bincode::serde::decode_from_slice(&bytes[used..], bincode::config::standard())
-                    .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            let (organization, more) = super::decode_bounded(&bytes[used..])
+                .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
             image.organization = organization;
             used += more;
         }
@@ -421,7 +419,7 @@ pub fn decode_from<S: Source + ?Sized>(
         let bytes = source.bytes(block.at, block.len, &mut buffer)?;
         by_place.push(block_crc(bytes, block).map_err(|why| bad(&why))?);
         let (decoded, used): (crate::state::files::FilesImage, usize) =
-            bincode::serde::decode_from_slice(bytes, bincode::config::standard())
+            super::decode_bounded(bytes)
                 .map_err(|e| bad(&format!("undecodable files block: {e}")))?;
         if used != bytes.len() {
             return Err(bad("undecodable files block: longer than its records"));
@@ -563,8 +561,7 @@ fn decode_items<T: serde::de::DeserializeOwned>(
     let mut at = 0;
     for _ in 0..items {
         let (item, n): (T, usize) =
-            bincode::serde::decode_from_slice(&bytes[at..], bincode::config::standard())
-                .map_err(|e| e.to_string())?;
+            super::decode_bounded(&bytes[at..]).map_err(|e| e.to_string())?;
         at += n;
         each(item)?;
     }
