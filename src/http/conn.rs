@@ -1103,6 +1103,41 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// The in-memory decoder the fuzz targets drive: a whole request, a
+    /// partial one, a chunked body, and each refusal with its status.
+    #[test]
+    fn requests_decode_from_bytes_as_the_connection_reads_them() {
+        let limits = WireLimits { max_body_bytes: 16, ..WireLimits::default() };
+        let decode = |bytes: &[u8]| decode_request(bytes, &limits);
+        let got =
+            decode(b"POST /a?x=1 HTTP/1.1\r\nContent-Length: 3\r\n\r\nb=cGET").unwrap().unwrap();
+        assert_eq!((got.method.as_str(), got.target.as_str()), ("POST", "/a?x=1"));
+        assert_eq!((&got.body[..], got.len), (&b"b=c"[..], 46));
+        assert!(decode(b"GET / HTTP/1.1\r\nHost: x\r\n").unwrap().is_none());
+        assert!(decode(b"POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nab").unwrap().is_none());
+        let chunked = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
+                        3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nTrailer: t\r\n\r\nrest";
+        let got = decode(chunked).unwrap().unwrap();
+        assert_eq!((&got.body[..], got.len), (&b"abcde"[..], chunked.len() - 4));
+        assert!(decode(&chunked[..chunked.len() - 8]).unwrap().is_none());
+        let refused = |bytes: &[u8]| decode(bytes).unwrap_err();
+        assert_eq!(
+            refused(b"GET / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            400
+        );
+        assert_eq!(refused(b"POST / HTTP/1.1\r\nContent-Length: 17\r\n\r\n"), 413);
+        assert_eq!(refused(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n11\r\n"), 413);
+        assert_eq!(refused(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"), 400);
+        assert_eq!(
+            refused(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n"),
+            400
+        );
+        assert_eq!(refused(b"GET / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"), 501);
+        assert_eq!(refused(b"G\x01T / HTTP/1.1\r\n\r\n"), 400);
+        let many: String = (0..70).map(|i| format!("X-{i}: v\r\n")).collect();
+        assert_eq!(refused(format!("GET / HTTP/1.1\r\n{many}\r\n").as_bytes()), 431);
+    }
+
     /// The connection loop relies on may's socket waits being safe when a
     /// connection is woken on another worker and ends at once; may 0.3.51
     /// is not (vendor/may/NATTER-PATCH.md). Fails if the build stops using
