@@ -43,7 +43,9 @@
 /// (the server, natter-load, tests, benches): fan-out, polls and register
 /// allocate and free many small buffers across the may worker threads,
 /// where it measured faster than the system allocator (docs/PERFORMANCE.md,
-/// "Event fan-out and register").
+/// "Event fan-out and register"). Not in fuzz builds: libFuzzer's memory
+/// limits (`-malloc_limit_mb`) see the system allocator's calls only.
+#[cfg(not(fuzzing))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

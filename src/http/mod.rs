@@ -497,6 +497,15 @@ type Dispatched = (
     Option<crate::view::json_text::SortedMembers>,
 );
 
+/// The request variables of a query string and a body of `content_type`,
+/// decoded as for every request. Not API: the fuzz targets' entry point.
+#[doc(hidden)]
+pub fn decode_params(query: &str, content_type: &str, body: &[u8]) -> ApiResult<Params> {
+    let mut params = Params::default();
+    request_params(&mut params, query, content_type, body)?;
+    Ok(params)
+}
+
 /// Request variables as Zulip reads them, for every method: the query
 /// string, then the body (form-urlencoded or multipart text parts), which
 /// wins when both name a variable. A body of another type is refused.

@@ -138,9 +138,38 @@ const RECORD_CAPACITY: usize = 256;
 
 /// Decodes a log record.
 pub fn decode_mutation(seq: u64, bytes: &[u8]) -> Result<Mutation, PersistError> {
-    bincode::serde::decode_from_slice(bytes, bincode::config::standard())
+    decode_bounded(bytes)
         .map(|(m, _)| m)
         .map_err(|e| PersistError::BadRecord { seq, why: e.to_string() })
+}
+
+/// Most bytes bincode claims (counts against its limit) per byte it
+/// decodes: a string claims its length, an integer its width (at most 16
+/// bytes, for a varint of one byte or more), a variant tag 4.
+const CLAIM_PER_BYTE: usize = 16;
+
+/// Decodes bincode (the standard configuration, as everything on disk is
+/// written) from `bytes`, with the memory the decoder may claim bounded
+/// by what bytes of that length can hold. Without a limit, bincode
+/// allocates a string's or a byte list's length as the bytes declare it
+/// before reading them, so a few damaged bytes could ask for terabytes
+/// (an abort, not an error). The limit is the first of a few sizes at or
+/// above `CLAIM_PER_BYTE` × the length — never less than anything valid
+/// bytes decode to — so a length larger than the input is an error.
+pub fn decode_bounded<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+) -> Result<(T, usize), bincode::error::DecodeError> {
+    use bincode::config::standard;
+    let claim = bytes.len().saturating_mul(CLAIM_PER_BYTE);
+    macro_rules! within {
+        ($($limit:expr),*) => {$(
+            if claim <= $limit {
+                return bincode::serde::decode_from_slice(bytes, standard().with_limit::<{ $limit }>());
+            }
+        )*};
+    }
+    within!(1 << 20, 1 << 26, 1 << 32);
+    bincode::serde::decode_from_slice(bytes, standard().with_limit::<{ 1 << 40 }>())
 }
 
 /// Recovers the state: newest valid snapshot, then the log tail. Quiet;
@@ -1110,6 +1139,59 @@ mod tests {
         for m in &log {
             assert_eq!(&decode_mutation(1, &encode_mutation(m)).unwrap(), m);
         }
+    }
+
+    /// A length that the bytes cannot hold is an error before anything
+    /// is allocated for it: a string of 2^40 bytes declared by 10 bytes.
+    #[test]
+    fn bincode_lengths_past_the_input_are_errors() {
+        let mut huge = vec![253u8];
+        huge.extend_from_slice(&(1u64 << 40).to_le_bytes());
+        huge.push(b'x');
+        let refused = decode_bounded::<String>(&huge).unwrap_err();
+        assert!(matches!(refused, bincode::error::DecodeError::LimitExceeded), "{refused:?}");
+        assert!(decode_bounded::<Vec<u8>>(&huge).is_err());
+        // Bytes that hold what they declare decode, however they claim.
+        let ids: Vec<u64> = (0..10_000).collect();
+        let bytes = bincode::serde::encode_to_vec(&ids, bincode::config::standard()).unwrap();
+        assert_eq!(decode_bounded::<Vec<u64>>(&bytes).unwrap(), (ids, bytes.len()));
+        let empty: Vec<Vec<()>> = vec![Vec::new(); 1000];
+        let bytes = bincode::serde::encode_to_vec(&empty, bincode::config::standard()).unwrap();
+        assert_eq!(decode_bounded::<Vec<Vec<()>>>(&bytes).unwrap().0, empty);
+    }
+
+    /// Found by the `log_record` fuzz target: a record of 28 bytes whose
+    /// string length asked for 3.4 GB (an abort while bincode decoded
+    /// without a limit); now an error like any damaged record.
+    #[test]
+    fn fuzz_record_declaring_gigabytes_is_an_error() {
+        let record = hex_bytes("0426000000010101fca770e2ca047465737400000000000101010200");
+        // Refused for the length, before anything was allocated for it.
+        let refused = decode_mutation(3, &record).unwrap_err();
+        assert!(
+            matches!(&refused, PersistError::BadRecord { seq: 3, why } if why == "LimitExceeded"),
+            "{refused:?}"
+        );
+    }
+
+    /// Found by the `snapshot` fuzz target: a snapshot whose framing and
+    /// checksums are right and whose image block declares a string of
+    /// 2^62 bytes (an abort: allocation too big); now a bad snapshot.
+    #[test]
+    fn fuzz_snapshot_declaring_a_huge_string_is_refused() {
+        let file = hex_bytes(concat!(
+            "4e4154534e4150000a00000000000000000000009200000000000000f951759942000000",
+            "00000000c92b085fc0000000000000fcffff00000000fdffffffffffffff46c000000000",
+            "000000fdffffffffffffff1246ffffffffff46c0000000000000fdffffffffffffff1246",
+            "124601000000000000000000000000000000000000000000000000000000010000000000",
+            "00000000000000000000000000000000000000000000000000000000000000000000",
+        ));
+        let refused = snapshot::decode_on(&file, Path::new("fuzz.bin"), 1).unwrap_err();
+        assert!(matches!(refused, PersistError::BadSnapshot { .. }), "{refused:?}");
+    }
+
+    fn hex_bytes(hex: &str) -> Vec<u8> {
+        (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect()
     }
 
     /// The on-disk encoding of a mutation. If this changes, old data dirs

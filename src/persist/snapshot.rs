@@ -371,19 +371,16 @@ pub fn decode_from<S: Source + ?Sized>(
         let bytes = source.bytes(head.at, head.len, &mut buffer)?;
         let crc = block_crc(bytes, &head).map_err(|why| bad(&why))?;
         let (mut image, mut used): (StateImage, usize) =
-            bincode::serde::decode_from_slice(bytes, bincode::config::standard())
-                .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            super::decode_bounded(bytes).map_err(|e| bad(&format!("undecodable payload: {e}")))?;
         if version > FORMAT_WITHOUT_ORGANIZATION {
-            let (organization, more) =
-                bincode::serde::decode_from_slice(&bytes[used..], bincode::config::standard())
-                    .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            let (organization, more) = super::decode_bounded(&bytes[used..])
+                .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
             image.organization = organization;
             used += more;
         }
         if version > FORMAT_WITHOUT_FEATURES {
-            let (features, more) =
-                bincode::serde::decode_from_slice(&bytes[used..], bincode::config::standard())
-                    .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            let (features, more) = super::decode_bounded(&bytes[used..])
+                .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
             image.features = features;
             used += more;
         }
@@ -444,12 +441,9 @@ pub fn decode_from<S: Source + ?Sized>(
         let undecodable =
             |e: bincode::error::DecodeError| bad(&format!("undecodable files block: {e}"));
         let (mut decoded, mut used): (crate::state::files::FilesImage, usize) =
-            bincode::serde::decode_from_slice(bytes, bincode::config::standard())
-                .map_err(undecodable)?;
+            super::decode_bounded(bytes).map_err(undecodable)?;
         if version > FORMAT_WITHOUT_AVATARS {
-            let (extra, more) =
-                bincode::serde::decode_from_slice(&bytes[used..], bincode::config::standard())
-                    .map_err(undecodable)?;
+            let (extra, more) = super::decode_bounded(&bytes[used..]).map_err(undecodable)?;
             decoded.extra = extra;
             used += more;
         }
@@ -593,8 +587,7 @@ fn decode_items<T: serde::de::DeserializeOwned>(
     let mut at = 0;
     for _ in 0..items {
         let (item, n): (T, usize) =
-            bincode::serde::decode_from_slice(&bytes[at..], bincode::config::standard())
-                .map_err(|e| e.to_string())?;
+            super::decode_bounded(&bytes[at..]).map_err(|e| e.to_string())?;
         at += n;
         each(item)?;
     }
