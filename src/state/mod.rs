@@ -20,6 +20,7 @@ pub mod id_set;
 pub mod ids;
 pub mod indexes;
 pub mod interner;
+pub mod lookup;
 pub mod members;
 pub mod message_store;
 pub mod messages;
@@ -34,6 +35,7 @@ pub mod shard;
 pub mod system_bots;
 pub mod user_messages;
 pub mod users;
+pub mod words;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -134,6 +136,9 @@ pub struct State {
     pub holder_hints: holders::HolderHints,
     /// Uploaded files' records (`files`).
     pub files: files::Files,
+    /// Derived (not snapshotted): message ids by sender, direct
+    /// participant, `has:` feature and word stem (`lookup`).
+    pub lookup: lookup::Lookup,
 }
 
 /// `State` as key-sorted data: the snapshot format. Taken from live state
@@ -280,6 +285,8 @@ impl State {
         for channel in image.channels {
             state.index_channel(channel);
         }
+        // The lookup lists are built after start-up (`build_lookup`).
+        state.lookup.mark_pending();
         match image.messages {
             MessagesImage::Frozen(frozen) => state.index_frozen(frozen, threads),
             MessagesImage::Decoded(messages) => {
@@ -317,7 +324,23 @@ impl State {
         self.names.share(&mut message);
         self.by_recipient.upsert(message.recipient, |ids| ids.insert(message.id));
         self.index_topic(&message);
-        self.messages.insert(message.id, message);
+        self.messages.insert(message.id, Arc::clone(&message));
+        self.lookup.add(&message);
+    }
+
+    /// Adds every stored message to the lookup lists and marks them
+    /// ready: after a restart, on a thread of its own while requests are
+    /// served (`lookup` says why a message changed meanwhile is still
+    /// listed exactly). A pass over every message; the cost is the
+    /// tokenizing and stemming of each text.
+    pub fn build_lookup(&self) {
+        // Every id below the next one now: later messages are added by
+        // `apply` as they are sent.
+        for id in 1..self.ids.peek(IdKind::Message) {
+            // Under the message's read lock: see `lookup`.
+            self.messages.read(&MessageId(id), |message| self.lookup.add(message));
+        }
+        self.lookup.mark_ready();
     }
 
     /// The realm served at `subdomain`, if any.
