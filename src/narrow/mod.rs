@@ -18,6 +18,9 @@
 pub mod query;
 pub mod search;
 
+#[cfg(test)]
+mod equivalence;
+
 use search::{search_terms, text_matches};
 
 use serde_json::Value;

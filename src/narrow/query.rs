@@ -525,7 +525,10 @@ pub fn window(state: &State, me: &User, narrow: &Narrow, bounds: WindowBounds) -
     before.truncate(num_before as usize);
     after.truncate(num_after as usize);
     let at_anchor = if include_anchor && !anchored_to_left && !anchored_to_right {
-        single(&viewer, narrow, MessageId(anchor))
+        let anchor = MessageId(anchor);
+        (plan.next(anchor, Direction::Newer) == Some(anchor))
+            .then(|| single(&viewer, narrow, anchor))
+            .flatten()
     } else {
         None
     };

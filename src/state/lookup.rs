@@ -276,30 +276,33 @@ impl Lookup {
         self.words.read(&word_key(realm, stem), Postings::to_set).unwrap_or_default()
     }
 
-    /// Every list and how many entries it has, for memory accounting:
-    /// (lists, ids held).
+    /// How many lists there are and how many ids they hold in all.
     pub fn sizes(&self) -> (usize, usize) {
-        let mut lists = 0;
-        let mut ids = 0;
-        for (_, set) in self.by_sender.collect_sorted(|_, _| true) {
-            lists += 1;
-            ids += set.len();
+        let entries = self.entries();
+        (entries.len(), entries.iter().map(|(_, ids)| ids.len()).sum())
+    }
+
+    /// Every non-empty list, named, with its ids, in a fixed order: what
+    /// tests compare a rebuilt `Lookup` with.
+    pub fn entries(&self) -> Vec<(String, Vec<MessageId>)> {
+        let mut out = Vec::new();
+        let mut add = |name: String, set: &IdSet| {
+            if !set.is_empty() {
+                out.push((name, set.iter().collect()));
+            }
+        };
+        for (user, set) in self.by_sender.collect_sorted(|_, _| true) {
+            add(format!("sender {user}"), &set);
         }
-        for (_, set) in self.direct.collect_sorted(|_, _| true) {
-            lists += 1;
-            ids += set.len();
+        for (user, set) in self.direct.collect_sorted(|_, _| true) {
+            add(format!("direct {user}"), &set);
         }
-        for (_, set) in self.features.collect_sorted(|_, _| true) {
-            lists += 1;
-            ids += set.len();
+        for ((realm, feature), set) in self.features.collect_sorted(|_, _| true) {
+            add(format!("{feature:?} in {realm}"), &set);
         }
-        for (_, p) in self.words.collect_sorted(|_, _| true) {
-            lists += 1;
-            ids += match p {
-                Postings::One(_) => 1,
-                Postings::Many(set) => set.len(),
-            };
+        for (key, postings) in self.words.collect_sorted(|_, _| true) {
+            add(format!("word {key:x}"), &postings.to_set());
         }
-        (lists, ids)
+        out
     }
 }
