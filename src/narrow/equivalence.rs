@@ -17,9 +17,9 @@ use crate::mutation::{
 };
 use crate::state::access::{can_read_history, is_spectator, message_view};
 use crate::state::messages::{Reaction, ReactionType};
-use crate::state::{
-    ChannelId, Destination, Flags, IdKind, MessageId, Role, State, User,
-};
+use crate::state::{ChannelId, Destination, Flags, IdKind, MessageId, Role, State, User};
+// Test code, like all of this module: the fixture's floor is above this one.
+#[cfg(test)]
 use crate::testkit::World;
 
 /// A small deterministic generator (xorshift64*).
@@ -112,8 +112,7 @@ fn step(f: &mut Fixture, rng: &mut Rng) {
         let channel = *rng.pick(&f.channels);
         let topic = *rng.pick(&TOPICS);
         let text = content(rng);
-        let mentioned: Vec<User> =
-            f.users.iter().filter(|_| rng.chance(15)).cloned().collect();
+        let mentioned: Vec<User> = f.users.iter().filter(|_| rng.chance(15)).cloned().collect();
         let mentioned: Vec<&User> = mentioned.iter().collect();
         f.w.post_mentioning(&user, channel, topic, &text, &mentioned);
         return;
@@ -157,10 +156,8 @@ fn step(f: &mut Fixture, rng: &mut Rng) {
         }
         63..=72 => {
             let code = *rng.pick(&["1f419", "1f389"]);
-            let mine = message
-                .reactions()
-                .iter()
-                .any(|r| r.user == user.id && r.emoji_code == code);
+            let mine =
+                message.reactions().iter().any(|r| r.user == user.id && r.emoji_code == code);
             let reaction = Reaction {
                 emoji_name: "octopus".into(),
                 emoji_code: code.into(),
@@ -250,7 +247,8 @@ fn term(pair: &Value, negated: bool) -> Value {
 /// among those a read without a named channel covers (the viewer's own,
 /// or a spectator's web-public channels).
 fn brute_force(state: &State, viewer: &User, narrow: &Narrow) -> Vec<MessageId> {
-    let history = narrow.channel().and_then(|c| state.channels.read(&c, |c| can_read_history(viewer, c)));
+    let history =
+        narrow.channel().and_then(|c| state.channels.read(&c, |c| can_read_history(viewer, c)));
     (1..state.ids.peek(IdKind::Message))
         .map(MessageId)
         .filter_map(|id| state.messages.get(&id))
@@ -294,7 +292,12 @@ fn check(state: &State, viewer: &User, narrow: &Narrow, anchor: u64, what: &str)
         state,
         viewer,
         narrow,
-        WindowBounds { anchor: Anchor::Id(anchor), num_before: 3, num_after: 3, include_anchor: true },
+        WindowBounds {
+            anchor: Anchor::Id(anchor),
+            num_before: 3,
+            num_after: 3,
+            include_anchor: true,
+        },
     );
     let older: Vec<MessageId> = expected.iter().copied().filter(|id| id.0 < anchor).collect();
     let newer: Vec<MessageId> = expected.iter().copied().filter(|id| id.0 > anchor).collect();

@@ -61,9 +61,9 @@ impl Source {
             Source::Single(id) => List::one(*id),
             Source::Topic(channel, topic) => List::Set(state.topic_ids(&(*channel, topic.clone()))),
             Source::Recipient(r) => List::Set(state.by_recipient.get(r).unwrap_or_default()),
-            Source::Recipients(rs) => {
-                List::Any(rs.iter().map(|r| state.by_recipient.get(r).unwrap_or_default()).collect())
-            }
+            Source::Recipients(rs) => List::Any(
+                rs.iter().map(|r| state.by_recipient.get(r).unwrap_or_default()).collect(),
+            ),
             Source::User(u) => List::Set(rows(u, Rows::ids)),
             Source::Unread(u) => List::Set(rows(u, Rows::unread)),
             Source::Starred(u) => List::Set(rows(u, Rows::starred)),
@@ -548,7 +548,11 @@ pub fn by_ids(
 }
 
 /// Message `id`, if the viewer may see it and it matches `narrow`.
-fn single(viewer: &Viewer<'_>, narrow: &Narrow, id: MessageId) -> Option<(Arc<Message>, MessageView)> {
+fn single(
+    viewer: &Viewer<'_>,
+    narrow: &Narrow,
+    id: MessageId,
+) -> Option<(Arc<Message>, MessageView)> {
     let state = viewer.state;
     state
         .messages

@@ -68,7 +68,8 @@ pub fn highlight(html: &str, stems: &[&str]) -> String {
             continue;
         }
         // Text up to the next tag or reference (a lone `&` is text).
-        let end = rest[1..].find(['<', '&']).map_or(rest.len(), |i| i + 1);
+        let first = rest.chars().next().map_or(1, char::len_utf8);
+        let end = rest[first..].find(['<', '&']).map_or(rest.len(), |i| i + first);
         highlight_text(&rest[..end], stems, &mut out);
         rest = &rest[end..];
     }
@@ -133,5 +134,7 @@ mod tests {
             "<p>number <span class=\"highlight\">4</span>, not 14 or 40</p>"
         );
         assert_eq!(highlight("a & b", &["b"]), "a & <span class=\"highlight\">b</span>");
+        assert_eq!(highlight("ünï & b", &["b"]), "ünï & <span class=\"highlight\">b</span>");
+        assert_eq!(highlight("& ü", &["ü"]), "& <span class=\"highlight\">ü</span>");
     }
 }
