@@ -308,7 +308,7 @@ fn run(args: &Args) -> Result<(), String> {
     let auth = base64::engine::general_purpose::STANDARD.encode(format!("{}:{key}", args.email));
     if let Kind::Reads = args.kind {
         let (connections, requests) = (args.connections, args.requests);
-        return reads::run(addr, &args.reads, &args.email, &auth, connections, requests, deadline);
+        return reads::run(addr, &args.reads, &auth, connections, requests, deadline);
     }
     let send = request(
         "POST",

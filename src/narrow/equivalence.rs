@@ -309,6 +309,24 @@ fn check(state: &State, viewer: &User, narrow: &Narrow, anchor: u64, what: &str)
     assert_eq!(around.found_newest, newer.len() <= 3, "{what}");
     let at = around.at_anchor.map(|(m, _)| m.id);
     assert_eq!(at, expected.iter().copied().find(|id| id.0 == anchor), "{what} at anchor");
+
+    // The first unread message of the narrow (no channel is muted here).
+    let unread = expected.iter().copied().find(|id| {
+        let message = state.messages.get(id).unwrap();
+        !message_view(state, viewer, &message).unwrap().flags.contains(Flags::READ)
+    });
+    let first = window(
+        state,
+        viewer,
+        narrow,
+        WindowBounds {
+            anchor: Anchor::FirstUnread,
+            num_before: 0,
+            num_after: 0,
+            include_anchor: true,
+        },
+    );
+    assert_eq!(first.anchor, unread.map_or(LARGER_THAN_MAX_MESSAGE_ID, |id| id.0), "{what} unread");
 }
 
 /// Every single term (plain and negated) and `pairs` random pairs of

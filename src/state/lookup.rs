@@ -282,6 +282,36 @@ impl Lookup {
         (entries.len(), entries.iter().map(|(_, ids)| ids.len()).sum())
     }
 
+    /// The bytes the lists take, counted from their shapes: each map
+    /// entry at the hash table's fullest (7/8) plus its control byte, and
+    /// each set's heap (`IdSet::heap_bytes`). Allocator overhead is not
+    /// counted.
+    pub fn estimated_bytes(&self) -> usize {
+        fn table<K, V>(entries: usize) -> usize {
+            entries * (std::mem::size_of::<(K, V)>() + 1) * 8 / 7
+        }
+        let mut bytes = 0;
+        let sets = |map: &Sharded<_, IdSet>| -> (usize, usize) {
+            let all = map.collect_sorted(|_, _| true);
+            (all.len(), all.iter().map(|(_, s)| s.heap_bytes()).sum())
+        };
+        let (n, heap) = sets(&self.by_sender);
+        bytes += table::<UserId, IdSet>(n) + heap;
+        let (n, heap) = sets(&self.direct);
+        bytes += table::<UserId, IdSet>(n) + heap;
+        let all = self.features.collect_sorted(|_, _| true);
+        bytes += table::<(RealmId, Feature), IdSet>(all.len());
+        bytes += all.iter().map(|(_, s)| s.heap_bytes()).sum::<usize>();
+        let all = self.words.collect_sorted(|_, _| true);
+        bytes += table::<u64, Postings>(all.len());
+        for (_, postings) in &all {
+            if let Postings::Many(set) = postings {
+                bytes += set.heap_bytes();
+            }
+        }
+        bytes
+    }
+
     /// Every non-empty list, named, with its ids, in a fixed order: what
     /// tests compare a rebuilt `Lookup` with.
     pub fn entries(&self) -> Vec<(String, Vec<MessageId>)> {

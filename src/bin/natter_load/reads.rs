@@ -1,7 +1,8 @@
 //! `natter-load --kind reads`: narrows and searches back to back, with
 //! sends on other connections meanwhile, and p50/p99 per narrow kind.
 //!
-//! Each of `--connections` readers cycles through the narrow kinds below
+//! Each of `--connections` readers (as the users of `--readers` in
+//! turn) cycles through the narrow kinds below
 //! (`GET /messages`, the newest `--num-before` of the narrow), as fast as
 //! replies come, until `--requests` reads are done or `--seconds` pass;
 //! `--senders` connections send to `general` meanwhile, and their latency
@@ -19,8 +20,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::client::{form, request, MayClient};
+use super::client::{basic, form, request, MayClient};
 use super::hist::{summary, Recorder};
+use super::mix::fetch_key;
 
 /// The options of `--kind reads`.
 #[derive(Clone, Debug, clap::Args)]
@@ -37,6 +39,16 @@ pub struct ReadsArgs {
     /// The other user of the `dm` narrows.
     #[arg(long, default_value = "othello@natter.test")]
     pub dm_with: String,
+    /// The users who read, comma-separated, reader N as user N modulo
+    /// their number (a server admits two heavy reads per user at once:
+    /// more readers than twice the users meet 429s).
+    #[arg(
+        long,
+        default_value = "hamlet@natter.test,othello@natter.test,cordelia@natter.test,\
+                         iago@natter.test,desdemona@natter.test,shiva@natter.test,\
+                         polonius@natter.test"
+    )]
+    pub readers: String,
 }
 
 /// The narrow kinds read, by label; `{me}` and `{dm}` are the reading
@@ -74,11 +86,11 @@ fn seed_content(i: u64) -> String {
     }
 }
 
-/// Runs the reads as `email` (credentials `auth`) and prints the figures.
+/// Runs the reads (seeding and sending as `auth`'s user) and prints the
+/// figures.
 pub fn run(
     addr: SocketAddr,
     args: &ReadsArgs,
-    email: &str,
     auth: &str,
     connections: u64,
     requests: u64,
@@ -101,21 +113,30 @@ pub fn run(
         }
         println!("seeded {} messages", args.seed_messages);
     }
-    let reads: Vec<(&'static str, Vec<u8>)> = KINDS
-        .iter()
-        .map(|(label, narrow)| {
-            let narrow = narrow.replace("{me}", email).replace("{dm}", &args.dm_with);
-            let num_before = args.num_before.to_string();
-            let query = form(&[
-                ("anchor", "newest"),
-                ("num_before", &num_before),
-                ("num_after", "0"),
-                ("narrow", &narrow),
-            ]);
-            (*label, request("GET", &format!("/api/v1/messages?{query}"), Some(auth), ""))
-        })
-        .collect();
-    let reads = Arc::new(reads);
+    // Each reading user's requests, one per narrow kind.
+    let mut setup = MayClient::connect(addr, timeout).map_err(|e| format!("connect: {e}"))?;
+    let mut users: Vec<Arc<Vec<(&'static str, Vec<u8>)>>> = Vec::new();
+    for reader in args.readers.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let auth = basic(reader, &fetch_key(&mut setup, reader)?);
+        let reads = KINDS
+            .iter()
+            .map(|(label, narrow)| {
+                let narrow = narrow.replace("{me}", reader).replace("{dm}", &args.dm_with);
+                let num_before = args.num_before.to_string();
+                let query = form(&[
+                    ("anchor", "newest"),
+                    ("num_before", &num_before),
+                    ("num_after", "0"),
+                    ("narrow", &narrow),
+                ]);
+                (*label, request("GET", &format!("/api/v1/messages?{query}"), Some(&auth), ""))
+            })
+            .collect();
+        users.push(Arc::new(reads));
+    }
+    if users.is_empty() {
+        return Err("--readers names nobody".into());
+    }
     let recorder = Arc::new(Recorder::default());
     let remaining = Arc::new(AtomicU64::new(requests));
     let limited = Arc::new(AtomicU64::new(0));
@@ -124,7 +145,7 @@ pub fn run(
     let readers: Vec<_> = (0..connections)
         .map(|i| {
             let (reads, recorder, remaining, limited, reading) = (
-                Arc::clone(&reads),
+                Arc::clone(&users[i as usize % users.len()]),
                 Arc::clone(&recorder),
                 Arc::clone(&remaining),
                 Arc::clone(&limited),
