@@ -14,6 +14,7 @@ use super::query::{window, Anchor, WindowBounds, LARGER_THAN_MAX_MESSAGE_ID};
 use super::Narrow;
 use crate::mutation::{
     ChannelChange, FlagsChange, MessageEdit, Mutation, NewContent, PropagateMode,
+    SubscriptionChange,
 };
 use crate::state::access::{can_read_history, is_spectator, message_view};
 use crate::state::messages::{Reaction, ReactionType};
@@ -180,7 +181,18 @@ fn step(f: &mut Fixture, rng: &mut Rng) {
                 historical: Vec::new(),
             }));
         }
-        85..=92 => {
+        85..=88 => {
+            let channel = *rng.pick(&f.channels);
+            let subscribed =
+                f.w.state.channels.read(&channel, |c| c.subscribers.contains(&user.id)).unwrap();
+            if subscribed {
+                f.w.apply(Mutation::UpdateSubscriptions {
+                    user: user.id,
+                    changes: vec![(channel, SubscriptionChange::Muted(rng.chance(50)))],
+                });
+            }
+        }
+        89..=93 => {
             let channel = *rng.pick(&f.channels);
             let subscribed =
                 f.w.state.channels.read(&channel, |c| c.subscribers.contains(&user.id)).unwrap();
@@ -310,10 +322,20 @@ fn check(state: &State, viewer: &User, narrow: &Narrow, anchor: u64, what: &str)
     let at = around.at_anchor.map(|(m, _)| m.id);
     assert_eq!(at, expected.iter().copied().find(|id| id.0 == anchor), "{what} at anchor");
 
-    // The first unread message of the narrow (no channel is muted here).
+    // The first unread message of the narrow, outside muted channels
+    // unless the narrow names a channel.
+    let muted = |id: &MessageId| {
+        let message = state.messages.get(id).unwrap();
+        let Destination::Channel { channel, .. } = &message.destination else { return false };
+        narrow.channel().is_none()
+            && state
+                .subscriptions
+                .read(&viewer.id, |s| s.get(channel).is_some_and(|s| s.is_muted))
+                .unwrap_or(false)
+    };
     let unread = expected.iter().copied().find(|id| {
         let message = state.messages.get(id).unwrap();
-        !message_view(state, viewer, &message).unwrap().flags.contains(Flags::READ)
+        !muted(id) && !message_view(state, viewer, &message).unwrap().flags.contains(Flags::READ)
     });
     let first = window(
         state,
@@ -341,6 +363,12 @@ fn check_all(f: &Fixture, state: &State, rng: &mut Rng, pairs: usize) -> usize {
     for _ in 0..pairs {
         let (a, b) = (rng.pick(&singles), rng.pick(&singles));
         narrows.push(json!([term(a, rng.chance(25)), term(b, rng.chance(25))]));
+    }
+    // A channel with each term: the terms a channel's indexes answer
+    // (topics, resolved topics) meet the channel's own list.
+    for t in &singles {
+        let channel = json!(["channel", *rng.pick(&CHANNELS)]);
+        narrows.push(json!([term(&channel, false), term(t, rng.chance(30))]));
     }
     let newest = state.ids.peek(IdKind::Message);
     let mut checked = 0;

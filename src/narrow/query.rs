@@ -149,6 +149,16 @@ impl Plan {
         let mut excluded = Vec::new();
         let channel = narrow.channel();
         for term in &narrow.terms {
+            if term.filter == Filter::InHome {
+                // Not in a muted channel: excluded by the muted channels'
+                // lists (negated: only those).
+                let muted = muted_channels(state, viewer);
+                match term.negated {
+                    false => excluded.extend(muted.into_iter().map(List::Set)),
+                    true => lists.push(List::Any(muted)),
+                }
+                continue;
+            }
             let exact = !matches!(term.filter, Filter::Search(_));
             let found = term_lists(state, viewer, channel, &term.filter);
             match (term.negated, exact) {
@@ -194,6 +204,19 @@ impl Plan {
     }
 }
 
+/// The message lists of the channels `viewer` has muted.
+fn muted_channels(state: &State, viewer: &User) -> Vec<IdSet> {
+    let muted: Vec<ChannelId> = state
+        .subscriptions
+        .read(&viewer.id, |subs| subs.iter().filter(|(_, s)| s.is_muted).map(|(c, _)| *c).collect())
+        .unwrap_or_default();
+    muted
+        .iter()
+        .filter_map(|c| state.channels.read(c, |c| c.recipient))
+        .map(|r| state.by_recipient.get(&r).unwrap_or_default())
+        .collect()
+}
+
 /// The lists of the messages `filter` accepts as `viewer` sees them
 /// (none when no index answers it: the candidates are then tested
 /// alone). `channel` is the narrow's channel, which a topic needs.
@@ -234,6 +257,20 @@ fn term_lists(
             Flags::STREAM_WILDCARD_MENTIONED,
             Flags::TOPIC_WILDCARD_MENTIONED,
         ]),
+        Filter::Is(Is::Resolved) => match channel {
+            // The channel's resolved topics (a topic key is lowercased,
+            // which keeps the mark).
+            Some(c) => {
+                let keys: Vec<String> = state
+                    .channel_topics
+                    .read(&c, |topics| {
+                        topics.keys().filter(|k| super::is_resolved_topic(k)).cloned().collect()
+                    })
+                    .unwrap_or_default();
+                vec![List::Any(keys.into_iter().map(|k| state.topic_ids(&(c, k))).collect())]
+            }
+            None => Vec::new(),
+        },
         Filter::Is(Is::Dm) if ready => vec![List::Set(lookup.direct_of(viewer.id))],
         Filter::DmIncluding(user) if ready => vec![List::Set(lookup.direct_of(*user))],
         Filter::Sender(user) if ready => vec![List::Set(lookup.sent_by(*user))],
