@@ -334,12 +334,29 @@ impl State {
     /// listed exactly). A pass over every message; the cost is the
     /// tokenizing and stemming of each text.
     pub fn build_lookup(&self) {
+        // Half the cores: the server is answering requests meanwhile.
+        self.build_lookup_on((rebuild::threads() / 2).max(1));
+    }
+
+    /// `build_lookup` on `threads` threads, each adding a contiguous run
+    /// of ids (the lists take ids in any order).
+    pub fn build_lookup_on(&self, threads: usize) {
         // Every id below the next one now: later messages are added by
         // `apply` as they are sent.
-        for id in 1..self.ids.peek(IdKind::Message) {
-            // Under the message's read lock: see `lookup`.
-            self.messages.read(&MessageId(id), |message| self.lookup.add(message));
-        }
+        let end = self.ids.peek(IdKind::Message);
+        let threads = (threads.max(1) as u64).min(end);
+        let run = |t: u64| 1 + (end - 1) * t / threads..1 + (end - 1) * (t + 1) / threads;
+        std::thread::scope(|scope| {
+            for t in 0..threads {
+                let ids = run(t);
+                scope.spawn(move || {
+                    for id in ids {
+                        // Under the message's read lock: see `lookup`.
+                        self.messages.read(&MessageId(id), |message| self.lookup.add(message));
+                    }
+                });
+            }
+        });
         self.lookup.mark_ready();
     }
 
