@@ -73,6 +73,9 @@ const KINDS: [(&str, &str); 14] = [
     ),
 ];
 
+/// One reader's requests: a label and the request bytes per narrow kind.
+type Reads = Vec<(&'static str, Vec<u8>)>;
+
 /// The label of the sends measured beside.
 const SENDS: &str = "send (during reads)";
 
@@ -115,7 +118,7 @@ pub fn run(
     }
     // Each reading user's requests, one per narrow kind.
     let mut setup = MayClient::connect(addr, timeout).map_err(|e| format!("connect: {e}"))?;
-    let mut users: Vec<Arc<Vec<(&'static str, Vec<u8>)>>> = Vec::new();
+    let mut users: Vec<Arc<Reads>> = Vec::new();
     for reader in args.readers.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let auth = basic(reader, &fetch_key(&mut setup, reader)?);
         let reads = KINDS
