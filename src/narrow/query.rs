@@ -29,7 +29,7 @@ use crate::state::{
 /// the `anchor` reply when nothing is unread (zulip-term compares with it).
 pub const LARGER_THAN_MAX_MESSAGE_ID: u64 = 10_000_000_000_000_000;
 
-/// Where the candidates of a fetch come from, ascending by id.
+/// What the viewer may read in a fetch: the first list of its plan.
 #[derive(Clone, Debug)]
 enum Source {
     /// One message (`id:` narrow).
@@ -379,10 +379,9 @@ impl<'a> Viewer<'a> {
         Viewer { state, user }
     }
 
-    /// How `message` appears to the viewer, if at all; `known` are their
-    /// stored flags when the source already had them.
-    fn view_with(&self, message: &Message, known: Option<Flags>) -> Option<MessageView> {
-        message_view_with(self.state, self.user, message, known)
+    /// How `message` appears to the viewer, if at all.
+    fn view(&self, message: &Message) -> Option<MessageView> {
+        message_view_with(self.state, self.user, message, None)
     }
 }
 
@@ -420,7 +419,7 @@ fn scan(
         // Decide under the message's shard read lock and clone only hits
         // (the closure reads other maps, never `messages`).
         let hit = state.messages.read(&id, |message| {
-            let view = viewer.view_with(message, None)?;
+            let view = viewer.view(message)?;
             let hit = narrow.matches(state, viewer.user, message, view.flags);
             hit.then(|| (message.clone(), view))
         });
@@ -471,7 +470,7 @@ fn first_unread(state: &State, viewer: &Viewer<'_>, narrow: &Narrow) -> Option<M
                 continue;
             }
         }
-        let Some(view) = viewer.view_with(&message, None) else { continue };
+        let Some(view) = viewer.view(&message) else { continue };
         // The set is derived: trust the flags themselves.
         if !view.flags.contains(Flags::READ)
             && narrow.matches(state, viewer.user, &message, view.flags)
@@ -594,7 +593,7 @@ fn single(
     state
         .messages
         .read(&id, |message| {
-            let view = viewer.view_with(message, None)?;
+            let view = viewer.view(message)?;
             narrow.matches(state, viewer.user, message, view.flags).then(|| (message.clone(), view))
         })
         .flatten()
