@@ -13,6 +13,7 @@ pub mod access;
 pub mod audience;
 pub mod channels;
 pub mod emails;
+pub mod features;
 pub mod files;
 pub mod groups;
 pub mod holders;
@@ -139,6 +140,8 @@ pub struct State {
     /// Derived (not snapshotted): message ids by sender, direct
     /// participant, `has:` feature and word stem (`lookup`).
     pub lookup: lookup::Lookup,
+    /// Read receipts and moderation settings of each realm, reminders.
+    pub features: features::FeatureState,
 }
 
 /// `State` as key-sorted data: the snapshot format. Taken from live state
@@ -189,6 +192,11 @@ pub struct StateImage {
     /// block (`persist::snapshot`), so older snapshots without it load.
     #[serde(skip)]
     pub organization: organization::OrgImage,
+    /// Realm features and reminders (`features`). Not in the image's own
+    /// encoding: written after `organization` in the same block, so
+    /// older snapshots without it load.
+    #[serde(skip)]
+    pub features: features::FeaturesImage,
 }
 
 impl StateImage {
@@ -214,6 +222,7 @@ impl StateImage {
             + self.scheduled.messages.parts()
             + self.former_subscriptions.parts()
             + self.organization.parts()
+            + self.features.parts()
     }
 }
 
@@ -251,6 +260,7 @@ impl State {
             former_subscriptions: self.former_subscriptions.freeze().into(),
             files: self.files.image(),
             organization: self.organization.image(),
+            features: self.features.image(),
         }
     }
 
@@ -274,6 +284,7 @@ impl State {
             former_subscriptions: image.former_subscriptions.into_iter().collect(),
             files: files::Files::from_image(image.files),
             organization: organization::OrgState::from_image(image.organization),
+            features: features::FeatureState::from_image(image.features),
             ..State::default()
         };
         for realm in image.realms {
