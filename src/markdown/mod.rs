@@ -30,6 +30,7 @@
 
 pub mod emoji;
 mod fence;
+mod highlight;
 mod inline;
 pub mod linkifiers;
 mod links;
