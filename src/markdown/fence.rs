@@ -21,7 +21,7 @@
 
 use std::fmt::Write as _;
 
-use super::zulip::{Piece, CLOSE, OPEN};
+use super::zulip::{Math, Piece, CLOSE, OPEN};
 use super::{escape_attr, escape_text, highlight};
 
 /// Fences nested deeper than this are read as text: quote fences prefix
@@ -145,11 +145,13 @@ fn done(stack: &mut Vec<Frame>, pieces: &mut Vec<Piece>) {
         }
         Kind::Math => {
             let text = frame.lines.join("\n");
-            let html: Vec<String> = text
-                .split("\n\n")
-                .map(|p| format!("<span class=\"tex-error\">{}</span>", escape_python(p)))
-                .collect();
-            let line = placeholder(html.join("\n\n"), false);
+            let formulas: Vec<String> = text.split("\n\n").map(str::to_owned).collect();
+            let html: Vec<String> = formulas.iter().map(|p| tex_error(p)).collect();
+            let line = format!("{OPEN}{}{CLOSE}", pieces.len());
+            let mut piece = Piece::block(html.join("\n\n"));
+            piece.block = false;
+            piece.math = Some(Math { display: true, formulas });
+            pieces.push(piece);
             parent.extend([String::new(), line, String::new()]);
         }
         Kind::Quote => {
@@ -176,6 +178,11 @@ fn done(stack: &mut Vec<Frame>, pieces: &mut Vec<Piece>) {
             parent.extend([String::new(), close, String::new()]);
         }
     }
+}
+
+/// What Zulip shows for display TeX that KaTeX cannot typeset.
+pub(super) fn tex_error(tex: &str) -> String {
+    format!("<span class=\"tex-error\">{}</span>", escape_python(tex))
 }
 
 /// Python's `html.escape`: `&`, `<`, `>`, `"` and `'` (as `&#x27;`).
