@@ -35,6 +35,9 @@ const BACKTRACK_LIMIT: usize = 100_000;
 /// plain token.
 const MAX_NESTING: usize = 8;
 
+/// The stack of the thread compiling a lexer (`off_stack`).
+const COMPILE_STACK: usize = 8 << 20;
+
 /// The state stack never grows past this (a rule that pushes in a loop).
 const MAX_STACK: usize = 256;
 
@@ -165,7 +168,22 @@ pub(super) fn highlight(lang: &str, code: &str) -> Option<String> {
 /// compile (the language then renders as plain code).
 fn lexer(table: &'static Table, index: usize) -> Option<&'static Lexer> {
     let (_, data, slot) = &table.lexers[index];
-    slot.get_or_init(|| compile(table, data)).as_ref().ok()
+    slot.get_or_init(|| off_stack(move || compile(table, data))).as_ref().ok()
+}
+
+/// Runs `f` on an OS thread of its own with a large stack, the caller
+/// (a coroutine, with a small stack) parked meanwhile: compiling a
+/// lexer's patterns recurses deeper than a coroutine's stack allows.
+fn off_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = may::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("highlight-compile".into())
+        .stack_size(COMPILE_STACK)
+        .spawn(move || {
+            let _ = tx.send(f());
+        })
+        .expect("a compiling thread starts");
+    rx.recv().expect("the compiling thread answers")
 }
 
 fn compile(table: &Table, data: &LexerData) -> Result<Lexer, String> {
