@@ -53,10 +53,17 @@ struct Data {
 #[derive(Deserialize)]
 struct LexerData {
     flags: String,
-    states: HashMap<String, Vec<(String, Option<ActionData>, Option<NextData>)>>,
+    states: HashMap<String, Vec<RuleData>>,
     #[serde(default)]
     remap: Option<Remap>,
 }
+
+/// One rule: pattern, action, state change.
+type RuleData = (String, Option<ActionData>, Option<NextData>);
+
+/// A lexer's table, its compiled form (or why it did not compile) once
+/// used.
+type Slot = (String, LexerData, OnceLock<Result<Lexer, String>>);
 
 /// C and C++: names of standard types are re-tagged as keyword types.
 #[derive(Deserialize)]
@@ -87,7 +94,7 @@ struct Table {
     highlighted: HashMap<String, usize>,
     names: HashMap<String, String>,
     /// By index: the class name, its data, its compiled form.
-    lexers: Vec<(String, LexerData, OnceLock<Result<Lexer, String>>)>,
+    lexers: Vec<Slot>,
     by_name: HashMap<String, usize>,
 }
 
