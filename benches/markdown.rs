@@ -55,7 +55,9 @@ fn code_block() -> String {
     for i in 0..40 {
         s.push_str(&format!("def handler_{i}(request, *args, **kwargs):\n"));
         s.push_str("    \"\"\"Answer one request.\"\"\"\n");
-        s.push_str(&format!("    limit = max(int(request.get('limit', {i})), 1)  # at least one\n"));
+        s.push_str(&format!(
+            "    limit = max(int(request.get('limit', {i})), 1)  # at least one\n"
+        ));
         s.push_str("    return [x ** 2 for x in range(limit) if x % 3 == 0]\n\n");
     }
     s.push_str("```");
