@@ -74,6 +74,8 @@ mod handler_gaps;
 mod layering;
 /// The natter-load generator.
 mod load;
+/// Markdown on the send path: sends render as /messages/render does.
+mod markdown_send;
 /// Operating natter: health, rate limits, `natter verify`.
 mod ops;
 /// Role × channel kind × action, against the real handlers; the table is data.

@@ -97,7 +97,8 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
     };
     let client = if call.client.is_empty() { Arc::from("API") } else { Arc::clone(&call.client) };
     let sender = call.caller();
-    let draft = Draft::new(&app.state, sender, target, content, read_by_sender, client);
+    let url = super::realm::realm_url_of(app, sender.realm);
+    let draft = Draft::new(&app.state, sender, target, content, read_by_sender, client, url);
     let (id, automatic) = app.committer.commit(|state| {
         let new = draft.build(state, sender)?;
         let id = new.message.id;
@@ -180,8 +181,10 @@ impl Draft {
         content: String,
         read_by_sender: bool,
         client: impl Into<Arc<str>>,
+        realm_url: Option<String>,
     ) -> Draft {
-        let rendered = markdown::render_message(&content, &Visible::new(state, sender));
+        let visible = Visible::new(state, sender).with_realm_url(realm_url);
+        let rendered = markdown::render_message(&content, &visible);
         Draft {
             target,
             is_me_message: markdown::is_me_message(&content),
@@ -468,7 +471,9 @@ pub fn render(app: &App, call: &mut Call) -> ApiResult<Reply> {
         String::new()
     } else {
         let content = normalize_content(&content)?;
-        markdown::render_message(&content, &Visible::new(&app.state, call.caller())).html
+        let url = Some(super::realm::realm_url(app, &call.realm));
+        let visible = Visible::new(&app.state, call.caller()).with_realm_url(url);
+        markdown::render_message(&content, &visible).html
     };
     Ok(crate::reply! { "rendered" => rendered })
 }
@@ -723,7 +728,7 @@ mod tests {
                 Target::Channel { channel: ChannelRef::Name("c".into()), topic: "lunch".into() };
             // A new `Arc` for the client each time, as each connection has.
             let client: Arc<str> = Arc::from("ZulipPython");
-            let draft = Draft::new(&w.state, member, target, "hi".into(), false, client);
+            let draft = Draft::new(&w.state, member, target, "hi".into(), false, client, None);
             let new = draft.build(&w.state, member).unwrap();
             let message = Arc::clone(&new.message);
             w.apply(Mutation::SendMessage(new));
