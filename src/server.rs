@@ -118,6 +118,7 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
         bound: OnceLock::new(),
         files: Arc::new(store),
         temporary_urls: Default::default(),
+        outbox: Default::default(),
         _data_dir_lock: report.lock,
     });
     // Realms from before system bots existed get theirs now.

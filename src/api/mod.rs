@@ -68,6 +68,8 @@ pub struct App {
     pub files: crate::files::Store,
     /// Live temporary download URLs.
     pub temporary_urls: crate::files::TemporaryUrls,
+    /// Deliveries to outgoing-webhook bots, handed to the delivery pool.
+    pub outbox: Arc<crate::send::outgoing::Outbox>,
     /// The data dir's lock, held for the life of the process.
     pub(crate) _data_dir_lock: Option<std::fs::File>,
 }

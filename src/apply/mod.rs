@@ -86,6 +86,10 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::CreateRealmEmoji(_)
         | Mutation::DeactivateRealmEmoji { .. }
         | Mutation::Organization(_) => true,
+        // A service shows in `realm_bots`; storage and deliveries nowhere.
+        Mutation::Bot(change) => {
+            !matches!(**change, crate::state::bots::BotChange::SetService { .. })
+        }
         // Only the name and time zone of the settings live in the account.
         Mutation::UpdateSettings(change) => change.full_name.is_none() && change.timezone.is_none(),
         // Drafts, mutes, topic policies (a send's automatic follows ride
@@ -172,6 +176,7 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         Mutation::ConfirmEmailChange { key } => settings::confirm_email_change(state, key),
         Mutation::Personal(change) => personal::apply(state, change),
         Mutation::Organization(change) => organization::apply(state, change),
+        Mutation::Bot(change) => bots::on_bot_change(state, change),
         Mutation::UpdateRealm(update) => {
             let before =
                 state.realms.get(&update.realm).unwrap_or_else(|| panic!("apply: no realm"));

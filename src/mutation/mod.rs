@@ -225,6 +225,10 @@ pub enum Mutation {
     /// A realm's name, description and settings become these
     /// (`PATCH /realm`); `apply` tells clients what changed.
     UpdateRealm(Box<RealmUpdate>),
+    /// A bot's service or storage changes, or deliveries to
+    /// outgoing-webhook bots are queued (in the record of the message that
+    /// triggers them) or finished (`state::bots`).
+    Bot(Box<crate::state::bots::BotChange>),
 }
 
 /// The whole new name, description and settings of a realm.

@@ -11,6 +11,7 @@
 
 pub mod access;
 pub mod audience;
+pub mod bots;
 pub mod channels;
 pub mod emails;
 pub mod files;
@@ -134,6 +135,8 @@ pub struct State {
     pub holder_hints: holders::HolderHints,
     /// Uploaded files' records (`files`).
     pub files: files::Files,
+    /// Outgoing-webhook services, bot storage and unfinished deliveries.
+    pub bots: bots::BotState,
 }
 
 /// `State` as key-sorted data: the snapshot format. Taken from live state
@@ -184,6 +187,11 @@ pub struct StateImage {
     /// block (`persist::snapshot`), so older snapshots without it load.
     #[serde(skip)]
     pub organization: organization::OrgImage,
+    /// Bots' services, storage and unfinished deliveries: written after
+    /// `organization`, in the same block (`persist::snapshot`), so older
+    /// snapshots without it load.
+    #[serde(skip)]
+    pub bots: bots::BotsImage,
 }
 
 impl StateImage {
@@ -209,6 +217,7 @@ impl StateImage {
             + self.scheduled.messages.parts()
             + self.former_subscriptions.parts()
             + self.organization.parts()
+            + self.bots.parts()
     }
 }
 
@@ -246,6 +255,7 @@ impl State {
             former_subscriptions: self.former_subscriptions.freeze().into(),
             files: self.files.image(),
             organization: self.organization.image(),
+            bots: self.bots.image(),
         }
     }
 
@@ -269,6 +279,7 @@ impl State {
             former_subscriptions: image.former_subscriptions.into_iter().collect(),
             files: files::Files::from_image(image.files),
             organization: organization::OrgState::from_image(image.organization),
+            bots: bots::BotState::from_image(image.bots),
             ..State::default()
         };
         for realm in image.realms {
