@@ -27,6 +27,9 @@ mod api_mobile;
 mod api_move_notifications;
 /// Linkifiers, default channels and default channel groups.
 mod api_organization;
+/// Outgoing-webhook bots: services, triggers, replies, failures, retries,
+/// the SSRF guard, deliveries across a crash.
+mod api_outgoing_bots;
 /// Alert words, drafts, user status, muted users, topic visibility.
 mod api_personal;
 /// PATCH/DELETE /users/me/profile_data: a user's own custom profile values.

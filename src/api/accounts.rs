@@ -352,8 +352,8 @@ pub fn create_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
         _ => return Err(ApiError::bad_request("Invalid bot type")),
     };
     let service = if bot_type == BotType::OutgoingWebhook {
-        let base_url = payload_url(call, "payload_url")?
-            .ok_or_else(|| ApiError::missing("payload_url"))?;
+        let base_url =
+            payload_url(call, "payload_url")?.ok_or_else(|| ApiError::missing("payload_url"))?;
         let interface = interface(call, "interface_type")?.unwrap_or(Interface::Generic);
         let name = call.params.string("service_name").unwrap_or_else(|| short.clone());
         let config = config_data(call)?.unwrap_or_default();

@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 
 use crate::events::{Audience, Event};
 use crate::mutation::UserChange;
-use crate::state::bots::BotChange;
 use crate::state::access::administers;
+use crate::state::bots::BotChange;
 use crate::state::{State, User, UserId};
 use crate::view::bots::{bot_json, services_json};
 

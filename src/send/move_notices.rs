@@ -276,7 +276,7 @@ pub fn topic_link(channel: &Channel, topic: &str, general_chat: &str) -> String 
 }
 
 /// `#narrow/channel/ID-slug/topic/TOPIC`.
-fn topic_url(channel: &Channel, topic: &str) -> String {
+pub fn topic_url(channel: &Channel, topic: &str) -> String {
     format!(
         "#narrow/channel/{}-{}/topic/{}",
         channel.id.0,
