@@ -4,6 +4,8 @@
 /// Harness: TestServer (start/kill/stop/restart) and a raw HTTP client.
 mod util;
 
+/// Bot storage: GET/PUT/DELETE /bot_storage.
+mod api_bot_storage;
 /// Channels and subscriptions: create, join, leave, properties, PATCH/DELETE streams.
 mod api_channels;
 /// POST /register, GET/DELETE /events, POST /users/me/presence.

@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod bot_storage;
 pub mod channels;
 pub mod default_streams;
 pub mod emoji;
