@@ -330,9 +330,10 @@ fn a_mention_and_a_direct_message_trigger_the_bot_and_get_its_reply() {
     let dm = wait_for(&hamlet, &dm_narrow(&bot_email), 2);
     assert_eq!(contents(&dm), ["ping", "Hello from the bot"]);
 
-    // A silent mention and a plain message trigger nothing; the next
-    // request is the next real mention (the bot's own replies never
-    // trigger it either).
+    // A silent mention, a plain message and a mention in a private
+    // channel the bot is not in trigger nothing; the next request is the
+    // next real mention (the bot's own replies never trigger it either).
+    send_channel(&hamlet, "core team", "secret", "@**hello bot** read this");
     send_channel(&hamlet, "Denmark", "quiet", "hi @_**hello bot**");
     send_channel(&hamlet, "Denmark", "quiet", "no mention here");
     let sent = send_channel(&hamlet, "Denmark", "quiet", "@**hello bot** again");

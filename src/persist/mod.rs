@@ -502,12 +502,59 @@ mod tests {
         32 + 8 + 4 + head_block(image).len()
     }
 
-    /// The image's own block: the image, then its organization part.
+    /// The image's own block: the image, then its organization part,
+    /// then its bots part.
     fn head_block(image: &crate::state::StateImage) -> Vec<u8> {
         let config = bincode::config::standard();
         let mut head = bincode::serde::encode_to_vec(image, config).unwrap();
         head.extend(bincode::serde::encode_to_vec(&image.organization, config).unwrap());
+        head.extend(bincode::serde::encode_to_vec(&image.bots, config).unwrap());
         head
+    }
+
+    /// Snapshots of format 10 (no bots part after the organization part)
+    /// still load, with no services, storage or deliveries; format 11
+    /// carries them.
+    #[test]
+    fn a_format_10_snapshot_loads_with_an_empty_bots_part() {
+        let state = State::new();
+        history(&state, 20);
+        let image = state.image();
+        let bytes = snapshot::encode(&image);
+        let config = bincode::config::standard();
+        let mut head = bincode::serde::encode_to_vec(&image, config).unwrap();
+        head.extend(bincode::serde::encode_to_vec(&image.organization, config).unwrap());
+        let mut old = bytes[..32].to_vec();
+        old[8..12].copy_from_slice(&10u32.to_le_bytes());
+        old.extend((head.len() as u64).to_le_bytes());
+        old.extend(crc32fast::hash(&head).to_le_bytes());
+        old.extend(&head);
+        old.extend(&bytes[sections_at(&image)..]);
+        let len = (old.len() - 32) as u64;
+        old[20..28].copy_from_slice(&len.to_le_bytes());
+        reseal(&mut old);
+        let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
+        assert_eq!(snapshot::encode(&decoded), bytes);
+
+        // A bot's service, storage and an unfinished delivery round-trip.
+        use crate::state::bots::{BotChange, Delivery, Interface, Service, Trigger};
+        let bot = state.users.collect_sorted(|_, _| true)[0].0;
+        let service = Service {
+            name: "s".into(),
+            base_url: "http://example.com".into(),
+            interface: Interface::Slack,
+            token: "t".into(),
+            config: Default::default(),
+        };
+        state.bots.apply(&BotChange::SetService { bot, service });
+        state.bots.apply(&BotChange::PutStorage { bot, entries: vec![("k".into(), "v".into())] });
+        let delivery =
+            Delivery { message: crate::state::MessageId(1), bot, trigger: Trigger::Mention };
+        state.bots.apply(&BotChange::Queue(vec![delivery]));
+        let image = state.image();
+        let decoded = snapshot::decode(&snapshot::encode(&image), Path::new("s")).unwrap();
+        assert_eq!(decoded.bots, image.bots);
+        assert_eq!(crate::state::bots::BotState::from_image(decoded.bots).pending(), [delivery]);
     }
 
     /// Snapshots of format 9 (no organization part after the image) still
