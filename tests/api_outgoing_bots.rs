@@ -449,6 +449,14 @@ fn time_outs_and_connection_errors_are_retried_then_reported() {
     let note = &contents(&owner)[0];
     assert!(note.contains("to your bot @_**dead bot** triggered an outgoing webhook."), "{note}");
     assert!(note.contains("resulted in a connection error"), "{note}");
+
+    // An https URL: natter's client has no TLS; refused at once.
+    let (_, tls_email, _, _) = create_bot(&hamlet, "tls", "https://bots.example.com/", "1");
+    send_channel(&hamlet, "Denmark", "tls", "@**tls bot** secure?");
+    let topic = wait_for(&hamlet, &topic_narrow("Denmark", "tls"), 2);
+    assert_eq!(contents(&topic)[1], "Failure! Bot is unavailable");
+    let owner = wait_for(&hamlet, &dm_narrow(&tls_email), 1);
+    assert!(contents(&owner)[0].contains("over plain HTTP only"));
 }
 
 #[test]

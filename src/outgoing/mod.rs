@@ -138,6 +138,16 @@ fn attempt(app: &App, client: &Client, ctx: &Context, delivery: &Delivery) -> Ne
             owner: None,
         };
     }
+    if !ctx.service.base_url.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("http://")) {
+        return Next::Done {
+            reply: Some(failure("Bot is unavailable")),
+            owner: Some(
+                "natter delivers to outgoing webhooks over plain HTTP only, and the URL \
+                 configured for the webhook is not an http:// URL."
+                    .into(),
+            ),
+        };
+    }
     let host = crate::api::realm::realm_url(app, &ctx.realm);
     let host = host.trim_start_matches("http://");
     let parts = request::Parts {
