@@ -242,11 +242,7 @@ fn answer(ctx: &Context, body: Option<&str>) -> Next {
     };
     let content = match ctx.service.interface {
         Interface::Generic => {
-            let not_required = map.get("response_not_required").is_some_and(|v| {
-                !matches!(v, Value::Null | Value::Bool(false))
-                    && *v != Value::from(0)
-                    && *v != Value::String(String::new())
-            });
+            let not_required = map.get("response_not_required").is_some_and(truthy);
             if not_required {
                 None
             } else {
@@ -257,6 +253,19 @@ fn answer(ctx: &Context, body: Option<&str>) -> Next {
     };
     let reply = content.filter(|c| !c.trim().is_empty());
     Next::Done { reply, owner: None }
+}
+
+/// Whether Python would take `value` as true (Zulip reads
+/// `response_not_required` so).
+fn truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|n| n != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
 }
 
 /// The owner's notice's quote of a response body, if any.
