@@ -284,11 +284,8 @@ fn owner_notice(app: &App, ctx: &Context, detail: &str) -> String {
     let m = &ctx.message;
     let url = match &m.destination {
         Destination::Channel { channel, topic } => {
-            let link = app
-                .state
-                .channels
-                .get(channel)
-                .map(|c| crate::send::move_notices::topic_url(&c, topic));
+            let link =
+                app.state.channels.get(channel).map(|c| crate::send::links::topic_url(&c, topic));
             format!("{base}/{}/near/{}", link.unwrap_or_else(|| "#narrow".into()), m.id.0)
         }
         Destination::Direct { participants } => {

@@ -5,7 +5,7 @@
 //!
 //! Kept out of `User` so that the account's own encoding (in the log's
 //! `CreateUser` records and in snapshots) stays as it was; the snapshot
-//! carries this area after the image (`persist::snapshot`).
+//! carries this area after the image's features part (`persist::snapshot`).
 
 use serde::{Deserialize, Serialize};
 

@@ -14,6 +14,7 @@ pub mod audience;
 pub mod bots;
 pub mod channels;
 pub mod emails;
+pub mod features;
 pub mod files;
 pub mod groups;
 pub mod holders;
@@ -135,6 +136,8 @@ pub struct State {
     pub holder_hints: holders::HolderHints,
     /// Uploaded files' records (`files`).
     pub files: files::Files,
+    /// Read receipts and moderation settings of each realm, reminders.
+    pub features: features::FeatureState,
     /// Outgoing-webhook services, bot storage and unfinished deliveries.
     pub bots: bots::BotState,
 }
@@ -187,8 +190,13 @@ pub struct StateImage {
     /// block (`persist::snapshot`), so older snapshots without it load.
     #[serde(skip)]
     pub organization: organization::OrgImage,
+    /// Realm features and reminders (`features`). Not in the image's own
+    /// encoding: written after `organization` in the same block, so
+    /// older snapshots without it load.
+    #[serde(skip)]
+    pub features: features::FeaturesImage,
     /// Bots' services, storage and unfinished deliveries: written after
-    /// `organization`, in the same block (`persist::snapshot`), so older
+    /// `features`, in the same block (`persist::snapshot`), so older
     /// snapshots without it load.
     #[serde(skip)]
     pub bots: bots::BotsImage,
@@ -217,6 +225,7 @@ impl StateImage {
             + self.scheduled.messages.parts()
             + self.former_subscriptions.parts()
             + self.organization.parts()
+            + self.features.parts()
             + self.bots.parts()
     }
 }
@@ -255,6 +264,7 @@ impl State {
             former_subscriptions: self.former_subscriptions.freeze().into(),
             files: self.files.image(),
             organization: self.organization.image(),
+            features: self.features.image(),
             bots: self.bots.image(),
         }
     }
@@ -279,6 +289,7 @@ impl State {
             former_subscriptions: image.former_subscriptions.into_iter().collect(),
             files: files::Files::from_image(image.files),
             organization: organization::OrgState::from_image(image.organization),
+            features: features::FeatureState::from_image(image.features),
             bots: bots::BotState::from_image(image.bots),
             ..State::default()
         };
