@@ -24,6 +24,7 @@
 //! - `persist` — snapshots (and their schedule) and recovery.
 //! - `files` — the file store of uploaded bytes (a local directory behind
 //!   the `FileStore` trait) and its start-up reconciliation.
+//! - `thumbnails` — bounded thumbnails of uploaded images.
 //! - `commit` — the write path: lock → log → apply → durable → publish.
 //! - `send` — what a send sets off: mentions, topic policies, bot
 //!   messages, move notices.
@@ -71,4 +72,5 @@ pub mod server;
 pub mod state;
 #[doc(hidden)]
 pub mod testkit;
+pub mod thumbnails;
 pub mod view;

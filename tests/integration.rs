@@ -4,6 +4,8 @@
 /// Harness: TestServer (start/kill/stop/restart) and a raw HTTP client.
 mod util;
 
+/// Avatars: upload, serve, redirect, delete, refusals.
+mod api_avatars;
 /// Bot storage: GET/PUT/DELETE /bot_storage.
 mod api_bot_storage;
 /// Channels and subscriptions: create, join, leave, properties, PATCH/DELETE streams.

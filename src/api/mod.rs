@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod avatars;
 pub mod bot_storage;
 pub mod channel_email;
 pub mod channels;

@@ -272,6 +272,9 @@ impl Service {
         if head.path.starts_with("/user_avatars/") {
             return downloads::serve_emoji(self, req, &head, session);
         }
+        if head.path.starts_with("/avatar/") {
+            return downloads::serve_avatar(self, &head, session);
+        }
         // The request log costs this one check while it is filtered out.
         let logged = tracing::enabled!(target: "natter::request", tracing::Level::INFO);
         let started = (logged || self.metrics.is_some()).then(Instant::now);

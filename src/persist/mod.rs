@@ -513,6 +513,27 @@ mod tests {
         head
     }
 
+    /// The files block as `image` is written now: the `FilesImage`, then
+    /// (since format 11) its extra part.
+    fn files_block_len(image: &crate::state::StateImage) -> usize {
+        let config = bincode::config::standard();
+        8 + 4
+            + bincode::serde::encode_to_vec(&image.files, config).unwrap().len()
+            + bincode::serde::encode_to_vec(&image.files.extra, config).unwrap().len()
+    }
+
+    /// `bytes` (a current snapshot of `image`) from its sections on, with
+    /// the files block as formats 9 and 10 wrote it: no extra part.
+    fn sections_as_format_10(bytes: &[u8], image: &crate::state::StateImage) -> Vec<u8> {
+        let files = bincode::serde::encode_to_vec(&image.files, bincode::config::standard());
+        let files = files.unwrap();
+        let mut out = bytes[sections_at(image)..bytes.len() - files_block_len(image)].to_vec();
+        out.extend((files.len() as u64).to_le_bytes());
+        out.extend(crc32fast::hash(&files).to_le_bytes());
+        out.extend(&files);
+        out
+    }
+
     /// A snapshot of `image` as format `version` wrote it: its image
     /// block holds the image and `parts` after it.
     fn older_snapshot(
@@ -539,22 +560,51 @@ mod tests {
     }
 
     /// Snapshots of format 10 (no features part after the organization
-    /// part) still load, with Zulip's defaults and no reminders.
+    /// part, no avatars or realm file settings after the files' records)
+    /// still load, with Zulip's defaults, no reminders and no avatars;
+    /// format 11 carries them.
     #[test]
-    fn a_format_10_snapshot_loads_with_an_empty_features_part() {
+    fn a_format_10_snapshot_loads_with_empty_features_and_no_avatars() {
         let state = State::new();
         history(&state, 20);
         let image = state.image();
         let bytes = snapshot::encode(&image);
         let config = bincode::config::standard();
-        let organization = bincode::serde::encode_to_vec(&image.organization, config).unwrap();
-        let old = older_snapshot(&image, 10, &[organization]);
+        let mut head = bincode::serde::encode_to_vec(&image, config).unwrap();
+        head.extend(bincode::serde::encode_to_vec(&image.organization, config).unwrap());
+        let mut old = bytes[..32].to_vec();
+        old[8..12].copy_from_slice(&10u32.to_le_bytes());
+        old.extend((head.len() as u64).to_le_bytes());
+        old.extend(crc32fast::hash(&head).to_le_bytes());
+        old.extend(&head);
+        old.extend(sections_as_format_10(&bytes, &image));
+        let len = (old.len() - 32) as u64;
+        old[20..28].copy_from_slice(&len.to_le_bytes());
+        reseal(&mut old);
         let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
         assert_eq!(snapshot::encode(&decoded), bytes);
         // A format-10 header over a newer payload is refused.
         let mut mislabelled = bytes.clone();
         mislabelled[8..12].copy_from_slice(&10u32.to_le_bytes());
         assert!(snapshot::decode(&mislabelled, Path::new("s")).is_err());
+        // Avatars and realm file settings round-trip.
+        let owner = state.users.collect_sorted(|_, _| true)[0].0;
+        let avatar = crate::state::files::Avatar {
+            key: "1/ab/ABCDEFGHIJKLMNOPQRSTUVWX".into(),
+            size: 9,
+            medium_key: "1/ab/ABCDEFGHIJKLMNOPQRSTUVWY".into(),
+            medium_size: 90,
+        };
+        state.files.set_avatar(owner, Some(avatar));
+        let settings = crate::state::files::RealmFileSettings {
+            avatar_changes_disabled: true,
+            can_add_custom_emoji_group: None,
+        };
+        state.files.set_realm_settings(crate::state::RealmId(1), settings);
+        let image = state.image();
+        let back = snapshot::decode(&snapshot::encode(&image), Path::new("s")).unwrap();
+        assert_eq!(back.files, image.files);
+        assert!(!back.files.extra.avatars.is_empty() && !back.files.extra.realms.is_empty());
     }
 
     /// Snapshots of format 11 (no bots part after the features part)
@@ -612,7 +662,7 @@ mod tests {
         old.extend((head.len() as u64).to_le_bytes());
         old.extend(crc32fast::hash(&head).to_le_bytes());
         old.extend(&head);
-        old.extend(&bytes[sections_at(&image)..]);
+        old.extend(sections_as_format_10(&bytes, &image));
         let len = (old.len() - 32) as u64;
         old[20..28].copy_from_slice(&len.to_le_bytes());
         reseal(&mut old);
@@ -815,11 +865,7 @@ mod tests {
         let back = snapshot::decode_on(&bytes, Path::new("s"), 1).unwrap();
         assert_eq!(back.files, image.files);
         // The same snapshot as version 8 wrote it: no files block.
-        let files_block = 8
-            + 4
-            + bincode::serde::encode_to_vec(&image.files, bincode::config::standard())
-                .unwrap()
-                .len();
+        let files_block = files_block_len(&image);
         // Version 8 had no organization part after the image either.
         let head = bincode::serde::encode_to_vec(&image, bincode::config::standard()).unwrap();
         let mut old = bytes[..32].to_vec();
@@ -858,11 +904,12 @@ mod tests {
         "0200000000000000",
         "259b65cc",
         "0102010101020000020101000000000202010102010100000000000000",
-        // Files (since FORMAT_VERSION 9): 4 bytes, no attachments and no
-        // custom emoji.
-        "0400000000000000",
-        "1cdf4421",
-        "00000000",
+        // Files (since FORMAT_VERSION 9): 7 bytes, no attachments and no
+        // custom emoji, then (since 11) no avatars, realm settings or
+        // thumbnails.
+        "0700000000000000",
+        "7edf6c9d",
+        "00000000000000",
     );
 
     /// A deterministic pseudo-random generator (xorshift64*), so the
