@@ -148,6 +148,7 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
         files: Arc::new(store),
         temporary_urls: Default::default(),
         recovery,
+        outbox: Default::default(),
         _data_dir_lock: report.lock,
     });
     // Realms from before system bots existed get theirs now.
@@ -201,6 +202,8 @@ pub fn start(config: Config) -> Result<Server, String> {
     };
     // Deliveries that fell due while the server was down go out now.
     crate::scheduler::start(Arc::clone(&app));
+    // Deliveries to outgoing-webhook bots left unfinished go out now.
+    crate::outgoing::start(&app);
     if app.state.realm_by_subdomain("").is_none() && !app.config.dev {
         tracing::warn!("no realm exists yet; start once with --dev to seed one");
     }

@@ -6,6 +6,8 @@ mod util;
 
 /// Avatars: upload, serve, redirect, delete, refusals.
 mod api_avatars;
+/// Bot storage: GET/PUT/DELETE /bot_storage.
+mod api_bot_storage;
 /// Channels and subscriptions: create, join, leave, properties, PATCH/DELETE streams.
 mod api_channels;
 /// POST /register, GET/DELETE /events, POST /users/me/presence.
@@ -31,6 +33,9 @@ mod api_mobile;
 mod api_move_notifications;
 /// Linkifiers, default channels and default channel groups.
 mod api_organization;
+/// Outgoing-webhook bots: services, triggers, replies, failures, retries,
+/// the SSRF guard, deliveries across a crash.
+mod api_outgoing_bots;
 /// Alert words, drafts, user status, muted users, topic visibility.
 mod api_personal;
 /// PATCH/DELETE /users/me/profile_data: a user's own custom profile values.

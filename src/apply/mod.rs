@@ -89,6 +89,10 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::SetThumbnail { .. }
         | Mutation::Organization(_)
         | Mutation::Features(_) => true,
+        // A service shows in `realm_bots`; storage and deliveries nowhere.
+        Mutation::Bot(change) => {
+            !matches!(**change, crate::state::bots::BotChange::SetService { .. })
+        }
         // Only the name and time zone of the settings live in the account.
         Mutation::UpdateSettings(change) => change.full_name.is_none() && change.timezone.is_none(),
         // Drafts, mutes, topic policies (a send's automatic follows ride
@@ -176,6 +180,7 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         Mutation::Personal(change) => personal::apply(state, change),
         Mutation::Organization(change) => organization::apply(state, change),
         Mutation::Features(change) => features::apply(state, change),
+        Mutation::Bot(change) => bots::on_bot_change(state, change),
         Mutation::UpdateRealm(update) => {
             let before =
                 state.realms.get(&update.realm).unwrap_or_else(|| panic!("apply: no realm"));

@@ -538,6 +538,24 @@ pub static ROUTES: &[Route] = &[
         handler: api::accounts::regenerate_bot_key,
     },
     Route {
+        method: "GET",
+        pattern: "/bot_storage",
+        access: Access::User,
+        handler: api::bot_storage::get,
+    },
+    Route {
+        method: "PUT",
+        pattern: "/bot_storage",
+        access: Access::User,
+        handler: api::bot_storage::put,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/bot_storage",
+        access: Access::User,
+        handler: api::bot_storage::remove,
+    },
+    Route {
         method: "POST",
         pattern: "/streams/{stream_id}/delete_topic",
         access: Access::User,

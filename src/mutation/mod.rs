@@ -252,6 +252,10 @@ pub enum Mutation {
         /// The thumbnail.
         thumbnail: Box<crate::state::files::Thumbnail>,
     },
+    /// A bot's service or storage changes, or deliveries to
+    /// outgoing-webhook bots are queued (in the record of the message that
+    /// triggers them) or finished (`state::bots`).
+    Bot(Box<crate::state::bots::BotChange>),
 }
 
 /// The whole new name, description and settings of a realm.

@@ -20,7 +20,8 @@
 //! 1. one block: the `StateImage`, bincode (standard), without its
 //!    `messages`, `user_messages`, `files` and `organization` (skipped by
 //!    its serde derive), then (since version 10) its `organization`,
-//!    then (since version 11) its `features`;
+//!    then (since version 11) its `features`, then (since version 12)
+//!    its `bots`;
 //! 2. the messages section: a block count (u64), then one block per
 //!    message chunk of 4,096 ids (`message_store::CHUNK`) that holds any
 //!    message, its items the messages in id order;
@@ -161,6 +162,11 @@ const FORMAT_WITHOUT_FEATURES: u32 = 10;
 /// (no avatars or realm file settings after it): read with those empty.
 const FORMAT_WITHOUT_AVATARS: u32 = 10;
 
+/// The last format version before the bots part (services, storage,
+/// unfinished deliveries) followed the features part: those files are
+/// read with no bot data.
+const FORMAT_WITHOUT_BOTS: u32 = 11;
+
 /// The ids a block of rows holds, about: big enough that a block's
 /// framing is noise, small enough that many users' rows spread over the
 /// threads.
@@ -172,6 +178,7 @@ fn encode_payload(image: &StateImage, out: &mut impl Write) -> io::Result<()> {
     encode_one(image, &mut block)?;
     encode_one(&image.organization, &mut block)?;
     encode_one(&image.features, &mut block)?;
+    encode_one(&image.bots, &mut block)?;
     write_block(out, &block, None)?;
     match &image.messages {
         MessagesImage::Frozen(frozen) => {
@@ -382,6 +389,13 @@ pub fn decode_from<S: Source + ?Sized>(
             let (features, more) = super::decode_bounded(&bytes[used..])
                 .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
             image.features = features;
+            used += more;
+        }
+        if version > FORMAT_WITHOUT_BOTS {
+            let (bots, more) =
+                bincode::serde::decode_from_slice(&bytes[used..], bincode::config::standard())
+                    .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            image.bots = bots;
             used += more;
         }
         if used != bytes.len() {

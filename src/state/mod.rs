@@ -11,6 +11,7 @@
 
 pub mod access;
 pub mod audience;
+pub mod bots;
 pub mod channels;
 pub mod emails;
 pub mod features;
@@ -142,6 +143,8 @@ pub struct State {
     pub lookup: lookup::Lookup,
     /// Read receipts and moderation settings of each realm, reminders.
     pub features: features::FeatureState,
+    /// Outgoing-webhook services, bot storage and unfinished deliveries.
+    pub bots: bots::BotState,
 }
 
 /// `State` as key-sorted data: the snapshot format. Taken from live state
@@ -197,6 +200,11 @@ pub struct StateImage {
     /// older snapshots without it load.
     #[serde(skip)]
     pub features: features::FeaturesImage,
+    /// Bots' services, storage and unfinished deliveries: written after
+    /// `features`, in the same block (`persist::snapshot`), so older
+    /// snapshots without it load.
+    #[serde(skip)]
+    pub bots: bots::BotsImage,
 }
 
 impl StateImage {
@@ -223,6 +231,7 @@ impl StateImage {
             + self.former_subscriptions.parts()
             + self.organization.parts()
             + self.features.parts()
+            + self.bots.parts()
     }
 }
 
@@ -261,6 +270,7 @@ impl State {
             files: self.files.image(),
             organization: self.organization.image(),
             features: self.features.image(),
+            bots: self.bots.image(),
         }
     }
 
@@ -285,6 +295,7 @@ impl State {
             files: files::Files::from_image(image.files),
             organization: organization::OrgState::from_image(image.organization),
             features: features::FeatureState::from_image(image.features),
+            bots: bots::BotState::from_image(image.bots),
             ..State::default()
         };
         for realm in image.realms {
