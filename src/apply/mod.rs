@@ -85,7 +85,8 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::DeleteAttachment { .. }
         | Mutation::CreateRealmEmoji(_)
         | Mutation::DeactivateRealmEmoji { .. }
-        | Mutation::Organization(_) => true,
+        | Mutation::Organization(_)
+        | Mutation::WebSession(_) => true,
         // Only the name and time zone of the settings live in the account.
         Mutation::UpdateSettings(change) => change.full_name.is_none() && change.timezone.is_none(),
         // Drafts, mutes, topic policies (a send's automatic follows ride
@@ -172,6 +173,10 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         Mutation::ConfirmEmailChange { key } => settings::confirm_email_change(state, key),
         Mutation::Personal(change) => personal::apply(state, change),
         Mutation::Organization(change) => organization::apply(state, change),
+        Mutation::WebSession(change) => {
+            state.web_sessions.apply(change);
+            Vec::new()
+        }
         Mutation::UpdateRealm(update) => {
             let before =
                 state.realms.get(&update.realm).unwrap_or_else(|| panic!("apply: no realm"));

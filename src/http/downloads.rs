@@ -56,6 +56,10 @@ fn answer(
         (false, Some(authorization)) => Some(session.caller(authorization, || {
             super::auth::authenticate(&app.state, &realm, Some(authorization))
         })?),
+        // The web client's session cookie (an image in a message).
+        (false, None) => {
+            super::web::cookie_caller(service, &realm, head.method, head.host, &head.web)?
+        }
         _ => None,
     };
     let attachment = crate::api::uploads::download(app, &realm, caller.as_deref(), &path)?;

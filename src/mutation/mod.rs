@@ -225,6 +225,8 @@ pub enum Mutation {
     /// A realm's name, description and settings become these
     /// (`PATCH /realm`); `apply` tells clients what changed.
     UpdateRealm(Box<RealmUpdate>),
+    /// A web client signs in or out (`state::web_sessions`).
+    WebSession(Box<crate::state::web_sessions::SessionChange>),
 }
 
 /// The whole new name, description and settings of a realm.

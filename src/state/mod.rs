@@ -34,6 +34,7 @@ pub mod shard;
 pub mod system_bots;
 pub mod user_messages;
 pub mod users;
+pub mod web_sessions;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -134,6 +135,8 @@ pub struct State {
     pub holder_hints: holders::HolderHints,
     /// Uploaded files' records (`files`).
     pub files: files::Files,
+    /// The web client's signed-in sessions (`web_sessions`).
+    pub web_sessions: web_sessions::WebSessions,
 }
 
 /// `State` as key-sorted data: the snapshot format. Taken from live state
@@ -184,6 +187,10 @@ pub struct StateImage {
     /// block (`persist::snapshot`), so older snapshots without it load.
     #[serde(skip)]
     pub organization: organization::OrgImage,
+    /// The web client's sessions; written after `organization`, in the
+    /// same block, absent from older snapshots.
+    #[serde(skip)]
+    pub web_sessions: web_sessions::WebSessionsImage,
 }
 
 impl StateImage {
@@ -209,6 +216,7 @@ impl StateImage {
             + self.scheduled.messages.parts()
             + self.former_subscriptions.parts()
             + self.organization.parts()
+            + self.web_sessions.parts()
     }
 }
 
@@ -246,6 +254,7 @@ impl State {
             former_subscriptions: self.former_subscriptions.freeze().into(),
             files: self.files.image(),
             organization: self.organization.image(),
+            web_sessions: self.web_sessions.image(),
         }
     }
 
@@ -269,6 +278,7 @@ impl State {
             former_subscriptions: image.former_subscriptions.into_iter().collect(),
             files: files::Files::from_image(image.files),
             organization: organization::OrgState::from_image(image.organization),
+            web_sessions: web_sessions::WebSessions::from_image(image.web_sessions),
             ..State::default()
         };
         for realm in image.realms {
