@@ -502,12 +502,56 @@ mod tests {
         32 + 8 + 4 + head_block(image).len()
     }
 
-    /// The image's own block: the image, then its organization part.
+    /// The image's own block: the image, then its organization part, then
+    /// its web sessions.
     fn head_block(image: &crate::state::StateImage) -> Vec<u8> {
         let config = bincode::config::standard();
         let mut head = bincode::serde::encode_to_vec(image, config).unwrap();
         head.extend(bincode::serde::encode_to_vec(&image.organization, config).unwrap());
+        head.extend(bincode::serde::encode_to_vec(&image.web_sessions, config).unwrap());
         head
+    }
+
+    /// Snapshots of format 10 (no web sessions after the organization
+    /// part) still load, with no one signed in; current ones keep them.
+    #[test]
+    fn a_format_10_snapshot_loads_with_no_web_sessions() {
+        use crate::state::web_sessions::{SessionChange, WebSession};
+        let state = State::new();
+        history(&state, 20);
+        let owner = state.users.collect_sorted(|_, _| true)[0].0;
+        let session = WebSession {
+            user: owner,
+            realm: state.users.get(&owner).unwrap().realm,
+            csrf_token: "csrf".into(),
+            api_key: "key".into(),
+            password_hash: None,
+            created: 7,
+        };
+        state.web_sessions.apply(&SessionChange::Open { token: "t".into(), session });
+        let image = state.image();
+        let bytes = snapshot::encode(&image);
+        let back = snapshot::decode(&bytes, Path::new("s")).unwrap();
+        assert_eq!(back.web_sessions.by_token.sorted().len(), 1);
+        let config = bincode::config::standard();
+        let mut head = bincode::serde::encode_to_vec(&image, config).unwrap();
+        head.extend(bincode::serde::encode_to_vec(&image.organization, config).unwrap());
+        let mut old = bytes[..32].to_vec();
+        old[8..12].copy_from_slice(&10u32.to_le_bytes());
+        old.extend((head.len() as u64).to_le_bytes());
+        old.extend(crc32fast::hash(&head).to_le_bytes());
+        old.extend(&head);
+        old.extend(&bytes[sections_at(&image)..]);
+        let len = (old.len() - 32) as u64;
+        old[20..28].copy_from_slice(&len.to_le_bytes());
+        reseal(&mut old);
+        let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
+        assert!(decoded.web_sessions.by_token.sorted().is_empty());
+        assert_eq!(decoded.applied_seq, image.applied_seq);
+        // A format-10 header over a format-11 payload is refused.
+        let mut mislabelled = bytes.clone();
+        mislabelled[8..12].copy_from_slice(&10u32.to_le_bytes());
+        assert!(snapshot::decode(&mislabelled, Path::new("s")).is_err());
     }
 
     /// Snapshots of format 9 (no organization part after the image) still
