@@ -124,8 +124,9 @@ function renderShell() {
         h("p", { id: "typing", "aria-live": "polite" }),
         composeForm())),
     h("p", { id: "status", role: "status" }));
-  document.addEventListener("keydown", onKey);
 }
+
+document.addEventListener("keydown", onKey);
 
 function toggleSidebar() {
   const open = document.body.classList.toggle("sidebar-open");
@@ -138,7 +139,7 @@ function setStatus(text) {
 }
 
 function onKey(ev) {
-  if (ev.key !== "Escape") return;
+  if (ev.key !== "Escape" || !S.queueId) return;
   const picker = $("#emoji-picker");
   if (picker) return picker.remove();
   const editing = $(".msg .edit-form");
@@ -178,8 +179,14 @@ async function register() {
   S.topics.clear();
   renderSidebar();
   poll(S.generation);
-  setInterval(() => api("POST", "/users/me/presence", { status: "active", new_user_input: true, slim_presence: true }).catch(() => {}), 60_000);
 }
+
+// Presence: active while the page is open and shown, every minute.
+setInterval(() => {
+  if (S.queueId && document.visibilityState === "visible") {
+    api("POST", "/users/me/presence", { status: "active", new_user_input: true, slim_presence: true }).catch(() => {});
+  }
+}, 60_000);
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -439,7 +446,6 @@ function title(narrow) {
 }
 
 async function showNarrow(narrow, { keepCompose = false } = {}) {
-  if (location.hash === "#inbox" && !keepCompose) return showInbox();
   if (location.hash === "#inbox") return showInbox();
   S.narrow = narrow;
   $("#inbox").hidden = true;

@@ -190,11 +190,27 @@ test('unread counts fall as messages are read', async () => {
     const r = await apiAs(OTHELLO, 'POST', '/messages', { type: 'stream', to: 'general', topic: 'unread test', content: `unread number ${i}` });
     sent.push(r.id);
   }
-  const verona = page.locator('#channels li', { hasText: 'general' }).locator('> a .badge');
-  await verona.filter({ hasText: /^[3-9]|\d\d/ }).waitFor(WAIT);
-  await page.locator('#channels a', { hasText: 'general' }).click();
+  const generalBadge = page.locator('#channels li', { hasText: 'general' }).locator('> a .badge');
+  await generalBadge.filter({ hasText: /^[3-9]|\d\d/ }).waitFor(WAIT);
+  // The inbox lists the conversation with its count; it opens from there.
+  await page.locator('#nav-inbox').click();
+  const row = page.locator('#inbox a', { hasText: 'unread test' });
+  await row.locator('.badge', { hasText: '3' }).waitFor(WAIT);
+  await shot('inbox');
+  await row.click();
   await message('unread number 2').waitFor(WAIT);
-  await verona.waitFor({ state: 'detached', ...WAIT });
+  // The topic's count in the sidebar goes, and the channel's falls.
+  const topic = page.locator('#channels .topics a', { hasText: 'unread test' });
+  await topic.waitFor(WAIT);
+  await topic.locator('.badge').waitFor({ state: 'detached', ...WAIT });
+  await page.waitForFunction(() => {
+    const li = [...document.querySelectorAll('#channels > li')].find((l) => l.querySelector(':scope > a .name')?.textContent === 'general');
+    const badge = li && li.querySelector(':scope > a .badge');
+    return li && (!badge || Number(badge.textContent) < 3);
+  }, null, WAIT);
+  await page.locator('#nav-inbox').click();
+  await page.locator('#inbox a', { hasText: 'unread test' }).waitFor({ state: 'detached', ...WAIT });
+  await page.goBack();
   await shot('channel-read');
   // The server agrees: all three are read now.
   const r = await apiAs(HAMLET, 'GET', '/messages', { anchor: sent[0], num_before: 0, num_after: 2, narrow: JSON.stringify([{ operator: 'channel', operand: 'general' }, { operator: 'topic', operand: 'unread test' }]) });
