@@ -194,8 +194,7 @@ fn preflights_are_answered_and_cors_is_opt_in() {
     assert_eq!((me.status, me.header("access-control-allow-origin")), (200, None));
 
     server.stop();
-    let mut args: Vec<String> =
-        vec!["--dev".into(), "--cors-origin".into(), "http://app.test".into()];
+    let args: Vec<String> = vec!["--dev".into(), "--cors-origin".into(), "http://app.test".into()];
     server.restart_with_args(args);
     let pre = send(&server.addr, "OPTIONS", "/api/v1/messages", &origin, "");
     assert_eq!(pre.status, 204);
