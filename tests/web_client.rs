@@ -413,4 +413,15 @@ fn sessions_survive_restarts() {
         let ended = Browser { addr: server.addr.clone(), ..ended.clone() };
         ended.get("/users/me").err(401, "UNAUTHORIZED");
     }
+    // Without --dev: no development sign-in, a password is required; the
+    // session made by one still stands.
+    server.stop();
+    server.restart_with_args(Vec::new());
+    let addr = &server.addr;
+    send(addr, "GET", "/login/dev_accounts", &[], "").err(404, "NOT_FOUND");
+    let origin = format!("http://{addr}");
+    let r = send(addr, "POST", "/login", &[("Origin", &origin)], "username=hamlet%40natter.test");
+    r.err(400, "REQUEST_VARIABLE_MISSING");
+    let browser = Browser { addr: addr.clone(), origin, ..browser };
+    assert_eq!(browser.get("/users/me").ok()["email"], HAMLET);
 }

@@ -47,11 +47,7 @@ pub fn sign_in(
     let user = match password {
         Some(password) => super::passwords::password_login(app, realm, username, password)?,
         None if app.config.dev => dev_account(app, realm, username)?,
-        None => {
-            return Err(
-                ApiError::bad_request("Missing 'password' argument").with("var_name", "password")
-            )
-        }
+        None => return Err(ApiError::missing("password")),
     };
     open(app, user)
 }
@@ -138,6 +134,6 @@ pub fn dev_accounts(app: &App, realm: &Realm) -> ApiResult<Vec<(String, String)>
         .into_iter()
         .filter(|u| u.is_active && !u.is_bot())
         .collect();
-    users.sort_by(|a, b| (b.role.is_admin(), &a.full_name).cmp(&(a.role.is_admin(), &b.full_name)));
+    users.sort_by_cached_key(|u| (!u.role.is_admin(), u.full_name.clone()));
     Ok(users.into_iter().map(|u| (u.delivery_email, u.full_name)).collect())
 }

@@ -31,6 +31,7 @@ use super::response::{self, Head, Response};
 use super::{Service, Session};
 use crate::api::web_login::{self, COOKIE, SESSION_LIFETIME_SECS};
 use crate::error::{ApiError, ApiResult};
+use crate::state::web_sessions::WebSession;
 use crate::state::{Realm, User};
 
 /// Where the versioned files are served.
@@ -181,6 +182,17 @@ pub(super) fn cookie_caller(
     host: &str,
     web: &WebHeaders,
 ) -> ApiResult<Option<Arc<User>>> {
+    Ok(cookie_session(service, realm, method, host, web)?.map(|(user, _)| user))
+}
+
+/// `cookie_caller`, with the session.
+fn cookie_session(
+    service: &Service,
+    realm: &Realm,
+    method: &str,
+    host: &str,
+    web: &WebHeaders,
+) -> ApiResult<Option<(Arc<User>, WebSession)>> {
     let Some(token) = web.session_token() else { return Ok(None) };
     check_origin(method, host, web)?;
     let (user, session) = web_login::authenticate(&service.app, realm, token)?;
@@ -194,7 +206,7 @@ pub(super) fn cookie_caller(
             }));
         }
     }
-    Ok(Some(user))
+    Ok(Some((user, session)))
 }
 
 /// Answers a request for one of this module's paths (`owns`).
@@ -258,12 +270,10 @@ fn signed_in(
     head: &super::Head<'_>,
     realm: &Realm,
 ) -> ApiResult<(Arc<User>, String)> {
-    let token = head.web.session_token().ok_or_else(|| {
-        ApiError::unauthorized("Not logged in: API authentication or user session required")
-    })?;
-    let user = cookie_caller(service, realm, head.method, head.host, &head.web)?
-        .expect("a cookie was sent");
-    let session = service.app.state.web_sessions.get(token).expect("just authenticated");
+    let (user, session) = cookie_session(service, realm, head.method, head.host, &head.web)?
+        .ok_or_else(|| {
+            ApiError::unauthorized("Not logged in: API authentication or user session required")
+        })?;
     Ok((user, session.csrf_token))
 }
 
@@ -318,8 +328,9 @@ fn login(
 /// `POST /logout`: ends the cookie's session and clears the cookie.
 fn logout(service: &Service, head: &super::Head<'_>, realm: &Realm) -> ApiResult<Response> {
     signed_in(service, head, realm)?;
-    let token = head.web.session_token().expect("signed in");
-    web_login::sign_out(&service.app, token)?;
+    if let Some(token) = head.web.session_token() {
+        web_login::sign_out(&service.app, token)?;
+    }
     let secure = if service.app.config.secure_cookies { "; Secure" } else { "" };
     let cookie = format!("{COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict{secure}");
     Ok(success(json!({}), vec![("Set-Cookie", cookie)]))
