@@ -1,7 +1,8 @@
 // The web client end to end: Debian's Chromium (/usr/bin/chromium),
 // driven by playwright-core, against a freshly started `natter --dev`.
 // One signed-in tab goes through a person's day — sign in, send, receive
-// live, edit, react, delete, read, search, survive a server restart
+// live, edit, react, delete, read, search, upload by drag and drop,
+// survive a server restart
 // without a reload, meet hostile markup as text, sign out — while other
 // accounts act through the API with HTTP Basic.
 //
@@ -264,6 +265,23 @@ test('markup in a message and a file named like HTML show as text', async () => 
   assert.equal(await page.evaluate(() => window.__xss), undefined);
   assert.deepEqual(dialogs, []);
   await shot('hostile-markup');
+});
+
+test('a file dropped on the compose box is uploaded, linked and sent', async () => {
+  await page.goto(server.site + '/#narrow/' + encodeURIComponent('channel:Denmark topic:files'));
+  await page.locator('#compose-topic').fill('files');
+  await page.evaluate(() => {
+    const data = new DataTransfer();
+    data.items.add(new File(['dropped bytes'], 'notes.txt', { type: 'text/plain' }));
+    document.querySelector('#compose').dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+  });
+  await page.waitForFunction(() => /\[notes\.txt\]\(\/user_uploads\//.test(document.querySelector('#compose-text').value), null, WAIT);
+  await page.locator('#compose-text').press('Enter');
+  const link = message('notes.txt').locator('.content a', { hasText: 'notes.txt' });
+  await link.waitFor(WAIT);
+  // The browser downloads it with its session cookie.
+  const file = await context.request.get(server.site + (await link.getAttribute('href')));
+  assert.equal(await file.text(), 'dropped bytes');
 });
 
 test('a server restart mid-session recovers without a reload', async () => {
