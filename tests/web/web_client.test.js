@@ -2,9 +2,8 @@
 // driven by playwright-core, against a freshly started `natter --dev`.
 // One signed-in tab goes through a person's day — sign in, send, receive
 // live, edit, react, delete, read, search, upload by drag and drop,
-// survive a server restart
-// without a reload, meet hostile markup as text, sign out — while other
-// accounts act through the API with HTTP Basic.
+// survive a server restart without a reload, meet hostile markup as text,
+// sign out — while other accounts act through the API with HTTP Basic.
 //
 // Screenshots of the main views go to $WEB_ARTIFACTS (default
 // tests/web/artifacts). The server binary is $NATTER_BIN if set, else
