@@ -266,6 +266,25 @@ test('markup in a message and a file named like HTML show as text', async () => 
   await shot('hostile-markup');
 });
 
+test('older history loads on scroll', async () => {
+  const ids = [];
+  for (let i = 0; i < 120; i++) {
+    ids.push((await apiAs(OTHELLO, 'POST', '/messages', { type: 'stream', to: 'Denmark', topic: 'history', content: `history number ${i}` })).id);
+  }
+  await apiAs(HAMLET, 'POST', '/messages/flags', { messages: JSON.stringify(ids), op: 'add', flag: 'read' });
+  await page.goto(server.site + '/#narrow/' + encodeURIComponent('channel:Denmark topic:history'));
+  await message('history number 119').waitFor(WAIT);
+  assert.equal(await message('history number 0').count(), 0, 'only the newest page at first');
+  // Scrolling up fetches older pages until the first message.
+  while ((await message('history number 0').count()) === 0) {
+    const shown = await page.locator('#messages .msg').count();
+    await page.locator('#messages').evaluate((list) => { list.scrollTop = 0; list.dispatchEvent(new Event('scroll')); });
+    await page.waitForFunction((n) => document.querySelectorAll('#messages .msg').length > n, shown, WAIT);
+  }
+  await message('history number 0').waitFor(WAIT);
+  assert.equal(await page.locator('#messages .msg', { hasText: 'history number' }).count(), 120);
+});
+
 test('a file dropped on the compose box is uploaded, linked and sent', async () => {
   await page.goto(server.site + '/#narrow/' + encodeURIComponent('channel:Denmark topic:files'));
   await page.locator('#compose-topic').fill('files');
