@@ -190,6 +190,32 @@ impl Drop for Durable {
     }
 }
 
+/// Free space on the log's file system below which commits are refused
+/// (503 `NOT_READY`, nothing applied or logged) while reads go on: room
+/// for the records already in flight, a new segment's zeros and the
+/// snapshot's files, so that the log itself never meets a full disk. A
+/// write that fails there anyway is fatal like a failed fsync (the
+/// mutation is applied in memory already), and nothing unacknowledged
+/// survives the restart's recovery.
+pub const DISK_RESERVE: u64 = 64 << 20;
+
+/// Log bytes between two looks at the free space while it is above
+/// `DISK_RESERVE` (a `statvfs` every few hundred sends); below it, every
+/// commit looks, so writes resume as soon as space returns.
+const SPACE_CHECK_EVERY: u64 = 256 << 10;
+
+/// The refusal while the disk is nearly full.
+pub const DISK_FULL: &str =
+    "The server's disk is full: changes are refused until space is freed; reading works";
+
+/// Whether the log's file system has room for more commits.
+struct Space {
+    /// Below `DISK_RESERVE` at the last look.
+    low: AtomicBool,
+    /// `Shared::logged` at the last look.
+    checked_at: AtomicU64,
+}
+
 /// Framing the log adds to each record (length, CRC and seq), counted with the
 /// record's bytes for the snapshot schedule.
 const RECORD_FRAMING: u64 = 16;
@@ -206,6 +232,7 @@ pub struct Committer {
     held: LockTime,
     /// Of which snapshot cuts (`State::image`).
     cuts: LockTime,
+    space: Space,
 }
 
 /// How long commits held the writer lock: count, total and longest, and
@@ -324,7 +351,49 @@ impl Committer {
             snapshot_thread: parking_lot::Mutex::new(Some(handle)),
             held: LockTime::default(),
             cuts: LockTime::default(),
+            space: Space { low: AtomicBool::new(false), checked_at: AtomicU64::new(0) },
         }
+        .with_space_checked()
+    }
+
+    /// Looks at the free space once at start.
+    fn with_space_checked(self) -> Self {
+        self.look_at_space(0);
+        self
+    }
+
+    /// Whether a commit may go on: the free space was above
+    /// `DISK_RESERVE` at the last look, taken again if it is due or was
+    /// below. An error reading it lets the commit go on (the log's own
+    /// write would tell).
+    fn room_for_writes(&self) -> bool {
+        let logged = self.shared.logged.load(Ordering::Relaxed);
+        let due = logged >= self.space.checked_at.load(Ordering::Relaxed) + SPACE_CHECK_EVERY;
+        if !due && !self.space.low.load(Ordering::Relaxed) {
+            return true;
+        }
+        self.look_at_space(logged)
+    }
+
+    fn look_at_space(&self, logged: u64) -> bool {
+        self.space.checked_at.store(logged, Ordering::Relaxed);
+        let wal = &self.shared.wal;
+        let low = wal.fs().free_bytes(wal.dir()).is_ok_and(|free| free < DISK_RESERVE);
+        let was = self.space.low.swap(low, Ordering::Relaxed);
+        if low && !was {
+            tracing::error!(
+                "less than {} MiB free under {}: refusing changes until space is freed",
+                DISK_RESERVE >> 20,
+                wal.dir().display()
+            );
+        } else if was && !low {
+            tracing::info!(
+                "{} MiB or more free again under {}: taking changes again",
+                DISK_RESERVE >> 20,
+                wal.dir().display()
+            );
+        }
+        !low
     }
 
     /// The state this committer writes to.
@@ -339,6 +408,9 @@ impl Committer {
         build: impl FnOnce(&State) -> ApiResult<(Mutation, T)>,
     ) -> ApiResult<T> {
         let shared = &*self.shared;
+        if !self.room_for_writes() {
+            return Err(crate::error::ApiError::not_ready(DISK_FULL));
+        }
         let writer = shared.writer.lock().expect("writer lock poisoned");
         let locked = std::time::Instant::now();
         let seq = shared.next_seq.load(Ordering::Relaxed);
@@ -606,3 +678,6 @@ mod tests {
         assert!(!shared.schedule.due(3, cut + 2 * size), "one at a time");
     }
 }
+
+#[cfg(test)]
+mod crash_sweep;

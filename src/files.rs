@@ -129,10 +129,13 @@ pub trait FileStore: Send + Sync + 'static {
 }
 
 /// Files in a local directory: `<root>/<realm_id>/<ab>/<token>`, staging
-/// in `<root>/tmp/`.
+/// in `<root>/tmp/`. What makes a file durable (its flush, its rename into
+/// place, the directories' flushes) and removals go through the log's
+/// file-system seam, `wal::Fs`.
 pub struct LocalStore {
     root: PathBuf,
     staging: PathBuf,
+    fs: Arc<dyn wal::Fs>,
 }
 
 impl LocalStore {
@@ -140,23 +143,23 @@ impl LocalStore {
     /// directory is emptied (what is there is from requests a stop cut
     /// short).
     pub fn open(data_dir: &Path) -> io::Result<LocalStore> {
+        LocalStore::open_on(data_dir, Arc::new(wal::RealFs))
+    }
+
+    /// `open`, flushing, renaming and removing through `fs`.
+    pub fn open_on(data_dir: &Path, fs: Arc<dyn wal::Fs>) -> io::Result<LocalStore> {
         let root = data_dir.join("uploads");
         let staging = root.join("tmp");
         if staging.exists() {
             fs::remove_dir_all(&staging)?;
         }
         fs::create_dir_all(&staging)?;
-        Ok(LocalStore { root, staging })
+        Ok(LocalStore { root, staging, fs })
     }
 
     fn path(&self, key: &StoreKey) -> PathBuf {
         self.root.join(key.as_str())
     }
-}
-
-/// fsyncs a directory, so a rename or removal in it is durable.
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
 }
 
 impl FileStore for LocalStore {
@@ -168,19 +171,19 @@ impl FileStore for LocalStore {
         let target = self.path(key);
         let dir = target.parent().expect("a key has directories");
         let created = !dir.exists();
-        fs::create_dir_all(dir)?;
-        File::open(staged.path())?.sync_all()?;
+        self.fs.create_dir_all(dir)?;
+        self.fs.sync_all(&File::open(staged.path())?, staged.path())?;
         let from = staged.take();
-        if let Err(e) = fs::rename(&from, &target) {
-            let _ = fs::remove_file(&from);
+        if let Err(e) = self.fs.rename(&from, &target) {
+            let _ = self.fs.remove_file(&from);
             return Err(e);
         }
-        sync_dir(dir)?;
+        self.fs.sync_dir(dir)?;
         if created {
             // The new directories' entries in their parents.
             let mut at = dir;
             while let Some(parent) = at.parent() {
-                sync_dir(parent)?;
+                self.fs.sync_dir(parent)?;
                 if parent == self.root {
                     break;
                 }
@@ -203,8 +206,8 @@ impl FileStore for LocalStore {
 
     fn delete(&self, key: &StoreKey) -> io::Result<()> {
         let path = self.path(key);
-        match fs::remove_file(&path) {
-            Ok(()) => sync_dir(path.parent().expect("a key has directories")),
+        match self.fs.remove_file(&path) {
+            Ok(()) => self.fs.sync_dir(path.parent().expect("a key has directories")),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(e),
         }
@@ -525,6 +528,33 @@ mod tests {
         assert_eq!(report.orphans_removed, vec![key.as_str().to_owned()]);
         assert!(store.list().unwrap().is_empty());
         store.delete(&key).unwrap();
+    }
+
+    /// A stored file survives a power cut right after `put` returned; a
+    /// failed rename into place is an error and leaves no staged file.
+    #[test]
+    fn a_put_file_survives_a_power_cut_and_a_failed_rename_is_refused() {
+        use wal::sim::{Fault, FaultKind, Op, SimFs};
+        let dir = tempfile::tempdir().unwrap();
+        let sim = Arc::new(SimFs::new());
+        let store = LocalStore::open_on(dir.path(), sim.clone()).unwrap();
+        let key = StoreKey::random(3);
+        store.put(stage_bytes(&store, b"hello world").unwrap(), &key).unwrap();
+        sim.inject(Fault {
+            op: Op::Rename,
+            path_contains: "in-".into(),
+            kind: FaultKind::Eio,
+            times: 1,
+        });
+        let refused = StoreKey::random(3);
+        assert!(store.put(stage_bytes(&store, b"lost").unwrap(), &refused).is_err());
+        assert_eq!(fs::read_dir(store.staging()).unwrap().count(), 0);
+        sim.cut_power_now();
+        drop(store);
+        sim.restore_durable().unwrap();
+        let store = LocalStore::open(dir.path()).unwrap();
+        assert_eq!(store.list().unwrap(), vec![key.clone()]);
+        assert_eq!(store.read(&key, 0, 11).unwrap(), b"hello world");
     }
 
     #[test]

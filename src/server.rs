@@ -36,6 +36,12 @@ pub struct Server {
 
 /// Recovers the data dir and builds the application (no HTTP).
 pub fn open_app(config: Config) -> Result<Arc<App>, String> {
+    open_app_on(config, Arc::new(wal::RealFs))
+}
+
+/// `open_app`, with the log and snapshots changing their files through
+/// `fs` (tests pass a `wal::sim::SimFs`).
+pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, String> {
     // Before `Durable::new` spawns the first coroutine: an app opened
     // in-process (tests, benches) runs on the server's stack size too, not
     // may's default 32 KiB, which debug builds overflow.
@@ -47,6 +53,7 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
         sync: config.fsync.sync_mode(),
         on_durable: Some(Arc::new(move |seq| on_durable.advance(seq))),
         gather: config.commit_gather,
+        fs: Arc::clone(&fs),
     };
     let (state, wal, report) = persist::open_reporting(
         &config.data_dir,
@@ -69,7 +76,7 @@ pub fn open_app(config: Config) -> Result<Arc<App>, String> {
         report.snapshot_seq.map_or("none".to_owned(), |s| s.to_string()),
         report.replayed
     );
-    let store = crate::files::LocalStore::open(&config.data_dir)
+    let store = crate::files::LocalStore::open_on(&config.data_dir, fs)
         .map_err(|e| format!("cannot open the file store in {}: {e}", config.data_dir.display()))?;
     let reconciled = crate::files::reconcile(&store, &state)
         .map_err(|e| format!("cannot read the file store: {e}"))?;

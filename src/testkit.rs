@@ -244,6 +244,15 @@ impl World {
 /// command-line flags) set those flags themselves: the fixture
 /// of the benches and of the in-process tests.
 pub fn in_process_dev_app(data_dir: &std::path::Path, extra_args: &[&str]) -> Arc<App> {
+    in_process_dev_app_on(data_dir, extra_args, Arc::new(wal::RealFs))
+}
+
+/// `in_process_dev_app`, with the log and snapshots going through `fs`.
+pub fn in_process_dev_app_on(
+    data_dir: &std::path::Path,
+    extra_args: &[&str],
+    fs: Arc<dyn wal::Fs>,
+) -> Arc<App> {
     use clap::Parser;
     let data = data_dir.to_str().expect("a UTF-8 data dir path");
     let mut args = vec!["natter", "--dev"];
@@ -255,7 +264,7 @@ pub fn in_process_dev_app(data_dir: &std::path::Path, extra_args: &[&str]) -> Ar
     args.extend_from_slice(extra_args);
     args.extend(["--data-dir", data]);
     let config = crate::config::Cli::parse_from(args).resolve().expect("valid flags");
-    let app = crate::server::open_app(config).expect("an openable data dir");
+    let app = crate::server::open_app_on(config, fs).expect("an openable data dir");
     seed_dev(&app).expect("the dev seed");
     crate::server::ensure_system_bots(&app).expect("the system bots");
     app

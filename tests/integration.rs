@@ -62,6 +62,8 @@ mod api_users_admin;
 /// The HTTP wire: multipart, chunked, header limits, time-outs, the
 /// connection cap, large replies, HTTP/1.0.
 mod api_wire;
+/// A full disk under a running server: 503 for changes, reads served.
+mod disk_full;
 /// Handler-level tests of rules no endpoint reaches yet (realm settings).
 mod handler_gaps;
 /// The architecture's layering, read from `src/`'s `use` lines.

@@ -244,7 +244,7 @@ pub fn write_snapshot(
             return None;
         }
     }
-    match snapshot::write_with(dir, image, progress) {
+    match snapshot::write_on(&**wal.fs(), dir, image, progress) {
         Ok(path) => {
             if let Err(e) = wal.remove_through(seq) {
                 tracing::warn!("could not trim the log through seq {seq}: {e}");

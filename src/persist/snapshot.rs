@@ -51,8 +51,10 @@
 //! (its length and CRC precede it): never a copy of the whole snapshot.
 
 use std::fs::{self, File};
+
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use wal::Fs;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -641,32 +643,51 @@ const SYNC_EVERY: u64 = 1 << 20;
 /// at most rather than behind the whole file's final flush (4 MiB before:
 /// about 1 ms of this disk per sync, where a log sync is ≈ 0.1 ms).
 /// `progress` is called after each of those syncs.
+/// Every write and flush goes through the file-system seam (`wal::Fs`),
+/// as positioned writes from `at`.
 struct Trickle<'p> {
+    fs: &'p dyn Fs,
     file: File,
+    path: &'p Path,
+    /// Where the next write goes.
+    at: u64,
+    /// The end of what was written.
+    end: u64,
     unsynced: u64,
     progress: &'p mut dyn FnMut(),
 }
 
 impl Write for Trickle<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.file.write(buf)?;
-        self.unsynced += n as u64;
+        self.fs.write_at(&self.file, self.path, buf, self.at)?;
+        self.at += buf.len() as u64;
+        self.end = self.end.max(self.at);
+        self.unsynced += buf.len() as u64;
         if self.unsynced >= SYNC_EVERY {
-            self.file.sync_data()?;
+            self.fs.sync_data(&self.file, self.path)?;
             self.unsynced = 0;
             (self.progress)();
         }
-        Ok(n)
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
+        Ok(())
     }
 }
 
 impl Seek for Trickle<'_> {
     fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
-        self.file.seek(to)
+        let from = |base: u64, delta: i64| {
+            base.checked_add_signed(delta)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek out of range"))
+        };
+        self.at = match to {
+            SeekFrom::Start(at) => at,
+            SeekFrom::End(delta) => from(self.end, delta)?,
+            SeekFrom::Current(delta) => from(self.at, delta)?,
+        };
+        Ok(self.at)
     }
 }
 
@@ -682,19 +703,35 @@ pub fn write_with(
     image: &StateImage,
     progress: &mut dyn FnMut(),
 ) -> io::Result<PathBuf> {
-    fs::create_dir_all(dir)?;
+    write_on(&wal::RealFs, dir, image, progress)
+}
+
+/// `write_with`, changing and flushing files through `fs`.
+pub fn write_on(
+    fs: &dyn Fs,
+    dir: &Path,
+    image: &StateImage,
+    progress: &mut dyn FnMut(),
+) -> io::Result<PathBuf> {
+    fs.create_dir_all(dir)?;
     let seq = image.applied_seq;
     let final_path = path_for(dir, seq);
     let tmp_path = dir.join(format!("{PREFIX}{seq:020}.tmp"));
-    {
-        let file = Trickle { file: File::create(&tmp_path)?, unsynced: 0, progress };
-        encode_into(image, file)?.file.sync_all()?;
+    let written = fs.create(&tmp_path).and_then(|file| {
+        let out = Trickle { fs, file, path: &tmp_path, at: 0, end: 0, unsynced: 0, progress };
+        let out = encode_into(image, out)?;
+        fs.sync_all(&out.file, &tmp_path)
+    });
+    if let Err(err) = written.and_then(|()| fs.rename(&tmp_path, &final_path)) {
+        // A full disk, most likely: the partial file would keep its
+        // space until the next snapshot of this seq.
+        let _ = fs.remove_file(&tmp_path);
+        return Err(err);
     }
-    fs::rename(&tmp_path, &final_path)?;
-    File::open(dir)?.sync_all()?;
+    fs.sync_dir(dir)?;
     for (old_seq, old_path) in list(dir)? {
         if old_seq < seq {
-            fs::remove_file(old_path)?;
+            fs.remove_file(&old_path)?;
         }
     }
     Ok(final_path)

@@ -42,7 +42,7 @@ pub fn check(dir: &Path, mut each: impl FnMut(&Path, u64, Seq, &[u8]) -> bool) -
     if !dir.exists() {
         return Ok(checked);
     }
-    let listing = segment::list_with(dir, false)?;
+    let listing = segment::list_with(dir, None)?;
     let mut segments: Vec<SegmentRef> = listing.named;
     if let Some(pending) = listing.pending.into_iter().next() {
         segments.push(pending);

@@ -240,7 +240,7 @@ fn group_commit(shared: &Shared) {
         // this file or in a segment that rotation already flushed.
         let (target, file, path) = shared.write_for_sync();
         last_batch = target - synced;
-        fsync::data(&file, &path);
+        fsync::data(&*shared.fs, &file, &path);
         durability.record_synced(target);
     }
 }
@@ -266,7 +266,7 @@ fn sync_periodically(shared: &Shared, period: Duration) {
         };
         if pending {
             let (file, path) = shared.active_file();
-            fsync::data(&file, &path);
+            fsync::data(&*shared.fs, &file, &path);
             durability.record_synced(target);
         }
         if shutdown {

@@ -11,34 +11,40 @@
 //! actually reached the disk, which is the only trustworthy state.
 
 use std::fs::File;
+use std::io::ErrorKind;
 use std::path::Path;
 
-use crate::error::IoContext;
-use crate::Result;
+use crate::fs::Fs;
+use crate::{Error, Result};
 
 /// `fdatasync`: makes the file's data (and the size needed to read it)
 /// durable. Aborts the process on failure.
-pub(crate) fn data(file: &File, path: &Path) {
-    if let Err(err) = file.sync_data() {
+pub(crate) fn data(fs: &dyn Fs, file: &File, path: &Path) {
+    if let Err(err) = fs.sync_data(file, path) {
         fatal(path, &err);
     }
 }
 
 /// `fsync`: makes the file's data and all of its metadata durable. Aborts
 /// the process on failure.
-pub(crate) fn all(file: &File, path: &Path) {
-    if let Err(err) = file.sync_all() {
+pub(crate) fn all(fs: &dyn Fs, file: &File, path: &Path) {
+    if let Err(err) = fs.sync_all(file, path) {
         fatal(path, &err);
     }
 }
 
 /// Makes a directory's entries (files created, renamed or removed in it)
-/// durable. Failing to open the directory is an ordinary error, since
-/// nothing has been lost yet; failing to flush it aborts the process.
-pub(crate) fn dir(path: &Path) -> Result<()> {
-    let dir = File::open(path).at(path)?;
-    all(&dir, path);
-    Ok(())
+/// durable. Failing to open the directory (it is missing, or not ours to
+/// open) is an ordinary error, since nothing has been lost yet; failing to
+/// flush it aborts the process.
+pub(crate) fn dir(fs: &dyn Fs, path: &Path) -> Result<()> {
+    match fs.sync_dir(path) {
+        Ok(()) => Ok(()),
+        Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::PermissionDenied) => {
+            Err(Error::io(path, err))
+        }
+        Err(err) => fatal(path, &err),
+    }
 }
 
 fn fatal(path: &Path, err: &std::io::Error) -> ! {

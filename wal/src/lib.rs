@@ -165,6 +165,15 @@
 //! Everything recovered is flushed and counts as durable, and appends
 //! continue at the repaired end.
 //!
+//! # File system
+//!
+//! Every change the log makes to its files, and every flush, goes through
+//! [`Options::fs`], a [`Fs`]: [`RealFs`] (the system calls) by default.
+//! [`sim::SimFs`] is a simulated file system for tests: it injects `EIO`,
+//! `ENOSPC` and short writes, and cuts the power at any call, dropping
+//! whatever was not flushed (file data, and directory entries whose
+//! directory was not flushed).
+//!
 //! # Limits
 //!
 //! A log directory is used by one [`Wal`] at a time: [`Wal::open`] takes an
@@ -177,16 +186,19 @@
 mod check;
 mod durability;
 mod error;
+mod fs;
 mod fsync;
 mod record;
 mod recovery;
 mod replay;
 mod seal;
 mod segment;
+pub mod sim;
 mod wal;
 
 pub use check::{check, Checked};
 pub use error::{Error, Result};
+pub use fs::{Fs, RealFs};
 pub use recovery::{Recovery, TornTail};
 pub use replay::Replay;
 pub use wal::{Options, Seq, SyncMode, Wal, GATHER_MIN};

@@ -27,10 +27,11 @@
 //! [`crate::wal`] takes the repaired segments as its live log.
 
 use std::collections::VecDeque;
-use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::IoContext;
+use crate::fs::Fs;
 use crate::segment::{self, Scan, Segment, SegmentRef};
 use crate::{fsync, seal, Error, Result, Seq};
 
@@ -65,8 +66,11 @@ pub struct TornTail {
 /// the sealed segments, oldest first, and the active one, with what was
 /// repaired. Cuts a torn tail of the last segment, and keeps or deletes a
 /// pending one. Creates the first segment of an empty log.
-pub(crate) fn recover(dir: &Path) -> Result<(VecDeque<SegmentRef>, Segment, Recovery)> {
-    let segment::Listing { named: mut segments, pending } = segment::list(dir)?;
+pub(crate) fn recover(
+    fs: &Arc<dyn Fs>,
+    dir: &Path,
+) -> Result<(VecDeque<SegmentRef>, Segment, Recovery)> {
+    let segment::Listing { named: mut segments, pending } = segment::list(&**fs, dir)?;
     if let Some(second) = pending.get(1) {
         return Err(stray(second, "a log has at most one pending segment"));
     }
@@ -75,7 +79,7 @@ pub(crate) fn recover(dir: &Path) -> Result<(VecDeque<SegmentRef>, Segment, Reco
         if let Some(pending) = pending {
             return Err(stray(&pending, "no named segment comes before it"));
         }
-        return Ok((VecDeque::new(), Segment::create(dir, 1)?, Recovery::default()));
+        return Ok((VecDeque::new(), Segment::create(fs, dir, 1)?, Recovery::default()));
     };
     if let Some(pending) = pending.as_ref().filter(|p| p.first_seq <= last.first_seq) {
         return Err(stray(pending, "it does not come after the last named segment"));
@@ -92,26 +96,27 @@ pub(crate) fn recover(dir: &Path) -> Result<(VecDeque<SegmentRef>, Segment, Reco
         next_first_seq = Some(segment.first_seq + scan.records);
     }
     check_follows(&last, next_first_seq)?;
-    let (mut active, truncated) = recover_last(dir, last)?;
+    let (mut active, truncated) = recover_last(fs, dir, last)?;
     let mut recovery = Recovery { truncated, discarded: None };
     let mut sealed: VecDeque<SegmentRef> = segments.into();
     if let Some(pending) = pending {
         // Its records can follow only if the segment before it reached the
         // disk whole: its seal had flushed it, or only the process crashed.
         let whole = recovery.truncated.is_none() && active.next_seq() == pending.first_seq;
-        match if whole { check_pending(dir, &pending)? } else { None } {
+        match if whole { check_pending(&**fs, dir, &pending)? } else { None } {
             Some((scan, truncated)) => {
                 // Seal it as the seal thread would have, then open the
                 // pending segment as the last one.
                 active.trim()?;
-                let file = fs::File::open(&pending.path).at(&pending.path)?;
+                let file = fs.open_write(&pending.path).at(&pending.path)?;
                 let named = segment::named_path(dir, pending.first_seq);
-                seal::seal(dir, (&active.file, &active.path), (&file, &pending.path), &named)?;
+                let (sealed_file, sealed_path) = (&active.file, &active.path);
+                seal::seal(&**fs, dir, (sealed_file, sealed_path), (&file, &pending.path), &named)?;
                 sealed.push_back(active.to_ref());
-                active = Segment::reopen(named, &scan)?;
+                active = Segment::reopen(fs, named, &scan)?;
                 recovery.truncated = truncated;
             }
-            None => recovery.discarded = Some(discard_pending(dir, pending)?),
+            None => recovery.discarded = Some(discard_pending(&**fs, dir, pending)?),
         }
     }
     Ok((sealed, active, recovery))
@@ -122,7 +127,11 @@ pub(crate) fn recover(dir: &Path) -> Result<(VecDeque<SegmentRef>, Segment, Reco
 /// scan and the tail cut off (reported under the segment's real name, which
 /// it is about to get). `None` if its header never reached the disk: then
 /// nothing in it can be read.
-fn check_pending(dir: &Path, pending: &SegmentRef) -> Result<Option<(Scan, Option<TornTail>)>> {
+fn check_pending(
+    fs: &dyn Fs,
+    dir: &Path,
+    pending: &SegmentRef,
+) -> Result<Option<(Scan, Option<TornTail>)>> {
     if !segment::has_header(&pending.path, pending.first_seq)? {
         return Ok(None);
     }
@@ -135,7 +144,7 @@ fn check_pending(dir: &Path, pending: &SegmentRef) -> Result<Option<(Scan, Optio
         Some(damage) => {
             let discarded_bytes = scan.file_len - damage.offset;
             warn_torn(&pending.path, damage.offset, discarded_bytes, damage.invalid.describe());
-            segment::truncate(&pending.path, damage.offset)?;
+            segment::truncate(fs, &pending.path, damage.offset)?;
             let segment = segment::named_path(dir, pending.first_seq);
             Some(TornTail { segment, offset: damage.offset, discarded_bytes })
         }
@@ -144,16 +153,16 @@ fn check_pending(dir: &Path, pending: &SegmentRef) -> Result<Option<(Scan, Optio
 }
 
 /// Deletes a pending segment that cannot follow the segment before it.
-fn discard_pending(dir: &Path, pending: SegmentRef) -> Result<TornTail> {
-    let len = fs::metadata(&pending.path).at(&pending.path)?.len();
+fn discard_pending(fs: &dyn Fs, dir: &Path, pending: SegmentRef) -> Result<TornTail> {
+    let len = std::fs::metadata(&pending.path).at(&pending.path)?.len();
     eprintln!(
         "wal: warning: {}: discarding a pending segment ({len} bytes, seqs from {} on): the \
          segment before it did not reach the disk whole (a machine crash before its seal)",
         pending.path.display(),
         pending.first_seq,
     );
-    fs::remove_file(&pending.path).at(&pending.path)?;
-    fsync::dir(dir)?;
+    fs.remove_file(&pending.path).at(&pending.path)?;
+    fsync::dir(fs, dir)?;
     Ok(TornTail { segment: pending.path, offset: 0, discarded_bytes: len })
 }
 
@@ -175,8 +184,12 @@ fn check_follows(segment: &SegmentRef, expected: Option<Seq>) -> Result<()> {
 }
 
 /// Recovers the last segment: the only place a crash can leave a torn tail.
-fn recover_last(dir: &Path, last: SegmentRef) -> Result<(Segment, Option<TornTail>)> {
-    let len = fs::metadata(&last.path).at(&last.path)?.len();
+fn recover_last(
+    fs: &Arc<dyn Fs>,
+    dir: &Path,
+    last: SegmentRef,
+) -> Result<(Segment, Option<TornTail>)> {
+    let len = std::fs::metadata(&last.path).at(&last.path)?.len();
     if len < segment::HEADER_LEN {
         // `Segment::create` renames a segment into place only once its header
         // is on disk, so this crate never leaves a short header behind. If
@@ -184,7 +197,7 @@ fn recover_last(dir: &Path, last: SegmentRef) -> Result<(Segment, Option<TornTai
         // reorders), it holds no frames, and since its name says which seq
         // it starts at, re-creating it loses nothing.
         warn_torn(&last.path, 0, len, "incomplete segment header");
-        let active = Segment::create(dir, last.first_seq)?;
+        let active = Segment::create(fs, dir, last.first_seq)?;
         let torn = TornTail { segment: last.path, offset: 0, discarded_bytes: len };
         return Ok((active, Some(torn)));
     }
@@ -197,11 +210,11 @@ fn recover_last(dir: &Path, last: SegmentRef) -> Result<(Segment, Option<TornTai
         Some(damage) => {
             let discarded_bytes = scan.file_len - damage.offset;
             warn_torn(&last.path, damage.offset, discarded_bytes, damage.invalid.describe());
-            segment::truncate(&last.path, damage.offset)?;
+            segment::truncate(&**fs, &last.path, damage.offset)?;
             Some(TornTail { segment: last.path.clone(), offset: damage.offset, discarded_bytes })
         }
     };
-    Ok((Segment::reopen(last.path, &scan)?, torn))
+    Ok((Segment::reopen(fs, last.path, &scan)?, torn))
 }
 
 fn warn_torn(path: &Path, offset: u64, discarded: u64, what: &str) {

@@ -16,12 +16,13 @@
 //! ([`Seal::finished`]), and waits for a seal in flight before it rotates
 //! again, so there is never more than one pending segment.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 
 use crate::error::IoContext;
+use crate::fs::Fs;
 use crate::{fsync, Result};
 
 /// A seal in flight (or finished, and not yet looked at).
@@ -73,6 +74,7 @@ impl Seal {
     /// Starts flushing `sealed` (complete, and no longer written to) and
     /// then naming `pending` (the segment after it) as `named`.
     pub(crate) fn start(
+        fs: Arc<dyn Fs>,
         dir: &Path,
         sealed: (Arc<File>, PathBuf),
         pending: (Arc<File>, PathBuf),
@@ -87,7 +89,13 @@ impl Seal {
                 .name("wal-seal".into())
                 .spawn(move || {
                     let _done = done;
-                    seal(&thread_dir, (&sealed.0, &sealed.1), (&pending.0, &pending.1), &named)
+                    seal(
+                        &*fs,
+                        &thread_dir,
+                        (&sealed.0, &sealed.1),
+                        (&pending.0, &pending.1),
+                        &named,
+                    )
                 })
                 .at(dir)?
         };
@@ -121,16 +129,17 @@ impl Seal {
 /// failed rename leaves the pending segment pending, which recovery
 /// handles like any other.
 pub(crate) fn seal(
+    fs: &dyn Fs,
     dir: &Path,
     (sealed, sealed_path): (&File, &Path),
     (pending, pending_path): (&File, &Path),
     named: &Path,
 ) -> Result<()> {
     // Its frames and its size (rotation has cut off any zeros).
-    fsync::all(sealed, sealed_path);
+    fsync::all(fs, sealed, sealed_path);
     // The pending segment's header (and its frames so far): a named
     // segment always has its header on disk.
-    fsync::data(pending, pending_path);
-    fs::rename(pending_path, named).at(named)?;
-    fsync::dir(dir)
+    fsync::data(fs, pending, pending_path);
+    fs.rename(pending_path, named).at(named)?;
+    fsync::dir(fs, dir)
 }

@@ -9,7 +9,7 @@
 //!
 //! The one `unsafe` block of the crate, the memory map, is here too.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::ErrorKind;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -18,6 +18,7 @@ use std::sync::Arc;
 use memmap2::Mmap;
 
 use crate::error::IoContext;
+use crate::fs::Fs;
 use crate::record::{self, Invalid};
 use crate::{fsync, Error, Result, Seq};
 
@@ -58,6 +59,8 @@ pub(crate) struct Segment {
     /// log's lock, so that appends carry on while an fsync is in flight.
     /// Frames are written at `len` (positioned writes), never past it.
     pub(crate) file: Arc<File>,
+    /// Where every change to the file goes.
+    pub(crate) fs: Arc<dyn Fs>,
     /// Bytes of header and complete frames: where the next frame goes, and
     /// the size a failed write cuts the file back to.
     pub(crate) len: u64,
@@ -94,16 +97,16 @@ impl Segment {
     /// The header is written to a temporary file, flushed, and renamed into
     /// place, and the directory is flushed: a segment file therefore either
     /// does not exist or has its complete header on disk.
-    pub(crate) fn create(dir: &Path, first_seq: Seq) -> Result<Segment> {
+    pub(crate) fn create(fs: &Arc<dyn Fs>, dir: &Path, first_seq: Seq) -> Result<Segment> {
         let temp = dir.join(format!("{first_seq:0NAME_DIGITS$}{TEMP_SUFFIX}"));
         let path = named_path(dir, first_seq);
-        remove_if_present(&temp)?;
-        let file = OpenOptions::new().write(true).create_new(true).open(&temp).at(&temp)?;
-        file.write_all_at(&encode_header(first_seq), 0).at(&temp)?;
-        fsync::all(&file, &temp);
-        fs::rename(&temp, &path).at(&path)?;
-        fsync::dir(dir)?;
-        Ok(Segment::empty(path, first_seq, file))
+        remove_if_present(&**fs, &temp)?;
+        let file = fs.create_new(&temp).at(&temp)?;
+        fs.write_at(&file, &temp, &encode_header(first_seq), 0).at(&temp)?;
+        fsync::all(&**fs, &file, &temp);
+        fs.rename(&temp, &path).at(&path)?;
+        fsync::dir(&**fs, dir)?;
+        Ok(Segment::empty(fs, path, first_seq, file))
     }
 
     /// Creates an empty segment whose first record will be `first_seq`,
@@ -113,23 +116,24 @@ impl Segment {
     /// caller renames it to [`named_path`] only after flushing both files.
     /// Until then recovery treats it as unconfirmed: it is kept only if the
     /// segment before it turns out whole (see `recovery::recover`).
-    pub(crate) fn create_pending(dir: &Path, first_seq: Seq) -> Result<Segment> {
+    pub(crate) fn create_pending(fs: &Arc<dyn Fs>, dir: &Path, first_seq: Seq) -> Result<Segment> {
         let path = pending_path(dir, first_seq);
-        remove_if_present(&path)?;
-        let file = OpenOptions::new().write(true).create_new(true).open(&path).at(&path)?;
-        if let Err(err) = file.write_all_at(&encode_header(first_seq), 0) {
-            let _ = fs::remove_file(&path);
+        remove_if_present(&**fs, &path)?;
+        let file = fs.create_new(&path).at(&path)?;
+        if let Err(err) = fs.write_at(&file, &path, &encode_header(first_seq), 0) {
+            let _ = fs.remove_file(&path);
             return Err(Error::io(&path, err));
         }
-        Ok(Segment::empty(path, first_seq, file))
+        Ok(Segment::empty(fs, path, first_seq, file))
     }
 
     /// A segment just created: `file` holds its header and nothing else.
-    fn empty(path: PathBuf, first_seq: Seq, file: File) -> Segment {
+    fn empty(fs: &Arc<dyn Fs>, path: PathBuf, first_seq: Seq, file: File) -> Segment {
         Segment {
             path,
             first_seq,
             file: Arc::new(file),
+            fs: Arc::clone(fs),
             len: HEADER_LEN,
             records: 0,
             reserved: HEADER_LEN,
@@ -143,13 +147,14 @@ impl Segment {
     /// The file is flushed first: if the previous process crashed but the
     /// machine did not, the frames recovery just read may exist only in the
     /// page cache, and they are about to be reported as durable.
-    pub(crate) fn reopen(path: PathBuf, scan: &Scan) -> Result<Segment> {
-        let file = OpenOptions::new().write(true).open(&path).at(&path)?;
-        fsync::data(&file, &path);
+    pub(crate) fn reopen(fs: &Arc<dyn Fs>, path: PathBuf, scan: &Scan) -> Result<Segment> {
+        let file = fs.open_write(&path).at(&path)?;
+        fsync::data(&**fs, &file, &path);
         Ok(Segment {
             path,
             first_seq: scan.first_seq,
             file: Arc::new(file),
+            fs: Arc::clone(fs),
             len: scan.valid_len,
             records: scan.records,
             // A zero tail (`scan` ends the frames there) is kept as the
@@ -169,7 +174,7 @@ impl Segment {
     /// flushes the new size.
     pub(crate) fn trim(&mut self) -> Result<()> {
         if self.reserved > self.len {
-            self.file.set_len(self.len).at(&self.path)?;
+            self.fs.set_len(&self.file, &self.path, self.len).at(&self.path)?;
             self.reserved = self.len;
         }
         Ok(())
@@ -182,7 +187,7 @@ impl Segment {
         let mut at = self.reserved;
         while at < target {
             let n = (target - at).min(ZEROS.len() as u64);
-            if let Err(err) = self.file.write_all_at(&ZEROS[..n as usize], at) {
+            if let Err(err) = self.fs.write_at(&self.file, &self.path, &ZEROS[..n as usize], at) {
                 eprintln!(
                     "wal: warning: {}: writing zeros ahead of the log failed ({err}); \
                      appending without them",
@@ -219,9 +224,9 @@ impl Segment {
         if self.preallocate && end > self.reserved {
             self.reserve(end);
         }
-        if let Err(err) = self.file.write_all_at(frames, self.len) {
+        if let Err(err) = self.fs.write_at(&self.file, &self.path, frames, self.len) {
             self.reserved = self.len;
-            if let Err(cut) = self.file.set_len(self.len) {
+            if let Err(cut) = self.fs.set_len(&self.file, &self.path, self.len) {
                 eprintln!(
                     "wal: error: {}: write failed ({err}) and the partial frame could not be \
                      removed ({cut}); refusing further appends",
@@ -323,10 +328,10 @@ pub(crate) fn scan(path: &Path, first_seq: Seq) -> Result<Scan> {
 }
 
 /// Cuts a segment file down to `len` bytes and flushes the new size.
-pub(crate) fn truncate(path: &Path, len: u64) -> Result<()> {
-    let file = OpenOptions::new().write(true).open(path).at(path)?;
-    file.set_len(len).at(path)?;
-    fsync::all(&file, path);
+pub(crate) fn truncate(fs: &dyn Fs, path: &Path, len: u64) -> Result<()> {
+    let file = fs.open_write(path).at(path)?;
+    fs.set_len(&file, path, len).at(path)?;
+    fsync::all(fs, &file, path);
     Ok(())
 }
 
@@ -388,13 +393,13 @@ pub(crate) struct Listing {
 
 /// The segments in `dir`. Removes leftover temporary files from a segment
 /// creation that a crash interrupted; ignores files that are not segments.
-pub(crate) fn list(dir: &Path) -> Result<Listing> {
-    list_with(dir, true)
+pub(crate) fn list(fs: &dyn Fs, dir: &Path) -> Result<Listing> {
+    list_with(dir, Some(fs))
 }
 
-/// `list`, leaving temporary files alone when `clean` is false (a check
+/// `list`, leaving temporary files alone when `clean` is `None` (a check
 /// of a directory another process may be writing).
-pub(crate) fn list_with(dir: &Path, clean: bool) -> Result<Listing> {
+pub(crate) fn list_with(dir: &Path, clean: Option<&dyn Fs>) -> Result<Listing> {
     let mut listing = Listing::default();
     for entry in fs::read_dir(dir).at(dir)? {
         let path = entry.at(dir)?.path();
@@ -411,8 +416,8 @@ pub(crate) fn list_with(dir: &Path, clean: bool) -> Result<Listing> {
                 return Err(bad_header(&path, "first seq in the file name is out of range"));
             }
             listing.pending.push(SegmentRef { path, first_seq });
-        } else if clean && name.strip_suffix(".tmp").and_then(parse_file_name).is_some() {
-            remove_if_present(&path)?;
+        } else if let Some(fs) = clean.filter(|_| is_temp_name(name)) {
+            remove_if_present(fs, &path)?;
         }
     }
     listing.named.sort_by_key(|segment| segment.first_seq);
@@ -495,8 +500,13 @@ fn bad_header(path: &Path, reason: &'static str) -> Error {
     Error::BadHeader { segment: path.to_path_buf(), reason }
 }
 
-fn remove_if_present(path: &Path) -> Result<()> {
-    match fs::remove_file(path) {
+/// Whether `name` is that of a segment being created.
+fn is_temp_name(name: &str) -> bool {
+    name.strip_suffix(".tmp").and_then(parse_file_name).is_some()
+}
+
+fn remove_if_present(fs: &dyn Fs, path: &Path) -> Result<()> {
+    match fs.remove_file(path) {
         Err(err) if err.kind() != ErrorKind::NotFound => Err(Error::io(path, err)),
         _ => Ok(()),
     }

@@ -20,7 +20,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::fs::{self, File, TryLockError};
+use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use crate::durability::{self, Durability};
 use crate::error::IoContext;
+use crate::fs::{Fs, RealFs};
 use crate::recovery::{self, Recovery};
 use crate::replay::Replay;
 use crate::seal::{Done, Seal};
@@ -90,6 +91,9 @@ pub struct Options {
     /// with more records in it gives more throughput for a little latency.
     /// Default: zero (sync as soon as the previous one returns).
     pub gather: Duration,
+    /// Where the log's files are changed and flushed. Default: [`RealFs`];
+    /// tests pass a [`crate::sim::SimFs`] to inject faults and power cuts.
+    pub fs: Arc<dyn Fs>,
 }
 
 /// The fewest records the previous `fdatasync` must have covered before
@@ -103,6 +107,7 @@ impl Default for Options {
             sync: SyncMode::Always,
             on_durable: None,
             gather: Duration::ZERO,
+            fs: Arc::new(RealFs),
         }
     }
 }
@@ -114,6 +119,7 @@ impl fmt::Debug for Options {
             .field("sync", &self.sync)
             .field("on_durable", &self.on_durable.as_ref().map(|_| "Fn(Seq)"))
             .field("gather", &self.gather)
+            .field("fs", &self.fs)
             .finish()
     }
 }
@@ -136,6 +142,8 @@ pub struct Wal {
 /// The state the `Wal` handle shares with its sync thread.
 pub(crate) struct Shared {
     dir: PathBuf,
+    /// [`Options::fs`].
+    pub(crate) fs: Arc<dyn Fs>,
     segment_bytes: u64,
     log: Mutex<Log>,
     pub(crate) durability: Durability,
@@ -194,6 +202,8 @@ struct Log {
     /// (`segment::PREALLOCATE`): in the modes with a sync thread, whose
     /// syncs then need not write the file's size.
     preallocate: bool,
+    /// [`Options::fs`].
+    fs: Arc<dyn Fs>,
 }
 
 /// In `Never` mode nothing flushes the active segment until its seal,
@@ -226,10 +236,10 @@ impl Wal {
     /// [`Error::Locked`].
     pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<(Wal, Recovery)> {
         let dir = dir.as_ref().to_path_buf();
-        create_dir(&dir)?;
+        create_dir(&*opts.fs, &dir)?;
         let dir_lock = lock_dir(&dir)?;
-        let (sealed, active, recovery) = recovery::recover(&dir)?;
-        let mut log = Log::new(sealed, active);
+        let (sealed, active, recovery) = recovery::recover(&opts.fs, &dir)?;
+        let mut log = Log::new(sealed, active, Arc::clone(&opts.fs));
         log.seal_on_thread = opts.sync != SyncMode::Always;
         if matches!(opts.sync, SyncMode::Never) {
             log.writeback_from = Some(log.active.len);
@@ -240,6 +250,7 @@ impl Wal {
         let shared = Arc::new(Shared {
             durability: Durability::new(opts.sync, log.last_seq(), opts.on_durable),
             dir,
+            fs: opts.fs,
             segment_bytes: opts.segment_bytes,
             deferred: Mutex::new(Deferred { next: log.last_seq() + 1, ..Deferred::default() }),
             log: Mutex::new(log),
@@ -275,6 +286,18 @@ impl Wal {
     /// and reopening the log do not change it.
     pub fn last_seq(&self) -> Seq {
         self.shared.log().last_seq()
+    }
+
+    /// The file system the log changes its files through
+    /// ([`Options::fs`]), for files that must reach the disk with the
+    /// same guarantees (and the same faults, in tests).
+    pub fn fs(&self) -> &Arc<dyn Fs> {
+        &self.shared.fs
+    }
+
+    /// The log's directory.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
     }
 
     /// The mode the log was opened with.
@@ -332,10 +355,7 @@ impl Wal {
     /// the frames of that write.
     pub fn append_many<'a>(&self, payloads: impl IntoIterator<Item = &'a [u8]>) -> Result<Seq> {
         if self.shared.durability.mode() == SyncMode::Always {
-            // Behind whatever is deferred: queued, then written with it.
-            let mut log = self.shared.log();
-            self.shared.queue(payloads);
-            return self.shared.write_deferred(&mut log);
+            return self.shared.append_after_deferred(payloads);
         }
         let (seq, advanced) = {
             let mut log = self.shared.log();
@@ -388,7 +408,7 @@ impl Wal {
             (log.last_seq(), log.flush_target())
         };
         let (file, path) = flush.once_sealed();
-        fsync::data(&file, &path);
+        fsync::data(&*self.shared.fs, &file, &path);
         self.shared.durability.record_synced(target);
         Ok(())
     }
@@ -425,8 +445,8 @@ impl Wal {
         // next: whatever a crash or an error interrupts, the segments left
         // on disk are still contiguous.
         for path in doomed {
-            fs::remove_file(&path).at(&path)?;
-            fsync::dir(&self.shared.dir)?;
+            self.shared.fs.remove_file(&path).at(&path)?;
+            fsync::dir(&*self.shared.fs, &self.shared.dir)?;
             self.shared.log().sealed.pop_front();
         }
         Ok(())
@@ -443,7 +463,7 @@ impl Wal {
         let mut log = self.shared.log();
         log.finish_seal(true)?;
         log.active.trim()?;
-        fsync::all(&log.active.file, &log.active.path);
+        fsync::all(&*self.shared.fs, &log.active.file, &log.active.path);
         Ok(())
     }
 
@@ -546,6 +566,38 @@ impl Shared {
         Ok(written)
     }
 
+    /// [`Wal::append_many`] in [`SyncMode::Always`]: behind whatever is
+    /// deferred, which is written first (a failure there is fatal, as on
+    /// the sync thread: those writers cannot be told). These records are
+    /// then written directly, with the queue locked so that nothing is
+    /// numbered meanwhile: a failure is the caller's error, and numbering
+    /// goes on from what reached the file.
+    fn append_after_deferred<'a>(
+        &self,
+        payloads: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<Seq> {
+        let mut log = self.log();
+        let mut deferred = loop {
+            let deferred = lock(&self.deferred);
+            if deferred.ends.is_empty() {
+                break deferred;
+            }
+            drop(deferred);
+            if let Err(err) = self.write_deferred(&mut log) {
+                deferred_write_failed(&self.dir, &err);
+            }
+        };
+        let before = log.last_seq();
+        let written = log.append_many(&self.dir, self.segment_bytes, payloads);
+        let last = log.last_seq();
+        deferred.next = last + 1;
+        drop(deferred);
+        if last > before && self.durability.record_appended(last) {
+            self.durability.report(last);
+        }
+        written
+    }
+
     /// The active segment's file, for the sync thread to flush without
     /// holding the log's lock, once a seal in flight has finished.
     pub(crate) fn active_file(&self) -> (Arc<File>, PathBuf) {
@@ -560,16 +612,18 @@ impl Shared {
     pub(crate) fn write_for_sync(&self) -> (Seq, Arc<File>, PathBuf) {
         let log = match self.log_written() {
             Ok(log) => log,
-            Err(err) => {
-                eprintln!(
-                    "wal: fatal: cannot write queued records to {}: {err}",
-                    self.dir.display()
-                );
-                std::process::abort();
-            }
+            Err(err) => deferred_write_failed(&self.dir, &err),
         };
         (log.last_seq(), Arc::clone(&log.active.file), log.active.path.clone())
     }
+}
+
+/// A write of deferred records failed: their writers wait for a
+/// durability that cannot come, and cannot be told; only a restart
+/// (recovery reads what is there) is safe.
+fn deferred_write_failed(dir: &Path, err: &Error) -> ! {
+    eprintln!("wal: fatal: cannot write queued records to {}: {err}", dir.display());
+    std::process::abort();
 }
 
 /// The active segment, to flush without holding the log's lock, and the
@@ -593,8 +647,9 @@ impl FlushTarget {
 }
 
 impl Log {
-    fn new(sealed: VecDeque<SegmentRef>, active: Segment) -> Log {
+    fn new(sealed: VecDeque<SegmentRef>, active: Segment, fs: Arc<dyn Fs>) -> Log {
         Log {
+            fs,
             sealed,
             active,
             frame: Vec::new(),
@@ -741,21 +796,21 @@ impl Log {
         self.active.trim()?;
         let first_seq = self.active.next_seq();
         let mut next = if self.seal_on_thread {
-            let next = Segment::create_pending(dir, first_seq)?;
+            let next = Segment::create_pending(&self.fs, dir, first_seq)?;
             let sealed = (Arc::clone(&self.active.file), self.active.path.clone());
             let pending = (Arc::clone(&next.file), next.path.clone());
             let named = segment::named_path(dir, first_seq);
-            match Seal::start(dir, sealed, pending, named) {
+            match Seal::start(Arc::clone(&self.fs), dir, sealed, pending, named) {
                 Ok(seal) => self.sealing = Some(seal),
                 Err(err) => {
-                    let _ = fs::remove_file(&next.path);
+                    let _ = self.fs.remove_file(&next.path);
                     return Err(err);
                 }
             }
             next
         } else {
-            fsync::all(&self.active.file, &self.active.path);
-            Segment::create(dir, first_seq)?
+            fsync::all(&*self.fs, &self.active.file, &self.active.path);
+            Segment::create(&self.fs, dir, first_seq)?
         };
         next.set_preallocate(self.preallocate);
         let sealed = std::mem::replace(&mut self.active, next);
@@ -815,14 +870,14 @@ impl Log {
 
 /// Creates the log directory if it is missing, and flushes its parent so the
 /// new directory's entry survives a crash.
-fn create_dir(dir: &Path) -> Result<()> {
+fn create_dir(fs: &dyn Fs, dir: &Path) -> Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
-    fs::create_dir_all(dir).at(dir)?;
+    fs.create_dir_all(dir).at(dir)?;
     match dir.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => fsync::dir(parent),
-        _ => fsync::dir(Path::new(".")),
+        Some(parent) if !parent.as_os_str().is_empty() => fsync::dir(fs, parent),
+        _ => fsync::dir(fs, Path::new(".")),
     }
 }
 

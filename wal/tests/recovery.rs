@@ -758,6 +758,7 @@ fn group_commit_in_order(gather: Duration, deferred: bool) {
             Arc::new(move |seq| reported.lock().unwrap().push(seq))
         }),
         gather,
+        ..Options::default()
     };
     let (log, _) = Wal::open(dir.path(), opts).unwrap();
     let log = Arc::new(log);
