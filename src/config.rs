@@ -162,6 +162,12 @@ pub struct Cli {
     #[arg(long)]
     pub metrics_token: Option<String>,
 
+    /// Also serve `GET /metrics`, without a token, on this address (and
+    /// nothing else there): for a scraper on a private network or the
+    /// loopback interface. Unset: no such listener.
+    #[arg(long)]
+    pub metrics_listen: Option<String>,
+
     /// Let web pages of this origin (`scheme://host[:port]`) call the API
     /// with API keys: CORS headers on its requests and answers to its
     /// pre-flights. Unset (the default): no cross-origin access. The web
@@ -283,8 +289,11 @@ pub struct Config {
     pub rate_limits: Option<RateLimits>,
     /// The longest shutdown waits for requests in flight.
     pub shutdown_grace: Duration,
-    /// The bearer token of `GET /metrics`; `None`: not served.
+    /// The bearer token of `GET /metrics` on the main listener; `None`:
+    /// not served there.
     pub metrics_token: Option<String>,
+    /// The address of the metrics-only listener, if any.
+    pub metrics_listen: Option<String>,
     /// The one other origin allowed to call the API (`--cors-origin`).
     pub cors_origin: Option<String>,
     /// Whether the session cookie is `Secure` (`--secure-cookies`).
@@ -555,6 +564,7 @@ impl Cli {
                 }
                 token => token,
             },
+            metrics_listen: self.metrics_listen,
             cors_origin: match self.cors_origin {
                 Some(origin) => Some(check_origin(&origin)?),
                 None => None,

@@ -13,6 +13,7 @@ pub mod access;
 pub mod audience;
 pub mod channels;
 pub mod emails;
+pub mod features;
 pub mod files;
 pub mod groups;
 pub mod holders;
@@ -135,6 +136,8 @@ pub struct State {
     pub holder_hints: holders::HolderHints,
     /// Uploaded files' records (`files`).
     pub files: files::Files,
+    /// Read receipts and moderation settings of each realm, reminders.
+    pub features: features::FeatureState,
     /// The web client's signed-in sessions (`web_sessions`).
     pub web_sessions: web_sessions::WebSessions,
 }
@@ -187,7 +190,12 @@ pub struct StateImage {
     /// block (`persist::snapshot`), so older snapshots without it load.
     #[serde(skip)]
     pub organization: organization::OrgImage,
-    /// The web client's sessions; written after `organization`, in the
+    /// Realm features and reminders (`features`). Not in the image's own
+    /// encoding: written after `organization` in the same block, so
+    /// older snapshots without it load.
+    #[serde(skip)]
+    pub features: features::FeaturesImage,
+    /// The web client's sessions; written after `features`, in the
     /// same block, absent from older snapshots.
     #[serde(skip)]
     pub web_sessions: web_sessions::WebSessionsImage,
@@ -216,6 +224,7 @@ impl StateImage {
             + self.scheduled.messages.parts()
             + self.former_subscriptions.parts()
             + self.organization.parts()
+            + self.features.parts()
             + self.web_sessions.parts()
     }
 }
@@ -254,6 +263,7 @@ impl State {
             former_subscriptions: self.former_subscriptions.freeze().into(),
             files: self.files.image(),
             organization: self.organization.image(),
+            features: self.features.image(),
             web_sessions: self.web_sessions.image(),
         }
     }
@@ -278,6 +288,7 @@ impl State {
             former_subscriptions: image.former_subscriptions.into_iter().collect(),
             files: files::Files::from_image(image.files),
             organization: organization::OrgState::from_image(image.organization),
+            features: features::FeatureState::from_image(image.features),
             web_sessions: web_sessions::WebSessions::from_image(image.web_sessions),
             ..State::default()
         };

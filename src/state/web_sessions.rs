@@ -1,6 +1,6 @@
 //! The web client's sign-ins: one record per session cookie, created by
 //! `POST /login` and removed by `POST /logout` (`Mutation::WebSession`),
-//! snapshotted after the organization part (`persist::snapshot`), so a
+//! snapshotted after the features part (`persist::snapshot`), so a
 //! restart keeps everyone signed in.
 //!
 //! A session stays valid only while the account's API key and password
