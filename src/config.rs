@@ -173,6 +173,19 @@ pub struct Cli {
     #[arg(long)]
     pub metrics_listen: Option<String>,
 
+    /// Let web pages of this origin (`scheme://host[:port]`) call the API
+    /// with API keys: CORS headers on its requests and answers to its
+    /// pre-flights. Unset (the default): no cross-origin access. The web
+    /// client's session cookie is never accepted cross-origin.
+    #[arg(long)]
+    pub cors_origin: Option<String>,
+
+    /// Mark the web client's session cookie `Secure`: for a server that
+    /// browsers reach over HTTPS through a TLS-terminating proxy (natter
+    /// itself speaks plain HTTP).
+    #[arg(long)]
+    pub secure_cookies: bool,
+
     /// On SIGTERM or SIGINT: the longest to wait for requests being
     /// answered (long-polls aside) before the final snapshot. New
     /// requests get 503 meanwhile; a second signal exits at once.
@@ -307,6 +320,10 @@ pub struct Config {
     pub metrics_token: Option<String>,
     /// The address of the metrics-only listener, if any.
     pub metrics_listen: Option<String>,
+    /// The one other origin allowed to call the API (`--cors-origin`).
+    pub cors_origin: Option<String>,
+    /// Whether the session cookie is `Secure` (`--secure-cookies`).
+    pub secure_cookies: bool,
     /// Outgoing-webhook delivery settings.
     pub outgoing: OutgoingConfig,
 }
@@ -658,6 +675,11 @@ impl Cli {
                 token => token,
             },
             metrics_listen: self.metrics_listen,
+            cors_origin: match self.cors_origin {
+                Some(origin) => Some(check_origin(&origin)?),
+                None => None,
+            },
+            secure_cookies: self.secure_cookies,
             queues,
             external_host: self.host,
             listen: self.listen,
@@ -673,6 +695,21 @@ impl Cli {
             wire,
         })
     }
+}
+
+/// A `--cors-origin` value as browsers send `Origin`: `http` or `https`,
+/// a host and an optional port, nothing after.
+fn check_origin(origin: &str) -> Result<String, String> {
+    let bad = || format!("--cors-origin must be scheme://host[:port], not {origin:?}");
+    let rest = origin
+        .strip_prefix("https://")
+        .or_else(|| origin.strip_prefix("http://"))
+        .ok_or_else(bad)?;
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']');
+    if rest.is_empty() || !rest.chars().all(allowed) {
+        return Err(bad());
+    }
+    Ok(origin.to_ascii_lowercase())
 }
 
 /// Limits and time-outs of the connection loop (from `Config`).
@@ -726,6 +763,20 @@ mod tests {
         for bad in ["api-by-user=0/60", "api-by-user=5", "api-by-user=5/0", "nope=1/1", "sometimes"]
         {
             assert!(RateLimits::parse(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn cors_origins_are_bare_origins() {
+        assert_eq!(
+            check_origin("https://App.example.com:8443").unwrap(),
+            "https://app.example.com:8443"
+        );
+        assert_eq!(check_origin("http://[::1]:3000").unwrap(), "http://[::1]:3000");
+        for bad in
+            ["*", "app.example.com", "https://", "https://a.com/", "https://a.com/x", "ftp://a"]
+        {
+            assert!(check_origin(bad).is_err(), "{bad} accepted");
         }
     }
 }

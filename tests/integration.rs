@@ -107,3 +107,5 @@ mod verify_files;
 mod verify_organization;
 /// Register-vs-events cases of the settings area (on the verify_action harness).
 mod verify_settings;
+/// The web client's files, sign-in, session cookie and CSRF checks, CORS.
+mod web_client;

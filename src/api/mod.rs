@@ -42,6 +42,7 @@ pub mod subscriptions;
 pub mod typing;
 pub mod uploads;
 pub mod users;
+pub mod web_login;
 
 use std::sync::{Arc, OnceLock};
 

@@ -88,7 +88,8 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::DeactivateRealmEmoji { .. }
         | Mutation::SetThumbnail { .. }
         | Mutation::Organization(_)
-        | Mutation::Features(_) => true,
+        | Mutation::Features(_)
+        | Mutation::WebSession(_) => true,
         // A service shows in `realm_bots`; storage and deliveries nowhere.
         Mutation::Bot(change) => {
             !matches!(**change, crate::state::bots::BotChange::SetService { .. })
@@ -181,6 +182,10 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         Mutation::Organization(change) => organization::apply(state, change),
         Mutation::Features(change) => features::apply(state, change),
         Mutation::Bot(change) => bots::on_bot_change(state, change),
+        Mutation::WebSession(change) => {
+            state.web_sessions.apply(change);
+            Vec::new()
+        }
         Mutation::UpdateRealm(update) => {
             let before =
                 state.realms.get(&update.realm).unwrap_or_else(|| panic!("apply: no realm"));

@@ -1080,6 +1080,15 @@ pub fn find(method: &str, path: &str) -> Match {
     }
 }
 
+/// The methods `path` (after `/api/v1`) answers, for `OPTIONS`'s
+/// `Allow`; empty when no route has the path.
+pub fn methods(path: &str) -> Vec<&'static str> {
+    ["GET", "POST", "PUT", "PATCH", "DELETE"]
+        .into_iter()
+        .filter(|&m| matches!(find(m, path), Match::Found(..)))
+        .collect()
+}
+
 /// Whether the split pattern matches: literals equal, every `{…}` segment
 /// non-empty and valid percent-encoded UTF-8.
 /// Literals are compared first (cheap, and they rule out most candidates);

@@ -256,6 +256,8 @@ pub enum Mutation {
     /// outgoing-webhook bots are queued (in the record of the message that
     /// triggers them) or finished (`state::bots`).
     Bot(Box<crate::state::bots::BotChange>),
+    /// A web client signs in or out (`state::web_sessions`).
+    WebSession(Box<crate::state::web_sessions::SessionChange>),
 }
 
 /// The whole new name, description and settings of a realm.

@@ -27,7 +27,7 @@ use crate::mutation::Mutation;
 use crate::state::State;
 
 /// Version of the on-disk encoding of `Mutation` and `StateImage`.
-pub const FORMAT_VERSION: u32 = 12;
+pub const FORMAT_VERSION: u32 = 13;
 
 /// Why the data dir could not be opened.
 #[derive(Debug)]
@@ -532,13 +532,14 @@ mod tests {
     }
 
     /// The image's own block: the image, then its organization, features
-    /// and bots parts.
+    /// bots and web sessions parts.
     fn head_block(image: &crate::state::StateImage) -> Vec<u8> {
         let config = bincode::config::standard();
         let mut head = bincode::serde::encode_to_vec(image, config).unwrap();
         head.extend(bincode::serde::encode_to_vec(&image.organization, config).unwrap());
         head.extend(bincode::serde::encode_to_vec(&image.features, config).unwrap());
         head.extend(bincode::serde::encode_to_vec(&image.bots, config).unwrap());
+        head.extend(bincode::serde::encode_to_vec(&image.web_sessions, config).unwrap());
         head
     }
 
@@ -674,6 +675,43 @@ mod tests {
         let decoded = snapshot::decode(&snapshot::encode(&image), Path::new("s")).unwrap();
         assert_eq!(decoded.bots, image.bots);
         assert_eq!(crate::state::bots::BotState::from_image(decoded.bots).pending(), [delivery]);
+    }
+
+    /// Snapshots of format 12 (no web sessions after the bots part) still
+    /// load, with no one signed in; current ones keep them.
+    #[test]
+    fn a_format_12_snapshot_loads_with_no_web_sessions() {
+        use crate::state::web_sessions::{SessionChange, WebSession};
+        let state = State::new();
+        history(&state, 20);
+        let owner = state.users.collect_sorted(|_, _| true)[0].0;
+        let session = WebSession {
+            user: owner,
+            realm: state.users.get(&owner).unwrap().realm,
+            csrf_token: "csrf".into(),
+            api_key: "key".into(),
+            password_hash: None,
+            created: 7,
+        };
+        state.web_sessions.apply(&SessionChange::Open { token: "t".into(), session });
+        let image = state.image();
+        let bytes = snapshot::encode(&image);
+        let back = snapshot::decode(&bytes, Path::new("s")).unwrap();
+        assert_eq!(back.web_sessions.by_token.sorted().len(), 1);
+        let config = bincode::config::standard();
+        let parts = [
+            bincode::serde::encode_to_vec(&image.organization, config).unwrap(),
+            bincode::serde::encode_to_vec(&image.features, config).unwrap(),
+            bincode::serde::encode_to_vec(&image.bots, config).unwrap(),
+        ];
+        let old = older_snapshot(&image, 12, &parts);
+        let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
+        assert!(decoded.web_sessions.by_token.sorted().is_empty());
+        assert_eq!(decoded.applied_seq, image.applied_seq);
+        // A format-12 header over a current payload is refused.
+        let mut mislabelled = bytes.clone();
+        mislabelled[8..12].copy_from_slice(&12u32.to_le_bytes());
+        assert!(snapshot::decode(&mislabelled, Path::new("s")).is_err());
     }
 
     /// Snapshots of format 9 (no organization part after the image) still

@@ -37,6 +37,7 @@ pub mod shard;
 pub mod system_bots;
 pub mod user_messages;
 pub mod users;
+pub mod web_sessions;
 pub mod words;
 
 use std::collections::BTreeMap;
@@ -145,6 +146,8 @@ pub struct State {
     pub features: features::FeatureState,
     /// Outgoing-webhook services, bot storage and unfinished deliveries.
     pub bots: bots::BotState,
+    /// The web client's signed-in sessions (`web_sessions`).
+    pub web_sessions: web_sessions::WebSessions,
 }
 
 /// `State` as key-sorted data: the snapshot format. Taken from live state
@@ -205,6 +208,10 @@ pub struct StateImage {
     /// snapshots without it load.
     #[serde(skip)]
     pub bots: bots::BotsImage,
+    /// The web client's sessions; written after `features`, in the
+    /// same block, absent from older snapshots.
+    #[serde(skip)]
+    pub web_sessions: web_sessions::WebSessionsImage,
 }
 
 impl StateImage {
@@ -232,6 +239,7 @@ impl StateImage {
             + self.organization.parts()
             + self.features.parts()
             + self.bots.parts()
+            + self.web_sessions.parts()
     }
 }
 
@@ -271,6 +279,7 @@ impl State {
             organization: self.organization.image(),
             features: self.features.image(),
             bots: self.bots.image(),
+            web_sessions: self.web_sessions.image(),
         }
     }
 
@@ -296,6 +305,7 @@ impl State {
             organization: organization::OrgState::from_image(image.organization),
             features: features::FeatureState::from_image(image.features),
             bots: bots::BotState::from_image(image.bots),
+            web_sessions: web_sessions::WebSessions::from_image(image.web_sessions),
             ..State::default()
         };
         for realm in image.realms {
