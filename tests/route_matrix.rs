@@ -78,6 +78,16 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("POST", "/realm/emoji/{emoji_name}", "", "YYYnAYYA"),
     ("DELETE", "/realm/emoji/{emoji_name}", "", "YnnnAnnA"),
     ("GET", "/attachments", "", "YYYYAYYA"),
+    ("POST", "/users/me/avatar", "", "YYYYAnYA"),
+    ("DELETE", "/users/me/avatar", "", "YYYYAnYA"),
+    ("GET", "/reminders", "", "YYYYAYYA"),
+    ("POST", "/reminders", "message_id=$message&scheduled_delivery_timestamp=4102444800", "YYnnAnnA"),
+    ("DELETE", "/reminders/{reminder_id}", "", "YnnnAnnA"),
+    ("GET", "/streams/{stream_id}/email_address", "", "YYnnAnnA"),
+    ("POST", "/messages/{message_id}/report", "report_type=spam", "nnnnAnnA"),
+    ("GET", "/bot_storage", "", "YYYYAYYA"),
+    ("PUT", "/bot_storage", "storage={\"k\": \"v\"}", "YYYYAYYA"),
+    ("DELETE", "/bot_storage", "", "YYYYAYYA"),
     ("DELETE", "/attachments/{attachment_id}", "", "YnnnAnnA"),
     ("GET", "/messages", r#"anchor=newest&num_before=10&num_after=0&narrow=[{"operator": "channel", "operand": $channel}]"#, "YYnnAnnA"),
     ("POST", "/messages/render", "content=**bold**", "YYYYAYYA"),
@@ -426,6 +436,12 @@ impl Fixture {
             ],
         );
         self.id("message", &sent["id"]);
+        let reminder = self.setup(
+            "POST",
+            "/reminders",
+            &[("message_id", "$message"), ("scheduled_delivery_timestamp", "4102444800")],
+        );
+        self.id("reminder", &reminder["reminder_id"]);
         let attachments = self.setup("GET", "/attachments", &[]);
         self.id("attachment", &attachments["attachments"][0]["id"]);
         let group = self.setup(
@@ -629,7 +645,8 @@ fn collect_answers(row: &(&str, &str, &str, &str)) -> (String, Vec<String>) {
 }
 
 fn pattern_is_upload(method: &str, pattern: &str) -> bool {
-    method == "POST" && (pattern == "/user_uploads" || pattern == "/realm/emoji/{emoji_name}")
+    method == "POST"
+        && matches!(pattern, "/user_uploads" | "/realm/emoji/{emoji_name}" | "/users/me/avatar")
 }
 
 impl Fixture {
@@ -655,6 +672,7 @@ impl Fixture {
             "saved_snippet_id" => "saved_snippet",
             "scheduled_message_id" => "scheduled_message",
             "attachment_id" => "attachment",
+            "reminder_id" => "reminder",
             "emoji_name" => "emoji",
             "filter_id" => "filter",
             "playground_id" => "playground",
