@@ -11,8 +11,9 @@
 #   KIND=me scripts/instructions.sh        # GET /users/me
 #
 # Environment: KIND (send), FSYNC (always), REQUESTS (10000), WARMUP
-# (2000), BIN (target/release), NO_BUILD=1 to skip the build, KEEP=DIR to
-# keep the callgrind file there (for callgrind_annotate).
+# (2000), NATTER_ARGS (more natter options), BIN (target/release),
+# NO_BUILD=1 to skip the build, KEEP=DIR to keep the callgrind file there
+# (for callgrind_annotate).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -25,7 +26,10 @@ WARMUP=${WARMUP:-2000}
 TMP=$(mktemp -d)
 PID=
 trap callgrind_cleanup EXIT
-callgrind_natter "$TMP" --fsync "$FSYNC"
+# NATTER_ARGS: more natter options, e.g. "--metrics-token …" to count what
+# the request metrics cost.
+# shellcheck disable=SC2086
+callgrind_natter "$TMP" --fsync "$FSYNC" ${NATTER_ARGS:-}
 load() {
   "$BIN/natter-load" --addr "$ADDR" --kind "$KIND" --requests "$1" --connections 4 --client-threads 1 | tail -1
 }
