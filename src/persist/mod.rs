@@ -572,6 +572,18 @@ mod tests {
         parts: &[Vec<u8>],
     ) -> Vec<u8> {
         let bytes = snapshot::encode(image);
+        older_snapshot_with(image, version, parts, &bytes[sections_at(image)..])
+    }
+
+    /// `older_snapshot` with `sections` (the blocks after the image's) as
+    /// the older format wrote them.
+    fn older_snapshot_with(
+        image: &crate::state::StateImage,
+        version: u32,
+        parts: &[Vec<u8>],
+        sections: &[u8],
+    ) -> Vec<u8> {
+        let bytes = snapshot::encode(image);
         let config = bincode::config::standard();
         let mut head = bincode::serde::encode_to_vec(image, config).unwrap();
         for part in parts {
@@ -582,7 +594,7 @@ mod tests {
         old.extend((head.len() as u64).to_le_bytes());
         old.extend(crc32fast::hash(&head).to_le_bytes());
         old.extend(&head);
-        old.extend(&bytes[sections_at(image)..]);
+        old.extend(sections);
         let len = (old.len() - 32) as u64;
         old[20..28].copy_from_slice(&len.to_le_bytes());
         reseal(&mut old);
@@ -600,17 +612,9 @@ mod tests {
         let image = state.image();
         let bytes = snapshot::encode(&image);
         let config = bincode::config::standard();
-        let mut head = bincode::serde::encode_to_vec(&image, config).unwrap();
-        head.extend(bincode::serde::encode_to_vec(&image.organization, config).unwrap());
-        let mut old = bytes[..32].to_vec();
-        old[8..12].copy_from_slice(&10u32.to_le_bytes());
-        old.extend((head.len() as u64).to_le_bytes());
-        old.extend(crc32fast::hash(&head).to_le_bytes());
-        old.extend(&head);
-        old.extend(sections_as_format_10(&bytes, &image));
-        let len = (old.len() - 32) as u64;
-        old[20..28].copy_from_slice(&len.to_le_bytes());
-        reseal(&mut old);
+        let organization = bincode::serde::encode_to_vec(&image.organization, config).unwrap();
+        let sections = sections_as_format_10(&bytes, &image);
+        let old = older_snapshot_with(&image, 10, &[organization], &sections);
         let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
         assert_eq!(snapshot::encode(&decoded), bytes);
         // A format-10 header over a newer payload is refused.
@@ -722,17 +726,7 @@ mod tests {
         history(&state, 20);
         let image = state.image();
         let bytes = snapshot::encode(&image);
-        let config = bincode::config::standard();
-        let head = bincode::serde::encode_to_vec(&image, config).unwrap();
-        let mut old = bytes[..32].to_vec();
-        old[8..12].copy_from_slice(&9u32.to_le_bytes());
-        old.extend((head.len() as u64).to_le_bytes());
-        old.extend(crc32fast::hash(&head).to_le_bytes());
-        old.extend(&head);
-        old.extend(sections_as_format_10(&bytes, &image));
-        let len = (old.len() - 32) as u64;
-        old[20..28].copy_from_slice(&len.to_le_bytes());
-        reseal(&mut old);
+        let old = older_snapshot_with(&image, 9, &[], &sections_as_format_10(&bytes, &image));
         let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
         assert_eq!(snapshot::encode(&decoded), bytes);
         // A format-9 header over a format-10 payload is refused.
