@@ -98,7 +98,27 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let client = if call.client.is_empty() { Arc::from("API") } else { Arc::clone(&call.client) };
     let sender = call.caller();
     let draft = Draft::new(&app.state, sender, target, content, read_by_sender, client);
-    let (id, automatic) = app.committer.commit(|state| {
+    let (id, automatic) = commit_draft(app, sender, &draft, local_echo)?;
+    // Members in key order, as the map's serialization would put them.
+    let mut out = SortedMembers::reply(64);
+    if let Some(policy) = automatic {
+        out.unsigned("automatic_new_visibility_policy", policy.into());
+    }
+    out.unsigned("id", id.0);
+    call.sorted_reply = Some(out);
+    Ok(Reply::new())
+}
+
+/// Sends `draft` as `sender` through the send path (every send rule,
+/// mention flags, automatic topic follows, attachments), durably: its id,
+/// and the visibility policy the sender's topic got automatically, if any.
+pub(super) fn commit_draft(
+    app: &App,
+    sender: &User,
+    draft: &Draft,
+    local_echo: Option<(String, String)>,
+) -> ApiResult<(MessageId, Option<u8>)> {
+    app.committer.commit(|state| {
         let new = draft.build(state, sender)?;
         let id = new.message.id;
         let changes = auto_topics::on_send(state, &new, &draft.personal_mentions());
@@ -112,15 +132,7 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
             parts.push(Mutation::LinkAttachments { message: id, attachments });
         }
         Ok((auto_topics::batch(Mutation::SendMessage(new), parts), (id, automatic)))
-    })?;
-    // Members in key order, as the map's serialization would put them.
-    let mut out = SortedMembers::reply(64);
-    if let Some(policy) = automatic {
-        out.unsigned("automatic_new_visibility_policy", policy.into());
-    }
-    out.unsigned("id", id.0);
-    call.sorted_reply = Some(out);
-    Ok(Reply::new())
+    })
 }
 
 /// `to`, as `Params::json_or_string` reads it, without trying to parse a
@@ -500,7 +512,10 @@ pub(super) fn normalize_topic(topic: &str, call: &Call) -> ApiResult<String> {
 }
 
 /// `normalize_topic` given the realm's empty-topic display name.
-fn normalize_topic_for(topic: &str, empty_topic_display_name: &str) -> ApiResult<String> {
+pub(super) fn normalize_topic_for(
+    topic: &str,
+    empty_topic_display_name: &str,
+) -> ApiResult<String> {
     let topic = topic.trim();
     if topic == "(no topic)" || topic == empty_topic_display_name {
         return Ok(String::new());

@@ -37,6 +37,7 @@ pub mod subscriptions;
 pub mod typing;
 pub mod uploads;
 pub mod users;
+pub mod webhooks;
 
 use std::sync::{Arc, OnceLock};
 

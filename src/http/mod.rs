@@ -275,6 +275,7 @@ impl Service {
         let dispatched = self.dispatch(
             &head,
             req.body,
+            req.headers,
             req.spooled,
             req.peer,
             session,
@@ -326,6 +327,7 @@ impl Service {
         &self,
         head: &Head,
         body: &[u8],
+        headers: &[httparse::Header<'_>],
         spooled: Option<&crate::files::Staged>,
         peer: Option<IpAddr>,
         session: &mut Session,
@@ -345,7 +347,11 @@ impl Service {
         };
         let mut params = std::mem::take(&mut session.params);
         params.reuse();
-        request_params(&mut params, head.query, head.content_type, body)?;
+        if route.pattern == WEBHOOK_ROUTE {
+            webhook_params(&mut params, head, headers, body)?;
+        } else {
+            request_params(&mut params, head.query, head.content_type, body)?;
+        }
         let files = match spooled {
             Some(staged) => {
                 let parts = spooled_parts(app, head.content_type, staged)?;
@@ -522,6 +528,37 @@ fn request_params(
             }
         }
     }
+    Ok(())
+}
+
+/// The incoming webhooks' route, whose handler reads the raw body and
+/// headers.
+const WEBHOOK_ROUTE: &str = "/external/{integration}";
+
+/// A webhook request's variables: the query string and a form body as
+/// usual; any other body (JSON, as most services send) is kept raw, with
+/// the headers (the event type is often a header).
+fn webhook_params(
+    params: &mut Params,
+    head: &Head,
+    headers: &[httparse::Header<'_>],
+    body: &[u8],
+) -> ApiResult<()> {
+    let media_type = head.content_type.split(';').next().unwrap_or("").trim();
+    let form = media_type.eq_ignore_ascii_case("application/x-www-form-urlencoded")
+        || media_type.eq_ignore_ascii_case("multipart/form-data");
+    let raw_body = if form {
+        request_params(params, head.query, head.content_type, body)?;
+        Vec::new()
+    } else {
+        params.add_urlencoded(head.query.as_bytes());
+        body.to_vec()
+    };
+    let headers = headers
+        .iter()
+        .map(|h| (h.name.to_owned(), String::from_utf8_lossy(h.value).into_owned()))
+        .collect();
+    params.set_payload(crate::api::params::Payload { body: raw_body, headers });
     Ok(())
 }
 

@@ -11,6 +11,9 @@
 //!   separate message, as Zulip sends the custom text apart from its
 //!   generic onboarding message, which natter does not send).
 //!
+//! When an incoming webhook names a channel that does not exist, the
+//! Notification Bot tells the webhook bot's owner (`to_bot_owner`).
+//!
 //! When a scheduled message cannot be delivered, the Notification Bot tells
 //! its (active) owner why, in Zulip's words: "The message you scheduled for
 //! <time:…> was not sent because of the following error:", the reason
@@ -90,6 +93,18 @@ pub fn scheduled_failure(
     let utc = iso.strip_suffix("+00:00").map_or(iso.clone(), |t| format!("{t}Z"));
     let element = format!("<time datetime=\"{utc}\">{}</time>", markdown::escape_html(&shown));
     let html = html.replacen(PLACEHOLDER, &element, 1);
+    Some(direct(state, &mut Next::of(state), &bot, owner.id, content, html, now))
+}
+
+/// The Notification Bot's direct message `content` to `owner` about one of
+/// their bots (an incoming webhook that named a missing channel), if the
+/// realm has the bot and the owner is active.
+pub fn to_bot_owner(state: &State, owner: &User, content: String, now: i64) -> Option<Mutation> {
+    let bot = state.system_bot(owner.realm, SystemBot::Notification)?;
+    if !owner.is_active {
+        return None;
+    }
+    let html = markdown::render_message(&content, &Visible::new(state, &bot)).html;
     Some(direct(state, &mut Next::of(state), &bot, owner.id, content, html, now))
 }
 
