@@ -80,6 +80,8 @@ struct Head<'a> {
     /// As sent: a multipart boundary is case-sensitive.
     content_type: &'a str,
     user_agent: &'a str,
+    /// Every header, for the routes that read more than these.
+    headers: &'a [httparse::Header<'a>],
 }
 
 impl conn::Handler for Service {
@@ -260,6 +262,7 @@ impl Service {
             authorization: found[1],
             content_type: header_text(found[2]),
             user_agent: header_text(found[3]),
+            headers: req.headers,
         };
         if head.path.starts_with("/user_uploads/") {
             return downloads::serve(self, req, &head, session);
@@ -275,7 +278,6 @@ impl Service {
         let dispatched = self.dispatch(
             &head,
             req.body,
-            req.headers,
             req.spooled,
             req.peer,
             session,
@@ -327,7 +329,6 @@ impl Service {
         &self,
         head: &Head,
         body: &[u8],
-        headers: &[httparse::Header<'_>],
         spooled: Option<&crate::files::Staged>,
         peer: Option<IpAddr>,
         session: &mut Session,
@@ -348,7 +349,7 @@ impl Service {
         let mut params = std::mem::take(&mut session.params);
         params.reuse();
         if route.pattern == WEBHOOK_ROUTE {
-            webhook_params(&mut params, head, headers, body)?;
+            webhook_params(&mut params, head, body)?;
         } else {
             request_params(&mut params, head.query, head.content_type, body)?;
         }
@@ -538,12 +539,7 @@ const WEBHOOK_ROUTE: &str = "/external/{integration}";
 /// A webhook request's variables: the query string and a form body as
 /// usual; any other body (JSON, as most services send) is kept raw, with
 /// the headers (the event type is often a header).
-fn webhook_params(
-    params: &mut Params,
-    head: &Head,
-    headers: &[httparse::Header<'_>],
-    body: &[u8],
-) -> ApiResult<()> {
+fn webhook_params(params: &mut Params, head: &Head, body: &[u8]) -> ApiResult<()> {
     let media_type = head.content_type.split(';').next().unwrap_or("").trim();
     let form = media_type.eq_ignore_ascii_case("application/x-www-form-urlencoded")
         || media_type.eq_ignore_ascii_case("multipart/form-data");
@@ -554,7 +550,8 @@ fn webhook_params(
         params.add_urlencoded(head.query.as_bytes());
         body.to_vec()
     };
-    let headers = headers
+    let headers = head
+        .headers
         .iter()
         .map(|h| (h.name.to_owned(), String::from_utf8_lossy(h.value).into_owned()))
         .collect();
