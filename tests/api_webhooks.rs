@@ -422,3 +422,82 @@ fn slack_incoming_converts_blocks_attachments_and_markup() {
     assert_eq!(newest_id(&hamlet), before);
     hook(&hamlet, "slack_incoming", &query, &[], r#""text""#).err(400, "ANOMALOUS_WEBHOOK_PAYLOAD");
 }
+
+#[test]
+fn alertmanager_groups_alerts_by_name_and_status() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let (_, key) = webhook_bot(&hamlet, "prom");
+    let query = [("api_key", key.as_str()), ("stream", "Denmark")];
+    hook(&hamlet, "alertmanager", &query, &[], &fixture("alertmanager_mixed")).ok();
+    let messages = in_channel(&hamlet, "Denmark", 2);
+    let got: Vec<(&str, &str)> = messages
+        .iter()
+        .map(|m| (m["subject"].as_str().unwrap(), m["content"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "HighLatency",
+                ":alert: **FIRING**\n\
+                 * web-1:9100 ([graph](http://prometheus.example.com/graph?g0.expr=latency&g0.tab=0))\n\
+                 * web-2:9100 ([graph](http://prometheus.example.com/graph?g0.expr=latency&g0.tab=0))"
+            ),
+            (
+                "DiskFull",
+                ":squared_ok: **Resolved** db-1:9100 ([graph](http://prometheus.example.com/graph?g0.expr=disk&g0.tab=0))"
+            ),
+        ]
+    );
+    // `name` and `desc` pick other fields (labels, else annotations).
+    let query = [
+        ("api_key", key.as_str()),
+        ("stream", "Denmark"),
+        ("desc", "summary"),
+        ("name", "instance"),
+    ];
+    hook(&hamlet, "alertmanager", &query, &[], &fixture("alertmanager_mixed")).ok();
+    let m = newest(&hamlet);
+    assert_eq!(m["subject"], "db-1:9100");
+    assert!(m["content"].as_str().unwrap().starts_with(":squared_ok: **Resolved** disk 95% full"));
+    hook(&hamlet, "alertmanager", &query, &[], r#"{"status": "firing"}"#)
+        .err(400, "ANOMALOUS_WEBHOOK_PAYLOAD");
+}
+
+#[test]
+fn grafana_reads_unified_and_legacy_alerts() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let (_, key) = webhook_bot(&hamlet, "graf");
+    let query = [("api_key", key.as_str()), ("stream", "Denmark")];
+    hook(&hamlet, "grafana", &query, &[], &fixture("grafana_unified_firing")).ok();
+    let m = newest(&hamlet);
+    assert_eq!(m["subject"], "[FIRING:1] CPU high Servers");
+    assert_eq!(
+        m["content"],
+        ":alert: **FIRING**\n\n* **CPU high**: CPU above 90% for 5m \
+         ([source](https://grafana.example.com/alerting/grafana/cpu/view))"
+    );
+    hook(&hamlet, "grafana", &query, &[], &fixture("grafana_legacy_alerting")).ok();
+    let m = newest(&hamlet);
+    assert_eq!(m["subject"], "[Alerting] Test notification");
+    assert_eq!(
+        m["content"],
+        "[Test notification](https://grafana.example.com/d/abc/dash?panelId=1) is **alerting**.\n\n\
+         ~~~ quote\nSomeone is testing the alert notification within Grafana.\n~~~\n\
+         * **High value**: 100"
+    );
+    // The status is the event name the filters see.
+    let before = newest_id(&hamlet);
+    let only_resolved = [
+        ("api_key", key.as_str()),
+        ("stream", "Denmark"),
+        ("only_events", r#"["resolved", "ok"]"#),
+    ];
+    hook(&hamlet, "grafana", &only_resolved, &[], &fixture("grafana_unified_firing")).ok();
+    hook(&hamlet, "grafana", &only_resolved, &[], &fixture("grafana_legacy_alerting")).ok();
+    assert_eq!(newest_id(&hamlet), before);
+    hook(&hamlet, "grafana", &query, &[], r#"{"title": "x"}"#)
+        .err(400, "ANOMALOUS_WEBHOOK_PAYLOAD");
+}

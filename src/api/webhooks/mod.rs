@@ -19,7 +19,9 @@
 //! - Errors as Zulip's: `UNSUPPORTED_WEBHOOK_EVENT_TYPE` (200),
 //!   `ANOMALOUS_WEBHOOK_PAYLOAD`, `MISSING_HTTP_EVENT_HEADER`.
 
+pub mod alertmanager;
 pub mod github;
+pub mod grafana;
 pub mod json;
 pub mod slack_incoming;
 
@@ -49,10 +51,22 @@ pub struct Integration {
 /// Every integration natter serves.
 pub static INTEGRATIONS: &[Integration] = &[
     Integration {
+        name: "alertmanager",
+        display: "Alertmanager",
+        client: "ZulipAlertmanagerWebhook",
+        handle: alertmanager::handle,
+    },
+    Integration {
         name: "github",
         display: "GitHub",
         client: "ZulipGitHubWebhook",
         handle: github::handle,
+    },
+    Integration {
+        name: "grafana",
+        display: "Grafana",
+        client: "ZulipGrafanaWebhook",
+        handle: grafana::handle,
     },
     Integration { name: "json", display: "JSON", client: "ZulipJsonWebhook", handle: json::handle },
     Integration {
