@@ -501,3 +501,150 @@ fn grafana_reads_unified_and_legacy_alerts() {
     hook(&hamlet, "grafana", &query, &[], r#"{"title": "x"}"#)
         .err(400, "ANOMALOUS_WEBHOOK_PAYLOAD");
 }
+
+#[test]
+fn gitlab_events_have_zulips_topics() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let (_, key) = webhook_bot(&hamlet, "tanuki");
+    let query = [("api_key", key.as_str()), ("stream", "Denmark")];
+    let send = |event: &str, name: &str| {
+        hook(&hamlet, "gitlab", &query, &[("X-Gitlab-Event", event)], &fixture(name)).ok();
+        let m = newest(&hamlet);
+        assert_eq!(m["client"], "ZulipGitlabWebhook");
+        (m["subject"].as_str().unwrap().to_owned(), m["content"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(
+        send("Push Hook", "gitlab_push"),
+        (
+            "Diaspora / main".into(),
+            "Jane Doe [pushed](https://gitlab.example.com/mike/diaspora/-/compare/\
+             95790bf891e76fee5e1747ab589903a6a1f80f22...da1560886d4f094c3e6c9ef40349f7d38b5d27d7) \
+             1 commit to branch main.\n\n* fixed readme ([da15608](https://gitlab.example.com/mike/\
+             diaspora/-/commit/da1560886d4f094c3e6c9ef40349f7d38b5d27d7))"
+                .into()
+        )
+    );
+    assert_eq!(
+        send("Merge Request Hook", "gitlab_merge_request_open"),
+        (
+            "Gitlab Test / MR #1 MS-Viewport".into(),
+            "Administrator created [MR #1](https://gitlab.example.com/gitlabhq/gitlab-test/-/merge_requests/1) \
+             from `ms-viewport` to `master`.\n\n~~~ quote\nAdds the viewport meta tag.\n~~~"
+                .into()
+        )
+    );
+    assert_eq!(
+        send("Issue Hook", "gitlab_issue_close"),
+        (
+            "Gitlab Test / issue #23 New API: create/update/delete file".into(),
+            "Administrator closed [issue #23](https://gitlab.example.com/gitlabhq/gitlab-test/-/issues/23)."
+                .into()
+        )
+    );
+    let (topic, content) = send("Note Hook", "gitlab_note_merge_request");
+    assert_eq!(topic, "Gitlab Test / MR #1 Tempora et eos debitis quae laborum et.");
+    assert_eq!(
+        content,
+        "Administrator [commented](https://gitlab.example.com/gitlabhq/gitlab-test/-/merge_requests/1#note_1244) \
+         on [MR #1](https://gitlab.example.com/gitlabhq/gitlab-test/-/merge_requests/1):\n\n\
+         ~~~ quote\nThis MR needs work.\n~~~"
+    );
+    assert_eq!(
+        send("Pipeline Hook", "gitlab_pipeline_failed"),
+        (
+            "Gitlab Test / master".into(),
+            "[Pipeline #31](https://gitlab.example.com/gitlab-org/gitlab-test/-/pipelines/31) on branch \
+             `master` is **failed**.\n* compile (build): success\n* rspec (test): failed"
+                .into()
+        )
+    );
+    // Filters see "Merge Request Hook <action>".
+    let before = newest_id(&hamlet);
+    let filtered = [
+        ("api_key", key.as_str()),
+        ("stream", "Denmark"),
+        ("exclude_events", r#"["Merge Request Hook *"]"#),
+    ];
+    let mr = fixture("gitlab_merge_request_open");
+    hook(&hamlet, "gitlab", &filtered, &[("X-Gitlab-Event", "Merge Request Hook")], &mr).ok();
+    assert_eq!(newest_id(&hamlet), before);
+    // Errors.
+    hook(&hamlet, "gitlab", &query, &[], &mr).err(400, "MISSING_HTTP_EVENT_HEADER");
+    hook(&hamlet, "gitlab", &query, &[("X-Gitlab-Event", "Wiki Page Hook")], &mr)
+        .err(200, "UNSUPPORTED_WEBHOOK_EVENT_TYPE");
+    hook(
+        &hamlet,
+        "gitlab",
+        &query,
+        &[("X-Gitlab-Event", "Issue Hook")],
+        r#"{"project": {"name": "p"}}"#,
+    )
+    .err(400, "ANOMALOUS_WEBHOOK_PAYLOAD");
+    assert_eq!(newest_id(&hamlet), before);
+}
+
+#[test]
+fn sentry_issues_and_event_alerts() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let (_, key) = webhook_bot(&hamlet, "sentinel");
+    let query = [("api_key", key.as_str()), ("stream", "Denmark")];
+    hook(
+        &hamlet,
+        "sentry",
+        &query,
+        &[("Sentry-Hook-Resource", "issue")],
+        &fixture("sentry_issue_created"),
+    )
+    .ok();
+    let m = newest(&hamlet);
+    assert_eq!(m["subject"], "ZeroDivisionError: division by zero");
+    assert_eq!(
+        m["content"],
+        "**New issue created:** [ZeroDivisionError: division by zero]\
+         (https://sentry.example.com/organizations/acme/issues/1170820242/)\n\
+         ```quote\n**level:** error\n**culprit:** app.views in divide\n**shortId:** NATTER-9\n```"
+    );
+    hook(
+        &hamlet,
+        "sentry",
+        &query,
+        &[("Sentry-Hook-Resource", "event_alert")],
+        &fixture("sentry_event_alert"),
+    )
+    .ok();
+    let m = newest(&hamlet);
+    assert_eq!(m["subject"], "TypeError: cannot read properties of undefined");
+    assert_eq!(
+        m["content"],
+        "**New error event:** [TypeError: cannot read properties of undefined]\
+         (https://sentry.example.com/organizations/acme/issues/1170820243/events/d3f5d7d1b6f04f6a8fba3e7f4e6b9a11/)\n\
+         ```quote\n**culprit:** render(app/main)\n**environment:** production\n**platform:** javascript\n```\n\
+         Triggered by the alert rule **Page on new errors**."
+    );
+    let before = newest_id(&hamlet);
+    hook(&hamlet, "sentry", &query, &[("Sentry-Hook-Resource", "metric_alert")], "{}")
+        .err(200, "UNSUPPORTED_WEBHOOK_EVENT_TYPE");
+    hook(
+        &hamlet,
+        "sentry",
+        &query,
+        &[("Sentry-Hook-Resource", "issue")],
+        r#"{"action": "created"}"#,
+    )
+    .err(400, "ANOMALOUS_WEBHOOK_PAYLOAD");
+    hook(&hamlet, "sentry", &query, &[], r#"{"action": "created"}"#)
+        .err(400, "ANOMALOUS_WEBHOOK_PAYLOAD");
+    let only_issues =
+        [("api_key", key.as_str()), ("stream", "Denmark"), ("only_events", r#"["issue"]"#)];
+    hook(
+        &hamlet,
+        "sentry",
+        &only_issues,
+        &[("Sentry-Hook-Resource", "event_alert")],
+        &fixture("sentry_event_alert"),
+    )
+    .ok();
+    assert_eq!(newest_id(&hamlet), before);
+}

@@ -21,8 +21,10 @@
 
 pub mod alertmanager;
 pub mod github;
+pub mod gitlab;
 pub mod grafana;
 pub mod json;
+pub mod sentry;
 pub mod slack_incoming;
 
 use serde_json::Value;
@@ -63,12 +65,24 @@ pub static INTEGRATIONS: &[Integration] = &[
         handle: github::handle,
     },
     Integration {
+        name: "gitlab",
+        display: "GitLab",
+        client: "ZulipGitlabWebhook",
+        handle: gitlab::handle,
+    },
+    Integration {
         name: "grafana",
         display: "Grafana",
         client: "ZulipGrafanaWebhook",
         handle: grafana::handle,
     },
     Integration { name: "json", display: "JSON", client: "ZulipJsonWebhook", handle: json::handle },
+    Integration {
+        name: "sentry",
+        display: "Sentry",
+        client: "ZulipSentryWebhook",
+        handle: sentry::handle,
+    },
     Integration {
         name: "slack_incoming",
         display: "SlackIncoming",
