@@ -500,6 +500,25 @@ impl Committer {
         (commits, std::time::Duration::from_nanos(self.held.total_nanos.load(Ordering::Relaxed)))
     }
 
+    /// The log's flush and commit-group figures.
+    pub fn log_stats(&self) -> Arc<wal::Stats> {
+        self.shared.wal.stats()
+    }
+
+    /// The snapshot figures: `(snapshots written by this process, the
+    /// newest one's duration, its size in bytes, when the newest file was
+    /// written in Unix seconds or 0)`.
+    pub fn snapshot_figures(&self) -> (u64, std::time::Duration, u64, u64) {
+        let schedule = &self.shared.schedule;
+        let f = &schedule.figures;
+        (
+            f.written.load(Ordering::Relaxed),
+            std::time::Duration::from_nanos(f.last_nanos.load(Ordering::Relaxed)),
+            schedule.last_snapshot_size.load(Ordering::Relaxed),
+            f.last_unix.load(Ordering::Relaxed),
+        )
+    }
+
     /// Whether commits can go on: the log takes appends and shutdown has
     /// not begun.
     pub fn accepting(&self) -> bool {

@@ -162,6 +162,12 @@ pub struct Cli {
     #[arg(long)]
     pub metrics_token: Option<String>,
 
+    /// Also serve `GET /metrics`, without a token, on this address (and
+    /// nothing else there): for a scraper on a private network or the
+    /// loopback interface. Unset: no such listener.
+    #[arg(long)]
+    pub metrics_listen: Option<String>,
+
     /// On SIGTERM or SIGINT: the longest to wait for requests being
     /// answered (long-polls aside) before the final snapshot. New
     /// requests get 503 meanwhile; a second signal exits at once.
@@ -270,8 +276,11 @@ pub struct Config {
     pub rate_limits: Option<RateLimits>,
     /// The longest shutdown waits for requests in flight.
     pub shutdown_grace: Duration,
-    /// The bearer token of `GET /metrics`; `None`: not served.
+    /// The bearer token of `GET /metrics` on the main listener; `None`:
+    /// not served there.
     pub metrics_token: Option<String>,
+    /// The address of the metrics-only listener, if any.
+    pub metrics_listen: Option<String>,
 }
 
 /// How much may be uploaded.
@@ -538,6 +547,7 @@ impl Cli {
                 }
                 token => token,
             },
+            metrics_listen: self.metrics_listen,
             queues,
             external_host: self.host,
             listen: self.listen,

@@ -79,6 +79,9 @@ fn main() {
             server.credentials[0].email, server.credentials[0].api_key, server.addr
         );
     }
+    if let Some(addr) = server.metrics_addr {
+        println!("natter: metrics on http://{addr}/metrics");
+    }
     // Tests and scripts wait for this exact line.
     println!("natter: listening on http://{}", server.addr);
     if let Some(signal) = signals.forever().next() {

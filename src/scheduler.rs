@@ -1,4 +1,5 @@
-//! The scheduler: delivers scheduled messages when they fall due.
+//! The scheduler: delivers scheduled messages and reminders when they
+//! fall due.
 //!
 //! It is the only place that reads the clock for delivery. `apply` never
 //! does: the scheduler decides that a message is due, and commits one
@@ -8,16 +9,20 @@
 //! therefore reproduces exactly the deliveries that happened, and a
 //! delivery is either wholly in the log or not at all: after a crash,
 //! anything still pending and due is delivered once, on the first pass
-//! after start-up.
+//! after start-up. Reminders go the same way (`api::reminders::deliver`:
+//! the Notification Bot's message and the reminder's removal, one
+//! record).
 //!
 //! It runs on its own OS thread (never on a coroutine): it sleeps until
 //! the earliest pending delivery time (at most `MAX_SLEEP`, so a changed
 //! wall clock is noticed), or until a `scheduled_messages` event says
-//! the list changed; it hears those on the event hub like any client.
+//! the list changed (or a `reminders` event, the reminders); it hears
+//! those on the event hub like any client.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::api::reminders;
 use crate::api::scheduled::{deliver, Delivery};
 use crate::api::App;
 use crate::entropy;
@@ -46,20 +51,27 @@ pub fn start(app: Arc<App>) -> std::thread::JoinHandle<()> {
         .expect("spawn the scheduler thread")
 }
 
-/// Delivers every scheduled message due now; returns the earliest delivery
-/// time still to come.
+/// Delivers every scheduled message and reminder due now; returns the
+/// earliest delivery time still to come.
 pub fn deliver_due(app: &App) -> Option<i64> {
     loop {
         let now = entropy::now();
         let (due, next) = app.state.scheduled.due(now);
-        if due.is_empty() {
-            return next;
+        let (reminders, next_reminder) = app.state.features.due(now);
+        if due.is_empty() && reminders.is_empty() {
+            return match (next, next_reminder) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        for id in reminders {
+            reminders::deliver(app, id, now);
         }
         for id in due {
             match deliver(app, id, now) {
                 Delivery::Sent(_) | Delivery::Gone => {}
                 Delivery::Failed(why) => {
-                    eprintln!("natter: scheduled message {id} not delivered: {why}");
+                    tracing::warn!("scheduled message {id} not delivered: {why}");
                 }
             }
         }
@@ -74,9 +86,11 @@ fn until(next: Option<i64>) -> Duration {
     Duration::from_millis(wait_ms).min(MAX_SLEEP)
 }
 
-/// Whether an event says a scheduled message was added or changed.
+/// Whether an event says a scheduled message or a reminder was added or
+/// changed.
 fn changes_schedule(event: &Event) -> bool {
-    matches!(event, Event::Broadcast { event, .. } if event["type"] == "scheduled_messages")
+    matches!(event, Event::Broadcast { event, .. }
+        if event["type"] == "scheduled_messages" || event["type"] == "reminders")
 }
 
 #[cfg(test)]
@@ -103,6 +117,7 @@ mod tests {
             event: json!({"type": kind, "op": "add"}),
         };
         assert!(changes_schedule(&broadcast("scheduled_messages")));
+        assert!(changes_schedule(&broadcast("reminders")));
         assert!(!changes_schedule(&broadcast("reaction")));
         assert!(!changes_schedule(&Event::Message { message: MessageId(1), recipients: vec![] }));
     }

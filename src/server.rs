@@ -31,7 +31,10 @@ pub struct Server {
     pub health: Arc<crate::http::health::Health>,
     /// Dev-mode accounts (empty outside dev mode).
     pub credentials: Vec<Credential>,
+    /// The `--metrics-listen` listener's bound address, if any.
+    pub metrics_addr: Option<SocketAddr>,
     _listener: may::coroutine::JoinHandle<()>,
+    _metrics_listener: Option<may::coroutine::JoinHandle<()>>,
 }
 
 /// Recovers the data dir and builds the application (no HTTP).
@@ -55,12 +58,14 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
         gather: config.commit_gather,
         fs: Arc::clone(&fs),
     };
+    let recovering = std::time::Instant::now();
     let (state, wal, report) = persist::open_reporting(
         &config.data_dir,
         options,
         &mut crate::logging::ProgressLines::default(),
     )
     .map_err(|e| format!("cannot open data dir {}: {e}", config.data_dir.display()))?;
+    let recovery = recovering.elapsed();
     durable.advance(wal.durable_seq().max(state.applied_seq()));
     if let Some(torn) = &report.torn_tail {
         tracing::warn!(
@@ -81,14 +86,14 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
     let reconciled = crate::files::reconcile(&store, &state)
         .map_err(|e| format!("cannot read the file store: {e}"))?;
     if !reconciled.orphans_removed.is_empty() {
-        eprintln!(
-            "natter: removed {} uploaded files no record names (an upload cut short by a stop)",
+        tracing::info!(
+            "removed {} uploaded files no record names (an upload cut short by a stop)",
             reconciled.orphans_removed.len()
         );
     }
     for (id, path) in &reconciled.missing {
-        eprintln!(
-            "natter: warning: file {id} ({path}) is recorded but its bytes are missing from {}",
+        tracing::warn!(
+            "file {id} ({path}) is recorded but its bytes are missing from {}",
             config.data_dir.join("uploads").display()
         );
     }
@@ -125,6 +130,7 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
         bound: OnceLock::new(),
         files: Arc::new(store),
         temporary_urls: Default::default(),
+        recovery,
         _data_dir_lock: report.lock,
     });
     // Realms from before system bots existed get theirs now.
@@ -190,9 +196,31 @@ pub fn start(config: Config) -> Result<Server, String> {
     let service = Arc::new(Service::new(Arc::clone(&app), Arc::clone(&health)));
     let mut limits = app.config.wire.clone();
     limits.max_connections = fit_connection_cap(limits.max_connections);
-    let handle = conn::serve(listener, service, limits)
+    let metrics_addr = match &app.config.metrics_listen {
+        Some(address) => {
+            let listener = bind(resolve_listen(address)?)?;
+            let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            let only = Arc::new(crate::http::metrics::MetricsOnly(Arc::clone(&service)));
+            let limits = crate::config::WireLimits { max_connections: 64, ..limits.clone() };
+            let handle = conn::serve(listener, only, limits, Arc::default())
+                .map_err(|e| format!("cannot start the metrics listener: {e}"))?;
+            Some((addr, handle))
+        }
+        None => None,
+    };
+    let connections = Arc::clone(&service.connections);
+    let handle = conn::serve(listener, service, limits, connections)
         .map_err(|e| format!("cannot start the HTTP listener: {e}"))?;
-    Ok(Server { addr, app, health, credentials, _listener: handle })
+    let (metrics_addr, metrics_handle) = metrics_addr.unzip();
+    Ok(Server {
+        addr,
+        app,
+        health,
+        credentials,
+        metrics_addr,
+        _listener: handle,
+        _metrics_listener: metrics_handle,
+    })
 }
 
 /// File descriptors kept free of client connections: log segments,
@@ -218,8 +246,8 @@ fn fit_connection_cap(wanted: usize) -> usize {
     }
     let room = usize::try_from(soft.saturating_sub(RESERVED_FDS)).unwrap_or(usize::MAX).max(1);
     if wanted > room {
-        eprintln!(
-            "natter: warning: --max-connections {wanted} lowered to {room}: the open-file \
+        tracing::warn!(
+            "--max-connections {wanted} lowered to {room}: the open-file \
              limit is {soft} (raising the hard limit needs root with CAP_SYS_RESOURCE: \
              ulimit -Hn, prlimit --nofile)"
         );

@@ -420,26 +420,33 @@ fn typing_while_editing_reaches_whoever_would_hear_of_the_edit() {
 }
 
 #[test]
-fn a_user_hiding_their_presence_is_not_recorded() {
+fn a_user_hiding_their_presence_goes_offline_and_is_not_recorded() {
     let server = TestServer::start();
     let hamlet = server.client(HAMLET);
     let othello = server.client("othello@natter.test");
+    hamlet.post("/users/me/presence", &[("status", "active")]).ok();
     let (queue, _) = crate::api_events::register(&othello, &[("event_types", r#"["presence"]"#)]);
     hamlet.request("PATCH", "/settings", &[("presence_enabled", "false")]).ok();
     // The reply still lists the others' presences.
     othello.post("/users/me/presence", &[("status", "active")]).ok();
     let r = hamlet.post("/users/me/presence", &[("status", "active")]).ok();
     assert!(r["presences"].get("othello@natter.test").is_some(), "{r}");
+    // Others hear once that Hamlet went offline (a presence older than the
+    // offline threshold, as Zulip sends), and nothing of his reports.
     let events = crate::api_events::events(&othello, &queue, -1);
-    assert!(
-        events.iter().all(|e| e["user_id"] != crate::util::user_id(&server, HAMLET)),
-        "{events:?}"
-    );
-    assert!(othello.get("/realm/presence", &[]).ok()["presences"].get(HAMLET).is_none());
-    othello.get(&format!("/users/{HAMLET}/presence"), &[]).err(400, "BAD_REQUEST");
-    // Shown again, the next report is recorded.
+    let hamlet_id = crate::util::user_id(&server, HAMLET);
+    let his: Vec<_> = events.iter().filter(|e| e["user_id"] == hamlet_id).collect();
+    assert_eq!(his.len(), 1, "{events:?}");
+    let shown = &his[0]["presence"]["website"];
+    let threshold = his[0]["server_timestamp"].as_i64().unwrap() - 140;
+    assert!(shown["timestamp"].as_i64().unwrap() < threshold, "{events:?}");
+    let realm = othello.get("/realm/presence", &[]).ok();
+    let aggregated = |p: &serde_json::Value| p["aggregated"]["status"].clone();
+    assert!(realm["presences"][HAMLET]["aggregated"]["timestamp"].as_i64().unwrap() < threshold);
+    let one = othello.get(&format!("/users/{HAMLET}/presence"), &[]).ok();
+    assert_eq!(aggregated(&one["presence"]), "offline");
+    // Shown again, he is active at once.
     hamlet.request("PATCH", "/settings", &[("presence_enabled", "true")]).ok();
-    hamlet.post("/users/me/presence", &[("status", "active")]).ok();
     assert_eq!(
         othello.get(&format!("/users/{HAMLET}/presence"), &[]).ok()["presence"]["aggregated"]
             ["status"],

@@ -8,6 +8,8 @@ mod util;
 mod api_channels;
 /// POST /register, GET/DELETE /events, POST /users/me/presence.
 mod api_events;
+/// Read receipts and moderation settings, reminders.
+mod api_features;
 /// User groups: create, edit, members, subgroups, deactivate.
 mod api_groups;
 /// Heavy reads on the reader pool: no head-of-line blocking, 429 past
@@ -86,6 +88,9 @@ mod verify_action;
 mod verify_auto_topics;
 /// The realm_bots register section and realm_bot events (on the verify_action harness).
 mod verify_bots;
+/// Register-vs-events cases of read receipts, the moderation channel and
+/// reminders (on the verify_action harness).
+mod verify_features;
 /// Register-vs-events cases for uploaded files.
 mod verify_files;
 /// Register-vs-events cases of linkifiers and default channels (on the verify_action harness).

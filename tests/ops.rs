@@ -624,6 +624,104 @@ fn metrics_need_their_token_and_count_requests_by_route_and_status() {
     assert!(!body.contains(&server.account(HAMLET).key), "no secrets in metrics");
 }
 
+/// Reads `GET /metrics` from the `--metrics-listen` address.
+fn scrape(addr: &str) -> String {
+    let mut stream = connect(addr);
+    let head = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    body.to_owned()
+}
+
+/// The value of the sample `name` (with its labels) in `body`.
+fn sample_of(body: &str, name: &str) -> f64 {
+    body.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
+        .unwrap_or_else(|| panic!("no {name} in:\n{body}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn the_metrics_listener_serves_metrics_alone_and_without_a_token() {
+    let server =
+        TestServer::start_with(&["--metrics-listen", "127.0.0.1:0", "--snapshot-every", "3"]);
+    let metrics = server.metrics_addr.clone().expect("the metrics address is printed");
+    // Without --metrics-token the main listener has no metrics route.
+    let main = request(&server.addr, "GET", "/metrics", None, "");
+    assert_eq!(main.status, 404);
+    // The metrics listener serves nothing else.
+    let hamlet_key = key_of(&server, HAMLET);
+    for target in ["/api/v1/users/me", "/health", "/"] {
+        let r = request(&metrics, "GET", target, Some(&hamlet_key), "");
+        assert_eq!((r.status, r.json["code"].as_str()), (404, Some("NOT_FOUND")), "{target}");
+    }
+    let posted = request(&metrics, "POST", "/metrics", None, "");
+    assert_eq!(posted.status, 404);
+
+    let hamlet = server.client(HAMLET);
+    let queue = hamlet.post("/register", &[("event_types", r#"["message"]"#)]).ok();
+    assert!(queue["queue_id"].is_string());
+    let before = scrape(&metrics);
+    send_messages(&hamlet, 4);
+    let body = scrape(&metrics);
+    let grew = |name: &str| sample_of(&body, name) > sample_of(&before, name);
+    // Each send is a commit made durable by a flush of the log.
+    assert!(grew("natter_log_fsync_duration_seconds_count"), "{body}");
+    assert!(grew("natter_log_commit_group_records_sum"), "{body}");
+    assert!(grew("natter_log_appended_bytes_total"), "{body}");
+    assert!(grew("natter_events_queued_total"), "the registered queue got the messages");
+    let group = sample_of(&body, "natter_log_commit_group_records_sum")
+        - sample_of(&before, "natter_log_commit_group_records_sum");
+    assert!(group >= 4.0, "4 sends are at least 4 records: {group}");
+    assert!(sample_of(&body, r#"natter_log_fsync_duration_seconds_bucket{le="+Inf"}"#) > 0.0);
+    // Per realm: the seeded realms' users, and the messages just sent.
+    let root_users = sample_of(&body, r#"natter_realm_users{realm=""}"#);
+    let lear_users = sample_of(&body, r#"natter_realm_users{realm="lear"}"#);
+    assert_eq!(root_users + lear_users, sample_of(&body, "natter_users"));
+    let sent = sample_of(&body, r#"natter_realm_messages{realm=""}"#)
+        - sample_of(&before, r#"natter_realm_messages{realm=""}"#);
+    assert_eq!(sent, 4.0);
+    assert!(sample_of(&body, "natter_connections_accepted_total") >= 1.0);
+    assert_eq!(sample_of(&body, "natter_connections_refused_total"), 0.0);
+    assert!(sample_of(&body, "natter_recovery_seconds") >= 0.0);
+    // With a snapshot every 3 changes, one was written since start.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let body = loop {
+        let body = scrape(&metrics);
+        if sample_of(&body, "natter_snapshots_written_total") >= 1.0 {
+            break body;
+        }
+        assert!(std::time::Instant::now() < deadline, "no snapshot was written: {body}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(sample_of(&body, "natter_snapshot_size_bytes") > 0.0);
+    assert!(sample_of(&body, "natter_snapshot_timestamp_seconds") > 1.6e9);
+    assert!(sample_of(&body, "natter_snapshot_duration_seconds") > 0.0);
+}
+
+#[test]
+fn refused_connections_are_counted() {
+    let server =
+        TestServer::start_with(&["--metrics-listen", "127.0.0.1:0", "--max-connections", "1"]);
+    let metrics = server.metrics_addr.clone().unwrap();
+    let held = connect(&server.addr);
+    // The first connection is open: wait until the server counts it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while sample_of(&scrape(&metrics), "natter_connections_open") < 1.0 {
+        assert!(std::time::Instant::now() < deadline, "the connection was never counted");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let refused = request(&server.addr, "GET", "/health", None, "");
+    assert_eq!(refused.status, 503);
+    let body = scrape(&metrics);
+    assert_eq!(sample_of(&body, "natter_connections_refused_total"), 1.0);
+    drop(held);
+}
+
 #[test]
 fn metrics_are_off_by_default_and_a_short_token_is_refused() {
     let server = TestServer::start();
@@ -657,4 +755,87 @@ fn event_polls_are_not_rate_limited() {
     hamlet.get("/users/me", &[]).ok();
     hamlet.get("/users/me", &[]).ok();
     hamlet.get("/users/me", &[]).err(429, "RATE_LIMIT_HIT");
+}
+
+// --- shutdown ---
+
+/// A server whose heavy reads wait at `gate` (`NATTER_READ_GATE`) until a
+/// `release` file appears there.
+fn gated(gate: &Path, extra: &[&str]) -> TestServer {
+    TestServer::start_with_env(extra, &[("NATTER_READ_GATE", gate.to_str().unwrap())])
+}
+
+/// A search (a heavy read) on its own connection and thread.
+fn held_search(server: &TestServer) -> std::thread::JoinHandle<crate::util::Response> {
+    let client = server.client(HAMLET);
+    std::thread::spawn(move || {
+        client.get(
+            "/messages",
+            &[("anchor", "newest"), ("num_before", "5"), ("narrow", r#"[["search","verify"]]"#)],
+        )
+    })
+}
+
+/// Waits for a condition (the deadline turns a regression into a failure
+/// rather than a hang).
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+fn shutting_down(server: &TestServer) -> bool {
+    request(&server.addr, "GET", "/health/ready", None, "").status == 503
+}
+
+#[test]
+fn sigterm_drains_requests_in_flight_then_snapshots_and_exits_0() {
+    let gate = tempfile::tempdir().unwrap();
+    let mut server = gated(gate.path(), &["--shutdown-grace-secs", "120"]);
+    let hamlet = server.client(HAMLET);
+    send_messages(&hamlet, 3);
+    let reader = held_search(&server);
+    wait_for("the search reached a reader thread", || gate.path().join("started-0").exists());
+    server.signal("TERM");
+    wait_for("readiness turned 503", || shutting_down(&server));
+    // New requests are refused while the one in flight finishes.
+    let refused = server.client(OTHELLO).get("/users/me", &[]);
+    assert_eq!(refused.status, 503, "{}", refused.json);
+    assert!(!reader.is_finished(), "the held read answered before its release");
+    std::fs::write(gate.path().join("release"), b"").unwrap();
+    let reply = reader.join().unwrap();
+    assert_eq!(reply.status, 200, "the request in flight was answered: {}", reply.json);
+    let status = server.wait_exit(std::time::Duration::from_secs(120)).expect("natter exited");
+    assert_eq!(status.code(), Some(0), "{}", server.stderr());
+    let log = server.stderr();
+    assert!(log.contains("clean shutdown complete"), "{log}");
+    assert!(!log.contains("still in flight"), "the read finished within the grace: {log}");
+    let snapshots = fs::read_dir(server.data_dir().join("data").join("snapshots")).unwrap();
+    assert!(snapshots.count() >= 1, "the final snapshot was written");
+    server.restart();
+    assert_eq!(contents_in_topic(&server.client(HAMLET), "verify").len(), 3);
+}
+
+#[test]
+fn a_second_signal_exits_at_once_without_waiting_for_requests() {
+    let gate = tempfile::tempdir().unwrap();
+    let mut server = gated(gate.path(), &["--shutdown-grace-secs", "600"]);
+    let hamlet = server.client(HAMLET);
+    send_messages(&hamlet, 2);
+    let _reader = held_search(&server);
+    wait_for("the search reached a reader thread", || gate.path().join("started-0").exists());
+    server.signal("TERM");
+    wait_for("readiness turned 503", || shutting_down(&server));
+    // The read is never released: only the second signal can end this.
+    server.signal("INT");
+    let status = server.wait_exit(std::time::Duration::from_secs(120)).expect("natter exited");
+    assert_eq!(status.code(), Some(1), "{}", server.stderr());
+    let log = server.stderr();
+    assert!(log.contains("exiting at once"), "{log}");
+    assert!(!log.contains("clean shutdown complete"), "{log}");
+    // What was acknowledged is in the log: a restart recovers it.
+    server.restart();
+    assert_eq!(contents_in_topic(&server.client(HAMLET), "verify").len(), 2);
 }

@@ -514,6 +514,8 @@ static SCHEMAS: &[(&str, Fields)] = &[
     ("event:scheduled_messages:add", &[("scheduled_messages", List(&Map(&Any)))]),
     ("event:scheduled_messages:update", &[("scheduled_message", Map(&Any))]),
     ("event:scheduled_messages:remove", &[("scheduled_message_id", Int)]),
+    ("event:reminders:add", &[("reminders", List(&Map(&Any)))]),
+    ("event:reminders:remove", &[("reminder_id", Int)]),
     ("event:navigation_view:add", &[("navigation_view", Map(&Any))]),
     ("event:navigation_view:update", &[("fragment", Str), ("data", Map(&Any))]),
     ("event:navigation_view:remove", &[("fragment", Str)]),
@@ -831,6 +833,7 @@ const EMITTED: &[&str] = &[
     "custom_profile_fields",
     "realm_bot",
     "scheduled_messages",
+    "reminders",
     "navigation_view",
     "realm_playgrounds",
     "default_streams",
@@ -988,6 +991,18 @@ fn every_event_decodes_as_the_mobile_app_decodes_it() {
             ],
         )
         .ok();
+    let about = hamlet
+        .post(
+            "/messages",
+            &[("type", "stream"), ("to", &general), ("topic", "t"), ("content", "remind me")],
+        )
+        .ok()["id"]
+        .to_string();
+    let reminder = hamlet
+        .post("/reminders", &[("message_id", &about), ("scheduled_delivery_timestamp", &later)])
+        .ok()["reminder_id"]
+        .to_string();
+    hamlet.request("DELETE", &format!("/reminders/{reminder}"), &[]).ok();
     hamlet
         .post("/navigation_views", &[("fragment", "narrow/is/starred"), ("is_pinned", "true")])
         .ok();

@@ -25,6 +25,8 @@ pub struct Account {
 pub struct TestServer {
     child: Option<Child>,
     pub addr: String,
+    /// The `--metrics-listen` address, when the server has one.
+    pub metrics_addr: Option<String>,
     pub dir: tempfile::TempDir,
     pub accounts: Vec<Account>,
     args: Vec<String>,
@@ -49,8 +51,15 @@ impl TestServer {
         let mut args: Vec<String> = vec!["--dev".into()];
         args.extend(extra.iter().map(|s| s.to_string()));
         let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let mut server =
-            TestServer { child: None, addr: String::new(), dir, accounts: Vec::new(), args, env };
+        let mut server = TestServer {
+            child: None,
+            addr: String::new(),
+            metrics_addr: None,
+            dir,
+            accounts: Vec::new(),
+            args,
+            env,
+        };
         server.spawn().unwrap_or_else(|e| panic!("natter did not start: {e}"));
         server
     }
@@ -95,6 +104,9 @@ impl TestServer {
         loop {
             match lines.next() {
                 Some(Ok(line)) => {
+                    if let Some(rest) = line.strip_prefix("natter: metrics on http://") {
+                        self.metrics_addr = rest.strip_suffix("/metrics").map(str::to_owned);
+                    }
                     if let Some(addr) = line.strip_prefix("natter: listening on http://") {
                         self.addr = addr.trim().to_owned();
                         break;
@@ -140,6 +152,34 @@ impl TestServer {
     /// What the server wrote to stderr so far.
     pub fn stderr(&self) -> String {
         std::fs::read_to_string(self.stderr_path()).unwrap_or_default()
+    }
+
+    /// Sends `signal` (`TERM`, `INT`, …) to the running process.
+    pub fn signal(&self, signal: &str) {
+        let child = self.child.as_ref().expect("running");
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+    }
+
+    /// Waits up to `limit` for the process to exit on its own; its status,
+    /// or `None` if it is still running (then it is left running).
+    pub fn wait_exit(&mut self, limit: std::time::Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + limit;
+        let child = self.child.as_mut().expect("running");
+        loop {
+            if let Some(status) = child.try_wait().expect("try_wait") {
+                self.child = None;
+                return Some(status);
+            }
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 
     /// SIGKILL: a crash with no clean shutdown.

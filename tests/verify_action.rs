@@ -214,6 +214,9 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
     if crate::verify_settings::handles(event) {
         return crate::verify_settings::apply_event(state, event);
     }
+    if crate::verify_features::handles(event) {
+        return crate::verify_features::apply_event(state, event);
+    }
     if crate::verify_organization::handles(event) {
         return crate::verify_organization::apply_event(state, event);
     }

@@ -97,7 +97,7 @@ pub fn add(app: &App, call: &mut Call) -> ApiResult<Reply> {
         std::fs::File::open(path).and_then(|f| f.take(16).read_to_end(&mut head)).map(|_| head)
     })
     .map_err(|e| {
-        eprintln!("natter: error: reading an uploaded emoji: {e}");
+        tracing::error!("reading an uploaded emoji: {e}");
         ApiError::internal()
     })?;
     let content_type =

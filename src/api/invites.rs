@@ -170,7 +170,7 @@ fn mail_invitation(app: &App, realm: &Realm, inviter: &User, invite: &Invite) ->
     );
     let subject = format!("{} invited you to {}", inviter.full_name, realm.name);
     outbox::send(app, email, &subject, &body).map(|_| ()).map_err(|e| {
-        eprintln!("natter: error: writing to the outbox: {e}");
+        tracing::error!("writing to the outbox: {e}");
         ApiError::internal()
     })
 }

@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod channel_email;
 pub mod channels;
 pub mod default_streams;
 pub mod emoji;
@@ -28,6 +29,8 @@ pub mod realm;
 pub mod realm_domains;
 pub mod realm_settings;
 pub mod register;
+pub mod reminders;
+pub mod reports;
 pub mod resources;
 pub mod scheduled;
 pub mod settings;
@@ -69,6 +72,8 @@ pub struct App {
     pub files: crate::files::Store,
     /// Live temporary download URLs.
     pub temporary_urls: crate::files::TemporaryUrls,
+    /// How long start-up took to recover the state (snapshot and log).
+    pub recovery: std::time::Duration,
     /// The data dir's lock, held for the life of the process.
     pub(crate) _data_dir_lock: Option<std::fs::File>,
 }

@@ -131,7 +131,7 @@ pub mod outbox {
         let path = dir.join(name);
         let mut file = std::fs::File::create_new(&path)?;
         write!(file, "To: {to}\nSubject: {subject}\n\n{body}\n")?;
-        eprintln!("natter: mail to {to}: {subject} ({})", path.display());
+        tracing::info!(target: "natter::mail", "mail to {to}: {subject} ({})", path.display());
         Ok(path)
     }
 }

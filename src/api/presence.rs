@@ -40,8 +40,8 @@ pub fn update_presence(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let now = entropy::now();
     let realtime = app.hub.realtime();
     // A user who hides their presence (`presence_enabled` off, the apps'
-    // "invisible mode") is not recorded, as in Zulip: to others they stay
-    // as last seen and go offline.
+    // "invisible mode") is not recorded, as in Zulip: to others they went
+    // offline when they hid it (`presence_enabled_changed`).
     if app.state.settings.of(me.id).bool("presence_enabled") {
         let report = realtime.presence.report(me.id, active, now);
         if report.notify {
@@ -72,6 +72,23 @@ pub fn update_presence(app: &App, call: &mut Call) -> ApiResult<Reply> {
         out.insert("presence_last_update_id".into(), json!(realtime.presence.last_update_id()));
     }
     Ok(out)
+}
+
+/// After the caller's `presence_enabled` changed: as Zulip does, turning
+/// it off makes them offline to everyone at once (a presence older than
+/// the offline threshold, announced), and turning it on makes them active
+/// now (announced).
+pub fn presence_enabled_changed(app: &App, me: &crate::state::User, enabled: bool) {
+    let now = entropy::now();
+    let presence = &app.hub.realtime().presence;
+    let now_presence =
+        if enabled { presence.report(me.id, true, now).now } else { presence.hide(me.id, now) };
+    app.hub.publish(vec![Event::Presence {
+        realm: me.realm,
+        user: me.id,
+        presence: now_presence,
+        server_timestamp: now,
+    }]);
 }
 
 /// Zulip's default window of presence history, in days.

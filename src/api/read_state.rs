@@ -204,13 +204,16 @@ fn unread_batch(
 
 /// `GET /messages/{message_id}/read_receipts`: the ids of the users who
 /// have read a message the caller may see, as far as they share it
-/// (`access::read_receipts`). natter's realms always have read receipts
-/// on (`realm_enable_read_receipts`); each user's `send_read_receipts`
-/// decides for them.
+/// (`access::read_receipts`), in a realm with `enable_read_receipts`
+/// (Zulip's error otherwise, after the message check); each user's
+/// `send_read_receipts` decides for them.
 pub fn read_receipts(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let id = MessageId(call.path_id(0, "message_id")?);
     let me = call.caller();
     let message = super::reactions::visible_message(&app.state, me, id)?;
+    if !app.state.features.of(call.realm.id).enable_read_receipts {
+        return Err(ApiError::bad_request("Read receipts are disabled in this organization."));
+    }
     let readers = crate::state::access::read_receipts(&app.state, me, &message);
     let ids: Vec<u64> = readers.into_iter().map(|u| u.0).collect();
     Ok(reply! { "user_ids" => ids })

@@ -1,11 +1,15 @@
 //! `PATCH /realm` and `PATCH /realm/user_settings_defaults`.
 //!
 //! `PATCH /realm`: the organization's name, description and the settings
-//! natter implements (`RealmSettings`), for administrators; the message
+//! natter implements (`RealmSettings`, and `enable_read_receipts` and
+//! `moderation_request_channel_id`, kept in `state::features`), for
+//! administrators; the message
 //! retention and who may create web-public channels for owners only, as
 //! in Zulip. Each changed property reaches every member as Zulip's `realm`
 //! `update` (or, for a group setting, `update_dict`) event
-//! (`view::realm`), and the reply names what changed.
+//! (`view::realm`), and the reply names what changed. A change of
+//! `can_mention_many_users_group` also announces the deprecated
+//! `wildcard_mention_policy` it replaced, as Zulip does.
 //!
 //! `PATCH /realm/user_settings_defaults`: the settings new accounts start
 //! with (every personal setting but `default_language`, which the realm's
@@ -19,9 +23,11 @@ use super::subscriptions::parse_topics_policy;
 use super::{App, Call, Reply};
 use crate::error::{ApiError, ApiResult};
 use crate::mutation::{Mutation, RealmUpdate};
+use crate::state::access::can_see_channel;
+use crate::state::features::{FeatureChange, RealmFeatures};
 use crate::state::organization::OrgChange;
 use crate::state::settings::SETTINGS;
-use crate::state::{GroupSetting, Realm, Role, State, TopicsPolicy};
+use crate::state::{ChannelId, GroupSetting, Realm, Role, State, TopicsPolicy};
 
 /// Longest organization name, in characters (Zulip's).
 pub const MAX_REALM_NAME_LENGTH: usize = 40;
@@ -73,6 +79,8 @@ enum Change {
     MoveBetweenLimit(Option<u32>),
     TopicsPolicy(TopicsPolicy),
     SpectatorAccess(bool),
+    ReadReceipts(bool),
+    ModerationChannel(Option<ChannelId>),
     Group { name: &'static str, new: GroupSetting, old: Option<GroupSetting> },
 }
 
@@ -157,6 +165,12 @@ fn parse(app: &App, call: &mut Call) -> ApiResult<Vec<Change>> {
     if let Some(on) = call.params.bool("enable_spectator_access")? {
         out.push(Change::SpectatorAccess(on));
     }
+    if let Some(on) = call.params.bool("enable_read_receipts")? {
+        out.push(Change::ReadReceipts(on));
+    }
+    if let Some(id) = call.params.int("moderation_request_channel_id")? {
+        out.push(Change::ModerationChannel(moderation_channel(app, call, id)?));
+    }
     for (name, _) in GROUP_SETTINGS {
         let Some(value) = call.params.json(name)? else { continue };
         let Value::Object(map) = &value else {
@@ -173,9 +187,35 @@ fn parse(app: &App, call: &mut Call) -> ApiResult<Vec<Change>> {
     Ok(out)
 }
 
-/// The realm after `changes`, or why `role` may not make them.
-fn updated(realm: &Realm, role: Role, changes: &[Change]) -> ApiResult<Realm> {
+/// The channel `moderation_request_channel_id` names (-1: none), as
+/// Zulip checks it: one the caller may see, and private.
+fn moderation_channel(app: &App, call: &Call, id: i64) -> ApiResult<Option<ChannelId>> {
+    if id == -1 {
+        return Ok(None);
+    }
+    let invalid = || ApiError::bad_request("Invalid channel ID");
+    let id = u64::try_from(id).map_err(|_| invalid())?;
+    let channel = app
+        .state
+        .channel_in_realm(call.realm.id, ChannelId(id))
+        .filter(|c| can_see_channel(call.caller(), c))
+        .ok_or_else(invalid)?;
+    if !channel.invite_only {
+        return Err(ApiError::bad_request("Moderation request channel must be private."));
+    }
+    Ok(Some(channel.id))
+}
+
+/// The realm and its features after `changes`, or why `role` may not make
+/// them.
+fn updated(
+    realm: &Realm,
+    features: &RealmFeatures,
+    role: Role,
+    changes: &[Change],
+) -> ApiResult<(Realm, RealmFeatures)> {
     let mut after = realm.clone();
+    let mut features = features.clone();
     let owner = || -> ApiResult<()> {
         if role == Role::Owner {
             Ok(())
@@ -200,6 +240,8 @@ fn updated(realm: &Realm, role: Role, changes: &[Change]) -> ApiResult<Realm> {
             Change::MoveBetweenLimit(l) => s.move_messages_between_streams_limit_seconds = *l,
             Change::TopicsPolicy(p) => s.topics_policy = *p,
             Change::SpectatorAccess(on) => s.enable_spectator_access = *on,
+            Change::ReadReceipts(on) => features.enable_read_receipts = *on,
+            Change::ModerationChannel(c) => features.moderation_request_channel = *c,
             Change::Group { name, new, old } => {
                 if GROUP_SETTINGS.iter().any(|(n, owners)| n == name && *owners) {
                     owner()?;
@@ -216,7 +258,7 @@ fn updated(realm: &Realm, role: Role, changes: &[Change]) -> ApiResult<Realm> {
             }
         }
     }
-    Ok(after)
+    Ok((after, features))
 }
 
 /// What each group setting means when it was never set (Zulip's defaults).
@@ -238,10 +280,12 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
         return Err(ApiError::bad_request("Must be an organization administrator"));
     }
     let id = call.realm.id;
-    let plan = |s: &State| -> ApiResult<(Realm, Realm)> {
+    type Plan = ((Realm, RealmFeatures), (Realm, RealmFeatures));
+    let plan = |s: &State| -> ApiResult<Plan> {
         let before = s.realms.get(&id).ok_or_else(ApiError::internal)?;
-        let after = updated(&before, me.role, &changes)?;
-        Ok((before, after))
+        let features = s.features.of(id);
+        let after = updated(&before, &features, me.role, &changes)?;
+        Ok(((before, features), after))
     };
     // Checked before the writer lock so that a request changing nothing
     // logs nothing; checked again under it.
@@ -250,23 +294,41 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
     if before == after {
         return Ok(reply);
     }
-    let after = app.committer.commit(|s| {
-        let (_, after) = plan(s)?;
-        let update = RealmUpdate {
-            realm: id,
-            name: after.name.clone(),
-            description: after.description.clone(),
-            settings: after.settings.clone(),
-        };
-        Ok((Mutation::UpdateRealm(Box::new(update)), after))
+    let (realm_after, features_after) = app.committer.commit(|s| {
+        let ((realm_before, features_before), (realm, features)) = plan(s)?;
+        let mut parts = Vec::new();
+        if realm_before != realm {
+            parts.push(Mutation::UpdateRealm(Box::new(RealmUpdate {
+                realm: id,
+                name: realm.name.clone(),
+                description: realm.description.clone(),
+                settings: realm.settings.clone(),
+            })));
+        }
+        if features_before != features {
+            parts.push(Mutation::features(FeatureChange::SetRealm {
+                realm: id,
+                features: features.clone(),
+            }));
+        }
+        let mutation =
+            if parts.len() == 1 { parts.pop().expect("one") } else { Mutation::Batch(parts) };
+        Ok((mutation, (realm, features)))
     })?;
-    let old = crate::view::realm::settings(&before);
+    let old = crate::view::realm::settings(&before.0);
     for ((property, value, _), (_, was, _)) in
-        crate::view::realm::settings(&after).into_iter().zip(old)
+        crate::view::realm::settings(&realm_after).into_iter().zip(old)
     {
         if value != was {
             reply.insert(property.to_owned(), value);
         }
+    }
+    if before.1.enable_read_receipts != features_after.enable_read_receipts {
+        reply.insert("enable_read_receipts".into(), features_after.enable_read_receipts.into());
+    }
+    if before.1.moderation_request_channel != features_after.moderation_request_channel {
+        let value = crate::view::realm::moderation_channel_value(&features_after);
+        reply.insert("moderation_request_channel_id".into(), value);
     }
     Ok(reply)
 }

@@ -25,7 +25,7 @@ use crate::events::queue::{Capabilities, IncludeSubscribers, QueueError, QueueOp
 use crate::narrow::Narrow;
 use crate::state::access::administers;
 use crate::state::access::{spectator, web_public_access_enabled};
-use crate::state::{Group, GroupSetting, Realm, RealmId, State, SystemGroup, User};
+use crate::state::{Group, Realm, RealmId, State, User};
 use crate::view::bots::bot_json;
 use crate::view::channel::Subscribers;
 use crate::view::groups::group_json_among;
@@ -44,6 +44,8 @@ pub const PLUGINS: &[RegisterState] = &[
     super::realm_settings::register_state,
     super::realm_domains::register_state,
     super::scheduled::register_state,
+    super::reminders::register_state,
+    super::reports::register_state,
     register_state,
 ];
 
@@ -369,6 +371,7 @@ fn string_set(value: Option<Value>, name: &str) -> ApiResult<Option<BTreeSet<Str
 fn realm_section(ctx: &Ctx, out: &mut Reply) {
     let realm = ctx.realm;
     let s = &realm.settings;
+    let features = ctx.state.features.of(realm.id);
     let url = realm_url(ctx.app, realm);
     let fields = json!({
         "realm_url": url,
@@ -417,10 +420,10 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
         // Deprecated by Zulip (`can_mention_many_users_group` replaced it)
         // but still sent, and required by the mobile app: the old policy
         // the realm's group setting corresponds to.
-        "realm_wildcard_mention_policy": wildcard_mention_policy(realm),
-        // natter's realms always allow read receipts (no endpoint turns
-        // them off); each user's `send_read_receipts` still decides.
-        "realm_enable_read_receipts": true,
+        "realm_wildcard_mention_policy": crate::view::realm::wildcard_mention_policy(realm),
+        "realm_enable_read_receipts": features.enable_read_receipts,
+        "realm_moderation_request_channel_id":
+            crate::view::realm::moderation_channel_value(&features),
         "realm_default_external_accounts": crate::view::profile::default_external_accounts(),
         "server_emoji_data_url": format!("{url}{}", crate::view::emoji::EMOJI_DATA_PATH),
         "realm_new_stream_announcements_stream_id": -1,
@@ -453,25 +456,6 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
     // The settings `PATCH /realm` changes (the table its events come from).
     for (property, value, _) in crate::view::realm::settings(realm) {
         out.insert(format!("realm_{property}"), value);
-    }
-}
-
-/// Zulip's deprecated `wildcard_mention_policy` value for the realm's
-/// `can_mention_many_users_group`: 1 everyone, 2 members, 3 full members,
-/// 5 administrators, 6 nobody, 7 moderators. Owners and groups the old
-/// policy cannot name read as administrators (5), the nearest it has.
-fn wildcard_mention_policy(realm: &Realm) -> u8 {
-    let setting = realm
-        .group_setting(&realm.settings.can_mention_many_users_group, SystemGroup::Administrators);
-    let GroupSetting::Group(group) = setting else { return 5 };
-    let kind = SystemGroup::ALL.into_iter().find(|kind| realm.system_groups.id(*kind) == group);
-    match kind {
-        Some(SystemGroup::Everyone | SystemGroup::Internet) => 1,
-        Some(SystemGroup::Members) => 2,
-        Some(SystemGroup::FullMembers) => 3,
-        Some(SystemGroup::Nobody) => 6,
-        Some(SystemGroup::Moderators) => 7,
-        _ => 5,
     }
 }
 

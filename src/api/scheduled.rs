@@ -76,7 +76,7 @@ fn parse_user_ids(to: &Value) -> ApiResult<Vec<UserId>> {
 
 /// The `scheduled_delivery_timestamp` parameter, if given, checked to lie
 /// in the future.
-fn parse_time(call: &mut Call, now: i64) -> ApiResult<Option<i64>> {
+pub(crate) fn parse_time(call: &mut Call, now: i64) -> ApiResult<Option<i64>> {
     match call.params.int("scheduled_delivery_timestamp")? {
         None => Ok(None),
         Some(t) if t <= now => Err(in_the_past()),

@@ -81,7 +81,14 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
     if build(&app.state)?.is_empty() {
         return Ok(reply);
     }
-    app.committer.commit(|state| Ok((Mutation::UpdateSettings(build(state)?), ())))?;
+    let change = app.committer.commit(|state| {
+        let change = build(state)?;
+        Ok((Mutation::UpdateSettings(change.clone()), change))
+    })?;
+    let presence = change.settings.iter().find(|(name, _)| name == "presence_enabled");
+    if let Some((_, value)) = presence {
+        super::presence::presence_enabled_changed(app, &me, *value == SettingValue::Bool(true));
+    }
     Ok(reply)
 }
 
@@ -149,7 +156,7 @@ fn start_email_change(app: &App, me: &User, new_email: &str) -> ApiResult<()> {
         me.full_name, realm.name
     );
     outbox::send(app, new_email, "Confirm your new email address", &body).map_err(|e| {
-        eprintln!("natter: error: writing to the outbox: {e}");
+        tracing::error!("writing to the outbox: {e}");
         ApiError::internal()
     })?;
     Ok(())

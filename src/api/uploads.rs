@@ -45,7 +45,7 @@ pub(super) fn put(
     let key = StoreKey::random(realm.0);
     let (store, at) = (Arc::clone(&app.files), key.clone());
     files::blocking(move || store.put(staged, &at)).map_err(|e| {
-        eprintln!("natter: error: cannot store an upload: {e}");
+        tracing::error!("cannot store an upload: {e}");
         ApiError::internal()
     })?;
     Ok(key)
@@ -55,7 +55,7 @@ pub(super) fn put(
 pub(super) fn forget(app: &App, key: StoreKey) {
     let store = Arc::clone(&app.files);
     if let Err(e) = files::blocking(move || store.delete(&key)) {
-        eprintln!("natter: warning: cannot remove an uncommitted upload: {e}");
+        tracing::warn!("cannot remove an uncommitted upload: {e}");
     }
 }
 

@@ -10,6 +10,7 @@
 
 pub mod admin;
 mod bots;
+pub mod features;
 mod files;
 pub(crate) mod organization;
 pub(crate) mod personal;
@@ -85,7 +86,8 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::DeleteAttachment { .. }
         | Mutation::CreateRealmEmoji(_)
         | Mutation::DeactivateRealmEmoji { .. }
-        | Mutation::Organization(_) => true,
+        | Mutation::Organization(_)
+        | Mutation::Features(_) => true,
         // Only the name and time zone of the settings live in the account.
         Mutation::UpdateSettings(change) => change.full_name.is_none() && change.timezone.is_none(),
         // Drafts, mutes, topic policies (a send's automatic follows ride
@@ -172,6 +174,7 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         Mutation::ConfirmEmailChange { key } => settings::confirm_email_change(state, key),
         Mutation::Personal(change) => personal::apply(state, change),
         Mutation::Organization(change) => organization::apply(state, change),
+        Mutation::Features(change) => features::apply(state, change),
         Mutation::UpdateRealm(update) => {
             let before =
                 state.realms.get(&update.realm).unwrap_or_else(|| panic!("apply: no realm"));
@@ -730,7 +733,8 @@ fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
             let Destination::Channel { topic, .. } = &after.destination else { unreachable!() };
             if edit.topic.is_some() {
                 event["subject"] = json!(topic);
-                event["topic_links"] = json!([]);
+                let rules = crate::view::message::linkifier_rules(state, after.realm);
+                event["topic_links"] = crate::view::message::topic_links(&rules, topic);
             }
             if let Some(new) = &new_channel {
                 event["new_stream_id"] = json!(new.id.0);

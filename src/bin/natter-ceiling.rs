@@ -132,9 +132,13 @@ fn durable_ceiling(
     }
     let listener = natter::server::bind("127.0.0.1:0".parse().expect("address"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let server =
-        conn::serve(listener, Arc::new(DurableFixed { wal, durable }), WireLimits::default())
-            .map_err(|e| format!("durable ceiling: {e}"))?;
+    let server = conn::serve(
+        listener,
+        Arc::new(DurableFixed { wal, durable }),
+        WireLimits::default(),
+        Arc::default(),
+    )
+    .map_err(|e| format!("durable ceiling: {e}"))?;
     Ok((addr, server))
 }
 
@@ -154,7 +158,7 @@ fn run(args: &Args) -> Result<(), String> {
     let loopback: SocketAddr = "127.0.0.1:0".parse().expect("address");
     let listener = natter::server::bind(loopback)?;
     let natter_addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let _natter = conn::serve(listener, Arc::new(Fixed), WireLimits::default())
+    let _natter = conn::serve(listener, Arc::new(Fixed), WireLimits::default(), Arc::default())
         .map_err(|e| format!("natter loop: {e}"))?;
     // may_minihttp binds itself and does not report its port: find a free
     // one first.

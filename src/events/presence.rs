@@ -109,6 +109,19 @@ impl Presences {
         Report { now: entry, notify }
     }
 
+    /// Makes `user` offline as of `now` (their `presence_enabled` was
+    /// turned off): last active and connected just past the offline
+    /// threshold. Returns the entry to announce.
+    pub fn hide(&self, user: UserId, now: i64) -> UserPresence {
+        let mut inner = self.inner.lock();
+        inner.last_update_id += 1;
+        let past = now - OFFLINE_THRESHOLD_SECS - 1;
+        let entry =
+            UserPresence { active: Some(past), connected: past, update_id: inner.last_update_id };
+        inner.users.insert(user, entry);
+        entry
+    }
+
     /// One user's presence.
     pub fn get(&self, user: UserId) -> Option<UserPresence> {
         self.inner.lock().users.get(&user).copied()

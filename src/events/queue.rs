@@ -19,6 +19,7 @@
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -384,6 +385,21 @@ pub struct Queues {
     /// `local_id`s of messages being sent, by message id, until the
     /// message event reaches the sender's queue.
     local_ids: Mutex<HashMap<MessageId, (String, String)>>,
+    /// Counts for monitoring.
+    pub figures: QueueFigures,
+}
+
+/// What the queues have done since start, for monitoring.
+#[derive(Default)]
+pub struct QueueFigures {
+    /// Events put into queues (one per queue an event went to).
+    pub queued: AtomicU64,
+    /// Queues dropped because they overflowed `max_events`.
+    pub overflowed: AtomicU64,
+    /// Queues collected after going unpolled for the timeout.
+    pub expired: AtomicU64,
+    /// Unacknowledged events thrown away with overflowed or expired queues.
+    pub events_dropped: AtomicU64,
 }
 
 /// The form of a queue in the clean-shutdown file.
@@ -407,6 +423,7 @@ impl Queues {
             config,
             registry: RwLock::new(Registry::default()),
             local_ids: Mutex::new(HashMap::new()),
+            figures: QueueFigures::default(),
         }
     }
 
@@ -625,6 +642,7 @@ impl Queues {
         mut render: impl FnMut(&Queue) -> Option<Outgoing>,
     ) {
         let mut overflowed = Vec::new();
+        let mut queued = 0;
         // Maps shared by many queues are serialized once: (map, its text).
         let mut texts: Vec<(SharedMap, Arc<str>)> = Vec::new();
         for cell in targets {
@@ -642,6 +660,8 @@ impl Queues {
                     self.config.max_events
                 );
                 q.dead = true;
+                let lost = q.events.len() as u64;
+                self.figures.events_dropped.fetch_add(lost, Ordering::Relaxed);
                 overflowed.push(q.id.clone());
                 continue;
             }
@@ -657,8 +677,12 @@ impl Queues {
                 },
             };
             q.push(shared, out.own);
+            queued += 1;
         }
+        self.figures.queued.fetch_add(queued, Ordering::Relaxed);
         if !overflowed.is_empty() {
+            let count = overflowed.len() as u64;
+            self.figures.overflowed.fetch_add(count, Ordering::Relaxed);
             let mut registry = self.registry.write();
             for id in overflowed {
                 registry.remove(&id);
@@ -700,11 +724,20 @@ impl Queues {
             .read()
             .by_id
             .iter()
-            .filter(|(_, c)| c.lock().expired(now, self.config.timeout))
+            .filter(|(_, c)| {
+                let q = c.lock();
+                let expired = q.expired(now, self.config.timeout);
+                if expired {
+                    let lost = q.events.len() as u64;
+                    self.figures.events_dropped.fetch_add(lost, Ordering::Relaxed);
+                }
+                expired
+            })
             .map(|(id, _)| id.clone())
             .collect();
         if !expired.is_empty() {
             let count = expired.len();
+            self.figures.expired.fetch_add(count as u64, Ordering::Relaxed);
             let mut registry = self.registry.write();
             for id in expired {
                 registry.remove(&id);

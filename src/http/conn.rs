@@ -24,7 +24,7 @@ use std::io::{self, Read, Write};
 use std::mem::MaybeUninit;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -125,15 +125,29 @@ pub trait Handler: Send + Sync + 'static {
     }
 }
 
-/// Starts accepting on `listener`; returns the accept coroutine's handle.
+/// Connection counts of a listener, for monitoring.
+#[derive(Default)]
+pub struct ConnFigures {
+    /// Connections open now (refused ones not counted).
+    pub open: AtomicUsize,
+    /// Connections accepted since start.
+    pub accepted: AtomicU64,
+    /// Connections refused since start: past `max_connections`, answered
+    /// 503 or closed.
+    pub refused: AtomicU64,
+}
+
+/// Starts accepting on `listener`, counting into `figures`; returns the
+/// accept coroutine's handle.
 pub fn serve<H: Handler>(
     listener: TcpListener,
     handler: Arc<H>,
     limits: WireLimits,
+    figures: Arc<ConnFigures>,
 ) -> io::Result<may::coroutine::JoinHandle<()>> {
     let limits = Arc::new(limits);
     may::coroutine::Builder::new().name("natter-accept".into()).spawn_co(move || {
-        accept_loop(listener, handler, limits);
+        accept_loop(listener, handler, limits, figures);
     })
 }
 
@@ -146,8 +160,22 @@ impl Drop for OpenSlot {
     }
 }
 
-fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<WireLimits>) {
-    let open = Arc::new(AtomicUsize::new(0));
+/// Counts a connection as open in the listener's figures until dropped.
+struct Counted(Arc<ConnFigures>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn accept_loop<H: Handler>(
+    listener: TcpListener,
+    handler: Arc<H>,
+    limits: Arc<WireLimits>,
+    figures: Arc<ConnFigures>,
+) {
+    let open = &figures.open;
     let alarms = Alarms::start();
     // Connections being refused with a 503 (bounded, so a flood cannot
     // pile up refusing coroutines or file descriptors either).
@@ -160,7 +188,7 @@ fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<W
                 // Out of file descriptors or a transient error: say so once,
                 // back off briefly, keep serving the open connections.
                 if !warned {
-                    eprintln!("natter: warning: accept failed: {e}");
+                    tracing::warn!("accept failed: {e}");
                     warned = true;
                 }
                 may::coroutine::sleep(Duration::from_millis(20));
@@ -170,6 +198,7 @@ fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<W
         warned = false;
         if open.fetch_add(1, Ordering::AcqRel) >= limits.max_connections {
             open.fetch_sub(1, Ordering::AcqRel);
+            figures.refused.fetch_add(1, Ordering::Relaxed);
             if refusing.fetch_add(1, Ordering::AcqRel) >= MAX_REFUSING {
                 refusing.fetch_sub(1, Ordering::AcqRel);
                 continue; // dropped: closes at once
@@ -183,11 +212,12 @@ fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<W
                 conn.refuse(&response::error(&response::too_many_connections()));
             });
             if let Err(e) = spawned {
-                eprintln!("natter: warning: cannot start a coroutine: {e}");
+                tracing::warn!("cannot start a coroutine: {e}");
             }
             continue;
         }
-        let slot = OpenSlot(Arc::clone(&open));
+        figures.accepted.fetch_add(1, Ordering::Relaxed);
+        let slot = Counted(Arc::clone(&figures));
         let (handler, limits) = (Arc::clone(&handler), Arc::clone(&limits));
         let alarm = alarms.register(&stream);
         let spawned = may::coroutine::Builder::new().spawn_co(move || {
@@ -195,7 +225,7 @@ fn accept_loop<H: Handler>(listener: TcpListener, handler: Arc<H>, limits: Arc<W
             Conn::new(stream, alarm, &limits, peer).run(&*handler);
         });
         if let Err(e) = spawned {
-            eprintln!("natter: warning: cannot start a coroutine: {e}");
+            tracing::warn!("cannot start a coroutine: {e}");
         }
     }
 }
@@ -906,7 +936,7 @@ impl Spooler {
 
 /// The body could not be written to disk.
 fn spool_failed() -> Refusal {
-    eprintln!("natter: error: cannot write an upload's body to the staging directory");
+    tracing::error!("cannot write an upload's body to the staging directory");
     Refusal(response::error(&crate::error::ApiError::internal()))
 }
 
@@ -1094,7 +1124,7 @@ mod tests {
         may::config().set_stack_size(0x8000);
         let listener = may::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        serve(listener, handler, limits).unwrap();
+        serve(listener, handler, limits, Arc::default()).unwrap();
         addr
     }
 

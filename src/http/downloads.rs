@@ -148,7 +148,7 @@ fn bytes(service: &Service, req: &conn::Request<'_>, file: Served) -> ApiResult<
     let store = Arc::clone(&app.files);
     let key_text = key.as_str().to_owned();
     let bytes = files::blocking(move || store.read(&key, start, len)).map_err(|e| {
-        eprintln!("natter: error: cannot read the stored file {}: {e}", key_text);
+        tracing::error!("cannot read the stored file {}: {e}", key_text);
         missing()
     })?;
     Ok(with_head(status, bytes, &content_type, headers))

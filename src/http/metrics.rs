@@ -1,21 +1,34 @@
 //! `GET /metrics`: Prometheus text format (0.0.4, what `promtool check
-//! metrics` reads and every Prometheus scrapes), for requests bearing the
-//! `--metrics-token` (off without it). Requests by method, route pattern
-//! and status, latency by route, and at each scrape: event queues and
-//! parked polls, requests in flight, commits and writer-lock time, the
-//! applied seq, realms, users and messages, and the process's resident
+//! metrics` reads and every Prometheus scrapes). Served on the main
+//! listener to requests bearing the `--metrics-token`, and on the
+//! `--metrics-listen` address (if set) to anyone who can reach it; off
+//! without either.
+//!
+//! Recorded as requests are answered: requests by method, route pattern
+//! and status, and latency by route. Read at each scrape from counters the
+//! other layers keep anyway (atomics, no lock on a request's path):
+//! connections open, accepted and refused; event queues, parked polls,
+//! events queued and queues dropped with their events; commits and
+//! writer-lock time; the log's flush latency and commit-group sizes
+//! (histograms kept by the `wal` crate) and bytes appended; snapshots
+//! written, the newest one's duration, size and age; the start-up
+//! recovery time; realms, and users and messages per realm; resident
 //! memory.
 
-use prometheus_client::encoding::EncodeLabelSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use prometheus_client::registry::Registry;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Metric, Registry};
 
 use super::auth::constant_time_eq;
 use super::response::{self, Response};
-use crate::api::App;
+use super::Service;
 use crate::error::ApiError;
 
 /// The path, outside `/api/v1` as Prometheus expects.
@@ -33,6 +46,12 @@ struct RouteLabels {
     route: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RealmLabels {
+    /// The realm's subdomain (`""` for the root realm).
+    realm: String,
+}
+
 type Latency = Family<RouteLabels, Histogram, fn() -> Histogram>;
 
 /// Latency buckets: 0.25 ms to about 8 s, doubling.
@@ -40,63 +59,222 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.000_25, 2.0, 16))
 }
 
+/// A counter whose total another layer keeps: set at each scrape.
+#[derive(Clone, Debug, Default)]
+struct Total(Arc<AtomicU64>);
+
+impl Total {
+    fn set(&self, value: u64) {
+        self.0.store(value, Ordering::Relaxed);
+    }
+}
+
+impl EncodeMetric for Total {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        encoder.encode_counter::<NoLabelSet, _, u64>(&self.0.load(Ordering::Relaxed), None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Counter
+    }
+}
+
+/// A histogram another layer keeps (the `wal` crate's): copied at each
+/// scrape.
+#[derive(Clone, Debug, Default)]
+struct Copied(Arc<parking_lot::Mutex<Option<wal::HistogramFigures>>>);
+
+impl Copied {
+    fn set(&self, figures: wal::HistogramFigures) {
+        *self.0.lock() = Some(figures);
+    }
+}
+
+impl EncodeMetric for Copied {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let held = self.0.lock();
+        let empty = wal::HistogramFigures { sum: 0.0, count: 0, buckets: vec![(f64::INFINITY, 0)] };
+        let f = held.as_ref().unwrap_or(&empty);
+        // The encoder sums the buckets itself and writes `+Inf` for
+        // `f64::MAX`: hand it each bucket's own count.
+        let mut below = 0;
+        let buckets: Vec<(f64, u64)> = f
+            .buckets
+            .iter()
+            .map(|&(bound, cumulative)| {
+                let own = cumulative - below;
+                below = cumulative;
+                (if bound.is_finite() { bound } else { f64::MAX }, own)
+            })
+            .collect();
+        encoder.encode_histogram::<NoLabelSet>(f.sum, f.count, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
 /// Read at each scrape.
 #[derive(Default)]
-struct Gauges {
+struct Readings {
     queues: Gauge,
     parked: Gauge,
+    events_queued: Total,
+    queues_overflowed: Total,
+    queues_expired: Total,
+    events_dropped: Total,
     in_flight: Gauge,
+    connections_open: Gauge,
+    connections_accepted: Total,
+    connections_refused: Total,
     seq: Gauge,
     realms: Gauge,
     users: Gauge,
     messages: Gauge,
+    realm_users: Family<RealmLabels, Gauge>,
+    realm_messages: Family<RealmLabels, Gauge>,
     commits: Gauge,
-    lock_seconds: Gauge<f64, std::sync::atomic::AtomicU64>,
+    lock_seconds: Gauge<f64, AtomicU64>,
+    sync_seconds: Copied,
+    group_records: Copied,
+    log_bytes: Total,
+    snapshots: Total,
+    snapshot_seconds: Gauge<f64, AtomicU64>,
+    snapshot_bytes: Gauge,
+    snapshot_timestamp: Gauge,
+    snapshot_age: Gauge,
+    recovery_seconds: Gauge<f64, AtomicU64>,
     rss_bytes: Gauge,
 }
 
 /// The registry and the request metrics.
 pub struct Metrics {
-    token: String,
+    /// `None`: not served on the main listener (only on `--metrics-listen`).
+    token: Option<String>,
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     latency: Latency,
-    gauges: Gauges,
+    readings: Readings,
 }
 
 impl Metrics {
-    /// Metrics served to `token`.
-    pub fn new(token: String) -> Self {
+    /// Metrics served on the main listener to `token` (if any).
+    pub fn new(token: Option<String>) -> Self {
         let mut registry = Registry::with_prefix("natter");
         let requests = Family::<RequestLabels, Counter>::default();
         let latency = Latency::new_with_constructor(latency_histogram);
-        let gauges = Gauges::default();
+        let readings = Readings::default();
         registry.register("http_requests", "Requests answered", requests.clone());
         registry.register(
             "http_request_duration_seconds",
             "Time from a request read to its reply, by route (long-polls count their wait)",
             latency.clone(),
         );
-        let g = &gauges;
-        registry.register("event_queues", "Live event queues", g.queues.clone());
-        registry.register("parked_polls", "Long-polls waiting for events", g.parked.clone());
-        registry.register("requests_in_flight", "Requests being answered", g.in_flight.clone());
-        registry.register("applied_seq", "The last change applied (log seq)", g.seq.clone());
-        registry.register("realms", "Organizations", g.realms.clone());
-        registry.register("users", "Accounts, bots included, in every realm", g.users.clone());
-        registry.register("messages", "Messages stored, in every realm", g.messages.clone());
-        registry.register("commits", "Changes committed since start", g.commits.clone());
-        registry.register(
+        let r = &readings;
+        fn add(registry: &mut Registry, name: &str, help: &str, metric: impl Metric) {
+            registry.register(name, help, metric);
+        }
+        let reg = &mut registry;
+        add(reg, "event_queues", "Live event queues", r.queues.clone());
+        add(reg, "parked_polls", "Long-polls waiting for events", r.parked.clone());
+        add(reg, "events_queued", "Events put into event queues", r.events_queued.clone());
+        add(
+            reg,
+            "event_queues_overflowed",
+            "Event queues dropped for holding too many unacknowledged events",
+            r.queues_overflowed.clone(),
+        );
+        add(
+            reg,
+            "event_queues_expired",
+            "Event queues collected after going unpolled for the time-out",
+            r.queues_expired.clone(),
+        );
+        add(
+            reg,
+            "events_dropped",
+            "Unacknowledged events thrown away with overflowed or expired queues",
+            r.events_dropped.clone(),
+        );
+        add(reg, "requests_in_flight", "Requests being answered", r.in_flight.clone());
+        add(reg, "connections_open", "Client connections open", r.connections_open.clone());
+        add(
+            reg,
+            "connections_accepted",
+            "Client connections accepted",
+            r.connections_accepted.clone(),
+        );
+        add(
+            reg,
+            "connections_refused",
+            "Client connections refused past --max-connections",
+            r.connections_refused.clone(),
+        );
+        add(reg, "applied_seq", "The last change applied (log seq)", r.seq.clone());
+        add(reg, "realms", "Organizations", r.realms.clone());
+        add(reg, "users", "Accounts, bots included, in every realm", r.users.clone());
+        add(reg, "messages", "Messages stored, in every realm", r.messages.clone());
+        add(reg, "realm_users", "Accounts, bots included, by realm", r.realm_users.clone());
+        add(reg, "realm_messages", "Messages stored, by realm", r.realm_messages.clone());
+        add(reg, "commits", "Changes committed since start", r.commits.clone());
+        add(
+            reg,
             "writer_lock_held_seconds",
             "Time commits held the writer lock since start",
-            g.lock_seconds.clone(),
+            r.lock_seconds.clone(),
         );
-        registry.register(
+        add(
+            reg,
+            "log_fsync_duration_seconds",
+            "Duration of each fdatasync of the write-ahead log",
+            r.sync_seconds.clone(),
+        );
+        add(
+            reg,
+            "log_commit_group_records",
+            "Records each log flush made durable (the size of each commit group)",
+            r.group_records.clone(),
+        );
+        add(
+            reg,
+            "log_appended_bytes",
+            "Bytes appended to the write-ahead log since start",
+            r.log_bytes.clone(),
+        );
+        add(reg, "snapshots_written", "Snapshots written since start", r.snapshots.clone());
+        add(
+            reg,
+            "snapshot_duration_seconds",
+            "How long the newest snapshot written since start took",
+            r.snapshot_seconds.clone(),
+        );
+        add(reg, "snapshot_size_bytes", "Size of the newest snapshot", r.snapshot_bytes.clone());
+        add(
+            reg,
+            "snapshot_timestamp_seconds",
+            "When the newest snapshot was written (Unix time; 0 if there is none)",
+            r.snapshot_timestamp.clone(),
+        );
+        add(
+            reg,
+            "snapshot_age_seconds",
+            "Seconds since the newest snapshot was written (0 if there is none)",
+            r.snapshot_age.clone(),
+        );
+        add(
+            reg,
+            "recovery_seconds",
+            "How long start-up took to recover the state (snapshot and log replay)",
+            r.recovery_seconds.clone(),
+        );
+        add(
+            reg,
             "process_resident_memory_bytes",
             "Resident memory of the process",
-            g.rss_bytes.clone(),
+            r.rss_bytes.clone(),
         );
-        Metrics { token, registry, requests, latency, gauges }
+        Metrics { token, registry, requests, latency, readings }
     }
 
     /// Counts one answered request.
@@ -115,32 +293,32 @@ impl Metrics {
         self.latency.get_or_create(&RouteLabels { route }).observe(seconds);
     }
 
-    /// The reply to `GET /metrics` with `authorization`.
-    pub fn answer(&self, app: &App, in_flight: usize, authorization: Option<&[u8]>) -> Response {
+    /// Whether the main listener serves `GET /metrics`.
+    pub fn on_main_listener(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// The main listener's reply to `GET /metrics` with `authorization`.
+    pub fn answer(&self, service: &Service, authorization: Option<&[u8]>) -> Response {
         let token = authorization
             .and_then(|h| std::str::from_utf8(h).ok())
             .and_then(|h| h.trim().strip_prefix("Bearer "))
             .map(str::trim);
-        let allowed = token.is_some_and(|t| constant_time_eq(t.as_bytes(), self.token.as_bytes()));
+        let allowed = match (token, &self.token) {
+            (Some(given), Some(wanted)) => constant_time_eq(given.as_bytes(), wanted.as_bytes()),
+            _ => false,
+        };
         if !allowed {
             return response::error(&ApiError::unauthorized(
                 "GET /metrics needs Authorization: Bearer <the --metrics-token>",
             ));
         }
-        let g = &self.gauges;
-        let queues = &app.hub.realtime().queues;
-        let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-        g.queues.set(count(queues.len()));
-        g.parked.set(count(queues.parked()));
-        g.in_flight.set(count(in_flight));
-        g.seq.set(i64::try_from(app.state.applied_seq()).unwrap_or(i64::MAX));
-        g.realms.set(count(app.state.realms.len()));
-        g.users.set(count(app.state.users.len()));
-        g.messages.set(count(app.state.messages.len()));
-        let (commits, held) = app.committer.lock_figures();
-        g.commits.set(i64::try_from(commits).unwrap_or(i64::MAX));
-        g.lock_seconds.set(held.as_secs_f64());
-        g.rss_bytes.set(resident_bytes().map_or(0, |b| i64::try_from(b).unwrap_or(i64::MAX)));
+        self.render(service)
+    }
+
+    /// The metrics, read now, in Prometheus' text format.
+    pub fn render(&self, service: &Service) -> Response {
+        self.read(service);
         let mut text = String::new();
         if prometheus_client::encoding::text::encode(&mut text, &self.registry).is_err() {
             return response::error(&ApiError::internal());
@@ -151,6 +329,77 @@ impl Metrics {
             headers: Vec::new(),
         }));
         reply
+    }
+
+    /// Sets every reading from the state and counters of `service`.
+    fn read(&self, service: &Service) {
+        let app = &service.app;
+        let r = &self.readings;
+        let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        let queues = &app.hub.realtime().queues;
+        r.queues.set(count(queues.len()));
+        r.parked.set(count(queues.parked()));
+        let q = &queues.figures;
+        r.events_queued.set(q.queued.load(Ordering::Relaxed));
+        r.queues_overflowed.set(q.overflowed.load(Ordering::Relaxed));
+        r.queues_expired.set(q.expired.load(Ordering::Relaxed));
+        r.events_dropped.set(q.events_dropped.load(Ordering::Relaxed));
+        r.in_flight.set(count(service.health.in_flight()));
+        let c = &service.connections;
+        r.connections_open.set(count(c.open.load(Ordering::Relaxed)));
+        r.connections_accepted.set(c.accepted.load(Ordering::Relaxed));
+        r.connections_refused.set(c.refused.load(Ordering::Relaxed));
+        r.seq.set(int(app.state.applied_seq()));
+        r.realms.set(count(app.state.realms.len()));
+        r.users.set(count(app.state.users.len()));
+        r.messages.set(count(app.state.messages.len()));
+        let mut users_by_realm = rustc_hash::FxHashMap::default();
+        for (_, user) in app.state.users.freeze().iter() {
+            *users_by_realm.entry(user.realm).or_insert(0usize) += 1;
+        }
+        let messages_by_realm = app.state.messages.by_realm();
+        for (id, realm) in app.state.realms.freeze().iter() {
+            let labels = RealmLabels { realm: realm.string_id.clone() };
+            let users = users_by_realm.get(id).copied().unwrap_or(0);
+            r.realm_users.get_or_create(&labels).set(count(users));
+            let messages = messages_by_realm.iter().find(|(r, _)| r == id).map_or(0, |(_, n)| *n);
+            r.realm_messages.get_or_create(&labels).set(count(messages));
+        }
+        let (commits, held) = app.committer.lock_figures();
+        r.commits.set(int(commits));
+        r.lock_seconds.set(held.as_secs_f64());
+        let log = app.committer.log_stats();
+        r.sync_seconds.set(log.sync_seconds.figures());
+        r.group_records.set(log.group_records.figures());
+        r.log_bytes.set(log.appended_bytes());
+        let (written, took, size, at) = app.committer.snapshot_figures();
+        r.snapshots.set(written);
+        r.snapshot_seconds.set(took.as_secs_f64());
+        r.snapshot_bytes.set(int(size));
+        r.snapshot_timestamp.set(int(at));
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        r.snapshot_age.set(if at == 0 { 0 } else { int(now.saturating_sub(at)) });
+        r.recovery_seconds.set(app.recovery.as_secs_f64());
+        r.rss_bytes.set(resident_bytes().map_or(0, int));
+    }
+}
+
+/// The `--metrics-listen` listener's handler: `GET /metrics` without a
+/// token, 404 for everything else.
+pub struct MetricsOnly(pub Arc<Service>);
+
+impl super::conn::Handler for MetricsOnly {
+    type Session = ();
+
+    fn handle(&self, req: &super::conn::Request<'_>, _: &mut ()) -> Response {
+        let path = req.target.split('?').next().unwrap_or("");
+        match (&self.0.metrics, req.method) {
+            (Some(metrics), "GET" | "HEAD") if path == PATH => metrics.render(&self.0),
+            _ => response::error(&ApiError::not_found("Only GET /metrics is served here")),
+        }
     }
 }
 

@@ -48,6 +48,8 @@ pub struct Service {
     /// `GET /metrics` and the request metrics; `None` without
     /// `--metrics-token`.
     pub metrics: Option<Arc<metrics::Metrics>>,
+    /// The listener's connection counts.
+    pub connections: Arc<conn::ConnFigures>,
 }
 
 /// What the request log says of a request beyond its line and reply.
@@ -63,9 +65,10 @@ impl Service {
     /// The service for `app`, with rate limits as its configuration says.
     pub fn new(app: Arc<App>, health: Arc<Health>) -> Self {
         let limiter = app.config.rate_limits.clone().map(|rules| Arc::new(Limiter::new(rules)));
-        let metrics =
-            app.config.metrics_token.clone().map(|token| Arc::new(metrics::Metrics::new(token)));
-        Service { app, health, limiter, logged: Arc::default(), metrics }
+        let metrics = (app.config.metrics_token.is_some() || app.config.metrics_listen.is_some())
+            .then(|| Arc::new(metrics::Metrics::new(app.config.metrics_token.clone())));
+        let connections = Arc::default();
+        Service { app, health, limiter, logged: Arc::default(), metrics, connections }
     }
 }
 
@@ -237,7 +240,9 @@ impl Service {
             return reply;
         }
         if let (metrics::PATH, Some(metrics)) = (path, &self.metrics) {
-            return metrics.answer(&self.app, self.health.in_flight(), found[1]);
+            if metrics.on_main_listener() {
+                return metrics.answer(self, found[1]);
+            }
         }
         // Outside `/api/v1`: Zulip's emoji data, unauthenticated and
         // without the JSON envelope; uploaded files and custom emoji images
@@ -582,7 +587,7 @@ fn spooled_parts(
             ApiError::bad_request(format!("Malformed multipart/form-data body: {why}"))
         }
         multipart::PartsError::Io(e) => {
-            eprintln!("natter: error: reading an upload's body: {e}");
+            tracing::error!("reading an upload's body: {e}");
             ApiError::internal()
         }
     })
@@ -611,7 +616,7 @@ fn guarded(handle: impl FnOnce() -> Response) -> Response {
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
-            eprintln!("natter: error: handler panicked: {what}");
+            tracing::error!("handler panicked: {what}");
             response::error(&ApiError::internal())
         }
     }

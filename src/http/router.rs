@@ -455,6 +455,12 @@ pub static ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        pattern: "/streams/{stream_id}/email_address",
+        access: Access::User,
+        handler: api::channel_email::email_address,
+    },
+    Route {
+        method: "GET",
         pattern: "/get_stream_id",
         access: Access::User,
         handler: api::streams::get_id,
@@ -785,6 +791,24 @@ pub static ROUTES: &[Route] = &[
         access: Access::User,
         handler: api::scheduled::delete,
     },
+    Route {
+        method: "GET",
+        pattern: "/reminders",
+        access: Access::User,
+        handler: api::reminders::list,
+    },
+    Route {
+        method: "POST",
+        pattern: "/reminders",
+        access: Access::User,
+        handler: api::reminders::create,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/reminders/{reminder_id}",
+        access: Access::User,
+        handler: api::reminders::delete,
+    },
     // Messages: edit and move, history, delete, reactions.
     Route {
         method: "PATCH",
@@ -803,6 +827,12 @@ pub static ROUTES: &[Route] = &[
         pattern: "/messages/{message_id}/read_receipts",
         access: Access::User,
         handler: api::read_state::read_receipts,
+    },
+    Route {
+        method: "POST",
+        pattern: "/messages/{message_id}/report",
+        access: Access::User,
+        handler: api::reports::report,
     },
     Route {
         method: "GET",

@@ -331,3 +331,76 @@ mod tests {
         assert!(check_url_template("javascript:alert({id})", &id).is_err());
     }
 }
+
+/// A topic's links, as Zulip's `topic_links` gives them: each linkifier's
+/// matches (same boundaries as in messages), then the topic's `http://`
+/// and `https://` words as links to themselves; a match overlapping one
+/// before it (earlier linkifiers first, then earlier in the topic) is
+/// dropped; the rest in topic order, as (text, url).
+pub fn topic_links(topic: &str, linkifiers: &[Rule]) -> Vec<(String, String)> {
+    // (start, end, url), in precedence order.
+    let mut found: Vec<(usize, usize, String)> = Vec::new();
+    for rule in linkifiers {
+        let Some(regex) = compiled(&rule.pattern) else { continue };
+        let mut matches = Vec::new();
+        let mut from = 0;
+        while from <= topic.len() {
+            let Some(caps) = regex.captures_at(topic, from) else { break };
+            let whole = caps.get(0).expect("group 0 is the match");
+            let (start, end) = (whole.start(), whole.end());
+            if end > start && bounded(topic, start, end) {
+                if let Some(url) = expand(&rule.url_template, &regex, &caps) {
+                    matches.push((start, end, url));
+                    from = end;
+                    continue;
+                }
+            }
+            from = start + topic[start..].chars().next().map_or(1, char::len_utf8);
+        }
+        found.extend(matches);
+    }
+    let mut at = 0;
+    for word in topic.split_whitespace() {
+        let start = at + topic[at..].find(word).expect("a word of the topic");
+        at = start + word.len();
+        if word.starts_with("http://") || word.starts_with("https://") {
+            found.push((start, at, word.to_owned()));
+        }
+    }
+    let mut kept: Vec<(usize, usize, String)> = Vec::new();
+    for (start, end, url) in found {
+        if !kept.iter().any(|(s, e, _)| start < *e && *s < end) {
+            kept.push((start, end, url));
+        }
+    }
+    kept.sort_by_key(|(start, _, _)| *start);
+    kept.into_iter().map(|(start, end, url)| (topic[start..end].to_owned(), url)).collect()
+}
+
+#[cfg(test)]
+mod topic_tests {
+    use super::*;
+
+    fn rule(pattern: &str, url_template: &str) -> Rule {
+        Rule { pattern: pattern.into(), url_template: url_template.into() }
+    }
+
+    #[test]
+    fn topic_links_follow_precedence_then_position() {
+        let rules = [
+            rule("#(?P<id>[0-9]+)", "https://tracker.test/{id}"),
+            rule("(?P<word>[a-z]+)#(?P<id>[0-9]+)", "https://{word}.test/{id}"),
+        ];
+        let links = topic_links("fix #12 and zulip#34 see https://x.test/a", &rules);
+        assert_eq!(
+            links,
+            [
+                ("#12".to_owned(), "https://tracker.test/12".to_owned()),
+                ("zulip#34".to_owned(), "https://zulip.test/34".to_owned()),
+                ("https://x.test/a".to_owned(), "https://x.test/a".to_owned()),
+            ]
+        );
+        assert!(topic_links("nothing here", &rules).is_empty());
+        assert!(topic_links("abc#12", &rules[..1]).is_empty(), "not at a word start");
+    }
+}

@@ -12,6 +12,7 @@ pub mod rules;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
+use crate::state::features::FeatureChange;
 use crate::state::messages::Reaction;
 use crate::state::organization::OrgChange;
 use crate::state::personal::PersonalChange;
@@ -225,6 +226,9 @@ pub enum Mutation {
     /// A realm's name, description and settings become these
     /// (`PATCH /realm`); `apply` tells clients what changed.
     UpdateRealm(Box<RealmUpdate>),
+    /// A realm's read receipts or moderation channel, or a reminder
+    /// (`state::features`).
+    Features(Box<FeatureChange>),
 }
 
 /// The whole new name, description and settings of a realm.
@@ -249,6 +253,11 @@ impl Mutation {
     /// An organization change, boxed (`Mutation::Organization`).
     pub fn organization(change: OrgChange) -> Mutation {
         Mutation::Organization(Box::new(change))
+    }
+
+    /// A change of the features area, boxed (`Mutation::Features`).
+    pub fn features(change: FeatureChange) -> Mutation {
+        Mutation::Features(Box::new(change))
     }
 }
 

@@ -38,6 +38,21 @@ pub struct Schedule {
     /// Set from the moment a snapshot is due until the snapshot thread has
     /// written it, so that writers signal it once instead of on every commit.
     pending: AtomicBool,
+    /// What the snapshots written by this process cost, for monitoring.
+    pub figures: SnapshotFigures,
+}
+
+/// Snapshot figures for monitoring.
+#[derive(Default)]
+pub struct SnapshotFigures {
+    /// Snapshots written by this process.
+    pub written: AtomicU64,
+    /// How long the newest one took to encode and write, in nanoseconds.
+    pub last_nanos: AtomicU64,
+    /// When the newest snapshot file was written, in Unix seconds (0 if
+    /// there is none): the file's modification time until this process
+    /// writes one.
+    pub last_unix: AtomicU64,
 }
 
 impl Schedule {
@@ -46,8 +61,13 @@ impl Schedule {
     pub fn new(policy: SnapshotPolicy, applied_seq: u64) -> Self {
         let size = snapshot::list(&policy.dir)
             .ok()
-            .and_then(|all| all.last().and_then(|(_, path)| std::fs::metadata(path).ok()))
-            .map_or(0, |m| m.len());
+            .and_then(|all| all.last().and_then(|(_, path)| std::fs::metadata(path).ok()));
+        let written_at = size
+            .as_ref()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs());
+        let size = size.map_or(0, |m| m.len());
         Schedule {
             policy,
             last_snapshot: AtomicU64::new(applied_seq),
@@ -55,6 +75,10 @@ impl Schedule {
             last_snapshot_size: AtomicU64::new(size),
             last_snapshot_done: parking_lot::Mutex::new(std::time::Instant::now()),
             pending: AtomicBool::new(false),
+            figures: SnapshotFigures {
+                last_unix: AtomicU64::new(written_at),
+                ..Default::default()
+            },
         }
     }
 
@@ -96,6 +120,12 @@ impl Schedule {
         self.last_snapshot_logged.store(cut.logged, Ordering::Release);
         if let Some(size) = size {
             self.last_snapshot_size.store(size, Ordering::Release);
+            let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+            let figures = &self.figures;
+            figures.last_nanos.store(took, Ordering::Relaxed);
+            figures.last_unix.store(now.map_or(0, |d| d.as_secs()), Ordering::Relaxed);
+            figures.written.fetch_add(1, Ordering::Relaxed);
         }
         self.last_snapshot.store(cut.image.applied_seq, Ordering::Release);
         *self.last_snapshot_done.lock() = std::time::Instant::now();
@@ -210,7 +240,7 @@ impl SnapshotPriority {
             if set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, policy)
                 .is_err()
             {
-                eprintln!("natter: warning: could not lower the snapshot thread's priority");
+                tracing::warn!("could not lower the snapshot thread's priority");
             }
         }
         #[cfg(not(target_os = "linux"))]

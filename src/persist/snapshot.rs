@@ -19,7 +19,8 @@
 //!
 //! 1. one block: the `StateImage`, bincode (standard), without its
 //!    `messages`, `user_messages`, `files` and `organization` (skipped by
-//!    its serde derive), then (since version 10) its `organization`;
+//!    its serde derive), then (since version 10) its `organization`,
+//!    then (since version 11) its `features`;
 //! 2. the messages section: a block count (u64), then one block per
 //!    message chunk of 4,096 ids (`message_store::CHUNK`) that holds any
 //!    message, its items the messages in id order;
@@ -151,6 +152,11 @@ pub fn encode_into<W: Write + Seek>(image: &StateImage, out: W) -> io::Result<W>
 /// with that part empty.
 const FORMAT_WITHOUT_ORGANIZATION: u32 = 9;
 
+/// The last format version before the features part (read receipts,
+/// reminders, …) followed the organization part: those files are read
+/// with that part empty.
+const FORMAT_WITHOUT_FEATURES: u32 = 10;
+
 /// The ids a block of rows holds, about: big enough that a block's
 /// framing is noise, small enough that many users' rows spread over the
 /// threads.
@@ -161,6 +167,7 @@ fn encode_payload(image: &StateImage, out: &mut impl Write) -> io::Result<()> {
     let mut block = Vec::new();
     encode_one(image, &mut block)?;
     encode_one(&image.organization, &mut block)?;
+    encode_one(&image.features, &mut block)?;
     write_block(out, &block, None)?;
     match &image.messages {
         MessagesImage::Frozen(frozen) => {
@@ -366,6 +373,13 @@ pub fn decode_from<S: Source + ?Sized>(
                 bincode::serde::decode_from_slice(&bytes[used..], bincode::config::standard())
                     .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
             image.organization = organization;
+            used += more;
+        }
+        if version > FORMAT_WITHOUT_FEATURES {
+            let (features, more) =
+                bincode::serde::decode_from_slice(&bytes[used..], bincode::config::standard())
+                    .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            image.features = features;
             used += more;
         }
         if used != bytes.len() {

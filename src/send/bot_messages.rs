@@ -20,6 +20,15 @@
 //! quoted, and a link to the scheduled messages. natter's Markdown has no
 //! global-time syntax, so the time is rendered here as Zulip renders it
 //! (`<time datetime="…">…</time>`).
+//!
+//! A reminder (`POST /reminders`) is written when it is created, in
+//! Zulip's words ("You requested a reminder for …", the note quoted, then
+//! the message's sender silently mentioned, a link to the message and
+//! its content in a quote block, or "sent a poll" / "sent a todo list"),
+//! and delivered by the Notification Bot to its owner when due. The link
+//! to a channel message is the Markdown link Zulip falls back to
+//! (`[#channel > topic @ 💬](…/near/id)`), which natter's Markdown
+//! renders, rather than Zulip's `#**channel>topic@id**` syntax.
 
 use crate::markdown::{self, Resolver};
 use crate::mutation::{Mutation, NewMessage};
@@ -96,16 +105,247 @@ pub fn scheduled_failure(
     Some(direct(state, &mut Next::of(state), &bot, owner.id, content, html, now))
 }
 
-/// The Notification Bot's direct message `content` to `owner` about one of
-/// their bots (an incoming webhook that named a missing channel), if the
-/// realm has the bot and the owner is active.
-pub fn to_bot_owner(state: &State, owner: &User, content: String, now: i64) -> Option<Mutation> {
+/// Longest reminder note, in characters (Zulip's
+/// `MAX_REMINDER_NOTE_LENGTH`).
+pub const MAX_REMINDER_NOTE_LENGTH: usize = 1000;
+
+/// The text of `owner`'s reminder about `message` (which they may read),
+/// with an optional `note` (already trimmed), for a realm served at
+/// `realm_url`; at most `max_length` characters (the quoted message is
+/// cut to fit).
+pub fn reminder_content(
+    state: &State,
+    realm_url: &str,
+    message: &Message,
+    note: Option<&str>,
+    max_length: usize,
+) -> String {
+    let noted = |text: String| match note {
+        Some(note) => format!("{text}. Note:\n > {note}"),
+        None => format!("{text}."),
+    };
+    let (mut content, link) = match message_link(state, realm_url, message) {
+        (Some(pretty), url) => (noted(format!("You requested a reminder for {pretty}")), url),
+        (None, url) => {
+            (noted("You requested a reminder for the following direct message".into()), url)
+        }
+    };
+    let mention = silent_mention(state, message.sender);
+    content.push_str("\n\n");
+    let text = message.content();
+    if text.starts_with("/poll") {
+        content.push_str(&format!("{mention} [sent]({link}) a poll."));
+    } else if text.starts_with("/todo") {
+        content.push_str(&format!("{mention} [sent]({link}) a todo list."));
+    } else {
+        content.push_str(&format!("{mention} [said]({link}):\n"));
+        let fence = unused_fence(text);
+        let frame = content.chars().count() + 2 * fence.len() + "quote\n\n".len();
+        let room = max_length.saturating_sub(frame);
+        content.push_str(&format!("{fence}quote\n{}\n{fence}", truncate(text, room)));
+    }
+    content
+}
+
+/// The absolute link to `message`, and for a channel message the
+/// Markdown link Zulip falls back to for it (`[#channel > topic @ 💬](…)`).
+fn message_link(state: &State, realm_url: &str, message: &Message) -> (Option<String>, String) {
+    match &message.destination {
+        Destination::Channel { channel, topic } => {
+            let channel = state.channels.get(channel).expect("a stored message's channel");
+            let url = format!(
+                "{realm_url}/{}/near/{}",
+                crate::send::links::topic_url(&channel, topic),
+                message.id.0
+            );
+            let escape = crate::send::links::escape_link_text;
+            let pretty = format!("[#{} > {} @ 💬]({url})", escape(&channel.name), escape(topic));
+            (Some(pretty), url)
+        }
+        Destination::Direct { participants } => {
+            let ids: Vec<String> = participants.iter().map(|u| u.0.to_string()).collect();
+            (None, format!("{realm_url}/#narrow/dm/{}/near/{}", ids.join(","), message.id.0))
+        }
+    }
+}
+
+/// Zulip's silent mention of a user: `@_**Name|id**`.
+fn silent_mention(state: &State, user: UserId) -> String {
+    let name = state.users.get(&user).map(|u| u.full_name).unwrap_or_default();
+    format!("@_**{}|{}**", name, user.0)
+}
+
+/// Zulip's kinds of message report (`server_report_message_types`): key
+/// and name, in Zulip's order.
+pub const REPORT_TYPES: [(&str, &str); 5] = [
+    ("spam", "Spam"),
+    ("harassment", "Harassment"),
+    ("inappropriate", "Inappropriate content"),
+    ("norms", "Violates community norms"),
+    ("other", "Other reason"),
+];
+
+/// Longest explanation of a report, in characters (Zulip's
+/// `MAX_REPORT_MESSAGE_EXPLANATION_LENGTH`).
+pub const MAX_REPORT_EXPLANATION_LENGTH: usize = 1000;
+
+/// The Notification Bot's report of `message` by `reporter` to the realm's
+/// moderation request channel, in Zulip's words: who reported whose
+/// message (and to whom, for a direct message) when, the reason and
+/// explanation quoted, and the message in a spoiler block; in the topic
+/// "<sender> moderation" (the empty topic in an empty-topic-only
+/// channel). `None` when the realm has no such bot or channel.
+#[allow(clippy::too_many_arguments)]
+pub fn report(
+    state: &State,
+    realm_url: &str,
+    reporter: &User,
+    message: &Message,
+    report_type: &str,
+    description: &str,
+    max_length: usize,
+    now: i64,
+) -> Option<Mutation> {
+    let bot = state.system_bot(reporter.realm, SystemBot::Notification)?;
+    let channel = state.features.of(reporter.realm).moderation_request_channel?;
+    let channel = state.channels.get(&channel)?;
+    let reason = REPORT_TYPES.iter().find(|(key, _)| *key == report_type)?.1;
+    let reported = silent_mention(state, message.sender);
+    let reporting = silent_mention(state, reporter.id);
+    let to_whom = match &message.destination {
+        Destination::Channel { .. } => String::new(),
+        Destination::Direct { participants } if participants.len() <= 2 => {
+            if message.sender != reporter.id {
+                String::new()
+            } else {
+                // Reporting one's own direct message: say to whom.
+                let other = participants.iter().find(|u| **u != reporter.id);
+                format!(" to {}", silent_mention(state, *other.unwrap_or(&reporter.id)))
+            }
+        }
+        Destination::Direct { participants } => {
+            let others: Vec<String> = participants
+                .iter()
+                .filter(|u| **u != message.sender)
+                .map(|u| silent_mention(state, *u))
+                .collect();
+            format!(" to {}", mentions_for_display(&others))
+        }
+    };
+    let (pretty, url) = message_link(state, realm_url, message);
+    let original = match pretty {
+        Some(pretty) => format!("Original message at {pretty}"),
+        None => format!("[Original message]({url})"),
+    };
+    let room = max_length.saturating_sub(MAX_REPORT_EXPLANATION_LENGTH + 500);
+    let quoted = truncate(message.content(), room);
+    let fence = unused_fence(&quoted);
+    let template = |time: &str| {
+        format!(
+            "{reporting} reported a message sent by {reported}{to_whom} at {time}.\n\
+             ```quote\n**{reason}**. {description}\n```\n\n\
+             {fence} spoiler {original}\n{quoted}\n{fence}\n"
+        )
+    };
+    let (content, html) = with_global_time(state, &bot, template, message.timestamp);
+    let topic = if channel.topics_policy == crate::state::TopicsPolicy::EmptyTopicOnly {
+        String::new()
+    } else {
+        let sender = state.users.get(&message.sender).map(|u| u.full_name).unwrap_or_default();
+        format!("{sender} moderation")
+    };
+    let destination = Destination::Channel { channel: channel.id, topic: topic.into() };
+    let id = MessageId(state.ids.peek(IdKind::Message));
+    Some(Mutation::SendMessage(posted(
+        id,
+        &bot,
+        channel.recipient,
+        destination,
+        content,
+        html,
+        now,
+    )))
+}
+
+/// Names joined as Zulip lists them: "a", "a and b", "a, b, and c".
+fn mentions_for_display(names: &[String]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.clone(),
+        [a, b] => format!("{a} and {b}"),
+        [rest @ .., last] => format!("{}, and {last}", rest.join(", ")),
+    }
+}
+
+/// A message whose text holds a global time (`<time:…>`, Zulip's
+/// `datetime_to_global_time`) for `at`: the content with it, and the HTML
+/// with the element Zulip's Markdown makes of it (natter's Markdown has
+/// no global-time syntax, so it is rendered around a placeholder).
+fn with_global_time(
+    state: &State,
+    bot: &User,
+    template: impl Fn(&str) -> String,
+    at: i64,
+) -> (String, String) {
+    const PLACEHOLDER: &str = "NATTERTIMEPLACEHOLDER";
+    let iso = crate::view::time::iso8601(at);
+    let content = template(&format!("<time:{iso}>"));
+    let html = markdown::render_message(&template(PLACEHOLDER), &Visible::new(state, bot)).html;
+    let utc = iso.strip_suffix("+00:00").map_or(iso.clone(), |t| format!("{t}Z"));
+    let element = format!("<time datetime=\"{utc}\">{}</time>", markdown::escape_html(&iso));
+    (content, html.replacen(PLACEHOLDER, &element, 1))
+}
+
+/// A run of backticks longer than any in `text` (at least three).
+fn unused_fence(text: &str) -> String {
+    let mut longest = 0;
+    for line in text.lines() {
+        let run = line.trim_start().bytes().take_while(|b| *b == b'`').count();
+        longest = longest.max(run);
+    }
+    "`".repeat((longest + 1).max(3))
+}
+
+/// `text` cut to at most `max` characters, ending with Zulip's
+/// "[message truncated]" marker when cut.
+fn truncate(text: &str, max: usize) -> String {
+    const MARK: &str = "\n[message truncated]";
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let keep = max.saturating_sub(MARK.chars().count());
+    let mut out: String = text.chars().take(keep).collect();
+    out.push_str(MARK);
+    out
+}
+
+/// The Notification Bot's message delivering a reminder's `content` to
+/// its owner, rendered now; `None` when the realm has no such bot or the
+/// owner is no longer active.
+pub fn reminder(state: &State, owner: &User, content: &str, now: i64) -> Option<Mutation> {
     let bot = state.system_bot(owner.realm, SystemBot::Notification)?;
     if !owner.is_active {
         return None;
     }
-    let html = markdown::render_message(&content, &Visible::new(state, &bot)).html;
-    Some(direct(state, &mut Next::of(state), &bot, owner.id, content, html, now))
+    let html = render_as_notification_bot(state, &bot, content);
+    Some(direct(state, &mut Next::of(state), &bot, owner.id, content.to_owned(), html, now))
+}
+
+/// `content` rendered as `bot` sees the realm.
+pub fn render_as_notification_bot(state: &State, bot: &User, content: &str) -> String {
+    markdown::render_message(content, &Visible::new(state, bot)).html
+}
+
+/// The Notification Bot's direct message `content` to `owner` about one of
+/// their bots (an incoming webhook that named a missing channel), if the
+/// realm has the bot and the owner is active.
+pub fn to_bot_owner(state: &State, owner: &User, content: &str, now: i64) -> Option<Mutation> {
+    let bot = state.system_bot(owner.realm, SystemBot::Notification)?;
+    if !owner.is_active {
+        return None;
+    }
+    let html = render_as_notification_bot(state, &bot, content);
+    Some(direct(state, &mut Next::of(state), &bot, owner.id, content.to_owned(), html, now))
 }
 
 /// The next free message and recipient ids while building several

@@ -2,11 +2,13 @@
 //! logged in one record with the message: who a message mentions
 //! (`mentions`, the Markdown renderer's name resolver), the topic
 //! visibility policies it changes (`auto_topics`), the bots' direct
-//! messages (`bot_messages`) and the Notification Bot's notices of a move
-//! (`move_notices`).
+//! messages (`bot_messages`, also reminders and message reports) and the
+//! Notification Bot's notices of a move (`move_notices`); `links` are the
+//! topic links these messages write.
 
 pub mod attachments;
 pub mod auto_topics;
 pub mod bot_messages;
+pub mod links;
 pub mod mentions;
 pub mod move_notices;

@@ -22,8 +22,9 @@
 //! The notices are ordinary channel messages from the realm's Notification
 //! Bot, rendered by the Markdown pipeline, and start read for the editor.
 
-use crate::markdown::{self, hash_encode};
+use crate::markdown;
 use crate::mutation::{Mutation, PropagateMode};
+use crate::send::links::{escape_link_text, topic_url};
 use crate::send::mentions::Visible;
 use crate::state::access::message_view;
 use crate::state::system_bots::SystemBot;
@@ -275,16 +276,6 @@ pub fn topic_link(channel: &Channel, topic: &str, general_chat: &str) -> String 
     }
 }
 
-/// `#narrow/channel/ID-slug/topic/TOPIC`.
-fn topic_url(channel: &Channel, topic: &str) -> String {
-    format!(
-        "#narrow/channel/{}-{}/topic/{}",
-        channel.id.0,
-        hash_encode(&channel.name.replace(' ', "-")),
-        hash_encode(topic)
-    )
-}
-
 /// The absolute link to the named message in its new place.
 fn message_link(m: &Move<'_>) -> String {
     format!("{}/{}/near/{}", m.realm_url, topic_url(m.to, m.to_topic), m.message.0)
@@ -301,23 +292,6 @@ fn breaks_link_syntax(name: &str) -> bool {
         let letters = rest.bytes().take_while(u8::is_ascii_lowercase).count();
         letters > 0 && rest.as_bytes().get(letters) == Some(&b';')
     })
-}
-
-/// Escapes what would break the fallback link's text.
-fn escape_link_text(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for c in name.chars() {
-        match c {
-            '`' => out.push_str("&#96;"),
-            '>' => out.push_str("&gt;"),
-            '*' => out.push_str("&#42;"),
-            '&' => out.push_str("&amp;"),
-            '[' => out.push_str("&#91;"),
-            ']' => out.push_str("&#93;"),
-            c => out.push(c),
-        }
-    }
-    out.replace("$$", "&#36;&#36;")
 }
 
 #[cfg(test)]

@@ -14,11 +14,12 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
+use rustc_hash::FxHashMap;
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::ids::MessageId;
+use super::ids::{MessageId, RealmId};
 use super::messages::Message;
 
 /// Ids per chunk.
@@ -36,6 +37,8 @@ struct Chunk {
 pub struct MessageStore {
     chunks: RwLock<Vec<Arc<Chunk>>>,
     len: AtomicUsize,
+    /// Messages by realm (for monitoring).
+    by_realm: Mutex<FxHashMap<RealmId, usize>>,
 }
 
 fn place(id: &MessageId) -> Option<(usize, usize)> {
@@ -77,8 +80,10 @@ impl MessageStore {
         if slots.len() <= slot {
             slots.resize(slot + 1, None);
         }
+        let realm = message.realm;
         if slots[slot].replace(message).is_none() {
             self.len.fetch_add(1, Ordering::AcqRel);
+            *self.by_realm.lock().entry(realm).or_default() += 1;
         }
     }
 
@@ -89,6 +94,11 @@ impl MessageStore {
         chunks.get(chunk)?.slots.get(slot)?.as_ref()?;
         let removed = Arc::make_mut(&mut chunks[chunk]).slots[slot].take();
         self.len.fetch_sub(1, Ordering::AcqRel);
+        if let Some(message) = &removed {
+            if let Some(n) = self.by_realm.lock().get_mut(&message.realm) {
+                *n = n.saturating_sub(1);
+            }
+        }
         removed
     }
 
@@ -111,6 +121,14 @@ impl MessageStore {
         self.len() == 0
     }
 
+    /// Number of messages of each realm that has any.
+    pub fn by_realm(&self) -> Vec<(RealmId, usize)> {
+        let mut all: Vec<(RealmId, usize)> =
+            self.by_realm.lock().iter().map(|(r, n)| (*r, *n)).collect();
+        all.sort_unstable();
+        all
+    }
+
     /// The snapshot cut: the chunks as they are now, by cloning one `Arc`
     /// per chunk. Only a consistent cut while no writer runs.
     pub fn freeze(&self) -> FrozenMessages {
@@ -120,9 +138,14 @@ impl MessageStore {
 
 impl MessageStore {
     /// A store holding the chunks of a frozen or decoded cut (no message
-    /// is copied; chunks still shared with a live store copy on write).
-    pub fn from_frozen(frozen: FrozenMessages) -> Self {
-        MessageStore { chunks: RwLock::new(frozen.chunks), len: AtomicUsize::new(frozen.len) }
+    /// is copied; chunks still shared with a live store copy on write),
+    /// with `by_realm` its messages counted by realm.
+    pub fn from_frozen(frozen: FrozenMessages, by_realm: FxHashMap<RealmId, usize>) -> Self {
+        MessageStore {
+            chunks: RwLock::new(frozen.chunks),
+            len: AtomicUsize::new(frozen.len),
+            by_realm: Mutex::new(by_realm),
+        }
     }
 }
 

@@ -13,6 +13,7 @@ pub mod access;
 pub mod audience;
 pub mod channels;
 pub mod emails;
+pub mod features;
 pub mod files;
 pub mod groups;
 pub mod holders;
@@ -134,6 +135,8 @@ pub struct State {
     pub holder_hints: holders::HolderHints,
     /// Uploaded files' records (`files`).
     pub files: files::Files,
+    /// Read receipts and moderation settings of each realm, reminders.
+    pub features: features::FeatureState,
 }
 
 /// `State` as key-sorted data: the snapshot format. Taken from live state
@@ -184,6 +187,11 @@ pub struct StateImage {
     /// block (`persist::snapshot`), so older snapshots without it load.
     #[serde(skip)]
     pub organization: organization::OrgImage,
+    /// Realm features and reminders (`features`). Not in the image's own
+    /// encoding: written after `organization` in the same block, so
+    /// older snapshots without it load.
+    #[serde(skip)]
+    pub features: features::FeaturesImage,
 }
 
 impl StateImage {
@@ -209,6 +217,7 @@ impl StateImage {
             + self.scheduled.messages.parts()
             + self.former_subscriptions.parts()
             + self.organization.parts()
+            + self.features.parts()
     }
 }
 
@@ -246,6 +255,7 @@ impl State {
             former_subscriptions: self.former_subscriptions.freeze().into(),
             files: self.files.image(),
             organization: self.organization.image(),
+            features: self.features.image(),
         }
     }
 
@@ -269,6 +279,7 @@ impl State {
             former_subscriptions: image.former_subscriptions.into_iter().collect(),
             files: files::Files::from_image(image.files),
             organization: organization::OrgState::from_image(image.organization),
+            features: features::FeatureState::from_image(image.features),
             ..State::default()
         };
         for realm in image.realms {

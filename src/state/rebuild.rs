@@ -20,7 +20,9 @@ use rustc_hash::FxHashMap;
 
 use super::indexes::TopicEntry;
 use super::message_store::FrozenMessages;
-use super::{ChannelId, Destination, Message, MessageId, MessageStore, RecipientId, State};
+use super::{
+    ChannelId, Destination, Message, MessageId, MessageStore, RealmId, RecipientId, State,
+};
 
 /// What one thread counted in its run of chunks.
 #[derive(Default)]
@@ -31,11 +33,14 @@ struct Counts<'a> {
     topics: FxHashMap<(ChannelId, &'a str), (usize, MessageId, &'a Arc<str>)>,
     /// Every distinct client name (by pointer) met, in order.
     clients: Vec<&'a Arc<str>>,
+    /// Messages by realm.
+    realms: FxHashMap<RealmId, usize>,
 }
 
 impl<'a> Counts<'a> {
     fn add(&mut self, message: &'a Message) {
         *self.recipients.entry(message.recipient).or_default() += 1;
+        *self.realms.entry(message.realm).or_default() += 1;
         if let Destination::Channel { channel, topic } = &message.destination {
             let count = self.topics.entry((*channel, &**topic)).or_insert((0, message.id, topic));
             (count.0, count.1) = (count.0 + 1, message.id);
@@ -199,8 +204,12 @@ impl State {
         for client in counts.iter().flat_map(|c| &c.clients) {
             stray |= !Arc::ptr_eq(&self.names.intern(client), client);
         }
+        let mut realms: FxHashMap<RealmId, usize> = FxHashMap::default();
+        for (realm, n) in counts.iter().flat_map(|c| &c.realms) {
+            *realms.entry(*realm).or_default() += n;
+        }
         drop(counts);
-        self.messages = MessageStore::from_frozen(frozen);
+        self.messages = MessageStore::from_frozen(frozen, realms);
         if stray {
             self.reintern_clients();
         }

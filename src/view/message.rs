@@ -7,8 +7,9 @@ use serde_json::{json, Value};
 
 use std::sync::Arc;
 
+use crate::markdown::linkifiers::{self, Rule};
 use crate::state::access::{can_see_email, MessageView};
-use crate::state::{ChannelId, Destination, Message, Realm, State, User, UserId};
+use crate::state::{ChannelId, Destination, Message, Realm, RealmId, State, User, UserId};
 use crate::view::history::edit_history_json;
 use crate::view::json_text;
 use crate::view::user::{avatar_url_string, SYSTEM_BOT_REALM};
@@ -85,7 +86,11 @@ pub fn message(
     out.insert("recipient_id".into(), json!(message.recipient.0));
     out.insert("submessages".into(), json!([]));
     out.insert("timestamp".into(), json!(message.timestamp));
-    out.insert("topic_links".into(), json!([]));
+    let links = match &message.destination {
+        Destination::Channel { topic, .. } => topic_links(&linkifier_rules(state, realm.id), topic),
+        Destination::Direct { .. } => json!([]),
+    };
+    out.insert("topic_links".into(), links);
     out.insert("flags".into(), json!(view.flag_names()));
     if let Some(ts) = message.last_edit_timestamp() {
         out.insert("last_edit_timestamp".into(), json!(ts));
@@ -126,6 +131,8 @@ pub struct MessageWriter<'a> {
     /// Whether to write the viewer's `flags` (a message event carries
     /// them beside the message instead).
     with_flags: bool,
+    /// The realm's linkifiers, read at the first channel message.
+    linkifiers: Option<Vec<Rule>>,
 }
 
 impl<'a> MessageWriter<'a> {
@@ -143,6 +150,7 @@ impl<'a> MessageWriter<'a> {
             // A reply's few senders without a rehash as they come.
             senders: FxHashMap::with_capacity_and_hasher(8, Default::default()),
             channels: FxHashMap::default(),
+            linkifiers: None,
             with_flags: true,
         }
     }
@@ -247,7 +255,13 @@ impl<'a> MessageWriter<'a> {
         m.string("subject", subject);
         m.member("submessages").extend_from_slice(b"[]");
         write_json(m.member("timestamp"), &message.timestamp);
-        m.member("topic_links").extend_from_slice(b"[]");
+        match &message.destination {
+            Destination::Channel { topic, .. } if !topic.is_empty() => {
+                let rules = self.linkifiers.get_or_insert_with(|| linkifier_rules(state, realm.id));
+                write_json(m.member("topic_links"), &topic_links(rules, topic));
+            }
+            _ => m.member("topic_links").extend_from_slice(b"[]"),
+        }
         m.member("type").extend_from_slice(if stream.is_some() {
             b"\"stream\""
         } else {
@@ -372,4 +386,17 @@ struct ReactionUser {
     full_name: Option<String>,
     id: u64,
     is_mirror_dummy: bool,
+}
+
+/// A realm's linkifiers as the renderer takes them, in order.
+pub fn linkifier_rules(state: &State, realm: RealmId) -> Vec<Rule> {
+    let stored = state.organization.linkifiers(realm);
+    stored.into_iter().map(|l| Rule { pattern: l.pattern, url_template: l.url_template }).collect()
+}
+
+/// A topic's `topic_links` (`{text, url}` objects) from the realm's
+/// linkifiers, as Zulip computes them (`markdown::linkifiers::topic_links`).
+pub fn topic_links(rules: &[Rule], topic: &str) -> Value {
+    let links = linkifiers::topic_links(topic, rules);
+    Value::Array(links.into_iter().map(|(text, url)| json!({"text": text, "url": url})).collect())
 }

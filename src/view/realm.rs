@@ -6,7 +6,8 @@
 use serde_json::{json, Value};
 
 use super::groups::group_setting;
-use crate::state::{Realm, SystemGroup};
+use crate::state::features::RealmFeatures;
+use crate::state::{GroupSetting, Realm, SystemGroup};
 
 /// How a property's change is announced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,12 +104,46 @@ pub fn changes(before: &Realm, after: &Realm) -> Vec<Value> {
         .into_iter()
         .zip(settings(after))
         .filter(|((_, old, _), (_, new, _))| old != new)
-        .map(|(_, (property, value, announce))| match announce {
-            Announce::Update => {
-                json!({ "type": "realm", "op": "update", "property": property, "value": value })
+        .flat_map(|(_, (property, value, announce))| {
+            let mut events = vec![match announce {
+                Announce::Update => {
+                    json!({ "type": "realm", "op": "update", "property": property, "value": value })
+                }
+                Announce::UpdateDict => json!({ "type": "realm", "op": "update_dict",
+                                                "property": "default", "data": { property: value } }),
+            }];
+            // Zulip still announces the deprecated policy this group
+            // setting replaced, for clients that read only that.
+            if property == "can_mention_many_users_group" {
+                events.push(json!({ "type": "realm", "op": "update",
+                                    "property": "wildcard_mention_policy",
+                                    "value": wildcard_mention_policy(after) }));
             }
-            Announce::UpdateDict => json!({ "type": "realm", "op": "update_dict",
-                                            "property": "default", "data": { property: value } }),
+            events
         })
         .collect()
+}
+
+/// Zulip's deprecated `wildcard_mention_policy` value for the realm's
+/// `can_mention_many_users_group`: 1 everyone, 2 members, 3 full members,
+/// 5 administrators, 6 nobody, 7 moderators. Owners and groups the old
+/// policy cannot name read as administrators (5), the nearest it has.
+pub fn wildcard_mention_policy(realm: &Realm) -> u8 {
+    let setting = realm
+        .group_setting(&realm.settings.can_mention_many_users_group, SystemGroup::Administrators);
+    let GroupSetting::Group(group) = setting else { return 5 };
+    let kind = SystemGroup::ALL.into_iter().find(|kind| realm.system_groups.id(*kind) == group);
+    match kind {
+        Some(SystemGroup::Everyone | SystemGroup::Internet) => 1,
+        Some(SystemGroup::Members) => 2,
+        Some(SystemGroup::FullMembers) => 3,
+        Some(SystemGroup::Nobody) => 6,
+        Some(SystemGroup::Moderators) => 7,
+        _ => 5,
+    }
+}
+
+/// `moderation_request_channel_id` as Zulip shows it: -1 when unset.
+pub fn moderation_channel_value(features: &RealmFeatures) -> Value {
+    json!(features.moderation_request_channel.map_or(-1, |c| c.0 as i64))
 }

@@ -152,22 +152,24 @@ impl Durability {
 
     /// Notes that an fsync made everything up to `seq` durable, wakes the
     /// waiters and reports, if that advanced *durable*.
-    pub(crate) fn record_synced(&self, seq: Seq) {
-        let advanced = {
+    /// Returns how many records became durable that were not before.
+    pub(crate) fn record_synced(&self, seq: Seq) -> u64 {
+        let newly = {
             let mut progress = lock(&self.progress);
             progress.synced = progress.synced.max(seq);
-            let advanced = seq > progress.durable;
-            if advanced {
+            let newly = seq.saturating_sub(progress.durable);
+            if newly > 0 {
                 progress.durable = seq;
                 if progress.waiters > 0 {
                     self.advanced.notify_all();
                 }
             }
-            advanced
+            newly
         };
-        if advanced {
+        if newly > 0 {
             self.report(seq);
         }
+        newly
     }
 
     /// Tells `on_durable` that everything up to `seq` is durable.
@@ -240,8 +242,10 @@ fn group_commit(shared: &Shared) {
         // this file or in a segment that rotation already flushed.
         let (target, file, path) = shared.write_for_sync();
         last_batch = target - synced;
+        let started = Instant::now();
         fsync::data(&*shared.fs, &file, &path);
-        durability.record_synced(target);
+        let newly = durability.record_synced(target);
+        shared.stats.synced(started.elapsed(), newly);
     }
 }
 
@@ -266,8 +270,10 @@ fn sync_periodically(shared: &Shared, period: Duration) {
         };
         if pending {
             let (file, path) = shared.active_file();
+            let started = Instant::now();
             fsync::data(&*shared.fs, &file, &path);
-            durability.record_synced(target);
+            let newly = durability.record_synced(target);
+            shared.stats.synced(started.elapsed(), newly);
         }
         if shutdown {
             return;

@@ -194,6 +194,7 @@ mod replay;
 mod seal;
 mod segment;
 pub mod sim;
+mod stats;
 mod wal;
 
 pub use check::{check, Checked};
@@ -201,4 +202,5 @@ pub use error::{Error, Result};
 pub use fs::{Fs, RealFs};
 pub use recovery::{Recovery, TornTail};
 pub use replay::Replay;
+pub use stats::{Histogram, HistogramFigures, Stats};
 pub use wal::{Options, Seq, SyncMode, Wal, GATHER_MIN};

@@ -155,8 +155,8 @@ fn check_pending(
 /// Deletes a pending segment that cannot follow the segment before it.
 fn discard_pending(fs: &dyn Fs, dir: &Path, pending: SegmentRef) -> Result<TornTail> {
     let len = std::fs::metadata(&pending.path).at(&pending.path)?.len();
-    eprintln!(
-        "wal: warning: {}: discarding a pending segment ({len} bytes, seqs from {} on): the \
+    tracing::warn!(
+        "{}: discarding a pending segment ({len} bytes, seqs from {} on): the \
          segment before it did not reach the disk whole (a machine crash before its seal)",
         pending.path.display(),
         pending.first_seq,
@@ -218,8 +218,8 @@ fn recover_last(
 }
 
 fn warn_torn(path: &Path, offset: u64, discarded: u64, what: &str) {
-    eprintln!(
-        "wal: warning: {}: torn tail at offset {offset} ({what}); discarding {discarded} bytes",
+    tracing::warn!(
+        "{}: torn tail at offset {offset} ({what}); discarding {discarded} bytes",
         path.display()
     );
 }

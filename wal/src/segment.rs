@@ -188,8 +188,8 @@ impl Segment {
         while at < target {
             let n = (target - at).min(ZEROS.len() as u64);
             if let Err(err) = self.fs.write_at(&self.file, &self.path, &ZEROS[..n as usize], at) {
-                eprintln!(
-                    "wal: warning: {}: writing zeros ahead of the log failed ({err}); \
+                tracing::warn!(
+                    "{}: writing zeros ahead of the log failed ({err}); \
                      appending without them",
                     self.path.display()
                 );
@@ -227,8 +227,8 @@ impl Segment {
         if let Err(err) = self.fs.write_at(&self.file, &self.path, frames, self.len) {
             self.reserved = self.len;
             if let Err(cut) = self.fs.set_len(&self.file, &self.path, self.len) {
-                eprintln!(
-                    "wal: error: {}: write failed ({err}) and the partial frame could not be \
+                tracing::error!(
+                    "{}: write failed ({err}) and the partial frame could not be \
                      removed ({cut}); refusing further appends",
                     self.path.display()
                 );

@@ -33,6 +33,7 @@ use crate::recovery::{self, Recovery};
 use crate::replay::Replay;
 use crate::seal::{Done, Seal};
 use crate::segment::{self, Segment, SegmentRef};
+use crate::stats::Stats;
 use crate::{fsync, record, Error, Result};
 
 /// A record's sequence number. The first record ever appended is seq 1, and
@@ -154,6 +155,8 @@ pub(crate) struct Shared {
     pub(crate) gather: Duration,
     /// Records handed to [`Wal::append_deferred`], not yet written.
     deferred: Mutex<Deferred>,
+    /// Flush durations, commit-group sizes and bytes appended.
+    pub(crate) stats: Arc<Stats>,
 }
 
 /// Records queued by [`Wal::append_deferred`], in seq order, for the sync
@@ -204,6 +207,8 @@ struct Log {
     preallocate: bool,
     /// [`Options::fs`].
     fs: Arc<dyn Fs>,
+    /// The log's figures (bytes appended), shared with [`Shared::stats`].
+    stats: Arc<Stats>,
 }
 
 /// In `Never` mode nothing flushes the active segment until its seal,
@@ -247,6 +252,7 @@ impl Wal {
             log.preallocate = true;
             log.active.set_preallocate(true);
         }
+        let stats = Arc::clone(&log.stats);
         let shared = Arc::new(Shared {
             durability: Durability::new(opts.sync, log.last_seq(), opts.on_durable),
             dir,
@@ -256,6 +262,7 @@ impl Wal {
             log: Mutex::new(log),
             removal: Mutex::new(()),
             gather: opts.gather,
+            stats,
         });
         let sync_thread = match opts.sync {
             SyncMode::Never => None,
@@ -393,6 +400,12 @@ impl Wal {
         Ok(last)
     }
 
+    /// The log's figures since it was opened: flush durations, how many
+    /// records each flush made durable, bytes appended.
+    pub fn stats(&self) -> Arc<Stats> {
+        Arc::clone(&self.shared.stats)
+    }
+
     /// Blocks the calling OS thread until `seq` is durable. `seq` should
     /// have been returned by [`Wal::append`]: waiting for a seq that is
     /// never appended waits forever.
@@ -408,8 +421,10 @@ impl Wal {
             (log.last_seq(), log.flush_target())
         };
         let (file, path) = flush.once_sealed();
+        let started = std::time::Instant::now();
         fsync::data(&*self.shared.fs, &file, &path);
-        self.shared.durability.record_synced(target);
+        let newly = self.shared.durability.record_synced(target);
+        self.shared.stats.synced(started.elapsed(), newly);
         Ok(())
     }
 
@@ -482,7 +497,7 @@ impl Wal {
         // `on_durable`), it cannot wait for itself; it exits on its own once
         // the callback returns.
         if handle.thread().id() != thread::current().id() && handle.join().is_err() {
-            eprintln!("wal: warning: the sync thread panicked");
+            tracing::warn!("the sync thread panicked");
         }
     }
 }
@@ -659,6 +674,7 @@ impl Log {
             preallocate: false,
             sealing: None,
             seal_on_thread: false,
+            stats: Arc::default(),
         }
     }
 
@@ -691,11 +707,13 @@ impl Log {
             self.rotate(dir)?;
         }
         let written = self.active.append(&self.frame);
+        let bytes = self.frame.len() as u64;
         if self.frame.capacity() > MAX_KEPT_FRAME_BUFFER {
             self.frame = Vec::new();
         }
         match written {
             Ok(()) => {
+                self.stats.appended(bytes);
                 self.write_back_early();
                 Ok(seq)
             }
@@ -747,12 +765,14 @@ impl Log {
             return Ok(());
         }
         let written = self.active.append_frames(&self.frame, count);
+        let bytes = self.frame.len() as u64;
         self.frame.clear();
         if self.frame.capacity() > MAX_KEPT_FRAME_BUFFER {
             self.frame = Vec::new();
         }
         match written {
             Ok(()) => {
+                self.stats.appended(bytes);
                 self.write_back_early();
                 Ok(())
             }
@@ -840,8 +860,8 @@ impl Log {
                 Ok(())
             }
             Err(err) => {
-                eprintln!(
-                    "wal: error: sealing the segment before {} failed ({err}); refusing further \
+                tracing::error!(
+                    "sealing the segment before {} failed ({err}); refusing further \
                      appends",
                     pending.display()
                 );

@@ -316,11 +316,11 @@ fn notify_missing_channel(app: &App, bot: &User, channel: &ChannelRef) -> ApiRes
     let now = entropy::now();
     // Nothing to send where the realm has no Notification Bot or the owner
     // is deactivated (checked again under the writer lock).
-    if to_bot_owner(&app.state, &owner, content.clone(), now).is_none() {
+    if to_bot_owner(&app.state, &owner, &content, now).is_none() {
         return Ok(());
     }
     app.committer.commit(|state| {
-        let mutation = to_bot_owner(state, &owner, content, now).ok_or_else(ApiError::internal)?;
+        let mutation = to_bot_owner(state, &owner, &content, now).ok_or_else(ApiError::internal)?;
         Ok((mutation, ()))
     })
 }
