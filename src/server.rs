@@ -98,6 +98,23 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
         );
     }
     let state = Arc::new(state);
+    if !state.lookup.ready() {
+        // The sender, feature and word lists are derived: built from the
+        // messages while requests are served (reads scan until then).
+        let state = Arc::clone(&state);
+        std::thread::Builder::new()
+            .name("natter-lookup".into())
+            .spawn(move || {
+                let started = std::time::Instant::now();
+                state.build_lookup();
+                tracing::info!(
+                    "lookup lists built over {} messages in {:?}",
+                    state.messages.len(),
+                    started.elapsed()
+                );
+            })
+            .map_err(|e| format!("cannot start the lookup build: {e}"))?;
+    }
     let hub = Arc::new(Hub::new());
     let realtime = Arc::new(Realtime::new(Arc::clone(&state), config.queues.clone()));
     let reparse = |user, narrow: &serde_json::Value| {

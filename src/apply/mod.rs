@@ -86,6 +86,7 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::DeleteAttachment { .. }
         | Mutation::CreateRealmEmoji(_)
         | Mutation::DeactivateRealmEmoji { .. }
+        | Mutation::SetThumbnail { .. }
         | Mutation::Organization(_)
         | Mutation::Features(_) => true,
         // Only the name and time zone of the settings live in the account.
@@ -263,6 +264,14 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         Mutation::DeleteAttachment { id } => files::delete(state, *id),
         Mutation::CreateRealmEmoji(emoji) => files::create_emoji(state, emoji),
         Mutation::DeactivateRealmEmoji { id } => files::deactivate_emoji(state, *id),
+        Mutation::SetAvatar { user, avatar } => files::set_avatar(state, *user, avatar.as_deref()),
+        Mutation::SetRealmFileSettings { realm, settings } => {
+            files::set_realm_settings(state, *realm, settings)
+        }
+        Mutation::SetThumbnail { attachment, thumbnail } => {
+            state.files.set_thumbnail(*attachment, (**thumbnail).clone());
+            Vec::new()
+        }
     }
 }
 
@@ -414,6 +423,7 @@ fn react(state: &State, id: MessageId, reaction: &Reaction, add: bool) -> Vec<Ev
             && r.reaction_type == reaction.reaction_type
             && r.emoji_code == reaction.emoji_code
     };
+    let old = state.messages.get(&id).unwrap_or_else(|| panic!("apply: no message {id}"));
     let message = state
         .messages
         .update(&id, |m| {
@@ -429,6 +439,7 @@ fn react(state: &State, id: MessageId, reaction: &Reaction, add: bool) -> Vec<Ev
             m.clone()
         })
         .unwrap_or_else(|| panic!("apply: no message {id}"));
+    state.lookup.replace(&old, &message);
     let user = state.users.get(&reaction.user).unwrap_or_else(|| panic!("apply: no user"));
     let event = json!({
         "type": "reaction",
@@ -602,12 +613,11 @@ fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
     }
     for id in &touched {
         let moves = edit.moved.binary_search(id).is_ok();
+        let old = state.messages.get(id).unwrap_or_else(|| panic!("apply: no message {id}"));
         if moves {
             // The topic indexes are keyed by destination: leave the old one
             // before it changes, join the new one after.
-            state.unindex_topic(
-                &state.messages.get(id).unwrap_or_else(|| panic!("apply: no message {id}")),
-            );
+            state.unindex_topic(&old);
         }
         let mut old_recipient = None;
         let message = state
@@ -663,9 +673,11 @@ fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
                 old_recipient.map(|_| m.clone())
             })
             .unwrap_or_else(|| panic!("apply: no message {id}"));
+        let new = state.messages.get(id).expect("just edited");
         if moves {
-            state.index_topic(&state.messages.get(id).expect("just moved"));
+            state.index_topic(&new);
         }
+        state.lookup.replace(&old, &new);
         if let (Some(old), Some(new), Some(message)) = (old_recipient, &new_channel, message) {
             state.by_recipient.update(&old, |ids| ids.remove(*id));
             state.by_recipient.upsert(new.recipient, |ids| ids.insert(*id));
