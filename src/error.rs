@@ -61,6 +61,43 @@ impl ApiError {
         Self::new(401, "INVALID_API_KEY", "Invalid API key")
     }
 
+    /// 200 `UNSUPPORTED_WEBHOOK_EVENT_TYPE`: an incoming webhook's event
+    /// the integration does not handle (200, as Zulip, so the sender does
+    /// not retry it).
+    pub fn unsupported_webhook_event(event: &str, integration: &str) -> Self {
+        Self::new(
+            200,
+            "UNSUPPORTED_WEBHOOK_EVENT_TYPE",
+            format!(
+                "The '{event}' event isn't currently supported by the {integration} webhook; \
+                 ignoring"
+            ),
+        )
+        .with("webhook_name", integration)
+        .with("event_type", event)
+    }
+
+    /// 400 `ANOMALOUS_WEBHOOK_PAYLOAD`: a body the integration cannot read.
+    pub fn anomalous_webhook_payload(integration: &str) -> Self {
+        Self::new(
+            400,
+            "ANOMALOUS_WEBHOOK_PAYLOAD",
+            format!("Unable to parse request: Did {integration} generate this event?"),
+        )
+        .with("webhook_name", integration)
+    }
+
+    /// 400 `MISSING_HTTP_EVENT_HEADER`: the header naming the event is
+    /// absent.
+    pub fn missing_webhook_event_header(header: &str) -> Self {
+        Self::new(
+            400,
+            "MISSING_HTTP_EVENT_HEADER",
+            format!("Missing the HTTP event header '{header}'"),
+        )
+        .with("header", header)
+    }
+
     /// 401 `AUTHENTICATION_FAILED`: a login that did not match an account.
     pub fn authentication_failed() -> Self {
         Self::new(401, "AUTHENTICATION_FAILED", "Your username or password is incorrect")

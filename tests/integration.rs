@@ -68,6 +68,8 @@ mod api_uploads;
 mod api_users;
 /// Administering users and bots, custom profile fields, `natter realm create`.
 mod api_users_admin;
+/// Incoming webhooks: the framework and each integration.
+mod api_webhooks;
 /// The HTTP wire: multipart, chunked, header limits, time-outs, the
 /// connection cap, large replies, HTTP/1.0.
 mod api_wire;

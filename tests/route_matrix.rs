@@ -149,6 +149,9 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("PATCH", "/bots/{bot_id}", "full_name=Renamed Bot", "YnnnAnnA"),
     ("DELETE", "/bots/{bot_id}", "", "YnnnAnnA"),
     ("POST", "/bots/{bot_id}/api_key/regenerate", "", "YnnnAnnA"),
+    // The bot's key in the parameters is the credential, whoever calls;
+    // another realm does not know it.
+    ("POST", "/external/{integration}", r#"api_key=$webhook_key&payload={"a": 1}"#, "YYYYYYAY"),
     ("POST", "/streams/{stream_id}/delete_topic", "topic_name=secret-topic-41", "YnnnAnnA"),
     ("PATCH", "/realm", "description=changed", "YnnnAnYA"),
     ("PATCH", "/realm/user_settings_defaults", "enable_sounds=false", "YnnnAnYA"),
@@ -471,6 +474,12 @@ impl Fixture {
         let bot =
             self.setup("POST", "/bots", &[("full_name", "Matrix Bot"), ("short_name", "matrix")]);
         self.id("bot", &bot["user_id"]);
+        let hook = self.setup(
+            "POST",
+            "/bots",
+            &[("full_name", "Matrix Hook"), ("short_name", "matrixhook"), ("bot_type", "2")],
+        );
+        self.id("webhook_key", hook["api_key"].as_str().unwrap());
         let drafts = self.setup(
             "POST",
             "/drafts",
@@ -655,6 +664,7 @@ impl Fixture {
         let key = match (name, method) {
             // A new emoji per caller; a mute, a token, a reaction that exist.
             ("emoji_name", "POST") => return "fresh_$caller".to_owned(),
+            ("integration", _) => return "json".to_owned(),
             ("muted_user_id", "DELETE") => "desdemona",
             ("user_id_or_email", _) => "iago",
             ("user_id", _) if pattern.ends_with("/reactivate") => "cordelia",

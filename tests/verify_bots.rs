@@ -189,3 +189,27 @@ fn outgoing_webhook_services_show_in_realm_bots_and_their_events() {
     };
     h.verify_action(HAMLET, FETCH, refused, &[]);
 }
+
+/// An incoming webhook's messages reach the channel's subscribers, and its
+/// missing-channel notice reaches the bot's owner, as message events.
+#[test]
+fn incoming_webhook_messages_are_message_events() {
+    let h = Harness::new();
+    let p = [("full_name", "Hook Bot"), ("short_name", "hook"), ("bot_type", "2")];
+    let bot = call(&h, HAMLET, api::accounts::create_bot, &[], &p).unwrap();
+    let key = bot["api_key"].as_str().unwrap().to_owned();
+    let all: &[(&str, &str)] = &[];
+    let post = |stream: &'static str| {
+        let key = key.clone();
+        move |h: &Harness| {
+            let params =
+                [("api_key", key.as_str()), ("stream", stream), ("payload", r#"{"a": 1}"#)];
+            call(h, HAMLET, api::webhooks::receive, &["json"], &params).unwrap();
+        }
+    };
+    let events = h.verify_action(OTHELLO, all, post("Denmark"), &["message"]);
+    assert_eq!(events[0]["message"]["sender_email"], bot["email"]);
+    // The notice is the owner's alone.
+    h.verify_action(HAMLET, all, post("nowhere"), &["message"]);
+    h.verify_action(OTHELLO, all, post("nowhere"), &[]);
+}

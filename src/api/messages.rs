@@ -99,6 +99,27 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let sender = call.caller();
     let url = super::realm::realm_url_of(app, sender.realm);
     let draft = Draft::new(&app.state, sender, target, content, read_by_sender, client, url);
+    let (id, automatic) = commit_draft(app, sender, &draft, local_echo)?;
+    // Members in key order, as the map's serialization would put them.
+    let mut out = SortedMembers::reply(64);
+    if let Some(policy) = automatic {
+        out.unsigned("automatic_new_visibility_policy", policy.into());
+    }
+    out.unsigned("id", id.0);
+    call.sorted_reply = Some(out);
+    Ok(Reply::new())
+}
+
+/// Sends `draft` as `sender` through the send path (every send rule,
+/// mention flags, automatic topic follows, attachments, deliveries to
+/// outgoing-webhook bots), durably: its id, and the visibility policy the
+/// sender's topic got automatically, if any.
+pub(super) fn commit_draft(
+    app: &App,
+    sender: &User,
+    draft: &Draft,
+    local_echo: Option<(String, String)>,
+) -> ApiResult<(MessageId, Option<u8>)> {
     let (id, automatic, deliveries) = app.committer.commit(|state| {
         let new = draft.build(state, sender)?;
         let mentioned = draft.personal_mentions();
@@ -119,14 +140,7 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
     })?;
     // Logged with the message; the pool posts them off the request path.
     app.outbox.push(deliveries);
-    // Members in key order, as the map's serialization would put them.
-    let mut out = SortedMembers::reply(64);
-    if let Some(policy) = automatic {
-        out.unsigned("automatic_new_visibility_policy", policy.into());
-    }
-    out.unsigned("id", id.0);
-    call.sorted_reply = Some(out);
-    Ok(Reply::new())
+    Ok((id, automatic))
 }
 
 /// Where a message the server sends on someone's behalf goes.
@@ -567,7 +581,10 @@ pub(super) fn normalize_topic(topic: &str, call: &Call) -> ApiResult<String> {
 }
 
 /// `normalize_topic` given the realm's empty-topic display name.
-fn normalize_topic_for(topic: &str, empty_topic_display_name: &str) -> ApiResult<String> {
+pub(super) fn normalize_topic_for(
+    topic: &str,
+    empty_topic_display_name: &str,
+) -> ApiResult<String> {
     let topic = topic.trim();
     if topic == "(no topic)" || topic == empty_topic_display_name {
         return Ok(String::new());

@@ -43,6 +43,7 @@ pub mod typing;
 pub mod uploads;
 pub mod users;
 pub mod web_login;
+pub mod webhooks;
 
 use std::sync::{Arc, OnceLock};
 

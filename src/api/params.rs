@@ -36,6 +36,26 @@ pub struct Params {
     /// Where `%XX`-encoded names and values are decoded before they are
     /// copied into `text`; kept with the rest for `reuse`.
     scratch: (Vec<u8>, Vec<u8>),
+    /// The raw body and headers of a request to a route that reads them
+    /// itself (the incoming webhooks, `/external/{integration}`).
+    payload: Option<Payload>,
+}
+
+/// A webhook request as its sender wrote it: the body (when it is not a
+/// form, which is decoded into parameters as usual) and every header.
+#[derive(Debug, Default)]
+pub struct Payload {
+    /// The body, unless it was a form.
+    pub body: Vec<u8>,
+    /// Every header, names as sent.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Payload {
+    /// The first header named `name` (compared case-insensitively).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
 }
 
 /// Most parameters kept in arrival order; see `Params`.
@@ -79,6 +99,17 @@ impl Params {
         self.text.clear();
         self.entries.clear();
         self.sorted = false;
+        self.payload = None;
+    }
+
+    /// Keeps the request's raw body and headers for the handler.
+    pub fn set_payload(&mut self, payload: Payload) {
+        self.payload = Some(payload);
+    }
+
+    /// The request's raw body and headers, on the routes that keep them.
+    pub fn take_payload(&mut self) -> Option<Payload> {
+        self.payload.take()
     }
 
     /// Adds decoded (name, value) pairs, e.g. multipart text parts; a

@@ -87,6 +87,8 @@ struct Head<'a> {
     user_agent: &'a str,
     /// The web client's headers: its cookie, `Origin`, CSRF token.
     web: web::WebHeaders<'a>,
+    /// Every header, for the routes that read more than these.
+    headers: &'a [httparse::Header<'a>],
 }
 
 impl conn::Handler for Service {
@@ -285,6 +287,7 @@ impl Service {
             content_type: header_text(found[2]),
             user_agent: header_text(found[3]),
             web: web::WebHeaders { cookie: found[4], origin: found[5], csrf: found[6] },
+            headers: req.headers,
         };
         if web::owns(head.path) {
             return web::serve(self, req, &head, session);
@@ -385,7 +388,11 @@ impl Service {
         };
         let mut params = std::mem::take(&mut session.params);
         params.reuse();
-        request_params(&mut params, head.query, head.content_type, body)?;
+        if route.pattern == WEBHOOK_ROUTE {
+            webhook_params(&mut params, head, body)?;
+        } else {
+            request_params(&mut params, head.query, head.content_type, body)?;
+        }
         let files = match spooled {
             Some(staged) => {
                 let parts = spooled_parts(app, head.content_type, staged)?;
@@ -576,6 +583,33 @@ fn request_params(
             }
         }
     }
+    Ok(())
+}
+
+/// The incoming webhooks' route, whose handler reads the raw body and
+/// headers.
+const WEBHOOK_ROUTE: &str = "/external/{integration}";
+
+/// A webhook request's variables: the query string and a form body as
+/// usual; any other body (JSON, as most services send) is kept raw, with
+/// the headers (the event type is often a header).
+fn webhook_params(params: &mut Params, head: &Head, body: &[u8]) -> ApiResult<()> {
+    let media_type = head.content_type.split(';').next().unwrap_or("").trim();
+    let form = media_type.eq_ignore_ascii_case("application/x-www-form-urlencoded")
+        || media_type.eq_ignore_ascii_case("multipart/form-data");
+    let raw_body = if form {
+        request_params(params, head.query, head.content_type, body)?;
+        Vec::new()
+    } else {
+        params.add_urlencoded(head.query.as_bytes());
+        body.to_vec()
+    };
+    let headers = head
+        .headers
+        .iter()
+        .map(|h| (h.name.to_owned(), String::from_utf8_lossy(h.value).into_owned()))
+        .collect();
+    params.set_payload(crate::api::params::Payload { body: raw_body, headers });
     Ok(())
 }
 

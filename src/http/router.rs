@@ -35,6 +35,12 @@ pub struct Route {
 /// Every endpoint.
 pub static ROUTES: &[Route] = &[
     Route {
+        method: "POST",
+        pattern: "/external/{integration}",
+        access: Access::Public,
+        handler: api::webhooks::receive,
+    },
+    Route {
         method: "GET",
         pattern: "/server_settings",
         access: Access::Public,

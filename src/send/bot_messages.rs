@@ -11,6 +11,9 @@
 //!   separate message, as Zulip sends the custom text apart from its
 //!   generic onboarding message, which natter does not send).
 //!
+//! When an incoming webhook names a channel that does not exist, the
+//! Notification Bot tells the webhook bot's owner (`to_bot_owner`).
+//!
 //! When a scheduled message cannot be delivered, the Notification Bot tells
 //! its (active) owner why, in Zulip's words: "The message you scheduled for
 //! <time:…> was not sent because of the following error:", the reason
@@ -331,6 +334,18 @@ pub fn reminder(state: &State, owner: &User, content: &str, now: i64) -> Option<
 /// `content` rendered as `bot` sees the realm.
 pub fn render_as_notification_bot(state: &State, bot: &User, content: &str) -> String {
     markdown::render_message(content, &Visible::new(state, bot)).html
+}
+
+/// The Notification Bot's direct message `content` to `owner` about one of
+/// their bots (an incoming webhook that named a missing channel), if the
+/// realm has the bot and the owner is active.
+pub fn to_bot_owner(state: &State, owner: &User, content: &str, now: i64) -> Option<Mutation> {
+    let bot = state.system_bot(owner.realm, SystemBot::Notification)?;
+    if !owner.is_active {
+        return None;
+    }
+    let html = render_as_notification_bot(state, &bot, content);
+    Some(direct(state, &mut Next::of(state), &bot, owner.id, content.to_owned(), html, now))
 }
 
 /// The next free message and recipient ids while building several
