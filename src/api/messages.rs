@@ -111,6 +111,7 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
         if !attachments.is_empty() {
             parts.push(Mutation::LinkAttachments { message: id, attachments });
         }
+        parts.extend(crate::send::widgets::first_submessage(state, &new));
         Ok((auto_topics::batch(Mutation::SendMessage(new), parts), (id, automatic)))
     })?;
     // Members in key order, as the map's serialization would put them.

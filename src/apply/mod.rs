@@ -87,7 +87,8 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::CreateRealmEmoji(_)
         | Mutation::DeactivateRealmEmoji { .. }
         | Mutation::Organization(_)
-        | Mutation::Features(_) => true,
+        | Mutation::Features(_)
+        | Mutation::AddSubmessage { .. } => true,
         // Only the name and time zone of the settings live in the account.
         Mutation::UpdateSettings(change) => change.full_name.is_none() && change.timezone.is_none(),
         // Drafts, mutes, topic policies (a send's automatic follows ride
@@ -175,6 +176,9 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         Mutation::Personal(change) => personal::apply(state, change),
         Mutation::Organization(change) => organization::apply(state, change),
         Mutation::Features(change) => features::apply(state, change),
+        Mutation::AddSubmessage { submessage, announce } => {
+            features::add_submessage(state, submessage, *announce)
+        }
         Mutation::UpdateRealm(update) => {
             let before =
                 state.realms.get(&update.realm).unwrap_or_else(|| panic!("apply: no realm"));
@@ -463,6 +467,7 @@ fn delete_messages(state: &State, ids: &[MessageId], by: UserId) -> Vec<Event> {
         }
         let holders = state.message_holders(&message);
         let first = state.unindex_message(&message, &holders);
+        state.widgets.by_message.remove(id);
         let mut event = json!({
             "type": "delete_message",
             "message_id": id.0,

@@ -20,7 +20,8 @@
 //! 1. one block: the `StateImage`, bincode (standard), without its
 //!    `messages`, `user_messages`, `files` and `organization` (skipped by
 //!    its serde derive), then (since version 10) its `organization`,
-//!    then (since version 11) its `features`;
+//!    then (since version 11) its `features`, then (since version 12)
+//!    its `widgets` (messages' submessages);
 //! 2. the messages section: a block count (u64), then one block per
 //!    message chunk of 4,096 ids (`message_store::CHUNK`) that holds any
 //!    message, its items the messages in id order;
@@ -157,6 +158,10 @@ const FORMAT_WITHOUT_ORGANIZATION: u32 = 9;
 /// with that part empty.
 const FORMAT_WITHOUT_FEATURES: u32 = 10;
 
+/// The last format version before the widgets part (submessages)
+/// followed the features part: those files are read with no submessages.
+const FORMAT_WITHOUT_WIDGETS: u32 = 11;
+
 /// The ids a block of rows holds, about: big enough that a block's
 /// framing is noise, small enough that many users' rows spread over the
 /// threads.
@@ -168,6 +173,7 @@ fn encode_payload(image: &StateImage, out: &mut impl Write) -> io::Result<()> {
     encode_one(image, &mut block)?;
     encode_one(&image.organization, &mut block)?;
     encode_one(&image.features, &mut block)?;
+    encode_one(&image.widgets, &mut block)?;
     write_block(out, &block, None)?;
     match &image.messages {
         MessagesImage::Frozen(frozen) => {
@@ -380,6 +386,13 @@ pub fn decode_from<S: Source + ?Sized>(
                 bincode::serde::decode_from_slice(&bytes[used..], bincode::config::standard())
                     .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
             image.features = features;
+            used += more;
+        }
+        if version > FORMAT_WITHOUT_WIDGETS {
+            let (widgets, more) =
+                bincode::serde::decode_from_slice(&bytes[used..], bincode::config::standard())
+                    .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            image.widgets = widgets;
             used += more;
         }
         if used != bytes.len() {

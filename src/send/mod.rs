@@ -3,8 +3,9 @@
 //! (`mentions`, the Markdown renderer's name resolver), the topic
 //! visibility policies it changes (`auto_topics`), the bots' direct
 //! messages (`bot_messages`, also reminders and message reports) and the
-//! Notification Bot's notices of a move (`move_notices`); `links` are the
-//! topic links these messages write.
+//! Notification Bot's notices of a move (`move_notices`), the widget a
+//! `/poll` or `/todo` message becomes (`widgets`); `links` are the topic
+//! links these messages write.
 
 pub mod attachments;
 pub mod auto_topics;
@@ -12,3 +13,4 @@ pub mod bot_messages;
 pub mod links;
 pub mod mentions;
 pub mod move_notices;
+pub mod widgets;

@@ -35,6 +35,7 @@ pub mod shard;
 pub mod system_bots;
 pub mod user_messages;
 pub mod users;
+pub mod widgets;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -137,6 +138,8 @@ pub struct State {
     pub files: files::Files,
     /// Read receipts and moderation settings of each realm, reminders.
     pub features: features::FeatureState,
+    /// Messages' submessages (polls, to-do lists).
+    pub widgets: widgets::WidgetState,
 }
 
 /// `State` as key-sorted data: the snapshot format. Taken from live state
@@ -192,6 +195,11 @@ pub struct StateImage {
     /// older snapshots without it load.
     #[serde(skip)]
     pub features: features::FeaturesImage,
+    /// Messages' submessages (`widgets`). Not in the image's own
+    /// encoding: written after `features` in the same block, so older
+    /// snapshots without it load.
+    #[serde(skip)]
+    pub widgets: widgets::WidgetsImage,
 }
 
 impl StateImage {
@@ -218,6 +226,7 @@ impl StateImage {
             + self.former_subscriptions.parts()
             + self.organization.parts()
             + self.features.parts()
+            + self.widgets.parts()
     }
 }
 
@@ -256,6 +265,7 @@ impl State {
             files: self.files.image(),
             organization: self.organization.image(),
             features: self.features.image(),
+            widgets: self.widgets.image(),
         }
     }
 
@@ -280,6 +290,7 @@ impl State {
             files: files::Files::from_image(image.files),
             organization: organization::OrgState::from_image(image.organization),
             features: features::FeatureState::from_image(image.features),
+            widgets: widgets::WidgetState::from_image(image.widgets),
             ..State::default()
         };
         for realm in image.realms {
