@@ -61,6 +61,8 @@ mod api_uploads;
 mod api_users;
 /// Administering users and bots, custom profile fields, `natter realm create`.
 mod api_users_admin;
+/// Polls and to-do lists: widgets, POST /submessage.
+mod api_widgets;
 /// The HTTP wire: multipart, chunked, header limits, time-outs, the
 /// connection cap, large replies, HTTP/1.0.
 mod api_wire;
