@@ -99,6 +99,11 @@ pub struct Cli {
     #[arg(long, default_value_t = 0)]
     pub upload_quota_realm_mib: u64,
 
+    /// Seconds after its upload that a file no message (nor scheduled
+    /// message) references is deleted; Zulip's default is five weeks.
+    #[arg(long, default_value_t = 5 * 7 * 24 * 3600)]
+    pub unclaimed_upload_grace_secs: u64,
+
     /// Most request headers (431 beyond).
     #[arg(long, default_value_t = 64)]
     pub max_headers: usize,
@@ -292,6 +297,8 @@ pub struct UploadLimits {
     pub user_quota: Option<u64>,
     /// Most bytes of files per organization, if limited.
     pub realm_quota: Option<u64>,
+    /// Seconds after its upload that an unreferenced file is deleted.
+    pub unclaimed_grace_secs: u64,
 }
 
 impl UploadLimits {
@@ -312,7 +319,12 @@ pub const UPLOAD_FRAMING: u64 = 64 * 1024;
 
 impl Default for UploadLimits {
     fn default() -> Self {
-        UploadLimits { max_file_mib: 25, user_quota: None, realm_quota: None }
+        UploadLimits {
+            max_file_mib: 25,
+            user_quota: None,
+            realm_quota: None,
+            unclaimed_grace_secs: 5 * 7 * 24 * 3600,
+        }
     }
 }
 
@@ -535,6 +547,7 @@ impl Cli {
             max_file_mib: self.max_file_upload_mib,
             user_quota: quota(self.upload_quota_user_mib),
             realm_quota: quota(self.upload_quota_realm_mib),
+            unclaimed_grace_secs: self.unclaimed_upload_grace_secs,
         };
         let rate_limits = RateLimits::parse(&self.rate_limit)?;
         Ok(Config {

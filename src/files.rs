@@ -249,7 +249,7 @@ pub struct Reconciled {
     /// Stored files no record names (a crash after `put`), removed.
     pub orphans_removed: Vec<String>,
     /// Recorded files whose bytes are missing: (attachment or emoji id,
-    /// the URL path it is served at).
+    /// or for an avatar its user's id; the URL path it is served at).
     pub missing: Vec<(u64, String)>,
 }
 
@@ -273,10 +273,16 @@ pub fn reconcile(store: &dyn FileStore, state: &State) -> io::Result<Reconciled>
         .iter()
         .filter(|(key, _)| !present.contains(*key))
         .filter_map(|(key, id)| match id {
-            Some(id) => {
-                state.files.get(*id).map(|a| (a.id, format!("/user_uploads/{}", a.path_id)))
-            }
-            None => state.files.emoji_by_key(key).map(|e| (e.id, format!("/user_avatars/{key}"))),
+            Some(id) => state.files.get(*id).map(|a| {
+                let what = if a.store_key() == key.as_str() { "" } else { "thumbnail/" };
+                (a.id, format!("/user_uploads/{what}{}", a.path_id))
+            }),
+            None => state
+                .files
+                .emoji_by_key(key)
+                .map(|e| e.id)
+                .or_else(|| state.files.avatar_by_key(key).map(|(user, _)| user.0))
+                .map(|id| (id, format!("/user_avatars/{key}"))),
         })
         .collect();
     missing.sort();

@@ -24,6 +24,7 @@
 //! - `persist` — snapshots (and their schedule) and recovery.
 //! - `files` — the file store of uploaded bytes (a local directory behind
 //!   the `FileStore` trait) and its start-up reconciliation.
+//! - `thumbnails` — bounded thumbnails of uploaded images.
 //! - `commit` — the write path: lock → log → apply → durable → publish.
 //! - `send` — what a send sets off: mentions, topic policies, bot
 //!   messages, move notices.
@@ -42,7 +43,9 @@
 /// (the server, natter-load, tests, benches): fan-out, polls and register
 /// allocate and free many small buffers across the may worker threads,
 /// where it measured faster than the system allocator (docs/PERFORMANCE.md,
-/// "Event fan-out and register").
+/// "Event fan-out and register"). Not in fuzz builds: libFuzzer's memory
+/// limits (`-malloc_limit_mb`) see the system allocator's calls only.
+#[cfg(not(fuzzing))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -68,4 +71,5 @@ pub mod server;
 pub mod state;
 #[doc(hidden)]
 pub mod testkit;
+pub mod thumbnails;
 pub mod view;

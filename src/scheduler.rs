@@ -1,5 +1,6 @@
 //! The scheduler: delivers scheduled messages and reminders when they
-//! fall due.
+//! fall due, and (every minute) deletes uploaded files no message has
+//! referenced for the grace period (`api::uploads::reclaim_unclaimed`).
 //!
 //! It is the only place that reads the clock for delivery. `apply` never
 //! does: the scheduler decides that a message is due, and commits one
@@ -28,6 +29,9 @@ use crate::api::App;
 use crate::entropy;
 use crate::events::Event;
 
+/// Seconds between looks for unclaimed uploaded files to delete.
+const RECLAIM_EVERY_SECS: i64 = 60;
+
 /// Longest sleep between looks at the clock.
 const MAX_SLEEP: Duration = Duration::from_secs(5);
 
@@ -37,10 +41,19 @@ pub fn start(app: Arc<App>) -> std::thread::JoinHandle<()> {
     // Subscribe before the first pass, so that no change is missed; to
     // changes of the scheduled list only (not a wake-up per message sent).
     let events = app.hub.subscribe_where(changes_schedule);
+    let mut next_reclaim = 0;
     std::thread::Builder::new()
         .name("natter-scheduler".into())
         .spawn(move || loop {
             let next = deliver_due(&app);
+            let now = entropy::now();
+            if now >= next_reclaim {
+                let reclaimed = crate::api::uploads::reclaim_unclaimed(&app, now);
+                if reclaimed > 0 {
+                    eprintln!("natter: deleted {reclaimed} unclaimed uploaded file(s)");
+                }
+                next_reclaim = now + RECLAIM_EVERY_SECS;
+            }
             // Sleep until the next delivery is due or the scheduled list
             // changes (the only events this subscription receives).
             match events.recv_timeout(until(next)) {

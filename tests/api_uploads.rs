@@ -19,7 +19,7 @@ const BOUNDARY: &str = "natter-test-boundary-7d3a";
 
 /// A multipart body with one file part per `(filename, content type,
 /// bytes)` and text fields.
-fn multipart(files: &[(&str, &str, &[u8])], fields: &[(&str, &str)]) -> Vec<u8> {
+pub(crate) fn multipart(files: &[(&str, &str, &[u8])], fields: &[(&str, &str)]) -> Vec<u8> {
     let mut body = Vec::new();
     for (name, value) in fields {
         body.extend_from_slice(
@@ -50,7 +50,12 @@ fn post_upload(server: &TestServer, email: Option<&str>, body: &[u8]) -> Respons
 }
 
 /// `POST /api/v1<path>` with a multipart `body`.
-fn post_multipart(server: &TestServer, path: &str, email: Option<&str>, body: &[u8]) -> Response {
+pub(crate) fn post_multipart(
+    server: &TestServer,
+    path: &str,
+    email: Option<&str>,
+    body: &[u8],
+) -> Response {
     let mut head = format!(
         "POST /api/v1{path} HTTP/1.1\r\nHost: {}\r\n\
          Content-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: {}\r\n",
@@ -84,7 +89,7 @@ pub(crate) fn upload(
 /// A raw download response: status, headers (lowercased names), body.
 pub(crate) struct Download {
     pub(crate) status: u16,
-    headers: HashMap<String, String>,
+    pub(crate) headers: HashMap<String, String>,
     pub(crate) body: Vec<u8>,
 }
 
@@ -487,7 +492,7 @@ fn other_realms_guests_and_deactivated_users() {
         .err(401, "USER_DEACTIVATED");
 }
 
-fn download_on(server: &TestServer, path: &str, host: &str, creds: (&str, &str)) -> u16 {
+pub(crate) fn download_on(server: &TestServer, path: &str, host: &str, creds: (&str, &str)) -> u16 {
     let head = format!(
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nAuthorization: {}\r\n\r\n",
         basic_auth(creds.0, creds.1)
@@ -495,6 +500,31 @@ fn download_on(server: &TestServer, path: &str, host: &str, creds: (&str, &str))
     let mut stream = connect(&server.addr);
     stream.write_all(head.as_bytes()).unwrap();
     read_response(&mut stream).status
+}
+
+/// `GET <path>` on `host` as `creds`: the status and `Location`.
+pub(crate) fn redirect_on(
+    server: &TestServer,
+    path: &str,
+    host: &str,
+    creds: (&str, &str),
+) -> (u16, String) {
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nAuthorization: {}\r\n\r\n",
+        basic_auth(creds.0, creds.1)
+    );
+    let mut stream = connect(&server.addr);
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let location = text
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("location")))
+        .map(|(_, v)| v.trim().to_owned())
+        .unwrap_or_default();
+    (status, location)
 }
 
 #[test]
@@ -592,9 +622,9 @@ fn has_attachment_and_has_image_narrows() {
     assert_eq!(ids(r#"[{"operator": "has", "operand": "image"}]"#), vec![with_image]);
 }
 
-const PNG: &[u8] = b"\x89PNG\r\n\x1a\n(the rest of a small png)";
+pub(crate) const PNG: &[u8] = b"\x89PNG\r\n\x1a\n(the rest of a small png)";
 
-fn add_emoji(server: &TestServer, email: &str, name: &str, bytes: &[u8]) -> Response {
+pub(crate) fn add_emoji(server: &TestServer, email: &str, name: &str, bytes: &[u8]) -> Response {
     let path = format!("/realm/emoji/{name}");
     post_multipart(server, &path, Some(email), &multipart(&[("e.png", "image/png", bytes)], &[]))
 }
@@ -805,4 +835,188 @@ fn uploads_survive_a_kill_or_leave_nothing() {
     assert_eq!(download(&server, &done, auth(&hamlet), &[]).body, vec![5u8; 50_000]);
     let staging = server.data_dir().join("data/uploads/tmp");
     assert_eq!(std::fs::read_dir(&staging).unwrap().count(), 0, "the cut body is gone");
+}
+
+#[test]
+fn web_public_files_download_without_credentials() {
+    let server = TestServer::start();
+    // `general` is web-public in the dev realm, which allows spectators.
+    let public = upload(&server, HAMLET, "p.txt", "text/plain", b"for everyone");
+    let members_only = upload(&server, HAMLET, "m.txt", "text/plain", b"for members");
+    let unsent = upload(&server, HAMLET, "u.txt", "text/plain", b"for me");
+    let hamlet = server.client(HAMLET);
+    send(&hamlet, "general", &format!("[p]({public})"));
+    send(&hamlet, "Denmark", &format!("[m]({members_only})"));
+    let d = download(&server, &public, None, &[]);
+    assert_eq!((d.status, d.body.as_slice()), (200, &b"for everyone"[..]));
+    for path in [&members_only, &unsent, &"/user_uploads/1/ab/ABCDEFGHIJKLMNOPQRSTUVWX/x".into()] {
+        let d = download(&server, path, None, &[]);
+        assert_eq!(d.status, 401, "{path}");
+        assert!(d.body.windows(3).all(|w| w != b"for"), "{path}");
+    }
+    // Without public access, nothing downloads without credentials.
+    server.client(IAGO).request("PATCH", "/realm", &[("enable_spectator_access", "false")]).ok();
+    assert_eq!(download(&server, &public, None, &[]).status, 401);
+    let othello = as_user(&server, OTHELLO);
+    assert_eq!(download(&server, &public, auth(&othello), &[]).status, 200);
+}
+
+#[test]
+fn who_may_add_custom_emoji() {
+    let server = TestServer::start();
+    let iago = server.client(IAGO);
+    let groups = iago.get("/user_groups", &[]).ok();
+    let group = |name: &str| {
+        let all = groups["user_groups"].as_array().unwrap();
+        all.iter().find(|g| g["name"] == name).unwrap()["id"].as_u64().unwrap()
+    };
+    let (admins, members) = (group("role:administrators"), group("role:members"));
+    let reg =
+        server.client(HAMLET).post("/register", &[("fetch_event_types", r#"["realm"]"#)]).ok();
+    assert_eq!(reg["realm_can_add_custom_emoji_group"], members);
+    // Only administrators change it; a stale `old` is refused.
+    let to_admins = format!(r#"{{"new": {admins}}}"#);
+    server
+        .client(HAMLET)
+        .request("PATCH", "/realm", &[("can_add_custom_emoji_group", &to_admins)])
+        .err(400, "BAD_REQUEST");
+    let stale = format!(r#"{{"new": {admins}, "old": {admins}}}"#);
+    let e = iago
+        .request("PATCH", "/realm", &[("can_add_custom_emoji_group", &stale)])
+        .err(400, "BAD_REQUEST");
+    assert_eq!(
+        e["msg"],
+        "'old' value for 'can_add_custom_emoji_group' does not match the expected value."
+    );
+    iago.request("PATCH", "/realm", &[("can_add_custom_emoji_group", r#"{"new": 999999}"#)])
+        .err(400, "BAD_REQUEST");
+    let changed =
+        iago.request("PATCH", "/realm", &[("can_add_custom_emoji_group", &to_admins)]).ok();
+    assert_eq!(changed["can_add_custom_emoji_group"], admins);
+    // Now a member may not add one; an administrator may.
+    let e = add_emoji(&server, HAMLET, "members_emoji", PNG).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Insufficient permission");
+    add_emoji(&server, IAGO, "admins_emoji", PNG).ok();
+    // A group naming the member directly lets them (and only them) in;
+    // guests stay out unless named.
+    let hamlet_id = crate::util::user_id(&server, HAMLET);
+    let named =
+        format!(r#"{{"new": {{"direct_members": [{hamlet_id}], "direct_subgroups": []}}}}"#);
+    iago.request("PATCH", "/realm", &[("can_add_custom_emoji_group", &named)]).ok();
+    add_emoji(&server, HAMLET, "hamlets_emoji", PNG).ok();
+    add_emoji(&server, OTHELLO, "othellos_emoji", PNG).err(400, "BAD_REQUEST");
+    add_emoji(&server, POLONIUS, "guest_emoji", PNG).err(400, "BAD_REQUEST");
+    // Deleting stays the author's or an administrator's.
+    let e = server
+        .client(OTHELLO)
+        .request("DELETE", "/realm/emoji/hamlets_emoji", &[])
+        .err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Must be an organization administrator or emoji author");
+    server.client(HAMLET).request("DELETE", "/realm/emoji/hamlets_emoji", &[]).ok();
+    iago.request("DELETE", "/realm/emoji/admins_emoji", &[]).ok();
+}
+
+/// A PNG of `width` × `height` pixels.
+pub(crate) fn png(width: u32, height: u32) -> Vec<u8> {
+    let image = image::RgbImage::from_fn(width, height, |x, y| image::Rgb([x as u8, y as u8, 9]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    image::DynamicImage::ImageRgb8(image).write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+/// A few dozen bytes of PNG whose header declares `side` × `side` pixels
+/// (a decompression bomb, if anything decoded it).
+pub(crate) fn bomb(side: u32) -> Vec<u8> {
+    let mut ihdr = b"IHDR".to_vec();
+    ihdr.extend(side.to_be_bytes());
+    ihdr.extend(side.to_be_bytes());
+    ihdr.extend([8, 2, 0, 0, 0]);
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    out.extend(13u32.to_be_bytes());
+    out.extend(&ihdr);
+    out.extend(crc32fast::hash(&ihdr).to_be_bytes());
+    let idat = b"IDAT\x78\x9c\x03\x00\x00\x00\x00\x01";
+    out.extend(8u32.to_be_bytes());
+    out.extend(idat);
+    out.extend(crc32fast::hash(idat).to_be_bytes());
+    out
+}
+
+/// The rendered content of message `id` as `c` sees it.
+fn content(c: &Client, id: u64) -> String {
+    c.get(&format!("/messages/{id}"), &[]).ok()["message"]["content"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn images_get_thumbnails_and_bombs_do_not() {
+    let server = TestServer::start();
+    let hamlet = as_user(&server, HAMLET);
+    let c = server.client(HAMLET);
+    // A normal image: the message shows its thumbnail, which is served
+    // like the original, to whoever may read the original.
+    let url = upload(&server, HAMLET, "photo.png", "image/png", &png(1000, 800));
+    let thumbnail =
+        format!("/user_uploads/thumbnail/{}/840x560.webp", &url["/user_uploads/".len()..]);
+    let sent = send(&c, "Denmark", &format!("[photo.png]({url})"));
+    let html = content(&c, sent);
+    assert!(
+        html.contains(&format!(
+            "<div class=\"message_inline_image\"><a href=\"{url}\" title=\"photo.png\">\
+             <img data-original-content-type=\"image/png\" data-original-dimensions=\"1000x800\" \
+             src=\"{thumbnail}\"></a></div>"
+        )),
+        "{html}"
+    );
+    let d = download(&server, &thumbnail, auth(&hamlet), &[]);
+    assert_eq!(d.status, 200);
+    assert_eq!(d.headers["content-type"], "image/webp");
+    let small = image::load_from_memory_with_format(&d.body, image::ImageFormat::WebP).unwrap();
+    assert_eq!((small.width(), small.height()), (700, 560));
+    let othello = as_user(&server, OTHELLO);
+    assert_eq!(download(&server, &thumbnail, auth(&othello), &[]).status, 200);
+    let polonius = as_user(&server, POLONIUS);
+    assert_eq!(download(&server, &thumbnail, auth(&polonius), &[]).status, 404);
+    assert_eq!(download(&server, &thumbnail, None, &[]).status, 401);
+    let wrong_size = thumbnail.replace("840x560", "100x100");
+    assert_eq!(download(&server, &wrong_size, auth(&hamlet), &[]).status, 404);
+
+    // A bomb and a file that only calls itself an image: stored and
+    // downloadable as files, never thumbnailed nor previewed.
+    let bomb_url = upload(&server, HAMLET, "bomb.png", "image/png", &bomb(100_000));
+    let fake_url = upload(&server, HAMLET, "fake.png", "image/png", b"not an image at all");
+    for url in [&bomb_url, &fake_url] {
+        let sent = send(&c, "general", &format!("[look.png]({url})"));
+        let html = content(&c, sent);
+        assert_eq!(html, format!("<p><a href=\"{url}\">look.png</a></p>"));
+        let thumbnail =
+            format!("/user_uploads/thumbnail/{}/840x560.webp", &url["/user_uploads/".len()..]);
+        assert_eq!(download(&server, &thumbnail, auth(&hamlet), &[]).status, 404);
+        assert_eq!(download(&server, url, auth(&hamlet), &[]).status, 200);
+    }
+    assert!(server.stderr().contains("no thumbnail for an upload: TooLarge(100000, 100000)"));
+
+    // Deleting the attachment removes the thumbnail's file too.
+    let listed = c.get("/attachments", &[]).ok();
+    let photo = listed["attachments"].as_array().unwrap().iter().find(|a| a["name"] == "photo.png");
+    let id = photo.unwrap()["id"].as_u64().unwrap();
+    let stored = |dir: &std::path::Path| -> usize {
+        let mut count = 0;
+        let mut stack = vec![dir.to_owned()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(d).unwrap() {
+                let e = e.unwrap();
+                if e.file_type().unwrap().is_dir() {
+                    stack.push(e.path());
+                } else {
+                    count += 1;
+                }
+            }
+        }
+        count
+    };
+    let uploads = server.data_dir().join("data/uploads");
+    let before = stored(&uploads);
+    c.request("DELETE", &format!("/attachments/{id}"), &[]).ok();
+    assert_eq!(stored(&uploads), before - 2, "the original and its thumbnail");
+    assert_eq!(download(&server, &thumbnail, auth(&hamlet), &[]).status, 404);
 }

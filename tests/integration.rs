@@ -4,6 +4,8 @@
 /// Harness: TestServer (start/kill/stop/restart) and a raw HTTP client.
 mod util;
 
+/// Avatars: upload, serve, redirect, delete, refusals.
+mod api_avatars;
 /// Channels and subscriptions: create, join, leave, properties, PATCH/DELETE streams.
 mod api_channels;
 /// POST /register, GET/DELETE /events, POST /users/me/presence.
@@ -80,6 +82,9 @@ mod ops;
 mod permission_matrix;
 /// Crash (SIGKILL) and clean restarts, snapshots, torn and corrupt logs.
 mod recovery;
+/// Every route of the routing table × eight callers (owner, member,
+/// outsider, guest, deactivated, bot, another realm, none); the table is data.
+mod route_matrix;
 /// register, GET /messages and every event, decoded as the mobile app does.
 mod typed_client;
 /// The register-vs-events harness (Zulip's verify_action), one case per event type.

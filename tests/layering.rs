@@ -27,6 +27,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("apply", 6),
     ("persist", 7),
     ("files", 7),
+    ("thumbnails", 7),
     ("commit", 8),
     ("send", 9),
     ("api", 10),

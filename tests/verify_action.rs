@@ -125,8 +125,11 @@ impl Harness {
         let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
         assert_eq!(types, expected, "event types: {events:#?}");
         let me = self.user(email).id.0;
+        // Register's default, as in Zulip.
+        let client_gravatar =
+            params.iter().find(|(k, _)| *k == "client_gravatar").is_none_or(|(_, v)| *v == "true");
         for event in &events {
-            apply_event(&mut state, event, me);
+            apply_event(&mut state, event, me, client_gravatar);
         }
         let fresh = self.register(email, params);
         assert_same_state(normalize(state), normalize(fresh));
@@ -210,7 +213,7 @@ fn sort_by_name(list: &mut Value) {
 }
 
 /// Folds one event into a fetched register state, as a client does.
-pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
+pub fn apply_event(state: &mut Value, event: &Value, me: u64, client_gravatar: bool) {
     if crate::verify_settings::handles(event) {
         return crate::verify_settings::apply_event(state, event);
     }
@@ -297,7 +300,9 @@ pub fn apply_event(state: &mut Value, event: &Value, me: u64) {
                     json!({"website": p, "aggregated": aggregated});
             }
         }
-        "realm_user" if event["op"] == "update" => apply_person_update(state, &event["person"], me),
+        "realm_user" if event["op"] == "update" => {
+            apply_person_update(state, &event["person"], me, client_gravatar)
+        }
         "realm_user" => {
             assert_eq!(event["op"], "add");
             if let Some(users) = state.get_mut("realm_users").and_then(Value::as_array_mut) {
@@ -570,7 +575,7 @@ fn apply_update_message(state: &mut Value, event: &Value) {
 }
 
 /// A `realm_user` `update`: one changed field of one person.
-fn apply_person_update(state: &mut Value, person: &Value, me: u64) {
+fn apply_person_update(state: &mut Value, person: &Value, me: u64, client_gravatar: bool) {
     let id = person["user_id"].clone();
     // The caller's own fields also sit at the top level of register.
     if id == me {
@@ -583,6 +588,15 @@ fn apply_person_update(state: &mut Value, person: &Value, me: u64) {
             }
         }
     }
+    // Zulip's client rule: with `client_gravatar`, a gravatar URL in the
+    // user list is null (the client computes it).
+    let mut person = person.clone();
+    if client_gravatar && person["avatar_url"].as_str().is_some_and(|u| u.contains("gravatar.com"))
+    {
+        person["avatar_url"] = Value::Null;
+        person["avatar_url_medium"] = Value::Null;
+    }
+    let person = &person;
     let Some(active) = state.get("realm_users") else { return };
     let mut all: Vec<(bool, Value)> = active
         .as_array()
@@ -612,6 +626,8 @@ fn apply_person_update(state: &mut Value, person: &Value, me: u64) {
                     u["is_active"] = value.clone();
                 }
                 "new_email" => u["email"] = value.clone(),
+                // A user object has only `avatar_url` and `avatar_version`.
+                "avatar_source" | "avatar_url_medium" => {}
                 "custom_profile_field" => {
                     let field = value["id"].to_string();
                     let data = u["profile_data"].as_object_mut().unwrap();

@@ -11,6 +11,7 @@ use natter::files::{self, Upload};
 use crate::verify_action::Harness;
 
 const HAMLET: &str = "hamlet@natter.test";
+const IAGO: &str = "iago@natter.test";
 
 /// `POST /user_uploads` as `email` with one staged file.
 fn upload(h: &Harness, email: &str, name: &str, bytes: &[u8]) -> Value {
@@ -133,4 +134,150 @@ fn custom_emoji_added_and_deactivated() {
         &["realm_emoji"],
     );
     assert_eq!(events[0]["realm_emoji"][id.as_str()]["deactivated"], true);
+}
+
+/// `POST /users/me/avatar` as `email` with one staged image.
+fn upload_avatar(h: &Harness, email: &str, bytes: &[u8]) -> natter::error::ApiResult<Value> {
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let staged = files::stage_bytes(&*h.app.files, bytes).unwrap();
+    let mut call = Call {
+        realm: realm.into(),
+        caller: Some(h.user(email).into()),
+        params: Params::default(),
+        path: Vec::new(),
+        client: "test".into(),
+        raw_fields: Vec::new(),
+        sorted_reply: None,
+        files: vec![Upload {
+            staged,
+            filename: "me.png".to_owned(),
+            content_type: Some("image/png".to_owned()),
+            size: bytes.len() as u64,
+        }],
+    };
+    api::avatars::upload(&h.app, &mut call).map(Value::Object)
+}
+
+/// An avatar upload and its removal reach every user as Zulip's
+/// `realm_user` update, and fold into the user list (with and without
+/// `client_gravatar`) and the uploader's own avatar fields.
+#[test]
+fn avatar_changes() {
+    let h = Harness::new();
+    for (email, client_gravatar) in [(HAMLET, "true"), ("othello@natter.test", "false")] {
+        let params =
+            [("fetch_event_types", r#"["realm_user"]"#), ("client_gravatar", client_gravatar)];
+        let events = h.verify_action(
+            email,
+            &params,
+            |h| {
+                upload_avatar(h, HAMLET, &crate::api_uploads::png(30, 30)).unwrap();
+            },
+            &["realm_user"],
+        );
+        let person = &events[0]["person"];
+        assert_eq!(person["avatar_source"], "U");
+        assert!(person["avatar_url"].as_str().unwrap().starts_with("/user_avatars/"));
+        let realm = h.app.state.realm_by_subdomain("").unwrap();
+        let events = h.verify_action(
+            email,
+            &params,
+            |h| {
+                h.call_in(realm, HAMLET, api::avatars::delete, &[], &[]).unwrap();
+            },
+            &["realm_user"],
+        );
+        let person = &events[0]["person"];
+        assert_eq!(person["avatar_source"], "G");
+        assert!(person["avatar_url"].as_str().unwrap().contains("gravatar.com"));
+    }
+}
+
+/// `avatar_changes_disabled` and `can_add_custom_emoji_group` through
+/// `PATCH /realm`: `realm` events that register agrees with.
+#[test]
+fn realm_file_settings() {
+    let h = Harness::new();
+    let update = api::realm_settings::update;
+    let disable = Harness::act(IAGO, update, &[], &[("avatar_changes_disabled", "true")]);
+    let events = h.verify_action(HAMLET, &[], disable, &["realm"]);
+    assert_eq!(events[0]["property"], "avatar_changes_disabled");
+    assert_eq!(events[0]["value"], true);
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let admins = realm.system_groups.id(natter::state::SystemGroup::Administrators).0;
+    let value = format!(r#"{{"new": {admins}}}"#);
+    let admins_only = Harness::act(IAGO, update, &[], &[("can_add_custom_emoji_group", &value)]);
+    let events = h.verify_action(HAMLET, &[], admins_only, &["realm"]);
+    assert_eq!(events[0]["op"], "update_dict");
+    assert_eq!(events[0]["data"]["can_add_custom_emoji_group"], admins);
+    // Both at once, with another setting: one change, three events.
+    let both = Harness::act(
+        IAGO,
+        update,
+        &[],
+        &[
+            ("avatar_changes_disabled", "false"),
+            (
+                "can_add_custom_emoji_group",
+                r#"{"new": {"direct_members": [], "direct_subgroups": []}}"#,
+            ),
+            ("allow_edit_history", "false"),
+        ],
+    );
+    h.verify_action(HAMLET, &[], both, &["realm", "realm", "realm"]);
+}
+
+/// Unclaimed files are deleted after the grace period (Zulip's rule: no
+/// message and no scheduled message references them; a deleted message
+/// no longer does), each telling its owner with an `attachment` remove;
+/// referenced ones stay.
+#[test]
+fn unclaimed_files_are_reclaimed() {
+    let h = Harness::new();
+    let url = |v: Value| v["url"].as_str().unwrap().to_owned();
+    let unsent = url(upload(&h, HAMLET, "unsent.txt", b"a"));
+    let sent = url(upload(&h, HAMLET, "sent.txt", b"b"));
+    let deleted = url(upload(&h, HAMLET, "deleted.txt", b"c"));
+    let scheduled = url(upload(&h, HAMLET, "scheduled.txt", b"d"));
+    let send = |content: &str| {
+        let params = [("type", "stream"), ("to", "general"), ("topic", "t"), ("content", content)];
+        h.call(HAMLET, api::messages::send, &params).unwrap()["id"].as_u64().unwrap()
+    };
+    send(&format!("[b]({sent})"));
+    let gone = send(&format!("[c]({deleted})")).to_string();
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    h.call_in(realm.clone(), IAGO, api::messages::delete, &[&gone], &[]).unwrap();
+    let general = h.app.state.channel_by_name(realm.id, "general").unwrap().id.0.to_string();
+    let at = (natter::entropy::now() + 3600).to_string();
+    let content = format!("[d]({scheduled})");
+    let params = [
+        ("type", "stream"),
+        ("to", general.as_str()),
+        ("topic", "later"),
+        ("content", content.as_str()),
+        ("scheduled_delivery_timestamp", at.as_str()),
+    ];
+    h.call(HAMLET, api::scheduled::create, &params).unwrap();
+    let path = |url: &str| url.trim_start_matches("/user_uploads/").to_owned();
+    let attachment = |url: &str| h.app.state.files.by_path(&path(url));
+    let records: Vec<_> = [&unsent, &sent, &deleted, &scheduled]
+        .into_iter()
+        .map(|u| attachment(u).unwrap())
+        .collect();
+    // Within the grace period nothing goes.
+    let grace = h.app.config.uploads.unclaimed_grace_secs as i64;
+    let now = natter::entropy::now();
+    assert_eq!(api::uploads::reclaim_unclaimed(&h.app, now), 0);
+    let params = [("fetch_event_types", r#"["message", "realm_user", "subscription"]"#)];
+    let events = h.verify_action(
+        HAMLET,
+        &params,
+        |h| assert_eq!(api::uploads::reclaim_unclaimed(&h.app, now + grace), 2),
+        &["attachment", "attachment"],
+    );
+    assert!(events.iter().all(|e| e["op"] == "remove"));
+    for (record, kept) in records.iter().zip([false, true, false, true]) {
+        assert_eq!(attachment(&format!("/user_uploads/{}", record.path_id)).is_some(), kept);
+        assert_eq!(files::is_stored(&*h.app.files, record), kept, "{}", record.name);
+    }
 }

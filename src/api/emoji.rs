@@ -1,9 +1,9 @@
 //! Custom emoji: `GET /realm/emoji`, `POST /realm/emoji/{emoji_name}`
 //! (multipart, one image), `DELETE /realm/emoji/{emoji_name}` (deactivates).
 //!
-//! Who may add one follows Zulip's default `can_add_custom_emoji_group`
-//! (members and above: not guests); deactivating is for administrators and
-//! the emoji's author. The image is stored (`crate::files`) before the
+//! Who may add one follows the realm's `can_add_custom_emoji_group`
+//! (`PATCH /realm`; Zulip's default, members: not guests); deactivating is
+//! for administrators and the emoji's author. The image is stored (`crate::files`) before the
 //! emoji is recorded, and served without credentials at its `source_url`
 //! (`/user_avatars/<key>`), as Zulip serves emoji.
 
@@ -13,8 +13,8 @@ use crate::files;
 use crate::markdown::emoji as builtin;
 use crate::mutation::Mutation;
 use crate::reply;
+use crate::state::access;
 use crate::state::files::RealmEmoji;
-use crate::state::Role;
 
 /// Largest emoji image, in MiB (register's `max_emoji_file_size_mib`).
 pub const MAX_EMOJI_FILE_MIB: u64 = 5;
@@ -62,6 +62,22 @@ fn image_type(head: &[u8]) -> Option<&'static str> {
     }
 }
 
+/// The media type of an uploaded image, from its first bytes (`None`
+/// when it is not one natter accepts).
+pub(super) fn uploaded_image_type(upload: &files::Upload) -> ApiResult<Option<&'static str>> {
+    let path = upload.staged.path().to_owned();
+    let head = files::blocking(move || {
+        use std::io::Read;
+        let mut head = Vec::new();
+        std::fs::File::open(path).and_then(|f| f.take(16).read_to_end(&mut head)).map(|_| head)
+    })
+    .map_err(|e| {
+        eprintln!("natter: error: reading an uploaded image: {e}");
+        ApiError::internal()
+    })?;
+    Ok(image_type(&head))
+}
+
 /// `GET /realm/emoji`: the realm's custom emoji, deactivated ones included.
 pub fn list(app: &App, call: &mut Call) -> ApiResult<Reply> {
     Ok(reply! {"emoji" => crate::view::files::realm_emoji(&app.state, call.realm.id)})
@@ -73,7 +89,7 @@ pub fn add(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let mut parts = std::mem::take(&mut call.files);
     let caller = call.caller();
     check_name(&name)?;
-    if caller.role == Role::Guest {
+    if !access::can_add_custom_emoji(&app.state, caller) {
         return Err(ApiError::bad_request("Insufficient permission"));
     }
     let is_admin = caller.role.is_admin();
@@ -90,24 +106,18 @@ pub fn add(app: &App, call: &mut Call) -> ApiResult<Reply> {
             "Uploaded file is larger than the allowed limit of {MAX_EMOJI_FILE_MIB} MiB"
         )));
     }
-    let path = upload.staged.path().to_owned();
-    let head = files::blocking(move || {
-        use std::io::Read;
-        let mut head = Vec::new();
-        std::fs::File::open(path).and_then(|f| f.take(16).read_to_end(&mut head)).map(|_| head)
-    })
-    .map_err(|e| {
-        tracing::error!("reading an uploaded emoji: {e}");
-        ApiError::internal()
-    })?;
-    let content_type =
-        image_type(&head).ok_or_else(|| ApiError::bad_request("Invalid image format"))?;
+    let content_type = uploaded_image_type(&upload)?
+        .ok_or_else(|| ApiError::bad_request("Invalid image format"))?;
     if app.state.files.active_emoji(caller.realm, &name).is_some() {
         return Err(ApiError::bad_request("A custom emoji with this name already exists."));
     }
     let size = upload.size;
     let key = super::uploads::put(app, caller.realm, upload.staged)?;
     let committed = app.committer.commit(|state| {
+        // Again under the writer lock: the setting may have changed.
+        if !access::can_add_custom_emoji(state, caller) {
+            return Err(ApiError::bad_request("Insufficient permission"));
+        }
         if state.files.active_emoji(caller.realm, &name).is_some() {
             return Err(ApiError::bad_request("A custom emoji with this name already exists."));
         }

@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod avatars;
 pub mod channel_email;
 pub mod channels;
 pub mod default_streams;

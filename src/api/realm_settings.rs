@@ -1,9 +1,10 @@
 //! `PATCH /realm` and `PATCH /realm/user_settings_defaults`.
 //!
 //! `PATCH /realm`: the organization's name, description and the settings
-//! natter implements (`RealmSettings`, and `enable_read_receipts` and
-//! `moderation_request_channel_id`, kept in `state::features`), for
-//! administrators; the message
+//! natter implements (`RealmSettings`; `enable_read_receipts` and
+//! `moderation_request_channel_id`, kept in `state::features`; and the
+//! file settings kept with the files' records: `avatar_changes_disabled`,
+//! `can_add_custom_emoji_group`), for administrators; the message
 //! retention and who may create web-public channels for owners only, as
 //! in Zulip. Each changed property reaches every member as Zulip's `realm`
 //! `update` (or, for a group setting, `update_dict`) event
@@ -25,9 +26,10 @@ use crate::error::{ApiError, ApiResult};
 use crate::mutation::{Mutation, RealmUpdate};
 use crate::state::access::can_see_channel;
 use crate::state::features::{FeatureChange, RealmFeatures};
+use crate::state::files::RealmFileSettings;
 use crate::state::organization::OrgChange;
 use crate::state::settings::SETTINGS;
-use crate::state::{ChannelId, GroupSetting, Realm, Role, State, TopicsPolicy};
+use crate::state::{ChannelId, GroupSetting, Realm, Role, State, SystemGroup, TopicsPolicy};
 
 /// Longest organization name, in characters (Zulip's).
 pub const MAX_REALM_NAME_LENGTH: usize = 40;
@@ -272,20 +274,72 @@ fn realm_default(name: &str) -> crate::state::SystemGroup {
     }
 }
 
+/// The realm's file settings (`state::files`) a `PATCH /realm` asks to
+/// change: `avatar_changes_disabled`, and `can_add_custom_emoji_group` as
+/// its new value and the `old` one the client expects.
+struct FileChanges {
+    avatar_changes_disabled: Option<bool>,
+    emoji_group: Option<(GroupSetting, Option<GroupSetting>)>,
+}
+
+fn parse_file_settings(app: &App, call: &mut Call) -> ApiResult<FileChanges> {
+    let avatar_changes_disabled = call.params.bool("avatar_changes_disabled")?;
+    let name = "can_add_custom_emoji_group";
+    let emoji_group = match call.params.json(name)? {
+        None => None,
+        Some(Value::Object(map)) => {
+            let new = map.get("new").ok_or_else(|| ApiError::invalid(name, "'new' is missing"))?;
+            let new = group_setting::parse(&app.state, &call.realm, name, new)?;
+            let old = match map.get("old") {
+                Some(old) => Some(group_setting::parse(&app.state, &call.realm, name, old)?),
+                None => None,
+            };
+            Some((new, old))
+        }
+        Some(_) => return Err(ApiError::invalid(name, "not an object with 'new'")),
+    };
+    Ok(FileChanges { avatar_changes_disabled, emoji_group })
+}
+
+/// The realm's file settings after `changes`.
+fn updated_files(
+    realm: &Realm,
+    before: &RealmFileSettings,
+    changes: &FileChanges,
+) -> ApiResult<RealmFileSettings> {
+    let mut after = before.clone();
+    if let Some(on) = changes.avatar_changes_disabled {
+        after.avatar_changes_disabled = on;
+    }
+    if let Some((new, old)) = &changes.emoji_group {
+        let current = realm.group_setting(&before.can_add_custom_emoji_group, SystemGroup::Members);
+        if old.as_ref().is_some_and(|old| *old != current) {
+            return Err(ApiError::bad_request(
+                "'old' value for 'can_add_custom_emoji_group' does not match the expected value.",
+            ));
+        }
+        after.can_add_custom_emoji_group = Some(new.clone());
+    }
+    Ok(after)
+}
+
 /// `PATCH /realm` (administrators): see the module documentation.
 pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let changes = parse(app, call)?;
+    let file_changes = parse_file_settings(app, call)?;
     let me = call.caller().clone();
     if !me.role.is_admin() {
         return Err(ApiError::bad_request("Must be an organization administrator"));
     }
     let id = call.realm.id;
-    type Plan = ((Realm, RealmFeatures), (Realm, RealmFeatures));
-    let plan = |s: &State| -> ApiResult<Plan> {
+    type Parts = (Realm, RealmFeatures, RealmFileSettings);
+    let plan = |s: &State| -> ApiResult<(Parts, Parts)> {
         let before = s.realms.get(&id).ok_or_else(ApiError::internal)?;
         let features = s.features.of(id);
-        let after = updated(&before, &features, me.role, &changes)?;
-        Ok(((before, features), after))
+        let files = s.files.realm_settings(id);
+        let (realm, features_after) = updated(&before, &features, me.role, &changes)?;
+        let files_after = updated_files(&before, &files, &file_changes)?;
+        Ok(((before, features, files), (realm, features_after, files_after)))
     };
     // Checked before the writer lock so that a request changing nothing
     // logs nothing; checked again under it.
@@ -294,8 +348,8 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
     if before == after {
         return Ok(reply);
     }
-    let (realm_after, features_after) = app.committer.commit(|s| {
-        let ((realm_before, features_before), (realm, features)) = plan(s)?;
+    let (realm_after, features_after, files_after) = app.committer.commit(|s| {
+        let ((realm_before, features_before, files_before), (realm, features, files)) = plan(s)?;
         let mut parts = Vec::new();
         if realm_before != realm {
             parts.push(Mutation::UpdateRealm(Box::new(RealmUpdate {
@@ -311,14 +365,21 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
                 features: features.clone(),
             }));
         }
+        if files_before != files {
+            let settings = Box::new(files.clone());
+            parts.push(Mutation::SetRealmFileSettings { realm: id, settings });
+        }
         let mutation =
             if parts.len() == 1 { parts.pop().expect("one") } else { Mutation::Batch(parts) };
-        Ok((mutation, (realm, features)))
+        Ok((mutation, (realm, features, files)))
     })?;
-    let old = crate::view::realm::settings(&before.0);
-    for ((property, value, _), (_, was, _)) in
-        crate::view::realm::settings(&realm_after).into_iter().zip(old)
-    {
+    let old = crate::view::realm::settings(&before.0)
+        .into_iter()
+        .chain(crate::view::files::settings(&before.0, &before.2));
+    let new = crate::view::realm::settings(&realm_after)
+        .into_iter()
+        .chain(crate::view::files::settings(&realm_after, &files_after));
+    for ((property, value, _), (_, was, _)) in new.zip(old) {
         if value != was {
             reply.insert(property.to_owned(), value);
         }

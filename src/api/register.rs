@@ -409,7 +409,6 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
         "realm_emails_restricted_to_domains": false,
         "realm_name_changes_disabled": false,
         "realm_email_changes_disabled": false,
-        "realm_avatar_changes_disabled": false,
         "realm_video_chat_provider": 0,
         "realm_available_video_chat_providers": {},
         "realm_org_type": 0,
@@ -436,7 +435,7 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
         "max_stream_name_length": MAX_STREAM_NAME_LENGTH,
         "max_stream_description_length": MAX_STREAM_DESCRIPTION_LENGTH,
         "max_file_upload_size_mib": ctx.app.config.uploads.max_file_mib,
-        "max_avatar_file_size_mib": 5,
+        "max_avatar_file_size_mib": super::avatars::MAX_AVATAR_FILE_MIB,
         "max_icon_file_size_mib": 5,
         "max_logo_file_size_mib": 5,
         "server_typing_started_wait_period_milliseconds": 10_000,
@@ -455,6 +454,10 @@ fn realm_section(ctx: &Ctx, out: &mut Reply) {
     }
     // The settings `PATCH /realm` changes (the table its events come from).
     for (property, value, _) in crate::view::realm::settings(realm) {
+        out.insert(format!("realm_{property}"), value);
+    }
+    let files = ctx.state.files.realm_settings(realm.id);
+    for (property, value, _) in crate::view::files::settings(realm, &files) {
         out.insert(format!("realm_{property}"), value);
     }
 }
@@ -485,9 +488,9 @@ fn realm_user_section(
         "email": cut.api_email(me),
         "delivery_email": me.delivery_email,
         "full_name": me.full_name,
-        "avatar_source": "G",
-        "avatar_url": crate::view::user::avatar_url(me, false),
-        "avatar_url_medium": crate::view::user::avatar_url(me, false),
+        "avatar_source": crate::view::user::avatar_source(state, me),
+        "avatar_url": crate::view::user::avatar_url(state, me, false),
+        "avatar_url_medium": crate::view::user::avatar_url_medium(state, me),
         "is_admin": me.role.is_admin(),
         "is_owner": me.role == crate::state::Role::Owner,
         "is_moderator": me.role <= crate::state::Role::Moderator,

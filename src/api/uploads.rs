@@ -3,6 +3,9 @@
 //! `DELETE /attachments/{attachment_id}`; and the access check of the
 //! download route outside `/api/v1` (`download`).
 //!
+//! Files no message references are deleted by the scheduler after a grace
+//! period (`reclaim_unclaimed`).
+//!
 //! An upload's bytes are made durable in the file store (`crate::files`)
 //! before the mutation recording the attachment is committed; if the
 //! commit is refused, the stored file is removed again (and a crash in
@@ -16,8 +19,9 @@ use crate::error::{ApiError, ApiResult};
 use crate::files::{self, StoreKey, Upload};
 use crate::mutation::Mutation;
 use crate::reply;
-use crate::state::files::Attachment;
+use crate::state::files::{Attachment, Thumbnail};
 use crate::state::{access, Realm, State, User};
+use crate::thumbnails;
 
 /// Refused when an upload would take `user` or their realm past a quota.
 fn check_quota(state: &State, limits: &UploadLimits, user: &User, size: u64) -> ApiResult<()> {
@@ -68,7 +72,18 @@ pub fn store(app: &App, owner: &User, upload: Upload) -> ApiResult<Attachment> {
     check_quota(&app.state, &limits, owner, upload.size)?;
     let name = files::sanitize_name(&upload.filename);
     let content_type = files::content_type(upload.content_type.as_deref(), &name);
-    let key = put(app, owner.realm, upload.staged)?;
+    // An image's thumbnail is made (bounded, on its own thread) and stored
+    // before either record is committed.
+    let thumbnail = thumbnail(app, owner, &upload)?;
+    let key = match put(app, owner.realm, upload.staged) {
+        Ok(key) => key,
+        Err(e) => {
+            if let Some(made) = thumbnail {
+                forget(app, made.0);
+            }
+            return Err(e);
+        }
+    };
     let record = Attachment {
         id: 0,
         realm: owner.realm,
@@ -84,12 +99,58 @@ pub fn store(app: &App, owner: &User, upload: Upload) -> ApiResult<Attachment> {
         // Again under the writer lock: uploads running side by side.
         check_quota(state, &limits, owner, record.size)?;
         let attachment = Attachment { id: state.files.next_id(), ..record };
-        Ok((Mutation::CreateAttachment(Box::new(attachment.clone())), attachment))
+        let created = Mutation::CreateAttachment(Box::new(attachment.clone()));
+        let mutation = match &thumbnail {
+            Some((_, made)) => Mutation::Batch(vec![
+                created,
+                Mutation::SetThumbnail {
+                    attachment: attachment.id,
+                    thumbnail: Box::new(made.clone()),
+                },
+            ]),
+            None => created,
+        };
+        Ok((mutation, attachment))
     });
     if committed.is_err() {
         forget(app, key);
+        if let Some((key, _)) = thumbnail {
+            forget(app, key);
+        }
     }
     committed
+}
+
+/// The thumbnail of an uploaded image, stored under its own key: `None`
+/// for anything `thumbnails::make` refuses (not an image, too many
+/// pixels, undecodable, too slow), which is then just a file.
+fn thumbnail(app: &App, owner: &User, upload: &Upload) -> ApiResult<Option<(StoreKey, Thumbnail)>> {
+    let path = upload.staged.path().to_owned();
+    let made = files::blocking(move || thumbnails::make(path, thumbnails::TIME_LIMIT));
+    let made = match made {
+        Ok(made) => made,
+        Err(thumbnails::Refused::NotAnImage) => return Ok(None),
+        Err(why) => {
+            eprintln!("natter: info: no thumbnail for an upload: {why:?}");
+            return Ok(None);
+        }
+    };
+    let store = Arc::clone(&app.files);
+    let webp = made.webp;
+    let size = webp.len() as u64;
+    let staged = files::blocking(move || files::stage_bytes(&*store, &webp)).map_err(|e| {
+        eprintln!("natter: error: cannot stage a thumbnail: {e}");
+        ApiError::internal()
+    })?;
+    let key = put(app, owner.realm, staged)?;
+    let record = Thumbnail {
+        key: key.as_str().to_owned(),
+        size,
+        width: made.width,
+        height: made.height,
+        content_type: made.content_type.to_owned(),
+    };
+    Ok(Some((key, record)))
 }
 
 /// `POST /user_uploads`: one file, multipart → `uri`, `url`, `filename`.
@@ -118,8 +179,9 @@ pub fn readable(state: &State, user: &User, path_id: &str) -> ApiResult<Attachme
 }
 
 /// The attachment a download request names: by a temporary URL's token
-/// (`temporary/<token>/<name>`), or for the authenticated `caller` of
-/// `realm`.
+/// (`temporary/<token>/<name>`), for the authenticated `caller` of
+/// `realm`, or without credentials when a message of one of the realm's
+/// web-public channels references it (as Zulip serves such files).
 pub fn download(
     app: &App,
     realm: &Realm,
@@ -136,9 +198,15 @@ pub fn download(
         }
         return Ok(attachment);
     }
-    let caller = caller.ok_or_else(|| {
-        ApiError::unauthorized("Not logged in: API authentication or user session required")
-    })?;
+    let Some(caller) = caller else {
+        // Without credentials: only a file a web-public channel shows.
+        let attachment = app.state.files.by_path(path);
+        return attachment
+            .filter(|a| access::spectator_can_read_attachment(&app.state, realm, a))
+            .ok_or_else(|| {
+                ApiError::unauthorized("Not logged in: API authentication or user session required")
+            });
+    };
     readable(&app.state, caller, path)
 }
 
@@ -178,10 +246,61 @@ pub fn delete(app: &App, call: &mut Call) -> ApiResult<Reply> {
             .get(id)
             .filter(|a| a.owner == caller.id)
             .ok_or_else(|| ApiError::bad_request("Invalid attachment"))?;
-        Ok((Mutation::DeleteAttachment { id }, attachment))
+        Ok((Mutation::DeleteAttachment { id }, (attachment, state.files.thumbnail(id))))
     })?;
-    if let Some(key) = StoreKey::parse(removed.store_key()) {
+    forget_files(app, removed);
+    Ok(Reply::new())
+}
+
+/// Removes a deleted attachment's bytes and its thumbnail's.
+fn forget_files(app: &App, (attachment, thumbnail): (Attachment, Option<Thumbnail>)) {
+    let keys = std::iter::once(attachment.store_key().to_owned()).chain(thumbnail.map(|t| t.key));
+    for key in keys.filter_map(|k| StoreKey::parse(&k)) {
         forget(app, key);
     }
-    Ok(Reply::new())
+}
+
+/// Whether attachment `a` is unclaimed at `now` (Zulip's rule): uploaded
+/// more than `grace` seconds ago, and neither a message nor a scheduled
+/// message references it (a deleted message no longer does).
+pub fn is_unclaimed(state: &State, a: &Attachment, now: i64, grace: u64) -> bool {
+    let old_enough = a.create_time.saturating_add(i64::try_from(grace).unwrap_or(i64::MAX)) <= now;
+    old_enough
+        && !a.messages.iter().any(|id| state.messages.get(id).is_some())
+        && state
+            .scheduled
+            .by_id
+            .collect_sorted(|_, s| s.realm == a.realm && s.content.contains(&a.path_id))
+            .is_empty()
+}
+
+/// Deletes every unclaimed attachment (`is_unclaimed`) at `now`, each by
+/// its own `DeleteAttachment` (checked again under the writer lock), its
+/// bytes removed once that is durable; how many. Run by the scheduler.
+pub fn reclaim_unclaimed(app: &App, now: i64) -> usize {
+    let grace = app.config.uploads.unclaimed_grace_secs;
+    let state = &app.state;
+    let candidates: Vec<u64> = state
+        .files
+        .all()
+        .into_iter()
+        .filter(|a| is_unclaimed(state, a, now, grace))
+        .map(|a| a.id)
+        .collect();
+    let mut reclaimed = 0;
+    for id in candidates {
+        let removed = app.committer.commit(|state| {
+            let attachment = state
+                .files
+                .get(id)
+                .filter(|a| is_unclaimed(state, a, now, grace))
+                .ok_or_else(|| ApiError::bad_request("Invalid attachment"))?;
+            Ok((Mutation::DeleteAttachment { id }, (attachment, state.files.thumbnail(id))))
+        });
+        // Refused: claimed or deleted meanwhile.
+        let Ok(removed) = removed else { continue };
+        forget_files(app, removed);
+        reclaimed += 1;
+    }
+    reclaimed
 }

@@ -4,8 +4,8 @@
 use serde_json::json;
 
 use crate::events::{Audience, Event};
-use crate::state::files::{Attachment, RealmEmoji};
-use crate::state::{MessageId, RealmId, State};
+use crate::state::files::{Attachment, Avatar, RealmEmoji, RealmFileSettings};
+use crate::state::{MessageId, RealmId, State, UserId};
 use crate::view;
 
 /// `op` for `attachment`, told to its owner.
@@ -61,4 +61,47 @@ pub fn create_emoji(state: &State, emoji: &RealmEmoji) -> Vec<Event> {
 pub fn deactivate_emoji(state: &State, id: u64) -> Vec<Event> {
     let realm = state.files.deactivate_emoji(id).unwrap_or_else(|| panic!("apply: no emoji {id}"));
     vec![emoji_event(state, realm)]
+}
+
+/// Sets or removes a user's uploaded avatar and bumps their
+/// `avatar_version`; the realm is told with Zulip's `realm_user` update,
+/// which carries the URLs whatever a client's `client_gravatar`.
+pub fn set_avatar(state: &State, user: UserId, avatar: Option<&Avatar>) -> Vec<Event> {
+    state.files.set_avatar(user, avatar.cloned());
+    let updated = state
+        .users
+        .update(&user, |u| {
+            u.avatar_version += 1;
+            u.clone()
+        })
+        .unwrap_or_else(|| panic!("apply: no user {user}"));
+    let url = view::user::avatar_url(state, &updated, false);
+    let event = json!({
+        "type": "realm_user",
+        "op": "update",
+        "person": {
+            "user_id": user.0,
+            "avatar_source": view::user::avatar_source(state, &updated),
+            "avatar_url": url,
+            "avatar_url_medium": view::user::avatar_url_medium(state, &updated),
+            "avatar_version": updated.avatar_version,
+        },
+    });
+    vec![Event::Broadcast { audience: Audience::Realm(updated.realm), event }]
+}
+
+/// Replaces a realm's file settings; each changed property is told to
+/// the realm as `PATCH /realm` tells its others.
+pub fn set_realm_settings(
+    state: &State,
+    realm: RealmId,
+    settings: &RealmFileSettings,
+) -> Vec<Event> {
+    let row = state.realms.get(&realm).unwrap_or_else(|| panic!("apply: no realm {realm}"));
+    let before = state.files.realm_settings(realm);
+    state.files.set_realm_settings(realm, settings.clone());
+    view::files::settings_changes(&row, &before, settings)
+        .into_iter()
+        .map(|event| Event::Broadcast { audience: Audience::Realm(realm), event })
+        .collect()
 }

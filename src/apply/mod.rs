@@ -86,6 +86,7 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::DeleteAttachment { .. }
         | Mutation::CreateRealmEmoji(_)
         | Mutation::DeactivateRealmEmoji { .. }
+        | Mutation::SetThumbnail { .. }
         | Mutation::Organization(_)
         | Mutation::Features(_)
         | Mutation::AddSubmessage { .. } => true,
@@ -267,6 +268,14 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         Mutation::DeleteAttachment { id } => files::delete(state, *id),
         Mutation::CreateRealmEmoji(emoji) => files::create_emoji(state, emoji),
         Mutation::DeactivateRealmEmoji { id } => files::deactivate_emoji(state, *id),
+        Mutation::SetAvatar { user, avatar } => files::set_avatar(state, *user, avatar.as_deref()),
+        Mutation::SetRealmFileSettings { realm, settings } => {
+            files::set_realm_settings(state, *realm, settings)
+        }
+        Mutation::SetThumbnail { attachment, thumbnail } => {
+            state.files.set_thumbnail(*attachment, (**thumbnail).clone());
+            Vec::new()
+        }
     }
 }
 

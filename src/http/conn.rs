@@ -34,6 +34,7 @@ use super::alarm::{AlarmSlot, Alarms};
 use super::response::{self, Response};
 use super::spawn::SpawnCo;
 use crate::config::WireLimits;
+use crate::error::ApiError;
 use crate::files::Staged;
 
 /// The clock time of `at` as `HH:MM:SS.mmm`, UTC: for lining a log line up
@@ -686,49 +687,24 @@ impl<'l> Conn<'l> {
                 return Err(response::body_too_large(limits).into());
             }
             let data = &self.buf[self.start + off..self.end];
-            let (line, size) = match httparse::parse_chunk_size(data) {
-                Ok(httparse::Status::Complete(found)) => found,
-                Ok(httparse::Status::Partial) if data.len() <= MAX_CHUNK_LINE => {
-                    self.body_read()?;
-                    continue;
-                }
-                _ => return Err(response::malformed("bad chunk size line").into()),
-            };
-            if size == 0 {
-                // Trailer fields (ignored) end with an empty line.
-                let trailers = &data[line..];
-                if trailers.starts_with(b"\r\n") {
-                    return Ok(off + line + 2);
-                }
-                if let Some(at) = find(trailers, b"\r\n\r\n") {
-                    return Ok(off + line + at + 4);
-                }
-                if trailers.len() > limits.max_head_bytes {
-                    return Err(response::head_too_large(limits).into());
-                }
-                self.body_read()?;
-                continue;
-            }
-            let size = usize::try_from(size).unwrap_or(usize::MAX);
-            if size > limits.max_body_bytes - self.body.len().min(limits.max_body_bytes) {
-                return Err(response::body_too_large(limits).into());
-            }
-            if data.len() < line + size + 2 {
-                let want = off + line + size + 2;
-                if self.buf.len() - self.start < want {
-                    self.compact();
-                    if self.buf.len() < want {
-                        self.buf.resize(want, 0);
+            match next_chunk(data, self.body.len(), limits)? {
+                Chunk::Partial(want) => {
+                    if let Some(want) = want.map(|n| off + n) {
+                        if self.buf.len() - self.start < want {
+                            self.compact();
+                            if self.buf.len() < want {
+                                self.buf.resize(want, 0);
+                            }
+                        }
                     }
+                    self.body_read()?;
                 }
-                self.body_read()?;
-                continue;
+                Chunk::Data { start, size } => {
+                    self.body.extend_from_slice(&data[start..start + size]);
+                    off += start + size + 2;
+                }
+                Chunk::Last(len) => return Ok(off + len),
             }
-            if &data[line + size..line + size + 2] != b"\r\n" {
-                return Err(response::malformed("chunk not followed by CRLF").into());
-            }
-            self.body.extend_from_slice(&data[line..line + size]);
-            off += line + size + 2;
         }
     }
 
@@ -1028,6 +1004,127 @@ fn encode(
     stream.write_all(&reply.body)
 }
 
+/// What the bytes at the start of a chunked body's remainder hold.
+#[derive(Debug, PartialEq, Eq)]
+enum Chunk {
+    /// Not enough bytes yet; when known, how many the next chunk needs.
+    Partial(Option<usize>),
+    /// A chunk whose data is `start..start + size`, followed by CRLF.
+    Data { start: usize, size: usize },
+    /// The last chunk and its trailer fields (ignored): `len` bytes.
+    Last(usize),
+}
+
+/// Reads the next chunk of a chunked body from `data` (which starts at a
+/// chunk-size line), `decoded` bytes of the body having been decoded.
+fn next_chunk(data: &[u8], decoded: usize, limits: &WireLimits) -> Result<Chunk, ApiError> {
+    let (line, size) = match httparse::parse_chunk_size(data) {
+        Ok(httparse::Status::Complete(found)) => found,
+        Ok(httparse::Status::Partial) if data.len() <= MAX_CHUNK_LINE => {
+            return Ok(Chunk::Partial(None))
+        }
+        _ => return Err(response::malformed("bad chunk size line")),
+    };
+    if size == 0 {
+        // Trailer fields (ignored) end with an empty line.
+        let trailers = &data[line..];
+        if trailers.starts_with(b"\r\n") {
+            return Ok(Chunk::Last(line + 2));
+        }
+        if let Some(at) = find(trailers, b"\r\n\r\n") {
+            return Ok(Chunk::Last(line + at + 4));
+        }
+        if trailers.len() > limits.max_head_bytes {
+            return Err(response::head_too_large(limits));
+        }
+        return Ok(Chunk::Partial(None));
+    }
+    let size = usize::try_from(size).unwrap_or(usize::MAX);
+    if size > limits.max_body_bytes - decoded.min(limits.max_body_bytes) {
+        return Err(response::body_too_large(limits));
+    }
+    if data.len() < line + size + 2 {
+        return Ok(Chunk::Partial(Some(line + size + 2)));
+    }
+    if &data[line + size..line + size + 2] != b"\r\n" {
+        return Err(response::malformed("chunk not followed by CRLF"));
+    }
+    Ok(Chunk::Data { start: line, size })
+}
+
+/// A request decoded from bytes in memory by `decode_request`.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Decoded {
+    /// The method.
+    pub method: String,
+    /// The request target (path and query).
+    pub target: String,
+    /// The headers in the order sent, as (name, value).
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// The body, chunked encoding removed.
+    pub body: Vec<u8>,
+    /// Bytes of `bytes` the request spans.
+    pub len: usize,
+}
+
+/// Decodes the request at the start of `bytes` as the connection loop
+/// does — the head (within `limits`), its framing, a `Content-Length` or
+/// chunked body — with every byte already in memory: `Ok(None)` when
+/// more bytes would be needed, `Err` with the reply's status when the
+/// connection would refuse it. Not API: the fuzz targets' entry point.
+#[doc(hidden)]
+pub fn decode_request(bytes: &[u8], limits: &WireLimits) -> Result<Option<Decoded>, u16> {
+    let refused = |e: ApiError| e.status;
+    let mut slots = vec![httparse::EMPTY_HEADER; limits.max_headers];
+    let mut req = httparse::Request::new(&mut slots);
+    let head_len = match req.parse(bytes) {
+        Ok(httparse::Status::Complete(n)) if n > limits.max_head_bytes => {
+            return Err(refused(response::head_too_large(limits)))
+        }
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if bytes.len() > limits.max_head_bytes => {
+            return Err(refused(response::head_too_large(limits)))
+        }
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(refused(response::too_many_headers(limits)))
+        }
+        Err(e) => return Err(refused(response::malformed(&e.to_string()))),
+    };
+    let framing = framing(&req, head_len).map_err(|Refusal(reply)| reply.status)?;
+    let (body, len) = match framing.body {
+        Body::Length(n) if n > limits.max_body_bytes => {
+            return Err(refused(response::body_too_large(limits)))
+        }
+        Body::Length(n) => match bytes.get(head_len..head_len + n) {
+            Some(body) => (body.to_vec(), head_len + n),
+            None => return Ok(None),
+        },
+        Body::Chunked => {
+            let mut body = Vec::new();
+            let mut off = head_len;
+            loop {
+                match next_chunk(&bytes[off..], body.len(), limits).map_err(refused)? {
+                    Chunk::Partial(_) => return Ok(None),
+                    Chunk::Data { start, size } => {
+                        body.extend_from_slice(&bytes[off + start..off + start + size]);
+                        off += start + size + 2;
+                    }
+                    Chunk::Last(n) => break (body, off + n),
+                }
+            }
+        }
+    };
+    Ok(Some(Decoded {
+        method: req.method.unwrap_or("").to_owned(),
+        target: req.path.unwrap_or("").to_owned(),
+        headers: req.headers.iter().map(|h| (h.name.to_owned(), h.value.to_vec())).collect(),
+        body,
+        len,
+    }))
+}
+
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
@@ -1035,6 +1132,41 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The in-memory decoder the fuzz targets drive: a whole request, a
+    /// partial one, a chunked body, and each refusal with its status.
+    #[test]
+    fn requests_decode_from_bytes_as_the_connection_reads_them() {
+        let limits = WireLimits { max_body_bytes: 16, ..WireLimits::default() };
+        let decode = |bytes: &[u8]| decode_request(bytes, &limits);
+        let got =
+            decode(b"POST /a?x=1 HTTP/1.1\r\nContent-Length: 3\r\n\r\nb=cGET").unwrap().unwrap();
+        assert_eq!((got.method.as_str(), got.target.as_str()), ("POST", "/a?x=1"));
+        assert_eq!((&got.body[..], got.len), (&b"b=c"[..], 46));
+        assert!(decode(b"GET / HTTP/1.1\r\nHost: x\r\n").unwrap().is_none());
+        assert!(decode(b"POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nab").unwrap().is_none());
+        let chunked = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
+                        3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nTrailer: t\r\n\r\nrest";
+        let got = decode(chunked).unwrap().unwrap();
+        assert_eq!((&got.body[..], got.len), (&b"abcde"[..], chunked.len() - 4));
+        assert!(decode(&chunked[..chunked.len() - 8]).unwrap().is_none());
+        let refused = |bytes: &[u8]| decode(bytes).unwrap_err();
+        assert_eq!(
+            refused(b"GET / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            400
+        );
+        assert_eq!(refused(b"POST / HTTP/1.1\r\nContent-Length: 17\r\n\r\n"), 413);
+        assert_eq!(refused(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n11\r\n"), 413);
+        assert_eq!(refused(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"), 400);
+        assert_eq!(
+            refused(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n"),
+            400
+        );
+        assert_eq!(refused(b"GET / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"), 501);
+        assert_eq!(refused(b"G\x01T / HTTP/1.1\r\n\r\n"), 400);
+        let many: String = (0..70).map(|i| format!("X-{i}: v\r\n")).collect();
+        assert_eq!(refused(format!("GET / HTTP/1.1\r\n{many}\r\n").as_bytes()), 431);
+    }
 
     /// The connection loop relies on may's socket waits being safe when a
     /// connection is woken on another worker and ends at once; may 0.3.51

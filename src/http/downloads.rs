@@ -1,4 +1,6 @@
-//! `GET /user_uploads/<realm_id>/<ab>/<token>/<name>` and
+//! `GET /user_uploads/<realm_id>/<ab>/<token>/<name>`,
+//! `GET /user_uploads/thumbnail/<realm_id>/<ab>/<token>/<name>/840x560.webp`
+//! (an image's thumbnail) and
 //! `GET /user_uploads/temporary/<token>/<name>`: an uploaded file's bytes,
 //! outside `/api/v1`. Who may read it is `api::uploads::download`'s
 //! question; this is the wire: HTTP Basic credentials, `Range` (one range),
@@ -15,6 +17,7 @@ use super::response::{self, Head, Response};
 use super::{Service, Session};
 use crate::error::{ApiError, ApiResult};
 use crate::files::{self, StoreKey};
+use crate::thumbnails;
 
 /// What a downloaded file may do when a browser opens it: nothing but
 /// show itself (no script, no plugins, no requests elsewhere).
@@ -58,14 +61,32 @@ fn answer(
         })?),
         _ => None,
     };
-    let attachment = crate::api::uploads::download(app, &realm, caller.as_deref(), &path)?;
-    let key = StoreKey::parse(attachment.store_key()).ok_or_else(missing)?;
-    let file = Served {
-        key,
-        name: attachment.name,
-        content_type: attachment.content_type,
-        size: attachment.size,
-        cache: "private, max-age=86400",
+    // A thumbnail (`thumbnail/<path_id>/840x560.webp`) is readable by
+    // whoever may read its original.
+    let thumbnail = path
+        .strip_prefix("thumbnail/")
+        .and_then(|rest| rest.strip_suffix(thumbnails::FILE_NAME))
+        .and_then(|rest| rest.strip_suffix('/'));
+    let asked = thumbnail.unwrap_or(&path);
+    let attachment = crate::api::uploads::download(app, &realm, caller.as_deref(), asked)?;
+    let file = match thumbnail {
+        Some(_) => {
+            let thumbnail = app.state.files.thumbnail(attachment.id).ok_or_else(missing)?;
+            Served {
+                key: StoreKey::parse(&thumbnail.key).ok_or_else(missing)?,
+                name: thumbnails::FILE_NAME.to_owned(),
+                content_type: "image/webp".to_owned(),
+                size: thumbnail.size,
+                cache: "private, max-age=86400",
+            }
+        }
+        None => Served {
+            key: StoreKey::parse(attachment.store_key()).ok_or_else(missing)?,
+            name: attachment.name,
+            content_type: attachment.content_type,
+            size: attachment.size,
+            cache: "private, max-age=86400",
+        },
     };
     bytes(service, req, file)
 }
@@ -79,8 +100,9 @@ struct Served {
     cache: &'static str,
 }
 
-/// `GET /user_avatars/<key>`: a custom emoji's image, without
-/// credentials (as Zulip serves them), for the realm the host names.
+/// `GET /user_avatars/<key>`: a custom emoji's or an uploaded avatar's
+/// image, without credentials (as Zulip serves them), for the realm the
+/// host names.
 pub(super) fn serve_emoji(
     service: &Service,
     req: &conn::Request<'_>,
@@ -97,18 +119,90 @@ pub(super) fn serve_emoji(
         let key = key.ok_or_else(missing)?;
         let generation = app.state.users_generation.load(Ordering::Acquire);
         let realm = session.realm(generation, head.host, || service.realm_for_host(head.host))?;
-        let emoji = app.state.files.emoji_by_key(key.as_str()).ok_or_else(missing)?;
-        if emoji.realm != realm.id {
-            return Err(missing());
-        }
-        let file = Served {
-            key,
-            name: emoji.name,
-            content_type: emoji.content_type,
-            size: emoji.size,
-            cache: "public, max-age=86400",
+        let state = &app.state;
+        let file = if let Some(emoji) = state.files.emoji_by_key(key.as_str()) {
+            if emoji.realm != realm.id {
+                return Err(missing());
+            }
+            Served {
+                key,
+                name: emoji.name,
+                content_type: emoji.content_type,
+                size: emoji.size,
+                cache: "public, max-age=86400",
+            }
+        } else {
+            let (user, avatar) = state.files.avatar_by_key(key.as_str()).ok_or_else(missing)?;
+            let owner = state.users.get(&user).ok_or_else(missing)?;
+            if owner.realm != realm.id {
+                return Err(missing());
+            }
+            let size = avatar.size_of(key.as_str()).ok_or_else(missing)?;
+            Served {
+                key,
+                name: "avatar.png".to_owned(),
+                content_type: "image/png".to_owned(),
+                size,
+                cache: "public, max-age=86400",
+            }
         };
         bytes(service, req, file)
+    };
+    answer().unwrap_or_else(|e| response::error(&e))
+}
+
+/// `GET /avatar/<user_id or email>` and `…/medium`: a redirect to the
+/// user's avatar (`api::avatars::avatar_location`), the request's query
+/// kept. Credentials as for downloads; without them only a realm open to
+/// spectators answers, and only by user id, as in Zulip.
+pub(super) fn serve_avatar(
+    service: &Service,
+    head: &super::Head<'_>,
+    session: &mut Session,
+) -> Response {
+    let mut answer = || -> ApiResult<Response> {
+        let app = &*service.app;
+        if head.method != "GET" && head.method != "HEAD" {
+            return Err(ApiError::method_not_allowed(head.method));
+        }
+        let missing = || ApiError::not_found("Not Found");
+        let raw = head.path.strip_prefix("/avatar/").ok_or_else(missing)?;
+        let (raw, medium) = match raw.strip_suffix("/medium") {
+            Some(raw) => (raw, true),
+            None => (raw, false),
+        };
+        let asked =
+            percent_encoding::percent_decode_str(raw).decode_utf8().map_err(|_| missing())?;
+        if asked.is_empty() || asked.contains(['/', '\0']) || asked.len() > 254 {
+            return Err(missing());
+        }
+        let generation = app.state.users_generation.load(Ordering::Acquire);
+        let realm = session.realm(generation, head.host, || service.realm_for_host(head.host))?;
+        let login =
+            || ApiError::unauthorized("Not logged in: API authentication or user session required");
+        match head.authorization {
+            Some(authorization) => {
+                session.caller(authorization, || {
+                    super::auth::authenticate(&app.state, &realm, Some(authorization))
+                })?;
+            }
+            None if realm.settings.enable_spectator_access && asked.parse::<u64>().is_ok() => {}
+            None => return Err(login()),
+        }
+        let mut location = crate::api::avatars::avatar_location(&app.state, &realm, &asked, medium);
+        if !head.query.is_empty() {
+            location.push(if location.contains('?') { '&' } else { '?' });
+            location.push_str(head.query);
+        }
+        Ok(Response {
+            status: 302,
+            body: Vec::new(),
+            head: Some(Box::new(Head {
+                content_type: "text/plain".to_owned(),
+                headers: vec![("Location", location)],
+            })),
+            rate: None,
+        })
     };
     answer().unwrap_or_else(|e| response::error(&e))
 }

@@ -272,6 +272,9 @@ impl Service {
         if head.path.starts_with("/user_avatars/") {
             return downloads::serve_emoji(self, req, &head, session);
         }
+        if head.path.starts_with("/avatar/") {
+            return downloads::serve_avatar(self, &head, session);
+        }
         // The request log costs this one check while it is filtered out.
         let logged = tracing::enabled!(target: "natter::request", tracing::Level::INFO);
         let started = (logged || self.metrics.is_some()).then(Instant::now);
@@ -493,6 +496,15 @@ type Dispatched = (
     Vec<String>,
     Option<crate::view::json_text::SortedMembers>,
 );
+
+/// The request variables of a query string and a body of `content_type`,
+/// decoded as for every request. Not API: the fuzz targets' entry point.
+#[doc(hidden)]
+pub fn decode_params(query: &str, content_type: &str, body: &[u8]) -> ApiResult<Params> {
+    let mut params = Params::default();
+    request_params(&mut params, query, content_type, body)?;
+    Ok(params)
+}
 
 /// Request variables as Zulip reads them, for every method: the query
 /// string, then the body (form-urlencoded or multipart text parts), which

@@ -143,6 +143,18 @@ pub static ROUTES: &[Route] = &[
         handler: api::emoji::deactivate,
     },
     Route {
+        method: "POST",
+        pattern: "/users/me/avatar",
+        access: Access::User,
+        handler: api::avatars::upload,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/users/me/avatar",
+        access: Access::User,
+        handler: api::avatars::delete,
+    },
+    Route {
         method: "GET",
         pattern: "/attachments",
         access: Access::User,
@@ -990,6 +1002,7 @@ fn table() -> &'static Table {
 /// route, whose body streams to a file (`conn::Spool`).
 pub fn is_upload(path: &str) -> bool {
     path == "/user_uploads"
+        || path == "/users/me/avatar"
         || path
             .strip_prefix("/realm/emoji/")
             .is_some_and(|name| !name.is_empty() && !name.contains('/'))

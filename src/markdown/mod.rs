@@ -34,9 +34,11 @@ mod inline;
 pub mod linkifiers;
 mod links;
 mod source;
+mod upload_previews;
 mod writer;
 mod zulip;
 
+pub use upload_previews::UploadPreview;
 pub use zulip::hash_encode;
 
 use std::collections::BTreeSet;
@@ -66,6 +68,11 @@ pub trait Resolver {
     /// The realm's linkifiers, in the order they apply (`linkifiers.rs`).
     fn linkifiers(&self) -> &[linkifiers::Rule] {
         &[]
+    }
+    /// How a link to an uploaded image (`/user_uploads/<path_id>`) is
+    /// previewed (`upload_previews.rs`); as linked by default.
+    fn upload_preview(&self, _path_id: &str) -> UploadPreview {
+        UploadPreview::AsLinked
     }
 }
 
@@ -137,7 +144,8 @@ fn render_markdown(source: &str, resolver: &dyn Resolver) -> Rendered {
     let (text, starts) = source::prepare(&text, &mut pieces, resolver);
     let mut mentions = Mentions::default();
     let realm = resolver.realm_url().map(|url| format!("{}/", url.trim_end_matches('/')));
-    let mut html = writer::write(&text, &starts, realm.as_deref(), &mut pieces, &mut mentions);
+    let html = writer::write(&text, &starts, realm.as_deref(), &mut pieces, &mut mentions);
+    let mut html = upload_previews::apply(html, resolver);
     let end = html.trim_end().len();
     html.truncate(end);
     let start = html.len() - html.trim_start().len();

@@ -229,6 +229,29 @@ pub enum Mutation {
     /// A realm's read receipts or moderation channel, or a reminder
     /// (`state::features`).
     Features(Box<FeatureChange>),
+    /// A user's avatar becomes an uploaded image (already stored) or, with
+    /// `None`, their gravatar; their `avatar_version` goes up by one.
+    SetAvatar {
+        /// Whose.
+        user: UserId,
+        /// The uploaded image, if any.
+        avatar: Option<Box<crate::state::files::Avatar>>,
+    },
+    /// A realm's file settings become these (`PATCH /realm`).
+    SetRealmFileSettings {
+        /// Whose.
+        realm: RealmId,
+        /// The new settings.
+        settings: Box<crate::state::files::RealmFileSettings>,
+    },
+    /// An image attachment gets its thumbnail (already stored; logged in
+    /// the upload's batch).
+    SetThumbnail {
+        /// The attachment.
+        attachment: u64,
+        /// The thumbnail.
+        thumbnail: Box<crate::state::files::Thumbnail>,
+    },
     /// A submessage is added to a message (`state::widgets`): a widget's
     /// first one, logged with its message's send (no event: the message
     /// event carries it), or one a reader posts (a `submessage` event).

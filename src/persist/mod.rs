@@ -138,9 +138,38 @@ const RECORD_CAPACITY: usize = 256;
 
 /// Decodes a log record.
 pub fn decode_mutation(seq: u64, bytes: &[u8]) -> Result<Mutation, PersistError> {
-    bincode::serde::decode_from_slice(bytes, bincode::config::standard())
+    decode_bounded(bytes)
         .map(|(m, _)| m)
         .map_err(|e| PersistError::BadRecord { seq, why: e.to_string() })
+}
+
+/// Most bytes bincode claims (counts against its limit) per byte it
+/// decodes: a string claims its length, an integer its width (at most 16
+/// bytes, for a varint of one byte or more), a variant tag 4.
+const CLAIM_PER_BYTE: usize = 16;
+
+/// Decodes bincode (the standard configuration, as everything on disk is
+/// written) from `bytes`, with the memory the decoder may claim bounded
+/// by what bytes of that length can hold. Without a limit, bincode
+/// allocates a string's or a byte list's length as the bytes declare it
+/// before reading them, so a few damaged bytes could ask for terabytes
+/// (an abort, not an error). The limit is the first of a few sizes at or
+/// above `CLAIM_PER_BYTE` × the length — never less than anything valid
+/// bytes decode to — so a length larger than the input is an error.
+pub fn decode_bounded<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+) -> Result<(T, usize), bincode::error::DecodeError> {
+    use bincode::config::standard;
+    let claim = bytes.len().saturating_mul(CLAIM_PER_BYTE);
+    macro_rules! within {
+        ($($limit:expr),*) => {$(
+            if claim <= $limit {
+                return bincode::serde::decode_from_slice(bytes, standard().with_limit::<{ $limit }>());
+            }
+        )*};
+    }
+    within!(1 << 20, 1 << 26, 1 << 32);
+    bincode::serde::decode_from_slice(bytes, standard().with_limit::<{ 1 << 40 }>())
 }
 
 /// Recovers the state: newest valid snapshot, then the log tail. Quiet;
@@ -513,6 +542,27 @@ mod tests {
         head
     }
 
+    /// The files block as `image` is written now: the `FilesImage`, then
+    /// (since format 11) its extra part.
+    fn files_block_len(image: &crate::state::StateImage) -> usize {
+        let config = bincode::config::standard();
+        8 + 4
+            + bincode::serde::encode_to_vec(&image.files, config).unwrap().len()
+            + bincode::serde::encode_to_vec(&image.files.extra, config).unwrap().len()
+    }
+
+    /// `bytes` (a current snapshot of `image`) from its sections on, with
+    /// the files block as formats 9 and 10 wrote it: no extra part.
+    fn sections_as_format_10(bytes: &[u8], image: &crate::state::StateImage) -> Vec<u8> {
+        let files = bincode::serde::encode_to_vec(&image.files, bincode::config::standard());
+        let files = files.unwrap();
+        let mut out = bytes[sections_at(image)..bytes.len() - files_block_len(image)].to_vec();
+        out.extend((files.len() as u64).to_le_bytes());
+        out.extend(crc32fast::hash(&files).to_le_bytes());
+        out.extend(&files);
+        out
+    }
+
     /// Snapshots of format 11 (no widgets part after the features part)
     /// still load, with no submessages.
     #[test]
@@ -543,9 +593,11 @@ mod tests {
     }
 
     /// Snapshots of format 10 (no features part after the organization
-    /// part) still load, with Zulip's defaults and no reminders.
+    /// part, no avatars or realm file settings after the files' records)
+    /// still load, with Zulip's defaults, no reminders and no avatars;
+    /// format 11 carries them.
     #[test]
-    fn a_format_10_snapshot_loads_with_an_empty_features_part() {
+    fn a_format_10_snapshot_loads_with_empty_features_and_no_avatars() {
         let state = State::new();
         history(&state, 20);
         let image = state.image();
@@ -558,7 +610,7 @@ mod tests {
         old.extend((head.len() as u64).to_le_bytes());
         old.extend(crc32fast::hash(&head).to_le_bytes());
         old.extend(&head);
-        old.extend(&bytes[sections_at(&image)..]);
+        old.extend(sections_as_format_10(&bytes, &image));
         let len = (old.len() - 32) as u64;
         old[20..28].copy_from_slice(&len.to_le_bytes());
         reseal(&mut old);
@@ -568,6 +620,24 @@ mod tests {
         let mut mislabelled = bytes.clone();
         mislabelled[8..12].copy_from_slice(&10u32.to_le_bytes());
         assert!(snapshot::decode(&mislabelled, Path::new("s")).is_err());
+        // Avatars and realm file settings round-trip.
+        let owner = state.users.collect_sorted(|_, _| true)[0].0;
+        let avatar = crate::state::files::Avatar {
+            key: "1/ab/ABCDEFGHIJKLMNOPQRSTUVWX".into(),
+            size: 9,
+            medium_key: "1/ab/ABCDEFGHIJKLMNOPQRSTUVWY".into(),
+            medium_size: 90,
+        };
+        state.files.set_avatar(owner, Some(avatar));
+        let settings = crate::state::files::RealmFileSettings {
+            avatar_changes_disabled: true,
+            can_add_custom_emoji_group: None,
+        };
+        state.files.set_realm_settings(crate::state::RealmId(1), settings);
+        let image = state.image();
+        let back = snapshot::decode(&snapshot::encode(&image), Path::new("s")).unwrap();
+        assert_eq!(back.files, image.files);
+        assert!(!back.files.extra.avatars.is_empty() && !back.files.extra.realms.is_empty());
     }
 
     /// Snapshots of format 9 (no organization part after the image) still
@@ -585,7 +655,7 @@ mod tests {
         old.extend((head.len() as u64).to_le_bytes());
         old.extend(crc32fast::hash(&head).to_le_bytes());
         old.extend(&head);
-        old.extend(&bytes[sections_at(&image)..]);
+        old.extend(sections_as_format_10(&bytes, &image));
         let len = (old.len() - 32) as u64;
         old[20..28].copy_from_slice(&len.to_le_bytes());
         reseal(&mut old);
@@ -788,11 +858,7 @@ mod tests {
         let back = snapshot::decode_on(&bytes, Path::new("s"), 1).unwrap();
         assert_eq!(back.files, image.files);
         // The same snapshot as version 8 wrote it: no files block.
-        let files_block = 8
-            + 4
-            + bincode::serde::encode_to_vec(&image.files, bincode::config::standard())
-                .unwrap()
-                .len();
+        let files_block = files_block_len(&image);
         // Version 8 had no organization part after the image either.
         let head = bincode::serde::encode_to_vec(&image, bincode::config::standard()).unwrap();
         let mut old = bytes[..32].to_vec();
@@ -831,11 +897,12 @@ mod tests {
         "0200000000000000",
         "259b65cc",
         "0102010101020000020101000000000202010102010100000000000000",
-        // Files (since FORMAT_VERSION 9): 4 bytes, no attachments and no
-        // custom emoji.
-        "0400000000000000",
-        "1cdf4421",
-        "00000000",
+        // Files (since FORMAT_VERSION 9): 7 bytes, no attachments and no
+        // custom emoji, then (since 11) no avatars, realm settings or
+        // thumbnails.
+        "0700000000000000",
+        "7edf6c9d",
+        "00000000000000",
     );
 
     /// A deterministic pseudo-random generator (xorshift64*), so the
@@ -1102,6 +1169,59 @@ mod tests {
         for m in &log {
             assert_eq!(&decode_mutation(1, &encode_mutation(m)).unwrap(), m);
         }
+    }
+
+    /// A length that the bytes cannot hold is an error before anything
+    /// is allocated for it: a string of 2^40 bytes declared by 10 bytes.
+    #[test]
+    fn bincode_lengths_past_the_input_are_errors() {
+        let mut huge = vec![253u8];
+        huge.extend_from_slice(&(1u64 << 40).to_le_bytes());
+        huge.push(b'x');
+        let refused = decode_bounded::<String>(&huge).unwrap_err();
+        assert!(matches!(refused, bincode::error::DecodeError::LimitExceeded), "{refused:?}");
+        assert!(decode_bounded::<Vec<u8>>(&huge).is_err());
+        // Bytes that hold what they declare decode, however they claim.
+        let ids: Vec<u64> = (0..10_000).collect();
+        let bytes = bincode::serde::encode_to_vec(&ids, bincode::config::standard()).unwrap();
+        assert_eq!(decode_bounded::<Vec<u64>>(&bytes).unwrap(), (ids, bytes.len()));
+        let empty: Vec<Vec<()>> = vec![Vec::new(); 1000];
+        let bytes = bincode::serde::encode_to_vec(&empty, bincode::config::standard()).unwrap();
+        assert_eq!(decode_bounded::<Vec<Vec<()>>>(&bytes).unwrap().0, empty);
+    }
+
+    /// Found by the `log_record` fuzz target: a record of 28 bytes whose
+    /// string length asked for 3.4 GB (an abort while bincode decoded
+    /// without a limit); now an error like any damaged record.
+    #[test]
+    fn fuzz_record_declaring_gigabytes_is_an_error() {
+        let record = hex_bytes("0426000000010101fca770e2ca047465737400000000000101010200");
+        // Refused for the length, before anything was allocated for it.
+        let refused = decode_mutation(3, &record).unwrap_err();
+        assert!(
+            matches!(&refused, PersistError::BadRecord { seq: 3, why } if why == "LimitExceeded"),
+            "{refused:?}"
+        );
+    }
+
+    /// Found by the `snapshot` fuzz target: a snapshot whose framing and
+    /// checksums are right and whose image block declares a string of
+    /// 2^62 bytes (an abort: allocation too big); now a bad snapshot.
+    #[test]
+    fn fuzz_snapshot_declaring_a_huge_string_is_refused() {
+        let file = hex_bytes(concat!(
+            "4e4154534e4150000a00000000000000000000009200000000000000f951759942000000",
+            "00000000c92b085fc0000000000000fcffff00000000fdffffffffffffff46c000000000",
+            "000000fdffffffffffffff1246ffffffffff46c0000000000000fdffffffffffffff1246",
+            "124601000000000000000000000000000000000000000000000000000000010000000000",
+            "00000000000000000000000000000000000000000000000000000000000000000000",
+        ));
+        let refused = snapshot::decode_on(&file, Path::new("fuzz.bin"), 1).unwrap_err();
+        assert!(matches!(refused, PersistError::BadSnapshot { .. }), "{refused:?}");
+    }
+
+    fn hex_bytes(hex: &str) -> Vec<u8> {
+        (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect()
     }
 
     /// The on-disk encoding of a mutation. If this changes, old data dirs

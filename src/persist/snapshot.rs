@@ -29,8 +29,9 @@
 //!    UserMessages)` entries in user order, a block per run of users
 //!    holding about `ROWS_PER_BLOCK` ids;
 //! 4. (since `FORMAT_VERSION` 9) one block: the uploaded files' records
-//!    (`FilesImage`), framed as the image's. A version 8 file has none and
-//!    reads with no attachments.
+//!    (`FilesImage`), framed as the image's, then (since version 11) its
+//!    `extra` part (avatars, realms' file settings). A version 8 file has
+//!    none and reads with no attachments.
 //!
 //! An item is its bincode encoding; a block's items follow one another.
 //! So a block is decodable alone, and a reader finds every block by
@@ -157,6 +158,9 @@ const FORMAT_WITHOUT_ORGANIZATION: u32 = 9;
 /// reminders, …) followed the organization part: those files are read
 /// with that part empty.
 const FORMAT_WITHOUT_FEATURES: u32 = 10;
+/// The last format version whose files block ends with the `FilesImage`
+/// (no avatars or realm file settings after it): read with those empty.
+const FORMAT_WITHOUT_AVATARS: u32 = 10;
 
 /// The last format version before the widgets part (submessages)
 /// followed the features part: those files are read with no submessages.
@@ -198,6 +202,7 @@ fn encode_payload(image: &StateImage, out: &mut impl Write) -> io::Result<()> {
     write_section(out, &mut block, runs.len(), runs.iter().map(|run| run.iter()))?;
     block.clear();
     encode_one(&image.files, &mut block)?;
+    encode_one(&image.files.extra, &mut block)?;
     write_block(out, &block, None)
 }
 
@@ -372,19 +377,16 @@ pub fn decode_from<S: Source + ?Sized>(
         let bytes = source.bytes(head.at, head.len, &mut buffer)?;
         let crc = block_crc(bytes, &head).map_err(|why| bad(&why))?;
         let (mut image, mut used): (StateImage, usize) =
-            bincode::serde::decode_from_slice(bytes, bincode::config::standard())
-                .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            super::decode_bounded(bytes).map_err(|e| bad(&format!("undecodable payload: {e}")))?;
         if version > FORMAT_WITHOUT_ORGANIZATION {
-            let (organization, more) =
-                bincode::serde::decode_from_slice(&bytes[used..], bincode::config::standard())
-                    .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            let (organization, more) = super::decode_bounded(&bytes[used..])
+                .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
             image.organization = organization;
             used += more;
         }
         if version > FORMAT_WITHOUT_FEATURES {
-            let (features, more) =
-                bincode::serde::decode_from_slice(&bytes[used..], bincode::config::standard())
-                    .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            let (features, more) = super::decode_bounded(&bytes[used..])
+                .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
             image.features = features;
             used += more;
         }
@@ -449,9 +451,15 @@ pub fn decode_from<S: Source + ?Sized>(
     if let Some(block) = &files {
         let bytes = source.bytes(block.at, block.len, &mut buffer)?;
         by_place.push(block_crc(bytes, block).map_err(|why| bad(&why))?);
-        let (decoded, used): (crate::state::files::FilesImage, usize) =
-            bincode::serde::decode_from_slice(bytes, bincode::config::standard())
-                .map_err(|e| bad(&format!("undecodable files block: {e}")))?;
+        let undecodable =
+            |e: bincode::error::DecodeError| bad(&format!("undecodable files block: {e}"));
+        let (mut decoded, mut used): (crate::state::files::FilesImage, usize) =
+            super::decode_bounded(bytes).map_err(undecodable)?;
+        if version > FORMAT_WITHOUT_AVATARS {
+            let (extra, more) = super::decode_bounded(&bytes[used..]).map_err(undecodable)?;
+            decoded.extra = extra;
+            used += more;
+        }
         if used != bytes.len() {
             return Err(bad("undecodable files block: longer than its records"));
         }
@@ -592,8 +600,7 @@ fn decode_items<T: serde::de::DeserializeOwned>(
     let mut at = 0;
     for _ in 0..items {
         let (item, n): (T, usize) =
-            bincode::serde::decode_from_slice(&bytes[at..], bincode::config::standard())
-                .map_err(|e| e.to_string())?;
+            super::decode_bounded(&bytes[at..]).map_err(|e| e.to_string())?;
         at += n;
         each(item)?;
     }

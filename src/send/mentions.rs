@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 
 use crate::error::{ApiError, ApiResult};
 use crate::markdown::linkifiers::Rule;
-use crate::markdown::{Mentions, Resolver};
+use crate::markdown::{Mentions, Resolver, UploadPreview};
 use crate::state::access::{can_see_channel, has_permission, in_group};
 use crate::state::{ChannelId, Destination, GroupId, State, SystemGroup, User, UserId};
 
@@ -59,6 +59,23 @@ impl<'a> Visible<'a> {
 }
 
 impl Resolver for Visible<'_> {
+    fn upload_preview(&self, path_id: &str) -> UploadPreview {
+        let thumbnail = self
+            .state
+            .files
+            .by_path(path_id)
+            .filter(|a| a.realm == self.sender.realm)
+            .and_then(|a| self.state.files.thumbnail(a.id));
+        match thumbnail {
+            Some(t) => UploadPreview::Thumbnail {
+                src: crate::thumbnails::url(path_id),
+                dimensions: (t.width, t.height),
+                content_type: t.content_type,
+            },
+            None => UploadPreview::None,
+        }
+    }
+
     fn realm_emoji(&self, name: &str) -> Option<(u64, String)> {
         let emoji = self.state.files.active_emoji(self.sender.realm, name)?;
         Some((emoji.id, format!("/user_avatars/{}", emoji.key)))

@@ -250,6 +250,14 @@ pub fn may_delete_message(
     sender == user.id && has_permission(state, user, &channel.permissions.can_delete_own_message)
 }
 
+/// Whether `user` may add custom emoji: the realm's
+/// `can_add_custom_emoji_group` (Zulip's default: members, not guests).
+pub fn can_add_custom_emoji(state: &State, user: &User) -> bool {
+    let Some(realm) = state.realms.get(&user.realm) else { return false };
+    let setting = state.files.realm_settings(user.realm).can_add_custom_emoji_group;
+    has_permission(state, user, &realm.group_setting(&setting, SystemGroup::Members))
+}
+
 /// Why `user` may not make a channel web-public in `realm`, if they may not:
 /// the realm must allow spectators, and the user must be in its
 /// `can_create_web_public_channel_group`.
@@ -530,6 +538,27 @@ pub fn can_read_attachment(
         || attachment.messages.iter().any(|id| {
             state.messages.get(id).is_some_and(|m| message_view(state, user, &m).is_some())
         })
+}
+
+/// Whether a logged-out visitor may download an uploaded file (Zulip's
+/// rule): the realm allows public access and a message of a web-public
+/// channel references the file.
+pub fn spectator_can_read_attachment(
+    state: &State,
+    realm: &Realm,
+    attachment: &super::files::Attachment,
+) -> bool {
+    if attachment.realm != realm.id || !realm.settings.enable_spectator_access {
+        return false;
+    }
+    let viewer = spectator(realm);
+    attachment.messages.iter().any(|id| {
+        state.messages.get(id).is_some_and(|m| {
+            let Destination::Channel { channel, .. } = &m.destination else { return false };
+            state.channels.read(channel, |c| c.is_web_public && can_read_history(&viewer, c))
+                == Some(true)
+        })
+    })
 }
 
 #[cfg(test)]

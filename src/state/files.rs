@@ -17,6 +17,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
+use super::groups::GroupSetting;
 use super::ids::{MessageId, RealmId, UserId};
 
 /// One uploaded file.
@@ -72,6 +73,73 @@ pub struct RealmEmoji {
     pub deactivated: bool,
 }
 
+/// A user's uploaded avatar image (a user without one shows their
+/// gravatar).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Avatar {
+    /// The store key of the image (a PNG of 100 × 100 pixels).
+    pub key: String,
+    /// The image's size in bytes.
+    pub size: u64,
+    /// The store key of the medium image (a PNG of 500 × 500 pixels).
+    pub medium_key: String,
+    /// Its size in bytes.
+    pub medium_size: u64,
+}
+
+impl Avatar {
+    /// The size of the image stored at `key` (either of the two), if it
+    /// is one of this avatar's.
+    pub fn size_of(&self, key: &str) -> Option<u64> {
+        if key == self.key {
+            Some(self.size)
+        } else if key == self.medium_key {
+            Some(self.medium_size)
+        } else {
+            None
+        }
+    }
+}
+
+/// The thumbnail of an uploaded image (a WebP, `crate::thumbnails`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thumbnail {
+    /// The store key of the WebP.
+    pub key: String,
+    /// The WebP's size in bytes.
+    pub size: u64,
+    /// The original image's width in pixels.
+    pub width: u32,
+    /// The original image's height in pixels.
+    pub height: u32,
+    /// The original's media type, from its bytes.
+    pub content_type: String,
+}
+
+/// A realm's settings about files, where they differ from Zulip's
+/// defaults.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RealmFileSettings {
+    /// Zulip's `avatar_changes_disabled`: members other than
+    /// administrators may not change their avatar.
+    pub avatar_changes_disabled: bool,
+    /// Who may add custom emoji; `None` = Zulip's default, `role:members`.
+    pub can_add_custom_emoji_group: Option<GroupSetting>,
+}
+
+/// What the files block of a snapshot carries after the `FilesImage`
+/// (since `FORMAT_VERSION` 11): avatars, the realms' file settings and
+/// the thumbnails of images.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FilesExtra {
+    /// Uploaded avatars, by user.
+    pub avatars: Arc<BTreeMap<UserId, Avatar>>,
+    /// Realms' file settings that differ from the defaults.
+    pub realms: Arc<BTreeMap<RealmId, RealmFileSettings>>,
+    /// Thumbnails of image attachments, by attachment id.
+    pub thumbnails: Arc<BTreeMap<u64, Thumbnail>>,
+}
+
 /// The attachments of every realm.
 #[derive(Default)]
 pub struct Files {
@@ -90,6 +158,8 @@ struct Inner {
     emoji: Arc<BTreeMap<u64, RealmEmoji>>,
     /// The next free custom emoji id.
     next_emoji_id: u64,
+    /// Avatars and realm settings.
+    extra: FilesExtra,
 }
 
 /// The snapshot form of `Files`.
@@ -103,6 +173,9 @@ pub struct FilesImage {
     pub next_emoji_id: u64,
     /// Every custom emoji, by id.
     pub emoji: Arc<BTreeMap<u64, RealmEmoji>>,
+    /// Encoded after the image, in the same block (`persist::snapshot`).
+    #[serde(skip)]
+    pub extra: FilesExtra,
 }
 
 impl Files {
@@ -122,6 +195,11 @@ impl Files {
         inner.by_path.get(path_id).and_then(|id| inner.by_id.get(id)).cloned()
     }
 
+    /// Every attachment, by id.
+    pub fn all(&self) -> Vec<Attachment> {
+        self.inner.read().by_id.values().cloned().collect()
+    }
+
     /// A user's attachments, by id.
     pub fn owned_by(&self, owner: UserId) -> Vec<Attachment> {
         self.inner.read().by_id.values().filter(|a| a.owner == owner).cloned().collect()
@@ -138,12 +216,18 @@ impl Files {
     }
 
     /// Every recorded store key (start-up reconciliation), each with its
-    /// attachment's id (`None` for a custom emoji's image).
+    /// attachment's id (`None` for a custom emoji's or an avatar's image).
     pub fn store_keys(&self) -> Vec<(Option<u64>, String)> {
         let inner = self.inner.read();
         let attachments = inner.by_id.values().map(|a| (Some(a.id), a.store_key().to_owned()));
         let emoji = inner.emoji.values().map(|e| (None, e.key.clone()));
-        attachments.chain(emoji).collect()
+        let avatars = inner
+            .extra
+            .avatars
+            .values()
+            .flat_map(|a| [(None, a.key.clone()), (None, a.medium_key.clone())]);
+        let thumbnails = inner.extra.thumbnails.iter().map(|(id, t)| (Some(*id), t.key.clone()));
+        attachments.chain(emoji).chain(avatars).chain(thumbnails).collect()
     }
 
     /// The id the next custom emoji gets (ids start at 1).
@@ -170,6 +254,70 @@ impl Files {
     /// The custom emoji whose image has this store key.
     pub fn emoji_by_key(&self, key: &str) -> Option<RealmEmoji> {
         self.inner.read().emoji.values().find(|e| e.key == key).cloned()
+    }
+
+    /// A user's uploaded avatar, if any.
+    pub fn avatar(&self, user: UserId) -> Option<Avatar> {
+        let inner = self.inner.read();
+        if inner.extra.avatars.is_empty() {
+            return None;
+        }
+        inner.extra.avatars.get(&user).cloned()
+    }
+
+    /// Every uploaded avatar, by user (shared: a later change copies).
+    pub fn avatars(&self) -> Arc<BTreeMap<UserId, Avatar>> {
+        Arc::clone(&self.inner.read().extra.avatars)
+    }
+
+    /// The user one of whose avatar images has this store key.
+    pub fn avatar_by_key(&self, key: &str) -> Option<(UserId, Avatar)> {
+        let inner = self.inner.read();
+        let found = inner.extra.avatars.iter().find(|(_, a)| a.size_of(key).is_some());
+        found.map(|(u, a)| (*u, a.clone()))
+    }
+
+    /// Sets (or, with `None`, removes) a user's avatar (`apply` only); the
+    /// one it replaces.
+    pub fn set_avatar(&self, user: UserId, avatar: Option<Avatar>) -> Option<Avatar> {
+        let mut inner = self.inner.write();
+        let avatars = Arc::make_mut(&mut inner.extra.avatars);
+        match avatar {
+            Some(avatar) => avatars.insert(user, avatar),
+            None => avatars.remove(&user),
+        }
+    }
+
+    /// The thumbnail of attachment `id`, if it has one.
+    pub fn thumbnail(&self, id: u64) -> Option<Thumbnail> {
+        let inner = self.inner.read();
+        if inner.extra.thumbnails.is_empty() {
+            return None;
+        }
+        inner.extra.thumbnails.get(&id).cloned()
+    }
+
+    /// Records the thumbnail of attachment `id` (`apply` only).
+    pub fn set_thumbnail(&self, id: u64, thumbnail: Thumbnail) {
+        let mut inner = self.inner.write();
+        assert!(inner.by_id.contains_key(&id), "apply: no attachment {id}");
+        Arc::make_mut(&mut inner.extra.thumbnails).insert(id, thumbnail);
+    }
+
+    /// A realm's file settings.
+    pub fn realm_settings(&self, realm: RealmId) -> RealmFileSettings {
+        self.inner.read().extra.realms.get(&realm).cloned().unwrap_or_default()
+    }
+
+    /// Replaces a realm's file settings (`apply` only).
+    pub fn set_realm_settings(&self, realm: RealmId, settings: RealmFileSettings) {
+        let mut inner = self.inner.write();
+        let realms = Arc::make_mut(&mut inner.extra.realms);
+        if settings == RealmFileSettings::default() {
+            realms.remove(&realm);
+        } else {
+            realms.insert(realm, settings);
+        }
     }
 
     /// Records a new custom emoji (`apply` only).
@@ -201,11 +349,14 @@ impl Files {
         Arc::make_mut(&mut inner.by_id).insert(attachment.id, attachment);
     }
 
-    /// Removes an attachment (`apply` only).
+    /// Removes an attachment and its thumbnail (`apply` only).
     pub fn remove(&self, id: u64) -> Option<Attachment> {
         let mut inner = self.inner.write();
         let removed = Arc::make_mut(&mut inner.by_id).remove(&id)?;
         inner.by_path.remove(&removed.path_id);
+        if inner.extra.thumbnails.contains_key(&id) {
+            Arc::make_mut(&mut inner.extra.thumbnails).remove(&id);
+        }
         Some(removed)
     }
 
@@ -228,6 +379,7 @@ impl Files {
             attachments: Arc::clone(&inner.by_id),
             next_emoji_id: inner.next_emoji_id,
             emoji: Arc::clone(&inner.emoji),
+            extra: inner.extra.clone(),
         }
     }
 
@@ -241,6 +393,7 @@ impl Files {
                 next_id: image.next_id,
                 emoji: image.emoji,
                 next_emoji_id: image.next_emoji_id,
+                extra: image.extra,
             }),
         }
     }
@@ -253,6 +406,7 @@ impl FilesImage {
             && self.attachments.is_empty()
             && self.next_emoji_id == 0
             && self.emoji.is_empty()
+            && self.extra == FilesExtra::default()
     }
 }
 

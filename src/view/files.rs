@@ -3,8 +3,9 @@
 
 use serde_json::{json, Value};
 
-use crate::state::files::Attachment;
-use crate::state::{RealmId, State};
+use crate::state::files::{Attachment, RealmFileSettings};
+use crate::state::{Realm, RealmId, State, SystemGroup};
+use crate::view::realm::Announce;
 
 /// One attachment as its owner sees it: `create_time` and each message's
 /// `date_sent` in milliseconds; messages since deleted are left out.
@@ -43,4 +44,34 @@ pub fn realm_emoji(state: &State, realm: RealmId) -> Value {
         );
     }
     Value::Object(dict)
+}
+
+/// A realm's file settings as register's `realm_<property>` and
+/// `PATCH /realm`'s events show them.
+pub fn settings(realm: &Realm, s: &RealmFileSettings) -> Vec<(&'static str, Value, Announce)> {
+    let emoji = realm.group_setting(&s.can_add_custom_emoji_group, SystemGroup::Members);
+    vec![
+        ("avatar_changes_disabled", json!(s.avatar_changes_disabled), Announce::Update),
+        (
+            "can_add_custom_emoji_group",
+            crate::view::groups::group_setting(&emoji),
+            Announce::UpdateDict,
+        ),
+    ]
+}
+
+/// The `realm` events that take a client from `before` to `after`.
+pub fn settings_changes(
+    realm: &Realm,
+    before: &RealmFileSettings,
+    after: &RealmFileSettings,
+) -> Vec<Value> {
+    settings(realm, before)
+        .into_iter()
+        .zip(settings(realm, after))
+        .filter(|((_, old, _), (_, new, _))| old != new)
+        .map(|(_, (property, value, announce))| {
+            crate::view::realm::announce(property, value, announce)
+        })
+        .collect()
 }

@@ -52,6 +52,7 @@ pub fn message(
     out.insert(
         "avatar_url".into(),
         crate::view::user::avatar_url(
+            state,
             &sender,
             options.client_gravatar && can_see_email(state, viewer, &sender),
         ),
@@ -284,7 +285,7 @@ impl<'a> MessageWriter<'a> {
         let sender = state.users.get_shared(&id).expect("message sender exists");
         let mut text: [Vec<u8>; 4] = Default::default();
         let client_computes = self.options.client_gravatar && can_see_email(state, viewer, &sender);
-        write_json(&mut text[0], &avatar_url_string(&sender, client_computes));
+        write_json(&mut text[0], &avatar_url_string(state, &sender, client_computes));
         json_text::string(&mut text[1], &state.api_email(&sender));
         json_text::string(&mut text[2], &sender.full_name);
         // System bots report Zulip's internal realm, as its cross-realm

@@ -104,14 +104,8 @@ pub fn changes(before: &Realm, after: &Realm) -> Vec<Value> {
         .into_iter()
         .zip(settings(after))
         .filter(|((_, old, _), (_, new, _))| old != new)
-        .flat_map(|(_, (property, value, announce))| {
-            let mut events = vec![match announce {
-                Announce::Update => {
-                    json!({ "type": "realm", "op": "update", "property": property, "value": value })
-                }
-                Announce::UpdateDict => json!({ "type": "realm", "op": "update_dict",
-                                                "property": "default", "data": { property: value } }),
-            }];
+        .flat_map(|(_, (property, value, how))| {
+            let mut events = vec![announce(property, value, how)];
             // Zulip still announces the deprecated policy this group
             // setting replaced, for clients that read only that.
             if property == "can_mention_many_users_group" {
@@ -124,6 +118,16 @@ pub fn changes(before: &Realm, after: &Realm) -> Vec<Value> {
         .collect()
 }
 
+/// The `realm` event announcing that `property` is now `value`.
+pub fn announce(property: &str, value: Value, how: Announce) -> Value {
+    match how {
+        Announce::Update => {
+            json!({ "type": "realm", "op": "update", "property": property, "value": value })
+        }
+        Announce::UpdateDict => json!({ "type": "realm", "op": "update_dict",
+                                        "property": "default", "data": { property: value } }),
+    }
+}
 /// Zulip's deprecated `wildcard_mention_policy` value for the realm's
 /// `can_mention_many_users_group`: 1 everyone, 2 members, 3 full members,
 /// 5 administrators, 6 nobody, 7 moderators. Owners and groups the old

@@ -5,6 +5,7 @@ use md5::{Digest, Md5};
 use serde_json::{json, Map, Value};
 
 use crate::state::access::can_see_email;
+use crate::state::files::Avatar;
 use crate::state::{Role, State, User};
 use crate::view::time::iso8601;
 
@@ -52,7 +53,7 @@ pub fn user(state: &State, viewer: &User, user: &User, options: UserOptions) -> 
     }
     out.insert("role".into(), json!(user.role.code()));
     out.insert("timezone".into(), json!(user.timezone));
-    out.insert("avatar_url".into(), avatar_url(user, options.client_gravatar && sees_email));
+    out.insert("avatar_url".into(), avatar_url(state, user, options.client_gravatar && sees_email));
     out.insert("avatar_version".into(), json!(user.avatar_version));
     if options.include_custom_profile_fields && !user.is_bot() {
         out.insert("profile_data".into(), crate::view::profile::profile_data(state, user.id));
@@ -60,14 +61,48 @@ pub fn user(state: &State, viewer: &User, user: &User, options: UserOptions) -> 
     Value::Object(out)
 }
 
-/// The avatar URL: a gravatar of the real email (natter stores no uploaded
-/// avatars yet), or null when the client computes it itself.
-pub fn avatar_url(user: &User, client_computes: bool) -> Value {
-    avatar_url_string(user, client_computes).map_or(Value::Null, Value::String)
+/// The avatar URL: the uploaded image's, else a gravatar of the real
+/// email, or null where the client computes that gravatar itself.
+pub fn avatar_url(state: &State, user: &User, client_computes: bool) -> Value {
+    avatar_url_string(state, user, client_computes).map_or(Value::Null, Value::String)
 }
 
 /// `avatar_url` as a string, `None` for null.
-pub fn avatar_url_string(user: &User, client_computes: bool) -> Option<String> {
+pub fn avatar_url_string(state: &State, user: &User, client_computes: bool) -> Option<String> {
+    match state.files.avatar(user.id) {
+        Some(avatar) => Some(uploaded_avatar_url(&avatar, user.avatar_version)),
+        None => gravatar_url(user, client_computes),
+    }
+}
+
+/// Zulip's `avatar_source`: `U` for an uploaded image, `G` for the gravatar.
+pub fn avatar_source(state: &State, user: &User) -> &'static str {
+    if state.files.avatar(user.id).is_some() {
+        "U"
+    } else {
+        "G"
+    }
+}
+
+/// The URL of an uploaded avatar (served without credentials, as Zulip
+/// serves `/user_avatars/`).
+pub fn uploaded_avatar_url(avatar: &Avatar, version: u32) -> String {
+    format!("/user_avatars/{}?version={version}", avatar.key)
+}
+
+/// `avatar_url_medium`: the medium image's URL, else as `avatar_url`.
+pub fn avatar_url_medium(state: &State, user: &User) -> String {
+    match state.files.avatar(user.id) {
+        Some(avatar) => {
+            format!("/user_avatars/{}?version={}", avatar.medium_key, user.avatar_version)
+        }
+        None => gravatar_url(user, false).expect("a URL when the client does not compute it"),
+    }
+}
+
+/// The gravatar URL of the real email, `None` where the client computes
+/// it itself.
+pub fn gravatar_url(user: &User, client_computes: bool) -> Option<String> {
     if client_computes {
         return None;
     }
@@ -99,12 +134,12 @@ mod avatar_tests {
         user.delivery_email = " Hamlet@Natter.TEST ".into();
         // md5("hamlet@natter.test")
         assert_eq!(
-            super::avatar_url_string(&user, false).unwrap(),
+            super::avatar_url_string(&w.state, &user, false).unwrap(),
             format!(
                 "https://secure.gravatar.com/avatar/29a955a77770d5073b7fcf55033f9bec?d=identicon&version={}",
                 user.avatar_version
             )
         );
-        assert_eq!(super::avatar_url_string(&user, true), None);
+        assert_eq!(super::avatar_url_string(&w.state, &user, true), None);
     }
 }

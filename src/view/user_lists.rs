@@ -45,13 +45,14 @@
 //! later mutations have seq > S, so their events reach the queue and are
 //! applied by the client exactly once on top of what the cut shows.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use crate::state::access::sees_others_emails;
+use crate::state::files::Avatar;
 use crate::state::shard::Frozen;
 use crate::state::{profile, EmailVisibility, RealmId, State, User, UserId};
 use crate::view::user::UserOptions;
@@ -85,6 +86,7 @@ impl UserLists {
             generation,
             users: state.users.freeze(),
             profiles: state.profile_values.freeze(),
+            avatars: state.files.avatars(),
             visibility: state
                 .realms
                 .read(&realm, |r| r.settings.email_address_visibility)
@@ -122,6 +124,7 @@ pub struct FrozenUsers {
     generation: u64,
     users: Frozen<UserId, Arc<User>>,
     profiles: Frozen<UserId, profile::Values>,
+    avatars: Arc<BTreeMap<UserId, Avatar>>,
     visibility: EmailVisibility,
     placeholder_host: Option<String>,
     previous: Option<Arc<Cut>>,
@@ -171,6 +174,8 @@ pub struct Cut {
     /// Every account of the realm, by id.
     pub users: Vec<User>,
     profiles: HashMap<UserId, profile::Values>,
+    /// Uploaded avatars (a copy-on-write map: this one never changes).
+    avatars: Arc<BTreeMap<UserId, Avatar>>,
     visibility: EmailVisibility,
     placeholder_host: Option<String>,
     rendered: Mutex<HashMap<Class, Arc<Lists>>>,
@@ -188,6 +193,7 @@ impl Cut {
             generation,
             users,
             profiles,
+            avatars,
             visibility,
             placeholder_host,
             previous,
@@ -207,6 +213,7 @@ impl Cut {
             generation,
             users,
             profiles,
+            avatars,
             visibility,
             placeholder_host,
             rendered: Mutex::new(HashMap::new()),
@@ -250,7 +257,11 @@ impl Cut {
     }
 
     fn source(&self) -> ListSource<'_> {
-        ListSource { placeholder_host: self.placeholder_host.as_deref(), profiles: &self.profiles }
+        ListSource {
+            placeholder_host: self.placeholder_host.as_deref(),
+            profiles: &self.profiles,
+            avatars: &self.avatars,
+        }
     }
 
     /// The class's lists, written on first use. Two registers of a new
@@ -289,7 +300,9 @@ impl Cut {
                 }
                 let start = out.len();
                 let profile = self.profiles.get(&user.id);
-                match previous.as_ref().and_then(|(p, lists)| p.fragment(lists, user, profile)) {
+                match previous.as_ref().and_then(|(p, lists)| {
+                    p.fragment(lists, user, profile, self.avatars.get(&user.id))
+                }) {
                     Some(bytes) => out.extend_from_slice(bytes),
                     None => write_user(&mut out, &source, user, sees(user), options),
                 }
@@ -311,9 +324,11 @@ impl Cut {
         lists: &'a Lists,
         user: &User,
         profile: Option<&profile::Values>,
+        avatar: Option<&Avatar>,
     ) -> Option<&'a [u8]> {
         let before = self.account(user.id)?;
-        if before != user || self.profiles.get(&user.id) != profile {
+        let same_avatar = self.avatars.get(&user.id) == avatar;
+        if before != user || self.profiles.get(&user.id) != profile || !same_avatar {
             return None;
         }
         let list = if before.is_active { &lists.active } else { &lists.inactive };

@@ -5,16 +5,17 @@
 //! in a 10,000-user realm. The tests below check that both agree for every
 //! viewer class (email visibility × `client_gravatar`, bots, profile data).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use md5::{Digest, Md5};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use crate::state::access::can_see_email;
+use crate::state::files::Avatar;
 use crate::state::{profile, Role, State, User, UserId};
 use crate::view::json_text::{string, unsigned, SortedMembers};
 use crate::view::time::Iso8601;
-use crate::view::user::avatar_url_string;
+use crate::view::user::uploaded_avatar_url;
 use crate::view::user::UserOptions;
 
 /// One user as `crate::view::user::user` shapes it, borrowed from the account.
@@ -93,6 +94,8 @@ pub struct ListSource<'a> {
     pub placeholder_host: Option<&'a str>,
     /// The users' custom profile values (users without any are absent).
     pub profiles: &'a HashMap<UserId, profile::Values>,
+    /// Uploaded avatars (users showing their gravatar are absent).
+    pub avatars: &'a BTreeMap<UserId, Avatar>,
 }
 
 /// Appends `user`'s JSON object to `out`; `sees_email`: whether the viewer
@@ -122,7 +125,10 @@ pub fn write_user(
         bot_owner_id: user.is_bot().then(|| user.bot_owner.map(|o| o.0)),
         role: user.role.code(),
         timezone: &user.timezone,
-        avatar_url: avatar_url_string(user, options.client_gravatar && sees_email),
+        avatar_url: match source.avatars.get(&user.id) {
+            Some(avatar) => Some(uploaded_avatar_url(avatar, user.avatar_version)),
+            None => crate::view::user::gravatar_url(user, options.client_gravatar && sees_email),
+        },
         avatar_version: user.avatar_version,
         profile_data: (options.include_custom_profile_fields && !user.is_bot())
             .then(|| ProfileData(source.profiles.get(&user.id))),
@@ -173,7 +179,9 @@ pub fn users_array<'a>(
             profiles.insert(user.id, v);
         }
     }
-    let source = ListSource { placeholder_host: host.as_deref(), profiles: &profiles };
+    let avatars = state.files.avatars();
+    let source =
+        ListSource { placeholder_host: host.as_deref(), profiles: &profiles, avatars: &avatars };
     // About 350 bytes a user: sized once, so a big list is never copied
     // while it grows.
     let mut out = Vec::with_capacity(64 + listed.len() * 400);
@@ -196,7 +204,9 @@ pub fn write_user_members(
     let sees_email = can_see_email(state, viewer, user);
     // Keys in byte order, as a `BTreeMap` keeps them.
     let avatar = out.member("avatar_url");
-    if options.client_gravatar && sees_email {
+    if let Some(uploaded) = state.files.avatar(user.id) {
+        string(avatar, &uploaded_avatar_url(&uploaded, user.avatar_version));
+    } else if options.client_gravatar && sees_email {
         avatar.extend_from_slice(b"null");
     } else {
         write_avatar_url(avatar, user);
@@ -271,7 +281,7 @@ fn write_profile_data(out: &mut Vec<u8>, values: &profile::Values) {
     out.push(b'}');
 }
 
-/// `avatar_url_string(user, false)` as a JSON string, written in place.
+/// `gravatar_url(user, false)` as a JSON string, written in place.
 fn write_avatar_url(out: &mut Vec<u8>, user: &User) {
     let digest = gravatar_digest(user.delivery_email.trim());
     out.extend_from_slice(b"\"https://secure.gravatar.com/avatar/");
