@@ -120,10 +120,16 @@ fn submessage_refusals() {
     bad(&othello, &[("message_id", &plain), ("msg_type", "widget"), ("content", vote)], cannot);
     // Contents a poll does not take.
     let poll_bad = [
-        (r#"{"type":"vote","key":"canned,0","vote":2}"#, r#"poll data["vote"] is not in the list of allowed values"#),
+        (
+            r#"{"type":"vote","key":"canned,0","vote":2}"#,
+            r#"poll data["vote"] is not in the list of allowed values"#,
+        ),
         (r#"{"type":"vote","key":"canned,0"}"#, r#"poll data["vote"] is missing"#),
         (r#"{"type":"vote","key":"k","vote":1,"extra":1}"#, "Unexpected arguments: extra"),
-        (r#"{"type":"question","question":"Mine?"}"#, "You can't edit a question unless you are the author."),
+        (
+            r#"{"type":"question","question":"Mine?"}"#,
+            "You can't edit a question unless you are the author.",
+        ),
         (r#"{"type":"launch"}"#, "Unknown type for poll data: launch"),
         ("[1]", "poll data is not a dict"),
     ];
@@ -136,8 +142,12 @@ fn submessage_refusals() {
     // The author may edit the question.
     post(&hamlet, &poll, r#"{"type":"question","question":"Which one?"}"#).ok();
     let todo = send(&hamlet, "Denmark", "/todo List");
-    let e = post(&othello, &todo, r#"{"type":"new_task","key":1001,"task":"t","desc":"","completed":false}"#)
-        .err(400, "BAD_REQUEST");
+    let e = post(
+        &othello,
+        &todo,
+        r#"{"type":"new_task","key":1001,"task":"t","desc":"","completed":false}"#,
+    )
+    .err(400, "BAD_REQUEST");
     assert_eq!(e["msg"], r#"todo data["key"] is not in the allowed range"#);
     post(&othello, &todo, r#"{"type":"new_task","key":1,"task":"t","desc":"","completed":false}"#)
         .ok();

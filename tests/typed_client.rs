@@ -351,7 +351,13 @@ static SCHEMAS: &[(&str, Fields)] = &[
     ("dm_recipient", &[("id", Int)]),
     (
         "submessage",
-        &[("id", Int), ("message_id", Int), ("sender_id", Int), ("msg_type", Str), ("content", Str)],
+        &[
+            ("id", Int),
+            ("message_id", Int),
+            ("sender_id", Int),
+            ("msg_type", Str),
+            ("content", Str),
+        ],
     ),
     (
         "reaction",

@@ -178,7 +178,7 @@ const MAX_IDX: i64 = 1000;
 /// type, as Zulip does: `Err` holds Zulip's message. Contents for other
 /// (or no) widget types pass unchecked.
 pub fn validate(widget_type: Option<&str>, data: &Value, is_author: bool) -> Result<(), String> {
-    let (what, rules): (&str, &[(&str, &[(&str, Kind)])]) = match widget_type {
+    let (what, rules): (&str, Rules) = match widget_type {
         Some("poll") => ("poll data", POLL),
         Some("todo") => ("todo data", TODO),
         _ => return Ok(()),
@@ -226,7 +226,12 @@ const POLL: Rules = &[
 const TODO: Rules = &[
     (
         "new_task",
-        &[("key", Kind::Index), ("task", Kind::Str), ("desc", Kind::Str), ("completed", Kind::Bool)],
+        &[
+            ("key", Kind::Index),
+            ("task", Kind::Str),
+            ("desc", Kind::Str),
+            ("completed", Kind::Bool),
+        ],
     ),
     ("strike", &[("key", Kind::Str)]),
     ("new_task_list_title", &[("title", Kind::Str)]),
@@ -303,7 +308,10 @@ mod tests {
         assert_eq!(ok("poll", json!({"type": "vote", "key": "canned,1", "vote": 1})), Ok(()));
         assert_eq!(ok("poll", json!({"type": "new_option", "idx": 2, "option": "x"})), Ok(()));
         assert_eq!(
-            ok("todo", json!({"type": "new_task", "key": 3, "task": "t", "desc": "", "completed": false})),
+            ok(
+                "todo",
+                json!({"type": "new_task", "key": 3, "task": "t", "desc": "", "completed": false})
+            ),
             Ok(())
         );
         assert_eq!(ok("todo", json!({"type": "strike", "key": "3,7"})), Ok(()));
@@ -314,9 +322,15 @@ mod tests {
             ok("poll", json!({"type": "question", "question": "q"})),
             Err("You can't edit a question unless you are the author.".into())
         );
-        assert_eq!(validate(Some("poll"), &json!({"type": "question", "question": "q"}), true), Ok(()));
+        assert_eq!(
+            validate(Some("poll"), &json!({"type": "question", "question": "q"}), true),
+            Ok(())
+        );
         assert_eq!(ok("poll", json!([1])), Err("poll data is not a dict".into()));
-        assert_eq!(ok("todo", json!({"type": "nope"})), Err("Unknown type for todo data: nope".into()));
+        assert_eq!(
+            ok("todo", json!({"type": "nope"})),
+            Err("Unknown type for todo data: nope".into())
+        );
         assert_eq!(validate(None, &json!([1]), false), Ok(()));
     }
 }
