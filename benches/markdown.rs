@@ -1,7 +1,10 @@
 //! Markdown rendering (`markdown::render_message`), as the send path runs
 //! it: a typical chat message with a mention, an emoji, a link and code;
-//! and an adversarial one (deep nesting, runs of unclosed delimiters, many
-//! mentions) of the same 10,000-character maximum size.
+//! an adversarial one (deep nesting, runs of unclosed delimiters, many
+//! mentions) of the same 10,000-character maximum size; a highlighted
+//! code block of 200 lines; and a message with 20 formulas (KaTeX). The
+//! first iteration of the last two includes compiling the lexer and
+//! starting KaTeX; `first_formula` measures that start alone.
 //!
 //! Run: `cargo bench --bench markdown`
 
@@ -46,13 +49,48 @@ fn adversarial() -> String {
     s
 }
 
+/// A 200-line Python code block.
+fn code_block() -> String {
+    let mut s = String::from("```python\n");
+    for i in 0..40 {
+        s.push_str(&format!("def handler_{i}(request, *args, **kwargs):\n"));
+        s.push_str("    \"\"\"Answer one request.\"\"\"\n");
+        s.push_str(&format!(
+            "    limit = max(int(request.get('limit', {i})), 1)  # at least one\n"
+        ));
+        s.push_str("    return [x ** 2 for x in range(limit) if x % 3 == 0]\n\n");
+    }
+    s.push_str("```");
+    s
+}
+
+/// Twenty formulas, inline and displayed.
+fn formulas() -> String {
+    let mut s = String::new();
+    for i in 0..10 {
+        s.push_str(&format!("Step {i}: $$\\frac{{a_{i}}}{{b}} + \\sqrt{{x^{i}}}$$ holds.\n\n"));
+        s.push_str(&format!("```math\n\\sum_{{k=0}}^{{{i}}} \\binom{{n}}{{k}} = 2^n\n```\n\n"));
+    }
+    s
+}
+
 fn bench(c: &mut Criterion) {
+    // Measured once, before anything else starts the KaTeX thread.
+    let start = std::time::Instant::now();
+    render_message("$$x$$", &Names);
+    eprintln!("first_formula (KaTeX thread start + one formula): {:?}", start.elapsed());
     let mut group = c.benchmark_group("markdown");
     group.throughput(Throughput::Bytes(TYPICAL.len() as u64));
     group.bench_function("typical", |b| b.iter(|| render_message(TYPICAL, &Names)));
     let hostile = adversarial();
     group.throughput(Throughput::Bytes(hostile.len() as u64));
     group.bench_function("adversarial_10k", |b| b.iter(|| render_message(&hostile, &Names)));
+    let code = code_block();
+    group.throughput(Throughput::Bytes(code.len() as u64));
+    group.bench_function("code_block_200_lines", |b| b.iter(|| render_message(&code, &Names)));
+    let math = formulas();
+    group.throughput(Throughput::Bytes(math.len() as u64));
+    group.bench_function("formulas_20", |b| b.iter(|| render_message(&math, &Names)));
     group.finish();
 }
 

@@ -173,11 +173,45 @@ pub struct Cli {
     #[arg(long)]
     pub metrics_listen: Option<String>,
 
+    /// Let web pages of this origin (`scheme://host[:port]`) call the API
+    /// with API keys: CORS headers on its requests and answers to its
+    /// pre-flights. Unset (the default): no cross-origin access. The web
+    /// client's session cookie is never accepted cross-origin.
+    #[arg(long)]
+    pub cors_origin: Option<String>,
+
+    /// Mark the web client's session cookie `Secure`: for a server that
+    /// browsers reach over HTTPS through a TLS-terminating proxy (natter
+    /// itself speaks plain HTTP).
+    #[arg(long)]
+    pub secure_cookies: bool,
+
     /// On SIGTERM or SIGINT: the longest to wait for requests being
     /// answered (long-polls aside) before the final snapshot. New
     /// requests get 503 meanwhile; a second signal exits at once.
     #[arg(long, default_value_t = 10)]
     pub shutdown_grace_secs: u64,
+
+    /// Seconds an outgoing-webhook bot's server has to answer one request
+    /// (then the delivery is retried, up to 3 times).
+    #[arg(long, default_value_t = 10)]
+    pub outgoing_webhook_timeout: u64,
+
+    /// Addresses outgoing-webhook deliveries may reach although they are
+    /// loopback, private, link-local or otherwise not public: a
+    /// comma-separated list of IP addresses and CIDR blocks, e.g.
+    /// `127.0.0.1,10.1.0.0/16,::1` (a bot server on the same machine).
+    #[arg(long, default_value = "")]
+    pub outgoing_webhook_allow: String,
+
+    /// Threads posting messages to outgoing-webhook bots.
+    #[arg(long, default_value_t = 4)]
+    pub outgoing_webhook_threads: usize,
+
+    /// Milliseconds before the first retry of a delivery that timed out
+    /// or could not connect; each later retry waits twice as long.
+    #[arg(long, default_value_t = 1000)]
+    pub outgoing_webhook_backoff_ms: u64,
 
     /// Log lines as `text` (`natter: …`) or `json` (one object per line).
     #[arg(long, default_value = "text", global = true)]
@@ -286,6 +320,73 @@ pub struct Config {
     pub metrics_token: Option<String>,
     /// The address of the metrics-only listener, if any.
     pub metrics_listen: Option<String>,
+    /// The one other origin allowed to call the API (`--cors-origin`).
+    pub cors_origin: Option<String>,
+    /// Whether the session cookie is `Secure` (`--secure-cookies`).
+    pub secure_cookies: bool,
+    /// Outgoing-webhook delivery settings.
+    pub outgoing: OutgoingConfig,
+}
+
+/// How messages are posted to outgoing-webhook bots.
+#[derive(Clone, Debug)]
+pub struct OutgoingConfig {
+    /// Longest one request may take.
+    pub timeout: Duration,
+    /// Non-public addresses deliveries may reach anyway: (network, prefix
+    /// length) blocks.
+    pub allow: Vec<(std::net::IpAddr, u8)>,
+    /// Delivery threads.
+    pub threads: usize,
+    /// Wait before the first retry (doubled for each later one).
+    pub backoff: Duration,
+}
+
+impl OutgoingConfig {
+    /// Parses `--outgoing-webhook-allow`: IP addresses (a block of one)
+    /// and `address/prefix` blocks, comma-separated.
+    pub fn parse_allow(list: &str) -> Result<Vec<(std::net::IpAddr, u8)>, String> {
+        list.split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(|item| {
+                let bad = || {
+                    format!("--outgoing-webhook-allow: {item:?} is not an address or CIDR block")
+                };
+                let (addr, prefix) = match item.split_once('/') {
+                    Some((addr, prefix)) => (addr, Some(prefix)),
+                    None => (item, None),
+                };
+                let addr: std::net::IpAddr = addr.parse().map_err(|_| bad())?;
+                let max = if addr.is_ipv4() { 32 } else { 128 };
+                let prefix = match prefix {
+                    Some(p) => p.parse::<u8>().ok().filter(|p| *p <= max).ok_or_else(bad)?,
+                    None => max,
+                };
+                Ok((addr, prefix))
+            })
+            .collect()
+    }
+
+    /// Whether `addr` is in one of the allowed blocks.
+    pub fn allows(&self, addr: std::net::IpAddr) -> bool {
+        self.allow.iter().any(|(net, prefix)| in_block(addr, *net, *prefix))
+    }
+}
+
+/// Whether `addr` is in the block `net/prefix` (same address family).
+fn in_block(addr: std::net::IpAddr, net: std::net::IpAddr, prefix: u8) -> bool {
+    use std::net::IpAddr::{V4, V6};
+    let (a, n, bits) = match (addr, net) {
+        (V4(a), V4(n)) => (u128::from(a.to_bits()), u128::from(n.to_bits()), 32),
+        (V6(a), V6(n)) => (a.to_bits(), n.to_bits(), 128),
+        _ => return false,
+    };
+    let host_bits = bits - u32::from(prefix);
+    if host_bits >= 128 {
+        return true;
+    }
+    (a >> host_bits) == (n >> host_bits)
 }
 
 /// How much may be uploaded.
@@ -550,7 +651,20 @@ impl Cli {
             unclaimed_grace_secs: self.unclaimed_upload_grace_secs,
         };
         let rate_limits = RateLimits::parse(&self.rate_limit)?;
+        if self.outgoing_webhook_timeout == 0 || self.outgoing_webhook_threads == 0 {
+            return Err(
+                "--outgoing-webhook-timeout and --outgoing-webhook-threads must be at least 1"
+                    .into(),
+            );
+        }
+        let outgoing = OutgoingConfig {
+            timeout: Duration::from_secs(self.outgoing_webhook_timeout),
+            allow: OutgoingConfig::parse_allow(&self.outgoing_webhook_allow)?,
+            threads: self.outgoing_webhook_threads,
+            backoff: Duration::from_millis(self.outgoing_webhook_backoff_ms),
+        };
         Ok(Config {
+            outgoing,
             uploads,
             rate_limits,
             shutdown_grace: Duration::from_secs(self.shutdown_grace_secs),
@@ -561,6 +675,11 @@ impl Cli {
                 token => token,
             },
             metrics_listen: self.metrics_listen,
+            cors_origin: match self.cors_origin {
+                Some(origin) => Some(check_origin(&origin)?),
+                None => None,
+            },
+            secure_cookies: self.secure_cookies,
             queues,
             external_host: self.host,
             listen: self.listen,
@@ -576,6 +695,21 @@ impl Cli {
             wire,
         })
     }
+}
+
+/// A `--cors-origin` value as browsers send `Origin`: `http` or `https`,
+/// a host and an optional port, nothing after.
+fn check_origin(origin: &str) -> Result<String, String> {
+    let bad = || format!("--cors-origin must be scheme://host[:port], not {origin:?}");
+    let rest = origin
+        .strip_prefix("https://")
+        .or_else(|| origin.strip_prefix("http://"))
+        .ok_or_else(bad)?;
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']');
+    if rest.is_empty() || !rest.chars().all(allowed) {
+        return Err(bad());
+    }
+    Ok(origin.to_ascii_lowercase())
 }
 
 /// Limits and time-outs of the connection loop (from `Config`).
@@ -629,6 +763,20 @@ mod tests {
         for bad in ["api-by-user=0/60", "api-by-user=5", "api-by-user=5/0", "nope=1/1", "sometimes"]
         {
             assert!(RateLimits::parse(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn cors_origins_are_bare_origins() {
+        assert_eq!(
+            check_origin("https://App.example.com:8443").unwrap(),
+            "https://app.example.com:8443"
+        );
+        assert_eq!(check_origin("http://[::1]:3000").unwrap(), "http://[::1]:3000");
+        for bad in
+            ["*", "app.example.com", "https://", "https://a.com/", "https://a.com/x", "ftp://a"]
+        {
+            assert!(check_origin(bad).is_err(), "{bad} accepted");
         }
     }
 }

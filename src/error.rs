@@ -150,6 +150,11 @@ impl ApiError {
 
     /// 404 `NOT_FOUND` for an object the caller has none of (Zulip's
     /// `ResourceNotFoundError`).
+    /// 403 with a code of its own (`CSRF_FAILED`…).
+    pub fn forbidden_code(code: &'static str, msg: impl Into<String>) -> Self {
+        Self::new(403, code, msg)
+    }
+
     pub fn not_found(msg: impl Into<String>) -> Self {
         Self::new(404, "NOT_FOUND", msg)
     }

@@ -31,6 +31,8 @@
 //! - `api` — one file per Zulip API area; handlers only.
 //! - `http` — transport: natter's own HTTP/1.1 loop in, JSON bytes out;
 //!   routing table; auth.
+//! - `outgoing` — posts messages to outgoing-webhook bots on a pool of OS
+//!   threads, with the SSRF guard, and posts their answers back.
 //! - `scheduler` — sends scheduled messages when they fall due (the one
 //!   reader of the clock for delivery; it commits, `apply` never decides).
 //! - `seed` — the `--dev` seed.
@@ -62,6 +64,7 @@ pub mod logging;
 pub mod markdown;
 pub mod mutation;
 pub mod narrow;
+pub mod outgoing;
 pub mod persist;
 pub mod realm_create;
 pub mod scheduler;

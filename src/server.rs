@@ -98,6 +98,23 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
         );
     }
     let state = Arc::new(state);
+    if !state.lookup.ready() {
+        // The sender, feature and word lists are derived: built from the
+        // messages while requests are served (reads scan until then).
+        let state = Arc::clone(&state);
+        std::thread::Builder::new()
+            .name("natter-lookup".into())
+            .spawn(move || {
+                let started = std::time::Instant::now();
+                state.build_lookup();
+                tracing::info!(
+                    "lookup lists built over {} messages in {:?}",
+                    state.messages.len(),
+                    started.elapsed()
+                );
+            })
+            .map_err(|e| format!("cannot start the lookup build: {e}"))?;
+    }
     let hub = Arc::new(Hub::new());
     let realtime = Arc::new(Realtime::new(Arc::clone(&state), config.queues.clone()));
     let reparse = |user, narrow: &serde_json::Value| {
@@ -131,6 +148,7 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
         files: Arc::new(store),
         temporary_urls: Default::default(),
         recovery,
+        outbox: Default::default(),
         _data_dir_lock: report.lock,
     });
     // Realms from before system bots existed get theirs now.
@@ -184,6 +202,8 @@ pub fn start(config: Config) -> Result<Server, String> {
     };
     // Deliveries that fell due while the server was down go out now.
     crate::scheduler::start(Arc::clone(&app));
+    // Deliveries to outgoing-webhook bots left unfinished go out now.
+    crate::outgoing::start(&app);
     if app.state.realm_by_subdomain("").is_none() && !app.config.dev {
         tracing::warn!("no realm exists yet; start once with --dev to seed one");
     }

@@ -770,3 +770,38 @@ fn with_follows_a_message_to_its_current_conversation() {
         .get("/messages", &[("anchor", "newest"), ("num_before", "5"), ("narrow", not_an_id)])
         .err(400, "BAD_NARROW");
 }
+
+/// `search` by English stem, by the current text only (an edit drops the
+/// old words), within what the caller may read — before and after a crash,
+/// when the word index is rebuilt from the recovered messages.
+#[test]
+fn search_finds_stems_of_the_current_text_through_a_crash() {
+    let mut server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let late = post(&hamlet, "general", "plans", "We are running late");
+    let secret = post(&hamlet, "core team", "plans", "running in secret");
+    let search = |c: &Client, words: &str| {
+        let narrow = json!([["search", words]]).to_string();
+        fetch(c, &[("anchor", "newest"), ("num_before", "10"), ("narrow", &narrow)])
+    };
+    let cordelia = server.client(CORDELIA);
+    assert_eq!(ids(&search(&cordelia, "RUNS")), [late], "a stem; never the private channel");
+    assert_eq!(ids(&search(&hamlet, "run")), [late, secret]);
+    hamlet.request("PATCH", &format!("/messages/{late}"), &[("content", "We walked home")]).ok();
+    assert!(ids(&search(&cordelia, "running")).is_empty(), "the old text is not found");
+    let walked = search(&cordelia, "walking");
+    assert_eq!(ids(&walked), [late]);
+    assert_eq!(
+        walked["messages"][0]["match_content"],
+        r#"<p>We <span class="highlight">walked</span> home</p>"#
+    );
+
+    server.kill();
+    server.restart();
+    let hamlet = server.client(HAMLET);
+    let cordelia = server.client(CORDELIA);
+    assert_eq!(ids(&search(&cordelia, "walk")), [late]);
+    assert!(ids(&search(&cordelia, "run")).is_empty());
+    assert_eq!(ids(&search(&hamlet, "\"run in\"")), [secret], "a phrase");
+    assert!(ids(&search(&hamlet, "\"in run\"")).is_empty());
+}

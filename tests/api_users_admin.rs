@@ -207,8 +207,12 @@ fn api_keys_and_bots() {
     hamlet
         .post("/bots", &[("full_name", "Other Bot"), ("short_name", "bad name")])
         .err(400, "BAD_REQUEST");
+    // An outgoing-webhook bot needs its URL; embedded bots are refused.
     hamlet
         .post("/bots", &[("full_name", "Hook Bot"), ("short_name", "hook"), ("bot_type", "3")])
+        .err(400, "REQUEST_VARIABLE_MISSING");
+    hamlet
+        .post("/bots", &[("full_name", "Inside Bot"), ("short_name", "inside"), ("bot_type", "4")])
         .err(400, "BAD_REQUEST");
     hamlet
         .post("/bots", &[("full_name", "Odd Bot"), ("short_name", "odd"), ("bot_type", "9")])

@@ -6,6 +6,8 @@ mod util;
 
 /// Avatars: upload, serve, redirect, delete, refusals.
 mod api_avatars;
+/// Bot storage: GET/PUT/DELETE /bot_storage.
+mod api_bot_storage;
 /// Channels and subscriptions: create, join, leave, properties, PATCH/DELETE streams.
 mod api_channels;
 /// POST /register, GET/DELETE /events, POST /users/me/presence.
@@ -31,6 +33,9 @@ mod api_mobile;
 mod api_move_notifications;
 /// Linkifiers, default channels and default channel groups.
 mod api_organization;
+/// Outgoing-webhook bots: services, triggers, replies, failures, retries,
+/// the SSRF guard, deliveries across a crash.
+mod api_outgoing_bots;
 /// Alert words, drafts, user status, muted users, topic visibility.
 mod api_personal;
 /// PATCH/DELETE /users/me/profile_data: a user's own custom profile values.
@@ -76,6 +81,8 @@ mod handler_gaps;
 mod layering;
 /// The natter-load generator.
 mod load;
+/// Markdown on the send path: sends render as /messages/render does.
+mod markdown_send;
 /// Operating natter: health, rate limits, `natter verify`.
 mod ops;
 /// Role × channel kind × action, against the real handlers; the table is data.
@@ -102,3 +109,5 @@ mod verify_files;
 mod verify_organization;
 /// Register-vs-events cases of the settings area (on the verify_action harness).
 mod verify_settings;
+/// The web client's files, sign-in, session cookie and CSRF checks, CORS.
+mod web_client;

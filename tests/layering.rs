@@ -33,6 +33,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("api", 10),
     ("http", 11),
     ("scheduler", 11),
+    ("outgoing", 11),
     ("seed", 11),
     ("realm_create", 11),
     ("server", 12),

@@ -140,3 +140,52 @@ fn realm_bot_events_reach_the_owner_and_administrators() {
         &["realm_user", "realm_user"],
     );
 }
+
+#[test]
+fn outgoing_webhook_services_show_in_realm_bots_and_their_events() {
+    let h = Harness::new();
+    let create = |h: &Harness| {
+        let p = [
+            ("full_name", "Hook Bot"),
+            ("short_name", "hook"),
+            ("bot_type", "3"),
+            ("payload_url", "\"http://bots.example.com/hook\""),
+            ("interface_type", "2"),
+        ];
+        call(h, HAMLET, api::accounts::create_bot, &[], &p).unwrap();
+    };
+    let events = h.verify_action(HAMLET, FETCH, create, &["realm_user", "realm_bot"]);
+    let bot = events[1]["bot"].clone();
+    assert_eq!(bot["bot_type"], 3);
+    assert_eq!(bot["services"][0]["base_url"], "http://bots.example.com/hook");
+    assert_eq!(bot["services"][0]["interface"], 2);
+    let token = bot["services"][0]["token"].clone();
+    assert_eq!(token.as_str().map(str::len), Some(32));
+    let id = bot["user_id"].as_u64().unwrap().to_string();
+
+    // A new URL: an update of `services` to the owner and administrators.
+    let repoint = |url: &'static str| {
+        let id = id.clone();
+        move |h: &Harness| {
+            let p = [("service_payload_url", url), ("service_interface", "1")];
+            call(h, HAMLET, api::accounts::update_bot, &[&id], &p).unwrap();
+        }
+    };
+    let e =
+        h.verify_action(HAMLET, FETCH, repoint("\"http://bots.example.com/v2\""), &["realm_bot"]);
+    assert_eq!(e[0]["op"], "update");
+    assert_eq!(
+        e[0]["bot"]["services"],
+        serde_json::json!([{"base_url": "http://bots.example.com/v2", "interface": 1,
+                            "token": token}])
+    );
+    h.verify_action(IAGO, FETCH, repoint("\"http://bots.example.com/v3\""), &["realm_bot"]);
+    h.verify_action(CORDELIA, FETCH, repoint("\"http://bots.example.com/v4\""), &[]);
+    // Refused: no change, no event.
+    let refused = |h: &Harness| {
+        let p = [("service_payload_url", "\"http://evil.example.com\"")];
+        let err = call(h, CORDELIA, api::accounts::update_bot, &[&id], &p).unwrap_err();
+        assert_eq!(err.msg, "Insufficient permission");
+    };
+    h.verify_action(HAMLET, FETCH, refused, &[]);
+}

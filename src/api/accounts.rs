@@ -10,6 +10,7 @@
 //! checked under the writer lock, so two racing demotions cannot both pass.
 
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 
 use super::profile_fields;
 use super::{App, Call, Reply};
@@ -19,6 +20,7 @@ use crate::mutation::build::{self, NewUser};
 use crate::mutation::rules::{check_email, check_full_name};
 use crate::mutation::{Mutation, UserChange};
 use crate::reply;
+use crate::state::bots::{BotChange, Interface, Service};
 use crate::state::{BotType, RealmId, Role, State, User, UserId};
 use crate::view::user::UserOptions;
 
@@ -274,9 +276,56 @@ fn bot_domain(app: &App, call: &Call) -> String {
     }
 }
 
-/// `POST /bots`: create a bot owned by the caller (generic or incoming
-/// webhook; outgoing-webhook and embedded bots need services natter does
-/// not run yet).
+/// A URL parameter of an outgoing-webhook service: a JSON-encoded string
+/// that is an absolute `http` or `https` URL with a host.
+fn payload_url(call: &mut Call, name: &str) -> ApiResult<Option<String>> {
+    let Some(value) = call.params.json(name)? else { return Ok(None) };
+    let Value::String(url) = value else {
+        return Err(ApiError::bad_request(format!("{name} is not a string")).with("var_name", name));
+    };
+    if !is_http_url(&url) {
+        return Err(ApiError::bad_request(format!("{name} is not a URL")).with("var_name", name));
+    }
+    Ok(Some(url))
+}
+
+/// Whether `url` is an absolute `http`/`https` URL with a host.
+pub fn is_http_url(url: &str) -> bool {
+    let Ok(uri) = iri_string::types::UriStr::new(url) else { return false };
+    let scheme = uri.scheme_str().to_ascii_lowercase();
+    let host = uri.authority_components().map(|a| a.host().to_owned()).unwrap_or_default();
+    (scheme == "http" || scheme == "https") && !host.is_empty()
+}
+
+/// An outgoing-webhook interface parameter (Zulip's integers).
+fn interface(call: &mut Call, name: &str) -> ApiResult<Option<Interface>> {
+    match call.params.int(name)? {
+        None => Ok(None),
+        Some(code) => Interface::from_code(code)
+            .map(Some)
+            .ok_or_else(|| ApiError::bad_request("Invalid interface type")),
+    }
+}
+
+/// `config_data`: a JSON object of strings.
+fn config_data(call: &mut Call) -> ApiResult<Option<BTreeMap<String, String>>> {
+    let Some(value) = call.params.json("config_data")? else { return Ok(None) };
+    let Value::Object(map) = value else {
+        return Err(ApiError::bad_request("config_data is not a dict"));
+    };
+    map.into_iter()
+        .map(|(k, v)| match v {
+            Value::String(v) => Ok((k, v)),
+            _ => Err(ApiError::bad_request(format!("config_data[\"{k}\"] is not a string"))),
+        })
+        .collect::<ApiResult<_>>()
+        .map(Some)
+}
+
+/// `POST /bots`: create a bot owned by the caller: generic, incoming
+/// webhook, or outgoing webhook (with `payload_url`, `interface_type`,
+/// `service_name`, `config_data`). Embedded bots are refused: natter runs
+/// no bot code in-process.
 pub fn create_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let me = call.caller().clone();
     if me.role == Role::Guest || me.is_bot() {
@@ -293,12 +342,25 @@ pub fn create_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let bot_type = match call.params.int("bot_type")?.unwrap_or(1) {
         1 => BotType::Generic,
         2 => BotType::IncomingWebhook,
-        3 | 4 => {
+        3 => BotType::OutgoingWebhook,
+        4 => {
             return Err(ApiError::bad_request(
-                "Outgoing webhook and embedded bots are not supported yet",
+                "Embedded bots are not supported: natter runs no bot code in-process; \
+                 use an outgoing webhook bot with zulip-botserver instead",
             ))
         }
         _ => return Err(ApiError::bad_request("Invalid bot type")),
+    };
+    let service = if bot_type == BotType::OutgoingWebhook {
+        let base_url =
+            payload_url(call, "payload_url")?.ok_or_else(|| ApiError::missing("payload_url"))?;
+        let interface = interface(call, "interface_type")?.unwrap_or(Interface::Generic);
+        let name = call.params.string("service_name").unwrap_or_else(|| short.clone());
+        let config = config_data(call)?.unwrap_or_default();
+        let token = entropy::api_key();
+        Some(Service { name, base_url, interface, token, config })
+    } else {
+        None
     };
     let email = check_email(&format!("{short}-bot@{}", bot_domain(app, call)))?;
     let key = entropy::api_key();
@@ -325,6 +387,18 @@ pub fn create_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
         let m = build::user(s, me.realm, &new, key, now)?;
         let Mutation::CreateUser(u) = &m else { unreachable!("build::user creates a user") };
         let u = u.clone();
+        // The service first, so that the bot's `realm_bot` `add` event
+        // carries it.
+        let m = match &service {
+            Some(service) => Mutation::Batch(vec![
+                Mutation::Bot(Box::new(BotChange::SetService {
+                    bot: u.id,
+                    service: service.clone(),
+                })),
+                m,
+            ]),
+            None => m,
+        };
         Ok((m, u))
     })?;
     Ok(reply! {
@@ -355,7 +429,7 @@ fn bot_json(state: &State, bot: &User) -> Value {
         "default_sending_stream": Value::Null,
         "default_events_register_stream": Value::Null,
         "default_all_public_streams": false,
-        "services": [],
+        "services": crate::view::bots::services_json(state, bot),
     })
 }
 
@@ -389,7 +463,9 @@ fn managed_bot(app: &App, call: &Call) -> ApiResult<User> {
 }
 
 /// `PATCH /bots/{bot_id}`: `full_name`, `bot_owner_id` (an active human
-/// of the realm), `role` (administrators; the usual role rules).
+/// of the realm), `role` (administrators; the usual role rules), and for
+/// an outgoing-webhook bot `service_payload_url`, `service_interface`
+/// (with it) and `config_data`.
 pub fn update_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let bot = managed_bot(app, call)?;
     let me = call.caller().clone();
@@ -412,6 +488,13 @@ pub fn update_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
     if role.is_some() {
         require_admin(&me)?;
     }
+    let url = payload_url(call, "service_payload_url")?;
+    let interface = interface(call, "service_interface")?;
+    let config = config_data(call)?;
+    let service_change = url.is_some() || interface.is_some() || config.is_some();
+    if service_change && bot.bot_type != Some(BotType::OutgoingWebhook) {
+        return Err(ApiError::bad_request("This bot has no outgoing webhook service"));
+    }
     app.committer.commit(|s| {
         let bot = s.users.get(&bot.id).ok_or_else(|| ApiError::bad_request("No such bot"))?;
         let mut changes = changes;
@@ -421,8 +504,22 @@ pub fn update_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
                 changes.push(UserChange::Role(role));
             }
         }
+        let users =
+            Mutation::UpdateUsers { changes: changes.into_iter().map(|c| (bot.id, c)).collect() };
+        let service = s.bots.services.get(&bot.id).filter(|_| service_change).map(|old| {
+            let service = Service {
+                base_url: url.clone().unwrap_or(old.base_url.clone()),
+                interface: interface.unwrap_or(old.interface),
+                config: config.clone().unwrap_or(old.config.clone()),
+                ..old
+            };
+            Mutation::Bot(Box::new(BotChange::SetService { bot: bot.id, service }))
+        });
         Ok((
-            Mutation::UpdateUsers { changes: changes.into_iter().map(|c| (bot.id, c)).collect() },
+            match service {
+                Some(service) => Mutation::Batch(vec![users, service]),
+                None => users,
+            },
             (),
         ))
     })?;

@@ -104,8 +104,10 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
         Some(c) => Some(normalize_content(&c)?),
         None => None,
     };
+    let url = Some(super::realm::realm_url(app, &call.realm));
     let content = content.map(|c| {
-        let rendered = markdown::render_message(&c, &Visible::new(&app.state, &editor));
+        let visible = Visible::new(&app.state, &editor).with_realm_url(url.clone());
+        let rendered = markdown::render_message(&c, &visible);
         (c, rendered)
     });
     let channel = match channel {

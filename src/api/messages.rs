@@ -97,11 +97,14 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
     };
     let client = if call.client.is_empty() { Arc::from("API") } else { Arc::clone(&call.client) };
     let sender = call.caller();
-    let draft = Draft::new(&app.state, sender, target, content, read_by_sender, client);
-    let (id, automatic) = app.committer.commit(|state| {
+    let url = super::realm::realm_url_of(app, sender.realm);
+    let draft = Draft::new(&app.state, sender, target, content, read_by_sender, client, url);
+    let (id, automatic, deliveries) = app.committer.commit(|state| {
         let new = draft.build(state, sender)?;
+        let mentioned = draft.personal_mentions();
+        let deliveries = crate::send::outgoing::triggered(state, sender, &new, &mentioned);
         let id = new.message.id;
-        let changes = auto_topics::on_send(state, &new, &draft.personal_mentions());
+        let changes = auto_topics::on_send(state, &new, &mentioned);
         let automatic = changes.iter().find(|c| c.user == sender.id).map(|c| c.policy);
         if let Some((queue_id, local_id)) = local_echo {
             app.hub.realtime().queues.note_local_id(id, queue_id, local_id);
@@ -112,8 +115,11 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
             parts.push(Mutation::LinkAttachments { message: id, attachments });
         }
         parts.extend(crate::send::widgets::first_submessage(state, &new));
-        Ok((auto_topics::batch(Mutation::SendMessage(new), parts), (id, automatic)))
+        parts.extend(crate::send::outgoing::queue(&deliveries));
+        Ok((auto_topics::batch(Mutation::SendMessage(new), parts), (id, automatic, deliveries)))
     })?;
+    // Logged with the message; the pool posts them off the request path.
+    app.outbox.push(deliveries);
     // Members in key order, as the map's serialization would put them.
     let mut out = SortedMembers::reply(64);
     if let Some(policy) = automatic {
@@ -122,6 +128,63 @@ pub fn send(app: &App, call: &mut Call) -> ApiResult<Reply> {
     out.unsigned("id", id.0);
     call.sorted_reply = Some(out);
     Ok(Reply::new())
+}
+
+/// Where a message the server sends on someone's behalf goes.
+pub enum Conversation {
+    /// A channel's topic.
+    Channel {
+        /// The channel.
+        channel: ChannelId,
+        /// The topic (normalized as a sent one is).
+        topic: String,
+    },
+    /// A direct conversation with these users (the sender may be among
+    /// them).
+    Direct(Vec<UserId>),
+}
+
+/// Sends `content` as `sender` to `to` through the ordinary send rules,
+/// with the `client` name given, logging `extra` in the same record: an
+/// outgoing-webhook bot's answer, with the end of the delivery that
+/// brought it. Blocks on the write path: for an OS thread or a handler.
+/// Triggers no outgoing-webhook bot when `sender` is a bot.
+pub fn send_as(
+    app: &App,
+    sender: &User,
+    to: Conversation,
+    content: &str,
+    client: &str,
+    extra: Vec<Mutation>,
+) -> ApiResult<MessageId> {
+    let content = normalize_content(content)?;
+    let target = match to {
+        Conversation::Channel { channel, topic } => {
+            let empty = app
+                .state
+                .realms
+                .read(&sender.realm, |r| r.settings.empty_topic_display_name.clone())
+                .unwrap_or_default();
+            let topic = normalize_topic_for(&topic, &empty)?;
+            Target::Channel { channel: ChannelRef::Id(channel.0), topic }
+        }
+        Conversation::Direct(users) => {
+            Target::Direct(users.into_iter().map(|u| UserRef::Id(u.0)).collect())
+        }
+    };
+    let url = super::realm::realm_url_of(app, sender.realm);
+    let draft = Draft::new(&app.state, sender, target, content, true, client, url);
+    let (id, deliveries) = app.committer.commit(|state| {
+        let new = draft.build(state, sender)?;
+        let id = new.message.id;
+        let mentioned = draft.personal_mentions();
+        let deliveries = crate::send::outgoing::triggered(state, sender, &new, &mentioned);
+        let mut parts = extra.clone();
+        parts.extend(crate::send::outgoing::queue(&deliveries));
+        Ok((auto_topics::batch(Mutation::SendMessage(new), parts), (id, deliveries)))
+    })?;
+    app.outbox.push(deliveries);
+    Ok(id)
 }
 
 /// `to`, as `Params::json_or_string` reads it, without trying to parse a
@@ -181,8 +244,10 @@ impl Draft {
         content: String,
         read_by_sender: bool,
         client: impl Into<Arc<str>>,
+        realm_url: Option<String>,
     ) -> Draft {
-        let rendered = markdown::render_message(&content, &Visible::new(state, sender));
+        let visible = Visible::new(state, sender).with_realm_url(realm_url);
+        let rendered = markdown::render_message(&content, &visible);
         Draft {
             target,
             is_me_message: markdown::is_me_message(&content),
@@ -469,7 +534,9 @@ pub fn render(app: &App, call: &mut Call) -> ApiResult<Reply> {
         String::new()
     } else {
         let content = normalize_content(&content)?;
-        markdown::render_message(&content, &Visible::new(&app.state, call.caller())).html
+        let url = Some(super::realm::realm_url(app, &call.realm));
+        let visible = Visible::new(&app.state, call.caller()).with_realm_url(url);
+        markdown::render_message(&content, &visible).html
     };
     Ok(crate::reply! { "rendered" => rendered })
 }
@@ -724,7 +791,7 @@ mod tests {
                 Target::Channel { channel: ChannelRef::Name("c".into()), topic: "lunch".into() };
             // A new `Arc` for the client each time, as each connection has.
             let client: Arc<str> = Arc::from("ZulipPython");
-            let draft = Draft::new(&w.state, member, target, "hi".into(), false, client);
+            let draft = Draft::new(&w.state, member, target, "hi".into(), false, client, None);
             let new = draft.build(&w.state, member).unwrap();
             let message = Arc::clone(&new.message);
             w.apply(Mutation::SendMessage(new));

@@ -5,6 +5,7 @@
 pub mod accounts;
 pub mod auth;
 pub mod avatars;
+pub mod bot_storage;
 pub mod channel_email;
 pub mod channels;
 pub mod default_streams;
@@ -42,6 +43,7 @@ pub mod subscriptions;
 pub mod typing;
 pub mod uploads;
 pub mod users;
+pub mod web_login;
 
 use std::sync::{Arc, OnceLock};
 
@@ -75,6 +77,8 @@ pub struct App {
     pub temporary_urls: crate::files::TemporaryUrls,
     /// How long start-up took to recover the state (snapshot and log).
     pub recovery: std::time::Duration,
+    /// Deliveries to outgoing-webhook bots, handed to the delivery pool.
+    pub outbox: Arc<crate::send::outgoing::Outbox>,
     /// The data dir's lock, held for the life of the process.
     pub(crate) _data_dir_lock: Option<std::fs::File>,
 }

@@ -89,15 +89,28 @@ pub fn check_new_password(password: &str) -> ApiResult<()> {
 pub fn fetch_api_key(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let username = call.params.required_string("username")?;
     let password = call.params.required_string("password")?;
-    if call.realm.deactivated {
+    let user = password_login(app, &call.realm, &username, &password)?;
+    Ok(reply! { "api_key" => user.api_key, "email" => user.email, "user_id" => user.id.0 })
+}
+
+/// The account `username` (its real email address) and `password` sign in
+/// as in `realm`, by `POST /fetch_api_key`'s rules (also the web client's
+/// `POST /login`).
+pub fn password_login(
+    app: &App,
+    realm: &crate::state::Realm,
+    username: &str,
+    password: &str,
+) -> ApiResult<crate::state::User> {
+    if realm.deactivated {
         return Err(ApiError::realm_deactivated());
     }
-    let user = app.state.user_by_delivery_email(call.realm.id, username.trim());
+    let user = app.state.user_by_delivery_email(realm.id, username.trim());
     let hash = user.as_ref().and_then(|u| app.state.settings.passwords.get(&u.id));
     let matches = match &hash {
-        Some(hash) if password.len() <= MAX_PASSWORD_BYTES => verify_password(&password, hash),
+        Some(hash) if password.len() <= MAX_PASSWORD_BYTES => verify_password(password, hash),
         _ => {
-            verify_password(&password, decoy_hash());
+            verify_password(password, decoy_hash());
             false
         }
     };
@@ -106,7 +119,7 @@ pub fn fetch_api_key(app: &App, call: &mut Call) -> ApiResult<Reply> {
     if !user.is_active {
         return Err(ApiError::user_deactivated());
     }
-    Ok(reply! { "api_key" => user.api_key, "email" => user.email, "user_id" => user.id.0 })
+    Ok(user)
 }
 
 /// The mail outbox: natter sends no mail; each message is a file under

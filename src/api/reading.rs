@@ -160,7 +160,7 @@ fn fetch(
         window(state, me, narrow, bounds);
     let found_anchor = at_anchor.is_some();
 
-    let words = narrow.search_words();
+    let words = narrow.search_stems();
     let mut writer = crate::view::message::MessageWriter::new(state, realm, me, options);
     // Room for the messages at once (a short one is about 700 bytes), not
     // a doubling per few of them.
@@ -222,7 +222,7 @@ pub fn matches_narrow(app: &App, call: &mut Call) -> ApiResult<Reply> {
         Some(value) => Narrow::parse(state, me, &value)?,
         None => return Err(ApiError::missing("narrow")),
     };
-    let words = narrow.search_words();
+    let words = narrow.search_stems();
     let mut out = serde_json::Map::new();
     for id in ids {
         let Some(flags) = state.flags(me.id, id) else { continue };

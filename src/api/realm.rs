@@ -5,7 +5,7 @@ use serde_json::json;
 use super::{App, Call, Reply};
 use crate::error::ApiResult;
 use crate::reply;
-use crate::state::Realm;
+use crate::state::{Realm, RealmId};
 
 /// The Zulip feature level whose behaviour natter implements. It rises as
 /// capabilities land; clients compare it to decide what to send. 419: every
@@ -26,6 +26,12 @@ pub fn realm_url(app: &App, realm: &Realm) -> String {
     } else {
         format!("http://{}.{}", realm.string_id, app.external_host())
     }
+}
+
+/// The URL of realm `id`, if it exists (what the Markdown resolver of a
+/// send needs).
+pub fn realm_url_of(app: &App, id: RealmId) -> Option<String> {
+    app.state.realms.get(&id).map(|realm| realm_url(app, &realm))
 }
 
 /// `GET /server_settings`: unauthenticated; what a client needs before

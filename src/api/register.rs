@@ -581,7 +581,7 @@ pub fn register_state(app: &App, user: &User, wants: &dyn Fn(&str) -> bool, out:
             b.realm == user.realm && b.is_bot() && !b.is_system_bot() && administers(user, b)
         })
         .iter()
-        .map(|(_, bot)| bot_json(bot))
+        .map(|(_, bot)| bot_json(&app.state, bot))
         .collect();
     out.insert("realm_bots".into(), Value::Array(bots));
 }

@@ -116,8 +116,10 @@ fn client_name(call: &Call) -> String {
 
 /// A draft of `s` as it would be sent now, for checking the send rules
 /// (and, at delivery, for sending).
-fn draft(state: &State, sender: &User, s: &ScheduledMessage) -> Draft {
-    Draft::new(state, sender, target(&s.to), s.content.clone(), s.read_by_sender, s.client.clone())
+fn draft(app: &App, sender: &User, s: &ScheduledMessage) -> Draft {
+    let url = super::realm::realm_url_of(app, sender.realm);
+    let (content, client) = (s.content.clone(), s.client.clone());
+    Draft::new(&app.state, sender, target(&s.to), content, s.read_by_sender, client, url)
 }
 
 /// `POST /scheduled_messages`: schedule a message.
@@ -154,7 +156,7 @@ pub fn create(app: &App, call: &mut Call) -> ApiResult<Reply> {
         client,
         failure: None,
     };
-    let draft = draft(&app.state, &sender, &s);
+    let draft = draft(app, &sender, &s);
     s.rendered_content = draft.html().to_owned();
     let id = app.committer.commit(|state| {
         // Every rule of sending applies now (and again at delivery).
@@ -250,7 +252,7 @@ pub fn edit(app: &App, call: &mut Call) -> ApiResult<Reply> {
         return Err(in_the_past());
     }
     new.failure = None;
-    let draft = draft(&app.state, &me, &new);
+    let draft = draft(app, &me, &new);
     new.rendered_content = draft.html().to_owned();
     app.committer.commit(|state| {
         let current = owned(state, &me, id)?;
@@ -303,7 +305,7 @@ pub enum Delivery {
 pub fn deliver(app: &App, id: ScheduledId, now: i64) -> Delivery {
     let Some(s) = app.state.scheduled.by_id.get(&id) else { return Delivery::Gone };
     let sender = app.state.users.get(&s.sender);
-    let draft = sender.as_ref().map(|u| draft(&app.state, u, &s));
+    let draft = sender.as_ref().map(|u| draft(app, u, &s));
     let outcome = app.committer.commit(|state| {
         let current = state.scheduled.by_id.get(&id);
         let still_due = |c: &ScheduledMessage| c.failure.is_none() && c.deliver_at <= now;

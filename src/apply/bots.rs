@@ -10,8 +10,9 @@ use serde_json::{json, Value};
 use crate::events::{Audience, Event};
 use crate::mutation::UserChange;
 use crate::state::access::administers;
+use crate::state::bots::BotChange;
 use crate::state::{State, User, UserId};
-use crate::view::bots::bot_json;
+use crate::view::bots::{bot_json, services_json};
 
 /// Who gets a bot's `realm_bot` events: its realm's active administrators
 /// and its owner.
@@ -28,8 +29,21 @@ pub fn on_create(state: &State, user: &User) -> Vec<Event> {
     if !user.is_bot() {
         return Vec::new();
     }
-    let bot = json!({"type": "realm_bot", "op": "add", "bot": bot_json(user)});
+    let bot = json!({"type": "realm_bot", "op": "add", "bot": bot_json(state, user)});
     vec![event(managers(state, user), bot)]
+}
+
+/// Applies a change of bots' services, storage or deliveries: a new
+/// service is an `update` of the bot's `services` for those who
+/// administer it (none when the bot is created in the same record: its
+/// `add` event, after this, carries the service).
+pub fn on_bot_change(state: &State, change: &BotChange) -> Vec<Event> {
+    state.bots.apply(change);
+    let BotChange::SetService { bot, .. } = change else { return Vec::new() };
+    let Some(bot) = state.users.get(bot) else { return Vec::new() };
+    let update = json!({"type": "realm_bot", "op": "update",
+                        "bot": {"user_id": bot.id.0, "services": services_json(state, &bot)}});
+    vec![event(managers(state, &bot), update)]
 }
 
 /// The `realm_bot` events of one applied change to `before` (the account
@@ -66,7 +80,7 @@ pub fn on_change(state: &State, before: &User, change: &UserChange) -> Vec<Event
                 updated.retain(|u| *u != old);
             }
             if !is_admin(*owner) && before.bot_owner != Some(*owner) {
-                let add = json!({"type": "realm_bot", "op": "add", "bot": bot_json(&after)});
+                let add = json!({"type": "realm_bot", "op": "add", "bot": bot_json(state, &after)});
                 events.push(event(vec![*owner], add));
                 updated.retain(|u| u != owner);
             }

@@ -89,7 +89,12 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::SetThumbnail { .. }
         | Mutation::Organization(_)
         | Mutation::Features(_)
+        | Mutation::WebSession(_)
         | Mutation::AddSubmessage { .. } => true,
+        // A service shows in `realm_bots`; storage and deliveries nowhere.
+        Mutation::Bot(change) => {
+            !matches!(**change, crate::state::bots::BotChange::SetService { .. })
+        }
         // Only the name and time zone of the settings live in the account.
         Mutation::UpdateSettings(change) => change.full_name.is_none() && change.timezone.is_none(),
         // Drafts, mutes, topic policies (a send's automatic follows ride
@@ -177,6 +182,11 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         Mutation::Personal(change) => personal::apply(state, change),
         Mutation::Organization(change) => organization::apply(state, change),
         Mutation::Features(change) => features::apply(state, change),
+        Mutation::Bot(change) => bots::on_bot_change(state, change),
+        Mutation::WebSession(change) => {
+            state.web_sessions.apply(change);
+            Vec::new()
+        }
         Mutation::AddSubmessage { submessage, announce } => {
             features::add_submessage(state, submessage, *announce)
         }
@@ -427,6 +437,7 @@ fn react(state: &State, id: MessageId, reaction: &Reaction, add: bool) -> Vec<Ev
             && r.reaction_type == reaction.reaction_type
             && r.emoji_code == reaction.emoji_code
     };
+    let old = state.messages.get(&id).unwrap_or_else(|| panic!("apply: no message {id}"));
     let message = state
         .messages
         .update(&id, |m| {
@@ -442,6 +453,7 @@ fn react(state: &State, id: MessageId, reaction: &Reaction, add: bool) -> Vec<Ev
             m.clone()
         })
         .unwrap_or_else(|| panic!("apply: no message {id}"));
+    state.lookup.replace(&old, &message);
     let user = state.users.get(&reaction.user).unwrap_or_else(|| panic!("apply: no user"));
     let event = json!({
         "type": "reaction",
@@ -616,12 +628,11 @@ fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
     }
     for id in &touched {
         let moves = edit.moved.binary_search(id).is_ok();
+        let old = state.messages.get(id).unwrap_or_else(|| panic!("apply: no message {id}"));
         if moves {
             // The topic indexes are keyed by destination: leave the old one
             // before it changes, join the new one after.
-            state.unindex_topic(
-                &state.messages.get(id).unwrap_or_else(|| panic!("apply: no message {id}")),
-            );
+            state.unindex_topic(&old);
         }
         let mut old_recipient = None;
         let message = state
@@ -677,9 +688,11 @@ fn edit_message(state: &State, edit: &MessageEdit) -> Vec<Event> {
                 old_recipient.map(|_| m.clone())
             })
             .unwrap_or_else(|| panic!("apply: no message {id}"));
+        let new = state.messages.get(id).expect("just edited");
         if moves {
-            state.index_topic(&state.messages.get(id).expect("just moved"));
+            state.index_topic(&new);
         }
+        state.lookup.replace(&old, &new);
         if let (Some(old), Some(new), Some(message)) = (old_recipient, &new_channel, message) {
             state.by_recipient.update(&old, |ids| ids.remove(*id));
             state.by_recipient.upsert(new.recipient, |ids| ids.insert(*id));

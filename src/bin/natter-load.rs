@@ -18,6 +18,10 @@
 //! mix with a long-poll each, fixed-rate or ramped, HDR percentiles per
 //! endpoint, and the "supported users" figure.
 //!
+//! `--kind reads` reads narrows of every kind and searches back to back
+//! (`natter_load/reads.rs`) while `--senders` connections send, and
+//! prints p50/p99 per narrow kind and the sends' figures beside.
+//!
 //! Only loopback targets are accepted: load is never sent to another host.
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -37,6 +41,8 @@ mod client;
 mod hist;
 #[path = "natter_load/mix.rs"]
 mod mix;
+#[path = "natter_load/reads.rs"]
+mod reads;
 #[path = "natter_load/watch.rs"]
 mod watch;
 
@@ -80,6 +86,9 @@ struct Args {
     /// Options of `--kind mix`.
     #[command(flatten)]
     mix: mix::MixArgs,
+    /// Options of `--kind reads`.
+    #[command(flatten)]
+    reads: reads::ReadsArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -97,6 +106,10 @@ enum Kind {
     /// Simulated users doing a realistic mix (see `--users`, `--rate`,
     /// `--ramp-from`); `--connections` is their shared pool.
     Mix,
+    /// Narrows and searches of every kind back to back on
+    /// `--connections` readers, `--senders` sending meanwhile; p50/p99
+    /// per narrow kind (`natter_load/reads.rs`).
+    Reads,
 }
 
 fn json_field(body: &[u8], field: &str) -> Option<serde_json::Value> {
@@ -293,6 +306,10 @@ fn run(args: &Args) -> Result<(), String> {
         }
     };
     let auth = base64::engine::general_purpose::STANDARD.encode(format!("{}:{key}", args.email));
+    if let Kind::Reads = args.kind {
+        let (connections, requests) = (args.connections, args.requests);
+        return reads::run(addr, &args.reads, &auth, connections, requests, deadline);
+    }
     let send = request(
         "POST",
         "/api/v1/messages",
@@ -309,7 +326,7 @@ fn run(args: &Args) -> Result<(), String> {
         }
         Kind::Settings => request("GET", "/api/v1/server_settings", None, ""),
         Kind::Me => request("GET", "/api/v1/users/me", Some(&auth), ""),
-        Kind::Fixed | Kind::Mix => unreachable!("handled above"),
+        Kind::Fixed | Kind::Mix | Kind::Reads => unreachable!("handled above"),
     };
     if let Some(versus) = versus {
         return compare(args, addr, versus, &template, deadline);

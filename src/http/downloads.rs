@@ -59,6 +59,10 @@ fn answer(
         (false, Some(authorization)) => Some(session.caller(authorization, || {
             super::auth::authenticate(&app.state, &realm, Some(authorization))
         })?),
+        // The web client's session cookie (an image in a message).
+        (false, None) => {
+            super::web::cookie_caller(service, &realm, head.method, head.host, &head.web)?
+        }
         _ => None,
     };
     // A thumbnail (`thumbnail/<path_id>/840x560.webp`) is readable by

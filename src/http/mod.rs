@@ -17,6 +17,7 @@ pub mod ratelimit;
 pub mod response;
 pub mod router;
 mod spawn;
+pub mod web;
 
 use std::net::IpAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -64,6 +65,7 @@ struct Seen {
 impl Service {
     /// The service for `app`, with rate limits as its configuration says.
     pub fn new(app: Arc<App>, health: Arc<Health>) -> Self {
+        web::prepare();
         let limiter = app.config.rate_limits.clone().map(|rules| Arc::new(Limiter::new(rules)));
         let metrics = (app.config.metrics_token.is_some() || app.config.metrics_listen.is_some())
             .then(|| Arc::new(metrics::Metrics::new(app.config.metrics_token.clone())));
@@ -83,6 +85,8 @@ struct Head<'a> {
     /// As sent: a multipart boundary is case-sensitive.
     content_type: &'a str,
     user_agent: &'a str,
+    /// The web client's headers: its cookie, `Origin`, CSRF token.
+    web: web::WebHeaders<'a>,
 }
 
 impl conn::Handler for Service {
@@ -112,7 +116,19 @@ impl conn::Handler for Service {
         };
         let host = header_text(header("host"));
         let realm = self.realm_for_host(host).ok()?;
-        auth::authenticate(&self.app.state, &realm, Some(header("authorization")?)).ok()?;
+        match header("authorization") {
+            Some(authorization) => {
+                auth::authenticate(&self.app.state, &realm, Some(authorization)).ok()?;
+            }
+            None => {
+                let web = web::WebHeaders {
+                    cookie: header("cookie"),
+                    origin: header("origin"),
+                    csrf: header("x-csrf-token"),
+                };
+                web::cookie_caller(self, &realm, method, host, &web).ok()??;
+            }
+        }
         let uploads = &self.app.config.uploads;
         Some(conn::Spool {
             dir: self.app.files.staging().to_owned(),
@@ -223,13 +239,16 @@ impl Service {
         let (path, query) = req.target.split_once('?').unwrap_or((req.target, ""));
         // The four headers natter reads, in one pass (the first of each
         // name counts, as `Request::header` finds it).
-        let mut found: [Option<&[u8]>; 4] = [None; 4];
+        let mut found: [Option<&[u8]>; 7] = [None; 7];
         for h in req.headers {
             let slot = match h.name.len() {
                 4 if h.name.eq_ignore_ascii_case("host") => 0,
                 13 if h.name.eq_ignore_ascii_case("authorization") => 1,
                 12 if h.name.eq_ignore_ascii_case("content-type") => 2,
                 10 if h.name.eq_ignore_ascii_case("user-agent") => 3,
+                6 if h.name.eq_ignore_ascii_case("cookie") => 4,
+                6 if h.name.eq_ignore_ascii_case("origin") => 5,
+                12 if h.name.eq_ignore_ascii_case("x-csrf-token") => 6,
                 _ => continue,
             };
             found[slot].get_or_insert(h.value);
@@ -265,7 +284,16 @@ impl Service {
             authorization: found[1],
             content_type: header_text(found[2]),
             user_agent: header_text(found[3]),
+            web: web::WebHeaders { cookie: found[4], origin: found[5], csrf: found[6] },
         };
+        if web::owns(head.path) {
+            return web::serve(self, req, &head, session);
+        }
+        if req.method == "OPTIONS" {
+            if let Some(api_path) = head.path.strip_prefix("/api/v1") {
+                return web::preflight(self, &head, api_path);
+            }
+        }
         if head.path.starts_with("/user_uploads/") {
             return downloads::serve(self, req, &head, session);
         }
@@ -297,6 +325,10 @@ impl Service {
             Err(e) => response::error(&e),
         };
         reply.rate = standing.map(|s: Standing| s.headers());
+        if head.authorization.is_none() && head.web.session_token().is_some() {
+            web::mark_cookie_reply(&mut reply);
+        }
+        web::grant_cors(self, &head, &mut reply);
         if let Some(started) = started {
             let seconds = started.elapsed().as_secs_f64();
             if let Some(metrics) = &self.metrics {
@@ -384,7 +416,12 @@ impl Service {
             _ => None,
         };
         let caller = match (route.access, head.authorization) {
-            (Access::Public, _) | (Access::Optional, None) => None,
+            (Access::Public, _) => None,
+            // The web client: its session cookie, same-origin only.
+            (Access::User | Access::Optional, None) if head.web.session_token().is_some() => {
+                web::cookie_caller(self, &realm, head.method, head.host, &head.web)?
+            }
+            (Access::Optional, None) => None,
             (Access::User, None) => Some(auth::authenticate(&app.state, &realm, None)?),
             (Access::User | Access::Optional, Some(authorization)) => {
                 Some(session.caller(authorization, || {

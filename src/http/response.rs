@@ -209,7 +209,9 @@ pub fn write_head(out: &mut Vec<u8>, reply: &Response, keep_alive: bool, http10:
         out.extend_from_slice(itoa(&mut digits, reply.body.len() as u64));
     }
     out.extend_from_slice(b"\r\n");
-    if reply.status == 401 {
+    // Only to API clients: a web client's 401 (its replies have a head)
+    // must not open the browser's password dialog.
+    if reply.status == 401 && reply.head.is_none() {
         out.extend_from_slice(b"WWW-Authenticate: Basic realm=\"zulip\"\r\n");
     }
     if let Some(rate) = &reply.rate {

@@ -538,6 +538,24 @@ pub static ROUTES: &[Route] = &[
         handler: api::accounts::regenerate_bot_key,
     },
     Route {
+        method: "GET",
+        pattern: "/bot_storage",
+        access: Access::User,
+        handler: api::bot_storage::get,
+    },
+    Route {
+        method: "PUT",
+        pattern: "/bot_storage",
+        access: Access::User,
+        handler: api::bot_storage::put,
+    },
+    Route {
+        method: "DELETE",
+        pattern: "/bot_storage",
+        access: Access::User,
+        handler: api::bot_storage::remove,
+    },
+    Route {
         method: "POST",
         pattern: "/streams/{stream_id}/delete_topic",
         access: Access::User,
@@ -1066,6 +1084,15 @@ pub fn find(method: &str, path: &str) -> Match {
         (_, Some(_)) => Match::WrongMethod,
         (_, None) => Match::NotFound,
     }
+}
+
+/// The methods `path` (after `/api/v1`) answers, for `OPTIONS`'s
+/// `Allow`; empty when no route has the path.
+pub fn methods(path: &str) -> Vec<&'static str> {
+    ["GET", "POST", "PUT", "PATCH", "DELETE"]
+        .into_iter()
+        .filter(|&m| matches!(find(m, path), Match::Found(..)))
+        .collect()
 }
 
 /// Whether the split pattern matches: literals equal, every `{…}` segment

@@ -21,8 +21,8 @@
 
 use std::fmt::Write as _;
 
-use super::zulip::{Piece, CLOSE, OPEN};
-use super::{escape_attr, escape_text};
+use super::zulip::{Math, Piece, CLOSE, OPEN};
+use super::{escape_attr, escape_text, highlight};
 
 /// Fences nested deeper than this are read as text: quote fences prefix
 /// every line they hold, so unbounded nesting would grow the text
@@ -145,11 +145,13 @@ fn done(stack: &mut Vec<Frame>, pieces: &mut Vec<Piece>) {
         }
         Kind::Math => {
             let text = frame.lines.join("\n");
-            let html: Vec<String> = text
-                .split("\n\n")
-                .map(|p| format!("<span class=\"tex-error\">{}</span>", escape_python(p)))
-                .collect();
-            let line = placeholder(html.join("\n\n"), false);
+            let formulas: Vec<String> = text.split("\n\n").map(str::to_owned).collect();
+            let html: Vec<String> = formulas.iter().map(|p| tex_error(p)).collect();
+            let line = format!("{OPEN}{}{CLOSE}", pieces.len());
+            let mut piece = Piece::block(html.join("\n\n"));
+            piece.block = false;
+            piece.math = Some(Math { display: true, formulas });
+            pieces.push(piece);
             parent.extend([String::new(), line, String::new()]);
         }
         Kind::Quote => {
@@ -178,6 +180,11 @@ fn done(stack: &mut Vec<Frame>, pieces: &mut Vec<Piece>) {
     }
 }
 
+/// What Zulip shows for display TeX that KaTeX cannot typeset.
+pub(super) fn tex_error(tex: &str) -> String {
+    format!("<span class=\"tex-error\">{}</span>", escape_python(tex))
+}
+
 /// Python's `html.escape`: `&`, `<`, `>`, `"` and `'` (as `&#x27;`).
 fn escape_python(text: &str) -> String {
     escape_text(text).replace('"', "&quot;").replace('\'', "&#x27;")
@@ -191,7 +198,7 @@ pub(super) fn code_block(lang: &str, code: &str) -> String {
     let mut html = String::with_capacity(code.len() + 96);
     html.push_str("<div class=\"codehilite\"");
     if !lang.is_empty() {
-        let name = display_name(lang).unwrap_or(lang);
+        let name = highlight::display_name(lang).unwrap_or(lang);
         let _ = write!(html, " data-code-language=\"{}\"", escape_attr(name));
     }
     html.push_str("><pre><span></span><code>");
@@ -207,6 +214,10 @@ pub(super) fn code_block(lang: &str, code: &str) -> String {
                 c => html.push(c),
             }
         }
+    } else if let Some(highlighted) = highlight::highlight(lang, code) {
+        html.push_str(&highlighted);
+        html.push_str("</code></pre></div>");
+        return html;
     } else {
         // Re-serialized after the language is set: quotes stay as typed.
         for c in code.chars() {
@@ -222,68 +233,6 @@ pub(super) fn code_block(lang: &str, code: &str) -> String {
     html
 }
 
-/// The display names Pygments gives its lexers, by alias (the languages
-/// Zulip's users write most).
-const LANGUAGES: &[(&str, &[&str])] = &[
-    ("Python", &["python", "py", "sage", "python3", "py3", "bazel", "starlark"]),
-    ("Python 2.x", &["python2", "py2"]),
-    ("Python console session", &["pycon", "python-console"]),
-    ("Python Traceback", &["pytb", "py3tb"]),
-    ("JavaScript", &["javascript", "js"]),
-    ("TypeScript", &["typescript", "ts"]),
-    ("JSX", &["jsx", "react"]),
-    ("Rust", &["rust", "rs"]),
-    ("Go", &["go", "golang"]),
-    ("Java", &["java"]),
-    ("Kotlin", &["kotlin"]),
-    ("Scala", &["scala"]),
-    ("C", &["c"]),
-    ("C++", &["cpp", "c++"]),
-    ("C#", &["csharp", "c#", "cs"]),
-    ("Objective-C", &["objective-c", "objectivec", "obj-c", "objc"]),
-    ("Swift", &["swift"]),
-    ("Ruby", &["ruby", "rb", "duby"]),
-    ("PHP", &["php", "php3", "php4", "php5"]),
-    ("Perl", &["perl", "pl"]),
-    ("Lua", &["lua"]),
-    ("Haskell", &["haskell", "hs"]),
-    ("Elixir", &["elixir", "ex", "exs"]),
-    ("Erlang", &["erlang"]),
-    ("Clojure", &["clojure", "clj"]),
-    ("OCaml", &["ocaml"]),
-    ("Dart", &["dart"]),
-    ("Julia", &["julia", "jl"]),
-    ("Bash", &["bash", "sh", "ksh", "zsh", "shell", "openrc"]),
-    ("Bash Session", &["console", "shell-session"]),
-    ("PowerShell", &["powershell", "pwsh", "posh", "ps1", "psm1"]),
-    ("Batchfile", &["batch", "bat", "dosbatch", "winbatch"]),
-    ("SQL", &["sql"]),
-    ("PostgreSQL SQL dialect", &["postgresql", "postgres"]),
-    ("MySQL", &["mysql"]),
-    ("HTML", &["html"]),
-    ("XML", &["xml"]),
-    ("CSS", &["css"]),
-    ("SCSS", &["scss"]),
-    ("JSON", &["json", "json-object"]),
-    ("YAML", &["yaml"]),
-    ("TOML", &["toml"]),
-    ("INI", &["ini", "cfg", "dosini"]),
-    ("Markdown", &["markdown", "md"]),
-    ("TeX", &["tex", "latex"]),
-    ("Diff", &["diff", "udiff"]),
-    ("Docker", &["docker", "dockerfile"]),
-    ("Makefile", &["make", "makefile", "mf", "bsdmake"]),
-    ("Nginx configuration file", &["nginx"]),
-    ("GraphQL", &["graphql"]),
-    ("Protocol Buffer", &["protobuf", "proto"]),
-    ("Text only", &["text"]),
-];
-
-/// Pygments' display name for a language alias.
-fn display_name(lang: &str) -> Option<&'static str> {
-    LANGUAGES.iter().find(|(_, aliases)| aliases.contains(&lang)).map(|(name, _)| *name)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,7 +245,5 @@ mod tests {
         assert_eq!(open_fence("```inline code```"), None);
         assert_eq!(open_fence("~~~~~~~~x: y~~~~~~"), None);
         assert_eq!(open_fence("``"), None);
-        assert_eq!(display_name("py2"), Some("Python 2.x"));
-        assert_eq!(display_name("nope"), None);
     }
 }

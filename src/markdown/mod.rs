@@ -30,9 +30,11 @@
 
 pub mod emoji;
 mod fence;
+mod highlight;
 mod inline;
 pub mod linkifiers;
 mod links;
+mod math;
 mod source;
 mod upload_previews;
 mod writer;
@@ -142,6 +144,7 @@ fn render_markdown(source: &str, resolver: &dyn Resolver) -> Rendered {
     let normal = normalize(source);
     let text = fence::fences(&normal, &mut pieces);
     let (text, starts) = source::prepare(&text, &mut pieces, resolver);
+    typeset(&mut pieces);
     let mut mentions = Mentions::default();
     let realm = resolver.realm_url().map(|url| format!("{}/", url.trim_end_matches('/')));
     let html = writer::write(&text, &starts, realm.as_deref(), &mut pieces, &mut mentions);
@@ -151,6 +154,25 @@ fn render_markdown(source: &str, resolver: &dyn Resolver) -> Rendered {
     let start = html.len() - html.trim_start().len();
     html.drain(..start);
     Rendered { html, mentions }
+}
+
+/// Math pieces typeset by KaTeX, within one message's budget; what KaTeX
+/// cannot typeset keeps its `tex-error` HTML.
+fn typeset(pieces: &mut [zulip::Piece]) {
+    let mut budget = math::Budget::new();
+    for piece in pieces.iter_mut() {
+        let Some(tex) = piece.math.take() else { continue };
+        if tex.display {
+            let html: Vec<String> = tex
+                .formulas
+                .iter()
+                .map(|f| budget.render(f, true).unwrap_or_else(|| fence::tex_error(f)))
+                .collect();
+            piece.html = html.join("\n\n");
+        } else if let Some(html) = budget.render(&tex.formulas[0], false) {
+            piece.html = html;
+        }
+    }
 }
 
 /// Zulip's whitespace rules before parsing: `\r\n` and `\r` as `\n`, tabs

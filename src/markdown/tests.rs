@@ -139,6 +139,39 @@ fn hostile_input_stays_cheap_and_bounded() {
 }
 
 #[test]
+fn hostile_math_and_code_stay_bounded() {
+    let run = |source: String| {
+        std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || render_message(&source, &Fixture))
+            .unwrap()
+            .join()
+            .expect("rendering overflowed or panicked")
+    };
+    // 1 MB of formulas: the first `MAX_FORMULAS` typeset, the rest shown
+    // as source.
+    let r = run("$$x$$ ".repeat(170_000));
+    assert_eq!(r.html.matches("<span class=\"katex\">").count(), math::MAX_FORMULAS);
+    assert_eq!(r.html.matches("tex-error").count(), 170_000 - math::MAX_FORMULAS);
+    // 1 MB of `$$`, of unclosed groups, and a math block of 1 MB.
+    assert!(run("$$".repeat(500_000)).html.contains("$$"));
+    assert!(run("$$\\frac{$$ ".repeat(100_000)).html.contains("tex-error"));
+    let block = format!("```math\n{}```", "\\left(x\n\n".repeat(100_000));
+    assert!(run(block).html.contains("tex-error"));
+    // Unterminated fences, and code every exported lexer reads to the end
+    // of a long block: strings, comments and brackets never closed.
+    let soup = r#""\'/*<!--`${([{#"""'''x$$\"#.repeat(500);
+    for lang in
+        ["python", "js", "ts", "rust", "go", "java", "c", "cpp", "bash", "sql", "html", "css"]
+    {
+        let r = run(format!("```{lang}\n{soup}\n{soup}"));
+        assert!(r.html.starts_with("<div class=\"codehilite\""), "{lang}");
+    }
+    let r = run("```python\n".to_owned() + &"(".repeat(100_000));
+    assert!(r.html.contains("<span class=\"p\">"));
+}
+
+#[test]
 fn hash_encoding_matches_zulip() {
     assert_eq!(zulip::hash_encode("a b.c/d%é"), "a.20b.2Ec.2Fd.25.C3.A9");
 }

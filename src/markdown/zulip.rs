@@ -56,6 +56,17 @@ pub(super) struct Piece {
     /// A block of its own: a paragraph holding only this placeholder is
     /// replaced by the HTML (no `<p>`).
     pub block: bool,
+    /// TeX to typeset (`render_markdown` does, once the message is read);
+    /// `html` is what shows when KaTeX cannot.
+    pub math: Option<Math>,
+}
+
+/// The TeX of a math piece: one formula inline, or a display block's
+/// paragraphs.
+#[derive(Clone, Debug)]
+pub(super) struct Math {
+    pub display: bool,
+    pub formulas: Vec<String>,
 }
 
 impl Piece {
@@ -67,6 +78,7 @@ impl Piece {
             original: original.to_owned(),
             effect: Effect::None,
             block: false,
+            math: None,
         }
     }
 
@@ -78,6 +90,7 @@ impl Piece {
             original: String::new(),
             effect: Effect::None,
             block: true,
+            math: None,
         }
     }
 }
@@ -206,6 +219,7 @@ fn mention(s: &str, resolver: &dyn Resolver) -> Option<(usize, Piece)> {
                 original: s[..prefix + len].to_owned(),
                 effect,
                 block: false,
+                math: None,
             },
         ))
     };
@@ -327,9 +341,9 @@ fn emoji_name(s: &str, resolver: &dyn Resolver) -> Option<(usize, Piece)> {
 }
 
 /// `$$…$$` (Zulip's pattern: not next to a word character or another `$`,
-/// one line, not starting with `_`, `\$` inside allowed). natter does not
-/// typeset math: it renders what Zulip renders when KaTeX cannot, the
-/// source in a `tex-error` span.
+/// one line, not starting with `_`, `\$` inside allowed): a math piece,
+/// typeset by KaTeX, or shown as Zulip shows what KaTeX cannot typeset —
+/// the source in a `tex-error` span.
 fn tex(s: &str, prev: Option<char>) -> Option<(usize, Piece)> {
     if prev.is_some_and(|p| p == '$' || super::links::word(p)) || !s.starts_with("$$") {
         return None;
@@ -364,7 +378,9 @@ fn tex(s: &str, prev: Option<char>) -> Option<(usize, Piece)> {
     };
     let len = end + 2;
     let html = format!("<span class=\"tex-error\">{}</span>", escape_text(&s[..len]));
-    Some((len, Piece::plain(html, &s[..len])))
+    let mut piece = Piece::plain(html, &s[..len]);
+    piece.math = Some(Math { display: false, formulas: vec![s[2..end].to_owned()] });
+    Some((len, piece))
 }
 
 /// Longest `<time:…>` body looked at, in bytes.

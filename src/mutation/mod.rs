@@ -252,6 +252,12 @@ pub enum Mutation {
         /// The thumbnail.
         thumbnail: Box<crate::state::files::Thumbnail>,
     },
+    /// A bot's service or storage changes, or deliveries to
+    /// outgoing-webhook bots are queued (in the record of the message that
+    /// triggers them) or finished (`state::bots`).
+    Bot(Box<crate::state::bots::BotChange>),
+    /// A web client signs in or out (`state::web_sessions`).
+    WebSession(Box<crate::state::web_sessions::SessionChange>),
     /// A submessage is added to a message (`state::widgets`): a widget's
     /// first one, logged with its message's send (no event: the message
     /// event carries it), or one a reader posts (a `submessage` event).

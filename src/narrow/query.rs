@@ -1,30 +1,35 @@
 //! The `GET /messages` query engine: the messages of a narrow in an
 //! anchored window, as one viewer may see them.
 //!
-//! Which messages to look at comes from the indexes — one message, a
-//! topic, a channel or conversation (`by_recipient`), several web-public
-//! channels merged, or the viewer's own delivered, unread or starred
-//! messages — walked outward from the anchor in batches, so a narrow that
-//! an index answers never scans unrelated messages and the shard locks are
-//! held only while ids are copied out. Each candidate is then matched
-//! against the narrow and checked with `state::access::message_view_with`.
+//! A read is served from indexes, never from a pass over every message:
+//! what the viewer may read comes from one list (a message, a topic, a
+//! channel's or conversation's history, several web-public channels, or
+//! the viewer's own delivered messages), and every term an index answers
+//! adds its list — the viewer's flag sets for `is:`, the `state::lookup`
+//! lists for `sender`, `dm-including`, `is:dm`, `has:` and `search`
+//! words, the recipient and topic indexes for `channel`, `topic` and
+//! `dm`. The lists are intersected shortest first, leapfrog-style, from
+//! the anchor outward; negated exact terms exclude by their list. Each
+//! candidate is then matched against the whole narrow and checked with
+//! `state::access::message_view_with`, so a list may hold more than its
+//! term accepts, never less. Until the lookup lists are built after a
+//! restart, their terms are left to that matching.
 
 use std::sync::Arc;
 
-use super::{Is, Narrow};
+use super::{Filter, Is, Narrow};
 use crate::state::access::{can_read_history, message_view_with, MessageView};
+use crate::state::user_messages::Rows;
 use crate::state::{
-    ChannelId, Destination, Flags, IdKind, Message, MessageId, RecipientId, State, User, UserId,
+    ChannelId, Destination, Flags, IdKind, IdSet, Message, MessageId, RecipientId, State, User,
+    UserId,
 };
 
 /// Zulip's `LARGER_THAN_MAX_MESSAGE_ID`: the anchor meaning "newest", and
 /// the `anchor` reply when nothing is unread (zulip-term compares with it).
 pub const LARGER_THAN_MAX_MESSAGE_ID: u64 = 10_000_000_000_000_000;
 
-/// Largest batch of ids copied out of an index at once.
-const MAX_BATCH: usize = 4_096;
-
-/// Where the candidates of a fetch come from, ascending by id.
+/// What the viewer may read in a fetch: the first list of its plan.
 #[derive(Clone, Debug)]
 enum Source {
     /// One message (`id:` narrow).
@@ -46,60 +51,238 @@ enum Source {
     Nothing,
 }
 
-/// Candidate ids, with the caller's flags when the source knows them.
-type Batch = Vec<(MessageId, Option<Flags>)>;
-
-fn unknown(ids: Vec<MessageId>) -> Batch {
-    ids.into_iter().map(|id| (id, None)).collect()
-}
-
-fn known(entries: Vec<(MessageId, Flags)>) -> Batch {
-    entries.into_iter().map(|(id, f)| (id, Some(f))).collect()
-}
-
 impl Source {
-    /// Up to `n` ids below `before`, newest first.
-    fn before(&self, state: &State, before: MessageId, n: usize) -> Batch {
+    /// The source's ids, as a list to walk or test against.
+    fn list(&self, state: &State) -> List {
+        let rows = |user: &UserId, f: fn(&Rows) -> &IdSet| {
+            state.user_messages.read(user, |m| f(m).clone()).unwrap_or_default()
+        };
         match self {
-            Source::Single(id) => unknown((*id < before).then_some(*id).into_iter().collect()),
-            Source::Topic(channel, topic) => {
-                unknown(state.topic_ids_before(&(*channel, topic.clone()), before, n))
-            }
-            Source::Recipient(r) => unknown(state.recipient_ids_before(*r, before, n)),
-            Source::Recipients(rs) => {
-                let mut ids: Vec<MessageId> =
-                    rs.iter().flat_map(|r| state.recipient_ids_before(*r, before, n)).collect();
-                ids.sort_unstable_by(|a, b| b.cmp(a));
-                ids.truncate(n);
-                unknown(ids)
-            }
-            Source::User(u) => known(state.user_entries_before(*u, before, n)),
-            Source::Unread(u) => unknown(state.unread_ids_before(*u, before, n)),
-            Source::Starred(u) => unknown(state.starred_ids_before(*u, before, n)),
-            Source::Nothing => Vec::new(),
+            Source::Single(id) => List::one(*id),
+            Source::Topic(channel, topic) => List::Set(state.topic_ids(&(*channel, topic.clone()))),
+            Source::Recipient(r) => List::Set(state.by_recipient.get(r).unwrap_or_default()),
+            Source::Recipients(rs) => List::Any(
+                rs.iter().map(|r| state.by_recipient.get(r).unwrap_or_default()).collect(),
+            ),
+            Source::User(u) => List::Set(rows(u, Rows::ids)),
+            Source::Unread(u) => List::Set(rows(u, Rows::unread)),
+            Source::Starred(u) => List::Set(rows(u, Rows::starred)),
+            Source::Nothing => List::Set(IdSet::new()),
+        }
+    }
+}
+
+/// Ascending ids a read walks or tests candidates against: copies of an
+/// index's chunk pointers (`IdSet`), taken once per read, so no lock is
+/// held while the read walks them.
+#[derive(Clone, Debug)]
+enum List {
+    /// One set.
+    Set(IdSet),
+    /// The union of several sets.
+    Any(Vec<IdSet>),
+}
+
+impl List {
+    fn one(id: MessageId) -> List {
+        let mut set = IdSet::new();
+        set.insert(id);
+        List::Set(set)
+    }
+
+    /// How many ids (an upper bound for a union).
+    fn len(&self) -> usize {
+        match self {
+            List::Set(set) => set.len(),
+            List::Any(sets) => sets.iter().map(IdSet::len).sum(),
         }
     }
 
-    /// Up to `n` ids from `from` up, oldest first.
-    fn from(&self, state: &State, from: MessageId, n: usize) -> Batch {
+    fn contains(&self, id: MessageId) -> bool {
         match self {
-            Source::Single(id) => unknown((*id >= from).then_some(*id).into_iter().collect()),
-            Source::Topic(channel, topic) => {
-                unknown(state.topic_ids_from(&(*channel, topic.clone()), from, n))
-            }
-            Source::Recipient(r) => unknown(state.recipient_ids_from(*r, from, n)),
-            Source::Recipients(rs) => {
-                let mut ids: Vec<MessageId> =
-                    rs.iter().flat_map(|r| state.recipient_ids_from(*r, from, n)).collect();
-                ids.sort_unstable();
-                ids.truncate(n);
-                unknown(ids)
-            }
-            Source::User(u) => known(state.user_entries_from(*u, from, n)),
-            Source::Unread(u) => unknown(state.unread_ids_from(*u, from, n)),
-            Source::Starred(u) => unknown(state.starred_ids_from(*u, from, n)),
-            Source::Nothing => Vec::new(),
+            List::Set(set) => set.contains(id),
+            List::Any(sets) => sets.iter().any(|s| s.contains(id)),
         }
+    }
+
+    /// The largest id below `before`.
+    fn below(&self, before: MessageId) -> Option<MessageId> {
+        match self {
+            List::Set(set) => set.iter_before(before).next(),
+            List::Any(sets) => sets.iter().filter_map(|s| s.iter_before(before).next()).max(),
+        }
+    }
+
+    /// The smallest id from `from` up.
+    fn at_or_above(&self, from: MessageId) -> Option<MessageId> {
+        match self {
+            List::Set(set) => set.iter_from(from).next(),
+            List::Any(sets) => sets.iter().filter_map(|s| s.iter_from(from).next()).min(),
+        }
+    }
+
+    /// The next id of the list from `cursor` in `direction` (below it
+    /// when older, from it up when newer).
+    fn next(&self, cursor: MessageId, direction: Direction) -> Option<MessageId> {
+        match direction {
+            Direction::Older => self.below(cursor),
+            Direction::Newer => self.at_or_above(cursor),
+        }
+    }
+}
+
+/// How a read finds its candidates: the ids in every one of `lists`
+/// (shortest first) and in none of `excluded`. Each candidate is then
+/// tested against the whole narrow, so a list only has to hold every
+/// message its term accepts (word lists may hold more); the excluded
+/// lists are exact.
+struct Plan {
+    lists: Vec<List>,
+    excluded: Vec<List>,
+}
+
+impl Plan {
+    /// The plan for `narrow` read by `viewer`: the source's list (what
+    /// the viewer may read) and one list per term an index answers.
+    fn new(state: &State, viewer: &User, narrow: &Narrow) -> Plan {
+        let mut lists = vec![source(state, viewer, narrow).list(state)];
+        let mut excluded = Vec::new();
+        let channel = narrow.channel();
+        for term in &narrow.terms {
+            if term.filter == Filter::InHome {
+                // Not in a muted channel: excluded by the muted channels'
+                // lists (negated: only those).
+                let muted = muted_channels(state, viewer);
+                match term.negated {
+                    false => excluded.extend(muted.into_iter().map(List::Set)),
+                    true => lists.push(List::Any(muted)),
+                }
+                continue;
+            }
+            let exact = !matches!(term.filter, Filter::Search(_));
+            let found = term_lists(state, viewer, channel, &term.filter);
+            match (term.negated, exact) {
+                (false, _) => lists.extend(found),
+                (true, true) => excluded.extend(found),
+                (true, false) => {}
+            }
+        }
+        lists.sort_by_key(List::len);
+        Plan { lists, excluded }
+    }
+
+    /// The next candidate from `cursor` in `direction`: the lists are
+    /// intersected leapfrog-style (each jumps to the largest / smallest
+    /// id not past the others'), so the walk costs a search per step of
+    /// the shortest list, not a pass over the longest.
+    fn next(&self, mut cursor: MessageId, direction: Direction) -> Option<MessageId> {
+        loop {
+            let mut x = self.lists[0].next(cursor, direction)?;
+            let mut agreed = 1;
+            let mut i = 1 % self.lists.len();
+            while agreed < self.lists.len() {
+                let y = match direction {
+                    Direction::Older => self.lists[i].below(MessageId(x.0 + 1))?,
+                    Direction::Newer => self.lists[i].at_or_above(x)?,
+                };
+                if y == x {
+                    agreed += 1;
+                } else {
+                    x = y;
+                    agreed = 1;
+                }
+                i = (i + 1) % self.lists.len();
+            }
+            if !self.excluded.iter().any(|l| l.contains(x)) {
+                return Some(x);
+            }
+            cursor = match direction {
+                Direction::Older => x,
+                Direction::Newer => MessageId(x.0 + 1),
+            };
+        }
+    }
+}
+
+/// The message lists of the channels `viewer` has muted.
+fn muted_channels(state: &State, viewer: &User) -> Vec<IdSet> {
+    let muted: Vec<ChannelId> = state
+        .subscriptions
+        .read(&viewer.id, |subs| subs.iter().filter(|(_, s)| s.is_muted).map(|(c, _)| *c).collect())
+        .unwrap_or_default();
+    muted
+        .iter()
+        .filter_map(|c| state.channels.read(c, |c| c.recipient))
+        .map(|r| state.by_recipient.get(&r).unwrap_or_default())
+        .collect()
+}
+
+/// The lists of the messages `filter` accepts as `viewer` sees them
+/// (none when no index answers it: the candidates are then tested
+/// alone). `channel` is the narrow's channel, which a topic needs.
+fn term_lists(
+    state: &State,
+    viewer: &User,
+    channel: Option<ChannelId>,
+    filter: &Filter,
+) -> Vec<List> {
+    let flagged = |flags: &[Flags]| {
+        let sets = state
+            .user_messages
+            .read(&viewer.id, |m| flags.iter().map(|f| m.flagged(*f).clone()).collect())
+            .unwrap_or_default();
+        vec![List::Any(sets)]
+    };
+    let rows = |f: fn(&Rows) -> &IdSet| {
+        vec![List::Set(state.user_messages.read(&viewer.id, |m| f(m).clone()).unwrap_or_default())]
+    };
+    let recipient = |r: Option<RecipientId>| {
+        vec![List::Set(r.and_then(|r| state.by_recipient.get(&r)).unwrap_or_default())]
+    };
+    let lookup = &state.lookup;
+    let ready = lookup.ready();
+    match filter {
+        Filter::Channel(c) => recipient(state.channels.read(c, |c| c.recipient)),
+        Filter::Topic(topic) => match channel {
+            Some(c) => vec![List::Set(state.topic_ids(&(c, topic.clone())))],
+            None => Vec::new(),
+        },
+        Filter::Dm(users) => recipient(state.direct_recipients.get(&users.to_vec())),
+        Filter::Id(id) => vec![List::one(*id)],
+        Filter::Is(Is::Starred) => rows(Rows::starred),
+        Filter::Is(Is::Unread) => rows(Rows::unread),
+        Filter::Is(Is::Alerted) => flagged(&[Flags::HAS_ALERT_WORD]),
+        Filter::Is(Is::Mentioned) => flagged(&[
+            Flags::MENTIONED,
+            Flags::STREAM_WILDCARD_MENTIONED,
+            Flags::TOPIC_WILDCARD_MENTIONED,
+        ]),
+        Filter::Is(Is::Resolved) => match channel {
+            // The channel's resolved topics (a topic key is lowercased,
+            // which keeps the mark).
+            Some(c) => {
+                let keys: Vec<String> = state
+                    .channel_topics
+                    .read(&c, |topics| {
+                        topics.keys().filter(|k| super::is_resolved_topic(k)).cloned().collect()
+                    })
+                    .unwrap_or_default();
+                vec![List::Any(keys.into_iter().map(|k| state.topic_ids(&(c, k))).collect())]
+            }
+            None => Vec::new(),
+        },
+        Filter::Is(Is::Dm) if ready => vec![List::Set(lookup.direct_of(viewer.id))],
+        Filter::DmIncluding(user) if ready => vec![List::Set(lookup.direct_of(*user))],
+        Filter::Sender(user) if ready => vec![List::Set(lookup.sent_by(*user))],
+        Filter::Has(has) if ready => {
+            vec![List::Set(lookup.with_feature(viewer.realm, has.feature()))]
+        }
+        Filter::Search(terms) if ready => terms
+            .iter()
+            .flatten()
+            .map(|stem| List::Set(lookup.with_stem(viewer.realm, stem)))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -196,10 +379,9 @@ impl<'a> Viewer<'a> {
         Viewer { state, user }
     }
 
-    /// How `message` appears to the viewer, if at all; `known` are their
-    /// stored flags when the source already had them.
-    fn view_with(&self, message: &Message, known: Option<Flags>) -> Option<MessageView> {
-        message_view_with(self.state, self.user, message, known)
+    /// How `message` appears to the viewer, if at all.
+    fn view(&self, message: &Message) -> Option<MessageView> {
+        message_view_with(self.state, self.user, message, None)
     }
 }
 
@@ -212,13 +394,16 @@ enum Direction {
     Newer,
 }
 
-/// Up to `want` visible messages matching `narrow`, walking `source` from
-/// `start` in `direction`. Batches grow geometrically; between batches a
-/// coroutine yields, so a sparse search never monopolizes a worker.
+/// Steps of a walk between two yields of a coroutine.
+const YIELD_EVERY: usize = 1_024;
+
+/// Up to `want` visible messages matching `narrow`, walking `plan` from
+/// `start` in `direction`. A coroutine yields every `YIELD_EVERY`
+/// candidates, so a sparse search never monopolizes a worker.
 fn scan(
     viewer: &Viewer<'_>,
     narrow: &Narrow,
-    source: &Source,
+    plan: &Plan,
     start: MessageId,
     direction: Direction,
     want: usize,
@@ -227,42 +412,33 @@ fn scan(
     if want == 0 {
         return found;
     }
+    let state = viewer.state;
     let mut cursor = start;
-    let mut batch = (want + 1).clamp(64, MAX_BATCH);
-    loop {
-        let ids = match direction {
-            Direction::Older => source.before(viewer.state, cursor, batch),
-            Direction::Newer => source.from(viewer.state, cursor, batch),
-        };
-        let state = viewer.state;
-        for (id, flags) in &ids {
-            // Decide under the message's shard read lock and clone only
-            // hits (the closure reads other maps, never `messages`).
-            let hit = state.messages.read(id, |message| {
-                let view = viewer.view_with(message, *flags)?;
-                let hit = narrow.matches(state, viewer.user, message, view.flags);
-                hit.then(|| (message.clone(), view))
-            });
-            if let Some(hit) = hit.flatten() {
-                found.push(hit);
-                if found.len() == want {
-                    return found;
-                }
+    let mut steps = 0;
+    while let Some(id) = plan.next(cursor, direction) {
+        // Decide under the message's shard read lock and clone only hits
+        // (the closure reads other maps, never `messages`).
+        let hit = state.messages.read(&id, |message| {
+            let view = viewer.view(message)?;
+            let hit = narrow.matches(state, viewer.user, message, view.flags);
+            hit.then(|| (message.clone(), view))
+        });
+        if let Some(hit) = hit.flatten() {
+            found.push(hit);
+            if found.len() == want {
+                break;
             }
         }
-        if ids.len() < batch {
-            return found;
-        }
-        let last = ids.last().expect("a full batch is not empty").0;
         cursor = match direction {
-            Direction::Older => last,
-            Direction::Newer => MessageId(last.0 + 1),
+            Direction::Older => id,
+            Direction::Newer => MessageId(id.0 + 1),
         };
-        batch = (batch * 2).min(MAX_BATCH);
-        if may::coroutine::is_coroutine() {
+        steps += 1;
+        if steps % YIELD_EVERY == 0 && may::coroutine::is_coroutine() {
             may::coroutine::yield_now();
         }
     }
+    found
 }
 
 /// The first unread message in the narrow, skipping muted channels unless
@@ -277,32 +453,32 @@ fn first_unread(state: &State, viewer: &Viewer<'_>, narrow: &Narrow) -> Option<M
             .read(&user, |subs| subs.iter().filter(|(_, s)| s.is_muted).map(|(c, _)| *c).collect())
             .unwrap_or_default()
     };
+    let mut plan = Plan::new(state, viewer.user, narrow);
+    plan.lists.push(Source::Unread(user).list(state));
+    plan.lists.sort_by_key(List::len);
     let mut cursor = MessageId(0);
-    loop {
-        let unread = state.unread_ids_from(user, cursor, MAX_BATCH);
-        for id in &unread {
-            let Some(message) = state.messages.get(id) else { continue };
-            if let Destination::Channel { channel, .. } = &message.destination {
-                if muted.contains(channel) {
-                    continue;
-                }
-            }
-            let Some(view) = viewer.view_with(&message, None) else { continue };
-            // The set is derived: trust the flags themselves.
-            if !view.flags.contains(Flags::READ)
-                && narrow.matches(state, viewer.user, &message, view.flags)
-            {
-                return Some(*id);
-            }
-        }
-        if unread.len() < MAX_BATCH {
-            return None;
-        }
-        cursor = MessageId(unread.last().expect("a full batch").0 + 1);
-        if may::coroutine::is_coroutine() {
+    let mut steps = 0;
+    while let Some(id) = plan.next(cursor, Direction::Newer) {
+        cursor = MessageId(id.0 + 1);
+        steps += 1;
+        if steps % YIELD_EVERY == 0 && may::coroutine::is_coroutine() {
             may::coroutine::yield_now();
         }
+        let Some(message) = state.messages.get(&id) else { continue };
+        if let Destination::Channel { channel, .. } = &message.destination {
+            if muted.contains(channel) {
+                continue;
+            }
+        }
+        let Some(view) = viewer.view(&message) else { continue };
+        // The set is derived: trust the flags themselves.
+        if !view.flags.contains(Flags::READ)
+            && narrow.matches(state, viewer.user, &message, view.flags)
+        {
+            return Some(id);
+        }
     }
+    None
 }
 
 /// A parsed `anchor`.
@@ -360,13 +536,13 @@ pub fn window(state: &State, me: &User, narrow: &Narrow, bounds: WindowBounds) -
     let anchored_to_left = anchor == 0;
     let anchored_to_right = anchor > newest_id;
 
-    let source = source(state, me, narrow);
+    let plan = Plan::new(state, me, narrow);
     // One more than asked for in each direction tells whether the window
     // reaches the oldest / newest matching message.
     let mut before = if anchored_to_left {
         Vec::new()
     } else {
-        scan(&viewer, narrow, &source, MessageId(anchor), Direction::Older, num_before as usize + 1)
+        scan(&viewer, narrow, &plan, MessageId(anchor), Direction::Older, num_before as usize + 1)
     };
     let mut after = if anchored_to_right {
         Vec::new()
@@ -374,7 +550,7 @@ pub fn window(state: &State, me: &User, narrow: &Narrow, bounds: WindowBounds) -
         scan(
             &viewer,
             narrow,
-            &source,
+            &plan,
             MessageId(anchor.saturating_add(1)),
             Direction::Newer,
             num_after as usize + 1,
@@ -385,16 +561,10 @@ pub fn window(state: &State, me: &User, narrow: &Narrow, bounds: WindowBounds) -
     before.truncate(num_before as usize);
     after.truncate(num_after as usize);
     let at_anchor = if include_anchor && !anchored_to_left && !anchored_to_right {
-        scan(
-            &viewer,
-            narrow,
-            &Source::Single(MessageId(anchor)),
-            MessageId(anchor),
-            Direction::Newer,
-            1,
-        )
-        .into_iter()
-        .find(|(m, _)| m.id.0 == anchor)
+        let anchor = MessageId(anchor);
+        (plan.next(anchor, Direction::Newer) == Some(anchor))
+            .then(|| single(&viewer, narrow, anchor))
+            .flatten()
     } else {
         None
     };
@@ -410,9 +580,23 @@ pub fn by_ids(
     ids: &[MessageId],
 ) -> Vec<(Arc<Message>, MessageView)> {
     let viewer = Viewer::new(state, me);
-    ids.iter()
-        .flat_map(|id| scan(&viewer, narrow, &Source::Single(*id), *id, Direction::Newer, 1))
-        .collect()
+    ids.iter().filter_map(|id| single(&viewer, narrow, *id)).collect()
+}
+
+/// Message `id`, if the viewer may see it and it matches `narrow`.
+fn single(
+    viewer: &Viewer<'_>,
+    narrow: &Narrow,
+    id: MessageId,
+) -> Option<(Arc<Message>, MessageView)> {
+    let state = viewer.state;
+    state
+        .messages
+        .read(&id, |message| {
+            let view = viewer.view(message)?;
+            narrow.matches(state, viewer.user, message, view.flags).then(|| (message.clone(), view))
+        })
+        .flatten()
 }
 
 #[cfg(test)]

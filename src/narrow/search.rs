@@ -1,119 +1,91 @@
-//! Words in messages: the `search` operator's word matching (whole words,
-//! case-insensitive) and the highlighting of matched words in
-//! `match_content` / `match_subject`.
+//! The `search` operator: its operand as words and `"quoted phrases"`,
+//! matched by stem (`state::words`: case-insensitive, English stemming,
+//! as Zulip's PostgreSQL full-text search), and the highlighting of the
+//! matched words in `match_content` / `match_subject`.
+//!
+//! Matching here and the word index (`state::lookup`) use the same
+//! tokenizer and stemmer, and highlighting marks exactly the words whose
+//! stem the search names, so what is found and what is marked agree.
 
-/// Splits a search string into lowercased words and `"quoted phrases"`.
-pub(crate) fn search_words(text: &str) -> Vec<String> {
-    let mut words = Vec::new();
+use crate::state::words::{self, has_phrase};
+
+/// Splits a search operand into its terms: each word, and each `"quoted
+/// phrase"` as the stems of its words in order. Terms without a word
+/// (punctuation only) are dropped: they constrain nothing.
+pub(crate) fn search_terms(text: &str) -> Vec<Vec<String>> {
+    let mut terms = Vec::new();
     for (i, chunk) in text.split('"').enumerate() {
         if i % 2 == 1 {
-            let phrase = chunk.trim().to_lowercase();
+            let phrase = words::stems(chunk);
             if !phrase.is_empty() {
-                words.push(phrase);
+                terms.push(phrase);
             }
         } else {
-            words.extend(chunk.split_whitespace().map(str::to_lowercase));
+            terms.extend(words::stems(chunk).into_iter().map(|stem| vec![stem]));
         }
     }
-    words
+    terms
 }
 
-/// Whether the lowercased `word` occurs in `text` as a whole word, ignoring
-/// case; ASCII text is searched in place, other text lowercased first.
-pub fn text_has_word(text: &str, word: &str) -> bool {
-    if !text.is_ascii() {
-        return contains_word(&text.to_lowercase(), word);
+/// Whether every term occurs in the content's or the topic's stems.
+pub fn text_matches(content: &str, topic: &str, terms: &[Vec<String>]) -> bool {
+    if terms.is_empty() {
+        return true;
     }
-    let (hay, needle) = (text.as_bytes(), word.as_bytes());
-    if needle.is_empty() || !word.is_ascii() || needle.len() > hay.len() {
-        return false;
-    }
-    let alnum = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric());
-    let first = needle[0].is_ascii_alphanumeric();
-    let last = needle[needle.len() - 1].is_ascii_alphanumeric();
-    (0..=hay.len() - needle.len()).any(|i| {
-        hay[i..i + needle.len()].eq_ignore_ascii_case(needle)
-            && !(first && i > 0 && alnum(hay.get(i - 1)))
-            && !(last && alnum(hay.get(i + needle.len())))
+    let content = words::stems(content);
+    let mut topic_stems: Option<Vec<String>> = None;
+    terms.iter().all(|term| {
+        has_phrase(&content, term)
+            || has_phrase(topic_stems.get_or_insert_with(|| words::stems(topic)), term)
     })
 }
 
-/// Whether `word` occurs in `text` (both lowercased) as a whole word: not
-/// preceded or followed by a letter or digit. A phrase or a word with
-/// punctuation must only occur; its outer ends still need boundaries.
-pub fn contains_word(text: &str, word: &str) -> bool {
-    find_word(text, word, 0).is_some()
-}
-
-/// The first whole-word occurrence of `word` in `text` at or after `from`.
-fn find_word(text: &str, word: &str, from: usize) -> Option<usize> {
-    if word.is_empty() {
-        return None;
-    }
-    let mut at = from;
-    while let Some(i) = text.get(at..).and_then(|rest| rest.find(word)) {
-        let start = at + i;
-        let end = start + word.len();
-        let before = text[..start].chars().next_back();
-        let after = text[end..].chars().next();
-        let edge = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
-        let first = word.chars().next().is_some_and(char::is_alphanumeric);
-        let last = word.chars().next_back().is_some_and(char::is_alphanumeric);
-        if (!first || edge(before)) && (!last || edge(after)) {
-            return Some(start);
-        }
-        at = start + word.chars().next().map_or(1, char::len_utf8);
-    }
-    None
-}
-
-/// Wraps case-insensitive occurrences of `words` in the text (never the
-/// tags) of `html` in `<span class="highlight">`, as Zulip marks search
-/// hits in `match_content` / `match_subject`.
-pub fn highlight(html: &str, words: &[&str]) -> String {
-    let words: Vec<&str> = words.iter().copied().filter(|w| !w.is_empty()).collect();
-    if words.is_empty() {
+/// Wraps the words of `html`'s text (never its tags or character
+/// references) whose stem is one of `stems` in `<span
+/// class="highlight">`, as Zulip marks search hits in `match_content` /
+/// `match_subject`.
+pub fn highlight(html: &str, stems: &[&str]) -> String {
+    if stems.is_empty() {
         return html.to_owned();
     }
     let mut out = String::with_capacity(html.len() + 32);
     let mut rest = html;
     while !rest.is_empty() {
-        // A tag is copied as is.
-        if rest.starts_with('<') {
-            let end = rest.find('>').map_or(rest.len(), |i| i + 1);
+        // A tag, or a character reference (`&amp;`), is copied as is.
+        let opaque = if rest.starts_with('<') {
+            Some(rest.find('>').map_or(rest.len(), |i| i + 1))
+        } else if rest.starts_with('&') {
+            let reference = |i: &usize| {
+                *i > 1 && rest[1..*i].chars().all(|c| c.is_ascii_alphanumeric() || c == '#')
+            };
+            rest.find(';').filter(reference).map(|i| i + 1)
+        } else {
+            None
+        };
+        if let Some(end) = opaque {
             out.push_str(&rest[..end]);
             rest = &rest[end..];
             continue;
         }
-        let end = rest.find('<').unwrap_or(rest.len());
-        highlight_text(&rest[..end], &words, &mut out);
+        // Text up to the next tag or reference (a lone `&` is text).
+        let first = rest.chars().next().map_or(1, char::len_utf8);
+        let end = rest[first..].find(['<', '&']).map_or(rest.len(), |i| i + first);
+        highlight_text(&rest[..end], stems, &mut out);
         rest = &rest[end..];
     }
     out
 }
 
-fn highlight_text(text: &str, words: &[&str], out: &mut String) {
-    let lower = text.to_lowercase();
-    if lower.len() != text.len() {
-        // Lowercasing moved byte offsets (rare scripts): leave it plain.
-        out.push_str(text);
-        return;
-    }
+fn highlight_text(text: &str, stems: &[&str], out: &mut String) {
     let mut at = 0;
-    while at < text.len() {
-        let hit = words
-            .iter()
-            .filter_map(|w| find_word(&lower, w, at).map(|start| (start, w.len())))
-            .min_by_key(|(start, len)| (*start, std::cmp::Reverse(*len)));
-        let Some((start, len)) = hit else { break };
-        if !text.is_char_boundary(start) || !text.is_char_boundary(start + len) {
-            break;
+    for (start, word) in words::words(text) {
+        if stems.contains(&words::stem(word).as_str()) {
+            out.push_str(&text[at..start]);
+            out.push_str("<span class=\"highlight\">");
+            out.push_str(word);
+            out.push_str("</span>");
+            at = start + word.len();
         }
-        out.push_str(&text[at..start]);
-        out.push_str("<span class=\"highlight\">");
-        out.push_str(&text[start..start + len]);
-        out.push_str("</span>");
-        at = start + len;
     }
     out.push_str(&text[at..]);
 }
@@ -124,35 +96,45 @@ mod tests {
 
     #[test]
     fn search_splits_words_and_phrases() {
-        assert_eq!(search_words(r#"Foo "Bar baz"  QUX"#), ["foo", "bar baz", "qux"]);
-        assert!(search_words("  ").is_empty());
+        let stems = |s: &str| words::stems(s);
+        assert_eq!(
+            search_terms(r#"Foo "Bar baz"  QUX ++"#),
+            [stems("foo"), stems("bar baz"), stems("qux")]
+        );
+        assert!(search_terms("  \"\" ").is_empty());
+    }
+
+    #[test]
+    fn matching_is_by_stem_and_phrase() {
+        let terms = |s: &str| search_terms(s);
+        assert!(text_matches("We are RUNNING late", "", &terms("run")));
+        assert!(text_matches("soup at noon", "Lunch", &terms("lunches soup")));
+        assert!(!text_matches("soup at noon", "Lunch", &terms("oup")));
+        assert!(text_matches("soup at noon", "", &terms("\"soups at\"")));
+        assert!(!text_matches("soup at noon", "", &terms("\"at soup\"")));
+        assert!(!text_matches("number 14", "", &terms("4")));
+        assert!(text_matches("Ünïcode WÖRDS", "", &terms("wörds")));
+        assert!(text_matches("anything", "", &terms("++")));
     }
 
     #[test]
     fn highlights_text_not_tags() {
-        let html = r#"<p>Soup <a href="https://soup.example">soup link</a> at noon</p>"#;
+        let html = r#"<p>Soups <a href="https://soup.example">soup link</a> at noon &amp; amp</p>"#;
+        let soup = words::stem("soup");
+        let amp = words::stem("amp");
         assert_eq!(
-            highlight(html, &["soup", "noon"]),
-            "<p><span class=\"highlight\">Soup</span> <a href=\"https://soup.example\">\
-             <span class=\"highlight\">soup</span> link</a> at <span class=\"highlight\">noon</span></p>"
+            highlight(html, &[&soup, "noon", &amp]),
+            "<p><span class=\"highlight\">Soups</span> <a href=\"https://soup.example\">\
+             <span class=\"highlight\">soup</span> link</a> at <span class=\"highlight\">noon</span> \
+             &amp; <span class=\"highlight\">amp</span></p>"
         );
         assert_eq!(highlight("<p>x</p>", &[]), "<p>x</p>");
         assert_eq!(
             highlight("<p>number 4, not 14 or 40</p>", &["4"]),
             "<p>number <span class=\"highlight\">4</span>, not 14 or 40</p>"
         );
-        assert!(contains_word("see c++ here", "c++") && contains_word("a.b", "a.b"));
-        for (text, word, hit) in [
-            ("Soup at NOON", "noon", true),
-            ("soupe", "soup", false),
-            ("number 14", "4", false),
-            ("number 4.", "4", true),
-            ("C++ rocks", "c++", true),
-            ("Ünïcode WÖRDS", "wörds", true),
-            ("x", "", false),
-        ] {
-            assert_eq!(text_has_word(text, word), hit, "{text:?} / {word:?}");
-        }
-        assert!(contains_word("ünïcode wörds", "wörds") && !contains_word("wördsy", "wörds"));
+        assert_eq!(highlight("a & b", &["b"]), "a & <span class=\"highlight\">b</span>");
+        assert_eq!(highlight("ünï & b", &["b"]), "ünï & <span class=\"highlight\">b</span>");
+        assert_eq!(highlight("& ü", &["ü"]), "& <span class=\"highlight\">ü</span>");
     }
 }

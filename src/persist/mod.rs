@@ -27,7 +27,7 @@ use crate::mutation::Mutation;
 use crate::state::State;
 
 /// Version of the on-disk encoding of `Mutation` and `StateImage`.
-pub const FORMAT_VERSION: u32 = 12;
+pub const FORMAT_VERSION: u32 = 14;
 
 /// Why the data dir could not be opened.
 #[derive(Debug)]
@@ -532,12 +532,15 @@ mod tests {
     }
 
     /// The image's own block: the image, then its organization, features
+    /// bots and web sessions parts.
     /// and widgets parts.
     fn head_block(image: &crate::state::StateImage) -> Vec<u8> {
         let config = bincode::config::standard();
         let mut head = bincode::serde::encode_to_vec(image, config).unwrap();
         head.extend(bincode::serde::encode_to_vec(&image.organization, config).unwrap());
         head.extend(bincode::serde::encode_to_vec(&image.features, config).unwrap());
+        head.extend(bincode::serde::encode_to_vec(&image.bots, config).unwrap());
+        head.extend(bincode::serde::encode_to_vec(&image.web_sessions, config).unwrap());
         head.extend(bincode::serde::encode_to_vec(&image.widgets, config).unwrap());
         head
     }
@@ -563,10 +566,35 @@ mod tests {
         out
     }
 
-    /// Snapshots of format 11 (no widgets part after the features part)
-    /// still load, with no submessages.
+    /// A snapshot of `image` as format `version` wrote it: its image
+    /// block holds the image and `parts` after it.
+    fn older_snapshot(
+        image: &crate::state::StateImage,
+        version: u32,
+        parts: &[Vec<u8>],
+    ) -> Vec<u8> {
+        let bytes = snapshot::encode(image);
+        let config = bincode::config::standard();
+        let mut head = bincode::serde::encode_to_vec(image, config).unwrap();
+        for part in parts {
+            head.extend(part);
+        }
+        let mut old = bytes[..32].to_vec();
+        old[8..12].copy_from_slice(&version.to_le_bytes());
+        old.extend((head.len() as u64).to_le_bytes());
+        old.extend(crc32fast::hash(&head).to_le_bytes());
+        old.extend(&head);
+        old.extend(&bytes[sections_at(image)..]);
+        let len = (old.len() - 32) as u64;
+        old[20..28].copy_from_slice(&len.to_le_bytes());
+        reseal(&mut old);
+        old
+    }
+
+    /// Snapshots of format 13 (no widgets part after the web sessions
+    /// part) still load, with no submessages.
     #[test]
-    fn a_format_11_snapshot_loads_with_no_submessages() {
+    fn a_format_13_snapshot_loads_with_no_submessages() {
         let state = State::new();
         history(&state, 20);
         let image = state.image();
@@ -575,8 +603,10 @@ mod tests {
         let mut head = bincode::serde::encode_to_vec(&image, config).unwrap();
         head.extend(bincode::serde::encode_to_vec(&image.organization, config).unwrap());
         head.extend(bincode::serde::encode_to_vec(&image.features, config).unwrap());
+        head.extend(bincode::serde::encode_to_vec(&image.bots, config).unwrap());
+        head.extend(bincode::serde::encode_to_vec(&image.web_sessions, config).unwrap());
         let mut old = bytes[..32].to_vec();
-        old[8..12].copy_from_slice(&11u32.to_le_bytes());
+        old[8..12].copy_from_slice(&13u32.to_le_bytes());
         old.extend((head.len() as u64).to_le_bytes());
         old.extend(crc32fast::hash(&head).to_le_bytes());
         old.extend(&head);
@@ -586,9 +616,9 @@ mod tests {
         reseal(&mut old);
         let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
         assert_eq!(snapshot::encode(&decoded), bytes);
-        // A format-11 header over a format-12 payload is refused.
+        // A format-13 header over a format-14 payload is refused.
         let mut mislabelled = bytes.clone();
-        mislabelled[8..12].copy_from_slice(&11u32.to_le_bytes());
+        mislabelled[8..12].copy_from_slice(&13u32.to_le_bytes());
         assert!(snapshot::decode(&mislabelled, Path::new("s")).is_err());
     }
 
@@ -616,7 +646,7 @@ mod tests {
         reseal(&mut old);
         let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
         assert_eq!(snapshot::encode(&decoded), bytes);
-        // A format-10 header over a format-11 payload is refused.
+        // A format-10 header over a newer payload is refused.
         let mut mislabelled = bytes.clone();
         mislabelled[8..12].copy_from_slice(&10u32.to_le_bytes());
         assert!(snapshot::decode(&mislabelled, Path::new("s")).is_err());
@@ -638,6 +668,83 @@ mod tests {
         let back = snapshot::decode(&snapshot::encode(&image), Path::new("s")).unwrap();
         assert_eq!(back.files, image.files);
         assert!(!back.files.extra.avatars.is_empty() && !back.files.extra.realms.is_empty());
+    }
+
+    /// Snapshots of format 11 (no bots part after the features part)
+    /// still load, with no services, storage or deliveries; format 12
+    /// carries them.
+    #[test]
+    fn a_format_11_snapshot_loads_with_an_empty_bots_part() {
+        let state = State::new();
+        history(&state, 20);
+        let image = state.image();
+        let bytes = snapshot::encode(&image);
+        let config = bincode::config::standard();
+        let organization = bincode::serde::encode_to_vec(&image.organization, config).unwrap();
+        let features = bincode::serde::encode_to_vec(&image.features, config).unwrap();
+        let old = older_snapshot(&image, 11, &[organization, features]);
+        let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
+        assert_eq!(snapshot::encode(&decoded), bytes);
+        let mut mislabelled = bytes.clone();
+        mislabelled[8..12].copy_from_slice(&11u32.to_le_bytes());
+        assert!(snapshot::decode(&mislabelled, Path::new("s")).is_err());
+
+        // A bot's service, storage and an unfinished delivery round-trip.
+        use crate::state::bots::{BotChange, Delivery, Interface, Service, Trigger};
+        let bot = state.users.collect_sorted(|_, _| true)[0].0;
+        let service = Service {
+            name: "s".into(),
+            base_url: "http://example.com".into(),
+            interface: Interface::Slack,
+            token: "t".into(),
+            config: Default::default(),
+        };
+        state.bots.apply(&BotChange::SetService { bot, service });
+        state.bots.apply(&BotChange::PutStorage { bot, entries: vec![("k".into(), "v".into())] });
+        let delivery =
+            Delivery { message: crate::state::MessageId(1), bot, trigger: Trigger::Mention };
+        state.bots.apply(&BotChange::Queue(vec![delivery]));
+        let image = state.image();
+        let decoded = snapshot::decode(&snapshot::encode(&image), Path::new("s")).unwrap();
+        assert_eq!(decoded.bots, image.bots);
+        assert_eq!(crate::state::bots::BotState::from_image(decoded.bots).pending(), [delivery]);
+    }
+
+    /// Snapshots of format 12 (no web sessions after the bots part) still
+    /// load, with no one signed in; current ones keep them.
+    #[test]
+    fn a_format_12_snapshot_loads_with_no_web_sessions() {
+        use crate::state::web_sessions::{SessionChange, WebSession};
+        let state = State::new();
+        history(&state, 20);
+        let owner = state.users.collect_sorted(|_, _| true)[0].0;
+        let session = WebSession {
+            user: owner,
+            realm: state.users.get(&owner).unwrap().realm,
+            csrf_token: "csrf".into(),
+            api_key: "key".into(),
+            password_hash: None,
+            created: 7,
+        };
+        state.web_sessions.apply(&SessionChange::Open { token: "t".into(), session });
+        let image = state.image();
+        let bytes = snapshot::encode(&image);
+        let back = snapshot::decode(&bytes, Path::new("s")).unwrap();
+        assert_eq!(back.web_sessions.by_token.sorted().len(), 1);
+        let config = bincode::config::standard();
+        let parts = [
+            bincode::serde::encode_to_vec(&image.organization, config).unwrap(),
+            bincode::serde::encode_to_vec(&image.features, config).unwrap(),
+            bincode::serde::encode_to_vec(&image.bots, config).unwrap(),
+        ];
+        let old = older_snapshot(&image, 12, &parts);
+        let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
+        assert!(decoded.web_sessions.by_token.sorted().is_empty());
+        assert_eq!(decoded.applied_seq, image.applied_seq);
+        // A format-12 header over a current payload is refused.
+        let mut mislabelled = bytes.clone();
+        mislabelled[8..12].copy_from_slice(&12u32.to_le_bytes());
+        assert!(snapshot::decode(&mislabelled, Path::new("s")).is_err());
     }
 
     /// Snapshots of format 9 (no organization part after the image) still

@@ -21,7 +21,8 @@
 //!    `messages`, `user_messages`, `files` and `organization` (skipped by
 //!    its serde derive), then (since version 10) its `organization`,
 //!    then (since version 11) its `features`, then (since version 12)
-//!    its `widgets` (messages' submessages);
+//!    its `bots`, then (since version 13) its `web_sessions`, then
+//!    (since version 14) its `widgets` (messages' submessages);
 //! 2. the messages section: a block count (u64), then one block per
 //!    message chunk of 4,096 ids (`message_store::CHUNK`) that holds any
 //!    message, its items the messages in id order;
@@ -162,9 +163,18 @@ const FORMAT_WITHOUT_FEATURES: u32 = 10;
 /// (no avatars or realm file settings after it): read with those empty.
 const FORMAT_WITHOUT_AVATARS: u32 = 10;
 
+/// The last format version before the bots part (services, storage,
+/// unfinished deliveries) followed the features part: those files are
+/// read with no bot data.
+const FORMAT_WITHOUT_BOTS: u32 = 11;
+
+/// The last format version before the web client's sessions followed the
+/// bots part: those files are read with no one signed in.
+const FORMAT_WITHOUT_WEB_SESSIONS: u32 = 12;
+
 /// The last format version before the widgets part (submessages)
-/// followed the features part: those files are read with no submessages.
-const FORMAT_WITHOUT_WIDGETS: u32 = 11;
+/// followed the web sessions part: those files are read with no submessages.
+const FORMAT_WITHOUT_WIDGETS: u32 = 13;
 
 /// The ids a block of rows holds, about: big enough that a block's
 /// framing is noise, small enough that many users' rows spread over the
@@ -177,6 +187,8 @@ fn encode_payload(image: &StateImage, out: &mut impl Write) -> io::Result<()> {
     encode_one(image, &mut block)?;
     encode_one(&image.organization, &mut block)?;
     encode_one(&image.features, &mut block)?;
+    encode_one(&image.bots, &mut block)?;
+    encode_one(&image.web_sessions, &mut block)?;
     encode_one(&image.widgets, &mut block)?;
     write_block(out, &block, None)?;
     match &image.messages {
@@ -390,10 +402,21 @@ pub fn decode_from<S: Source + ?Sized>(
             image.features = features;
             used += more;
         }
+        if version > FORMAT_WITHOUT_BOTS {
+            let (bots, more) = super::decode_bounded(&bytes[used..])
+                .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            image.bots = bots;
+            used += more;
+        }
+        if version > FORMAT_WITHOUT_WEB_SESSIONS {
+            let (web_sessions, more) = super::decode_bounded(&bytes[used..])
+                .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            image.web_sessions = web_sessions;
+            used += more;
+        }
         if version > FORMAT_WITHOUT_WIDGETS {
-            let (widgets, more) =
-                bincode::serde::decode_from_slice(&bytes[used..], bincode::config::standard())
-                    .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            let (widgets, more) = super::decode_bounded(&bytes[used..])
+                .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
             image.widgets = widgets;
             used += more;
         }

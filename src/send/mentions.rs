@@ -34,12 +34,27 @@ pub struct Visible<'a> {
     names: OnceLock<HashMap<String, Vec<(u64, String)>>>,
     /// The realm's linkifiers; read on first use.
     linkifiers: OnceLock<Vec<Rule>>,
+    /// The realm's URL: links into it render relative (`with_realm_url`).
+    realm_url: Option<String>,
 }
 
 impl<'a> Visible<'a> {
     /// Look-ups limited to what `sender` may see.
     pub fn new(state: &'a State, sender: &'a User) -> Self {
-        Visible { state, sender, names: OnceLock::new(), linkifiers: OnceLock::new() }
+        Visible {
+            state,
+            sender,
+            names: OnceLock::new(),
+            linkifiers: OnceLock::new(),
+            realm_url: None,
+        }
+    }
+
+    /// With the sender's realm URL (the API layer knows the external
+    /// host): links into the realm render as Zulip renders them.
+    pub fn with_realm_url(mut self, url: Option<String>) -> Self {
+        self.realm_url = url;
+        self
     }
 
     fn names(&self) -> &HashMap<String, Vec<(u64, String)>> {
@@ -74,6 +89,10 @@ impl Resolver for Visible<'_> {
             },
             None => UploadPreview::None,
         }
+    }
+
+    fn realm_url(&self) -> Option<String> {
+        self.realm_url.clone()
     }
 
     fn realm_emoji(&self, name: &str) -> Option<(u64, String)> {

@@ -2,8 +2,9 @@
 //! logged in one record with the message: who a message mentions
 //! (`mentions`, the Markdown renderer's name resolver), the topic
 //! visibility policies it changes (`auto_topics`), the bots' direct
-//! messages (`bot_messages`, also reminders and message reports) and the
-//! Notification Bot's notices of a move (`move_notices`), the widget a
+//! messages (`bot_messages`, also reminders and message reports), the
+//! Notification Bot's notices of a move (`move_notices`), the
+//! outgoing-webhook bots it triggers (`outgoing`) and the widget a
 //! `/poll` or `/todo` message becomes (`widgets`); `links` are the topic
 //! links these messages write.
 
@@ -13,4 +14,5 @@ pub mod bot_messages;
 pub mod links;
 pub mod mentions;
 pub mod move_notices;
+pub mod outgoing;
 pub mod widgets;

@@ -302,6 +302,15 @@ impl IdSet {
     pub fn parts(&self) -> usize {
         self.chunks.len()
     }
+
+    /// Bytes the set holds on the heap (its chunk pointers, and each
+    /// chunk with its reference counts and offsets), for memory
+    /// accounting: a shared chunk counts in every set holding it.
+    pub fn heap_bytes(&self) -> usize {
+        let chunk = 2 * std::mem::size_of::<usize>() + std::mem::size_of::<Chunk>();
+        self.chunks.capacity() * std::mem::size_of::<Arc<Chunk>>()
+            + self.chunks.iter().map(|c| chunk + c.offsets.capacity() * 4).sum::<usize>()
+    }
 }
 
 impl FromIterator<MessageId> for IdSet {

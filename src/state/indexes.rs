@@ -211,6 +211,8 @@ impl State {
             }
             self.messages.insert(message.id, message);
         }
+        // Stored without their lookup entries: `build_lookup` adds them.
+        self.lookup.mark_pending();
         for (recipient, ids) in by_recipient {
             self.by_recipient.upsert(recipient, |mine| merge(mine, ids));
         }
@@ -368,6 +370,7 @@ impl State {
             self.remove_row(*user, message.id);
         }
         self.messages.remove(&message.id);
+        self.lookup.remove(message);
         self.by_recipient
             .update(&message.recipient, |ids| {
                 ids.remove(message.id);

@@ -11,6 +11,7 @@
 
 pub mod access;
 pub mod audience;
+pub mod bots;
 pub mod channels;
 pub mod emails;
 pub mod features;
@@ -21,6 +22,7 @@ pub mod id_set;
 pub mod ids;
 pub mod indexes;
 pub mod interner;
+pub mod lookup;
 pub mod members;
 pub mod message_store;
 pub mod messages;
@@ -35,7 +37,9 @@ pub mod shard;
 pub mod system_bots;
 pub mod user_messages;
 pub mod users;
+pub mod web_sessions;
 pub mod widgets;
+pub mod words;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -136,8 +140,15 @@ pub struct State {
     pub holder_hints: holders::HolderHints,
     /// Uploaded files' records (`files`).
     pub files: files::Files,
+    /// Derived (not snapshotted): message ids by sender, direct
+    /// participant, `has:` feature and word stem (`lookup`).
+    pub lookup: lookup::Lookup,
     /// Read receipts and moderation settings of each realm, reminders.
     pub features: features::FeatureState,
+    /// Outgoing-webhook services, bot storage and unfinished deliveries.
+    pub bots: bots::BotState,
+    /// The web client's signed-in sessions (`web_sessions`).
+    pub web_sessions: web_sessions::WebSessions,
     /// Messages' submessages (polls, to-do lists).
     pub widgets: widgets::WidgetState,
 }
@@ -195,6 +206,15 @@ pub struct StateImage {
     /// older snapshots without it load.
     #[serde(skip)]
     pub features: features::FeaturesImage,
+    /// Bots' services, storage and unfinished deliveries: written after
+    /// `features`, in the same block (`persist::snapshot`), so older
+    /// snapshots without it load.
+    #[serde(skip)]
+    pub bots: bots::BotsImage,
+    /// The web client's sessions; written after `features`, in the
+    /// same block, absent from older snapshots.
+    #[serde(skip)]
+    pub web_sessions: web_sessions::WebSessionsImage,
     /// Messages' submessages (`widgets`). Not in the image's own
     /// encoding: written after `features` in the same block, so older
     /// snapshots without it load.
@@ -226,6 +246,8 @@ impl StateImage {
             + self.former_subscriptions.parts()
             + self.organization.parts()
             + self.features.parts()
+            + self.bots.parts()
+            + self.web_sessions.parts()
             + self.widgets.parts()
     }
 }
@@ -265,6 +287,8 @@ impl State {
             files: self.files.image(),
             organization: self.organization.image(),
             features: self.features.image(),
+            bots: self.bots.image(),
+            web_sessions: self.web_sessions.image(),
             widgets: self.widgets.image(),
         }
     }
@@ -290,6 +314,8 @@ impl State {
             files: files::Files::from_image(image.files),
             organization: organization::OrgState::from_image(image.organization),
             features: features::FeatureState::from_image(image.features),
+            bots: bots::BotState::from_image(image.bots),
+            web_sessions: web_sessions::WebSessions::from_image(image.web_sessions),
             widgets: widgets::WidgetState::from_image(image.widgets),
             ..State::default()
         };
@@ -302,6 +328,8 @@ impl State {
         for channel in image.channels {
             state.index_channel(channel);
         }
+        // The lookup lists are built after start-up (`build_lookup`).
+        state.lookup.mark_pending();
         match image.messages {
             MessagesImage::Frozen(frozen) => state.index_frozen(frozen, threads),
             MessagesImage::Decoded(messages) => {
@@ -339,7 +367,40 @@ impl State {
         self.names.share(&mut message);
         self.by_recipient.upsert(message.recipient, |ids| ids.insert(message.id));
         self.index_topic(&message);
-        self.messages.insert(message.id, message);
+        self.messages.insert(message.id, Arc::clone(&message));
+        self.lookup.add(&message);
+    }
+
+    /// Adds every stored message to the lookup lists and marks them
+    /// ready: after a restart, on a thread of its own while requests are
+    /// served (`lookup` says why a message changed meanwhile is still
+    /// listed exactly). A pass over every message; the cost is the
+    /// tokenizing and stemming of each text.
+    pub fn build_lookup(&self) {
+        // Half the cores: the server is answering requests meanwhile.
+        self.build_lookup_on((rebuild::threads() / 2).max(1));
+    }
+
+    /// `build_lookup` on `threads` threads, each adding a contiguous run
+    /// of ids (the lists take ids in any order).
+    pub fn build_lookup_on(&self, threads: usize) {
+        // Every id below the next one now: later messages are added by
+        // `apply` as they are sent.
+        let end = self.ids.peek(IdKind::Message);
+        let threads = (threads.max(1) as u64).min(end);
+        let run = |t: u64| 1 + (end - 1) * t / threads..1 + (end - 1) * (t + 1) / threads;
+        std::thread::scope(|scope| {
+            for t in 0..threads {
+                let ids = run(t);
+                scope.spawn(move || {
+                    for id in ids {
+                        // Under the message's read lock: see `lookup`.
+                        self.messages.read(&MessageId(id), |message| self.lookup.add(message));
+                    }
+                });
+            }
+        });
+        self.lookup.mark_ready();
     }
 
     /// The realm served at `subdomain`, if any.

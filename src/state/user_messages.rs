@@ -143,6 +143,14 @@ impl Rows {
         &self.flags[0]
     }
 
+    /// The rows with `flag`: one of the flags kept as a set (STARRED …
+    /// HISTORICAL; unread rows are `unread`).
+    pub fn flagged(&self, flag: Flags) -> &IdSet {
+        let bit = flag.0.trailing_zeros() as usize;
+        assert!(flag.0.is_power_of_two() && (1..=FLAG_SETS).contains(&bit), "one kept flag");
+        &self.flags[bit - 1]
+    }
+
     /// Number of rows.
     pub fn len(&self) -> usize {
         self.ids.len()

@@ -2,8 +2,8 @@
 //! options and votes; a to-do list's title, tasks and ticks), kept as the
 //! list of small JSON payloads its readers posted, in id order. natter
 //! stores them and checks them as Zulip does (`validate`); clients
-//! interpret them. The snapshot carries this area after the features part
-//! (format 12).
+//! interpret them. The snapshot carries this area after the web sessions part
+//! (format 14).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

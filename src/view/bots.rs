@@ -4,10 +4,10 @@
 
 use serde_json::{json, Value};
 
-use crate::state::User;
+use crate::state::{State, User};
 
 /// A bot as `realm_bots` entries and `realm_bot` `add` events show it.
-pub fn bot_json(bot: &User) -> Value {
+pub fn bot_json(state: &State, bot: &User) -> Value {
     json!({
         "user_id": bot.id.0,
         "email": bot.email,
@@ -20,6 +20,19 @@ pub fn bot_json(bot: &User) -> Value {
         "default_all_public_streams": false,
         "avatar_url": crate::view::user::gravatar_url(bot, false),
         "owner_id": bot.bot_owner.map(|o| o.0),
-        "services": [],
+        "services": services_json(state, bot),
     })
+}
+
+/// A bot's `services`: an outgoing-webhook bot's one service as
+/// `{base_url, interface, token}`, else none.
+pub fn services_json(state: &State, bot: &User) -> Value {
+    match state.bots.services.get(&bot.id) {
+        Some(s) => json!([{
+            "base_url": s.base_url,
+            "interface": s.interface.code(),
+            "token": s.token,
+        }]),
+        None => json!([]),
+    }
 }

@@ -477,7 +477,7 @@ fn setup(addr: SocketAddr, args: &MixArgs, count: usize) -> Result<Vec<User>, St
 }
 
 /// `POST /dev_fetch_api_key` for `email`.
-fn fetch_key(c: &mut MayClient, email: &str) -> Result<String, String> {
+pub fn fetch_key(c: &mut MayClient, email: &str) -> Result<String, String> {
     let body = form(&[("username", email)]);
     let (status, reply) = c
         .call(&request("POST", "/api/v1/dev_fetch_api_key", None, &body))

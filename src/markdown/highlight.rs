@@ -1,0 +1,484 @@
+//! Code highlighting as Zulip's Pygments does it, byte for byte.
+//!
+//! `data/pygments/lexers.json` holds the rule tables of a curated set of
+//! Pygments lexers, exported by `scripts/pygments_export.py` (Pygments is
+//! BSD-licensed: `data/pygments/LICENSE`), and every lexer alias with its
+//! display name. This module runs those tables the way Pygments'
+//! `RegexLexer` does — in the current state, the first rule whose pattern
+//! matches at the position wins, emits its token(s) and moves the state
+//! stack; no rule matching emits one `err` character (a newline instead
+//! resets to `root`) — and writes what Pygments' HTML formatter writes:
+//! one `<span class="…">` per run of text with the same class, closed at
+//! every line end.
+//!
+//! Every pattern is compiled as `\G(?:…)` (anchored where the previous
+//! token ended, with the whole text visible to lookbehind and `^`) by
+//! `fancy-regex`, with a backtrack limit: a pattern that exceeds it counts
+//! as not matching, so hostile code cannot make a send slow. The table is
+//! parsed on first use and each lexer's patterns compiled on first use of
+//! that lexer.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
+use fancy_regex::{Regex, RegexBuilder};
+use serde::Deserialize;
+
+/// The exported tables (see the module documentation).
+const DATA: &str = include_str!("../../data/pygments/lexers.json");
+
+/// Backtracking steps one pattern may take at one position before it is
+/// taken as not matching.
+const BACKTRACK_LIMIT: usize = 100_000;
+
+/// Sub-lexers (`using`) nested deeper than this emit their text as one
+/// plain token.
+const MAX_NESTING: usize = 8;
+
+/// The stack of the thread compiling a lexer (`off_stack`).
+const COMPILE_STACK: usize = 8 << 20;
+
+/// The state stack never grows past this (a rule that pushes in a loop).
+const MAX_STACK: usize = 256;
+
+#[derive(Deserialize)]
+struct Data {
+    /// Alias → the lexer class highlighting it.
+    highlighted: HashMap<String, String>,
+    /// Alias (lower case) → display name, for every Pygments lexer.
+    names: HashMap<String, String>,
+    lexers: HashMap<String, LexerData>,
+}
+
+#[derive(Deserialize)]
+struct LexerData {
+    flags: String,
+    states: HashMap<String, Vec<RuleData>>,
+    #[serde(default)]
+    remap: Option<Remap>,
+}
+
+/// One rule: pattern, action, state change.
+type RuleData = (String, Option<ActionData>, Option<NextData>);
+
+/// A lexer's table, its compiled form (or why it did not compile) once
+/// used.
+type Slot = (String, LexerData, OnceLock<Result<Lexer, String>>);
+
+/// C and C++: names of standard types are re-tagged as keyword types.
+#[derive(Deserialize)]
+struct Remap {
+    from: String,
+    to: String,
+    words: HashSet<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ActionData {
+    Token(String),
+    Groups { groups: Vec<Option<ActionData>> },
+    Using { using: String, stack: Vec<String> },
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum NextData {
+    Pop(i64),
+    One(String),
+    Many(Vec<String>),
+}
+
+/// The parsed table; lexers compiled on demand.
+struct Table {
+    highlighted: HashMap<String, usize>,
+    names: HashMap<String, String>,
+    /// By index: the class name, its data, its compiled form.
+    lexers: Vec<Slot>,
+    by_name: HashMap<String, usize>,
+}
+
+struct Lexer {
+    states: Vec<Vec<Rule>>,
+    ids: HashMap<String, usize>,
+    remap: Option<Remap>,
+}
+
+struct Rule {
+    regex: Regex,
+    action: Action,
+    next: Next,
+}
+
+enum Action {
+    Skip,
+    Token(String),
+    Groups(Vec<Action>),
+    Using { lexer: usize, stack: Vec<String> },
+}
+
+enum Step {
+    Pop,
+    Dup,
+    Push(usize),
+}
+
+enum Next {
+    Stay,
+    Pop(usize),
+    Steps(Vec<Step>),
+}
+
+fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let data: Data = serde_json::from_str(DATA).expect("data/pygments/lexers.json parses");
+        let mut lexers: Vec<_> = data.lexers.into_iter().collect();
+        lexers.sort_by(|a, b| a.0.cmp(&b.0));
+        let by_name: HashMap<String, usize> =
+            lexers.iter().enumerate().map(|(i, (name, _))| (name.clone(), i)).collect();
+        let highlighted = data
+            .highlighted
+            .into_iter()
+            .filter_map(|(alias, class)| Some((alias, *by_name.get(&class)?)))
+            .collect();
+        Table {
+            highlighted,
+            names: data.names,
+            lexers: lexers.into_iter().map(|(n, d)| (n, d, OnceLock::new())).collect(),
+            by_name,
+        }
+    })
+}
+
+/// Pygments' display name for a language alias (`py2` → "Python 2.x").
+pub(super) fn display_name(lang: &str) -> Option<&'static str> {
+    table().names.get(&lang.to_ascii_lowercase()).map(String::as_str)
+}
+
+/// The highlighted HTML of `code` (Pygments' formatter output between
+/// `<code>` and `</code>`, quotes left as typed), or `None` when the
+/// language is not one natter highlights.
+pub(super) fn highlight(lang: &str, code: &str) -> Option<String> {
+    let table = table();
+    let index = *table.highlighted.get(&lang.to_ascii_lowercase())?;
+    lexer(table, index)?;
+    // Pygments' input rules: newlines at either end stripped, one added.
+    let mut text = code.trim_matches('\n').to_owned();
+    text.push('\n');
+    let mut tokens = Vec::new();
+    run(table, index, &text, &["root".to_owned()], &mut tokens, 0);
+    Some(format(&tokens))
+}
+
+/// The compiled lexer at `index`; `None` if one of its patterns does not
+/// compile (the language then renders as plain code).
+fn lexer(table: &'static Table, index: usize) -> Option<&'static Lexer> {
+    let (_, data, slot) = &table.lexers[index];
+    slot.get_or_init(|| off_stack(move || compile(table, data))).as_ref().ok()
+}
+
+/// Runs `f` on an OS thread of its own with a large stack, the caller
+/// (a coroutine, with a small stack) parked meanwhile: compiling a
+/// lexer's patterns recurses deeper than a coroutine's stack allows.
+fn off_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = may::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("highlight-compile".into())
+        .stack_size(COMPILE_STACK)
+        .spawn(move || {
+            let _ = tx.send(f());
+        })
+        .expect("a compiling thread starts");
+    rx.recv().expect("the compiling thread answers")
+}
+
+fn compile(table: &Table, data: &LexerData) -> Result<Lexer, String> {
+    let mut names: Vec<&String> = data.states.keys().collect();
+    names.sort();
+    let ids: HashMap<String, usize> =
+        names.iter().enumerate().map(|(i, n)| ((*n).clone(), i)).collect();
+    let verbose = data.flags.contains('x');
+    let mut states = Vec::with_capacity(names.len());
+    for name in &names {
+        let mut rules = Vec::new();
+        for (pattern, action, next) in &data.states[*name] {
+            let flags =
+                if data.flags.is_empty() { String::new() } else { format!("(?{})", data.flags) };
+            let end = if verbose { "\n)" } else { ")" };
+            let source = format!("{flags}\\G(?:{pattern}{end}");
+            let regex = RegexBuilder::new(&source)
+                .backtrack_limit(BACKTRACK_LIMIT)
+                .build()
+                .map_err(|e| format!("{source}: {e}"))?;
+            let action = convert_action(table, action.as_ref()).ok_or("an unknown lexer")?;
+            let next = match next {
+                None => Next::Stay,
+                Some(NextData::Pop(n)) => Next::Pop(n.unsigned_abs() as usize),
+                Some(NextData::One(s)) => Next::Steps(vec![step(&ids, s).ok_or("a state")?]),
+                Some(NextData::Many(list)) => Next::Steps(
+                    list.iter().map(|s| step(&ids, s)).collect::<Option<_>>().ok_or("a state")?,
+                ),
+            };
+            rules.push(Rule { regex, action, next });
+        }
+        states.push(rules);
+    }
+    let remap = data.remap.as_ref().map(|r| Remap {
+        from: r.from.clone(),
+        to: r.to.clone(),
+        words: r.words.clone(),
+    });
+    Ok(Lexer { states, ids, remap })
+}
+
+fn step(ids: &HashMap<String, usize>, name: &str) -> Option<Step> {
+    Some(match name {
+        "#pop" => Step::Pop,
+        "#push" => Step::Dup,
+        state => Step::Push(*ids.get(state)?),
+    })
+}
+
+fn convert_action(table: &Table, action: Option<&ActionData>) -> Option<Action> {
+    Some(match action {
+        None => Action::Skip,
+        Some(ActionData::Token(class)) => Action::Token(class.clone()),
+        Some(ActionData::Groups { groups }) => Action::Groups(
+            groups.iter().map(|g| convert_action(table, g.as_ref())).collect::<Option<_>>()?,
+        ),
+        Some(ActionData::Using { using, stack }) => {
+            Action::Using { lexer: *table.by_name.get(using)?, stack: stack.clone() }
+        }
+    })
+}
+
+/// Pygments' `RegexLexer.get_tokens_unprocessed`: appends `(class, text)`
+/// tokens for `text`, starting with the state stack `start`.
+fn run<'t>(
+    table: &'static Table,
+    index: usize,
+    text: &'t str,
+    start: &[String],
+    out: &mut Vec<(&'static str, &'t str)>,
+    depth: usize,
+) {
+    let Some(lexer) = lexer(table, index).filter(|_| depth < MAX_NESTING) else {
+        out.push(("", text));
+        return;
+    };
+    let Some(root) = lexer.ids.get("root").copied() else {
+        out.push(("", text));
+        return;
+    };
+    let mut stack: Vec<usize> = start.iter().filter_map(|s| lexer.ids.get(s).copied()).collect();
+    if stack.is_empty() {
+        stack.push(root);
+    }
+    let mut pos = 0;
+    'text: loop {
+        let state = *stack.last().expect("the stack keeps one state");
+        for rule in &lexer.states[state] {
+            let Ok(Some(caps)) = rule.regex.captures_from_pos(text, pos) else {
+                continue;
+            };
+            let whole = caps.get(0).expect("group 0");
+            let first = out.len();
+            emit(table, &rule.action, text, &caps, whole.start(), whole.end(), out, depth);
+            if let Some(remap) = &lexer.remap {
+                for token in &mut out[first..] {
+                    if token.0 == remap.from && remap.words.contains(token.1) {
+                        token.0 = &remap.to;
+                    }
+                }
+            }
+            let moved = whole.end() > pos;
+            pos = whole.end();
+            match &rule.next {
+                Next::Stay => {
+                    if !moved {
+                        // Pygments would loop forever here; move on.
+                        break;
+                    }
+                }
+                Next::Pop(n) => {
+                    if *n >= stack.len() {
+                        stack.truncate(1);
+                    } else {
+                        stack.truncate(stack.len() - n);
+                    }
+                }
+                Next::Steps(steps) => {
+                    for step in steps {
+                        match step {
+                            Step::Pop => {
+                                if stack.len() > 1 {
+                                    stack.pop();
+                                }
+                            }
+                            Step::Dup => {
+                                let top = *stack.last().expect("a state");
+                                stack.push(top);
+                            }
+                            Step::Push(s) => stack.push(*s),
+                        }
+                    }
+                    if stack.len() > MAX_STACK {
+                        stack.drain(1..stack.len() - MAX_STACK);
+                    }
+                }
+            }
+            continue 'text;
+        }
+        let Some(c) = text[pos..].chars().next() else {
+            break;
+        };
+        let end = pos + c.len_utf8();
+        if c == '\n' {
+            stack.clear();
+            stack.push(root);
+            out.push(("w", &text[pos..end]));
+        } else {
+            out.push(("err", &text[pos..end]));
+        }
+        pos = end;
+    }
+}
+
+/// The tokens of one matched rule.
+#[allow(clippy::too_many_arguments)]
+fn emit<'t>(
+    table: &'static Table,
+    action: &'static Action,
+    text: &'t str,
+    caps: &fancy_regex::Captures<'t, str>,
+    start: usize,
+    end: usize,
+    out: &mut Vec<(&'static str, &'t str)>,
+    depth: usize,
+) {
+    match action {
+        Action::Skip => {}
+        Action::Token(class) => {
+            if end > start {
+                out.push((class, &text[start..end]));
+            }
+        }
+        Action::Groups(groups) => {
+            for (i, group) in groups.iter().enumerate() {
+                let Some(m) = caps.get(i + 1) else { continue };
+                match group {
+                    Action::Skip => {}
+                    Action::Token(class) => {
+                        if !m.as_str().is_empty() {
+                            out.push((class, m.as_str()));
+                        }
+                    }
+                    _ => emit(table, group, text, caps, m.start(), m.end(), out, depth),
+                }
+            }
+        }
+        Action::Using { lexer, stack } => {
+            run(table, *lexer, &text[start..end], stack, out, depth + 1);
+        }
+    }
+}
+
+/// Pygments' HTML formatter on the tokens: runs of one class in one span,
+/// spans closed at each line end, text escaped (`&`, `<`, `>`; the quotes
+/// Pygments escapes come back as typed when Zulip serializes the block).
+fn format(tokens: &[(&str, &str)]) -> String {
+    let mut html = String::with_capacity(tokens.iter().map(|t| t.1.len() * 2).sum());
+    let mut open: &str = "";
+    let mut line_empty = true;
+    for &(class, value) in tokens {
+        let mut parts = value.split('\n').peekable();
+        while let Some(part) = parts.next() {
+            let last = parts.peek().is_none();
+            if !part.is_empty() {
+                if line_empty || open != class {
+                    if !line_empty && !open.is_empty() {
+                        html.push_str("</span>");
+                    }
+                    if !class.is_empty() {
+                        html.push_str("<span class=\"");
+                        html.push_str(class);
+                        html.push_str("\">");
+                    }
+                    open = class;
+                }
+                line_empty = false;
+                escape(part, &mut html);
+            }
+            if !last {
+                if !line_empty && !open.is_empty() {
+                    html.push_str("</span>");
+                }
+                html.push('\n');
+                line_empty = true;
+                open = "";
+            }
+        }
+    }
+    if !line_empty && !open.is_empty() {
+        html.push_str("</span>");
+    }
+    html
+}
+
+fn escape(text: &str, out: &mut String) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `tests/fixtures/pygments.json`: `[language, code, Zulip's HTML]`,
+    /// written by real Pygments (`scripts/pygments_export.py --fixtures`).
+    #[test]
+    fn matches_pygments() {
+        let fixture = include_str!("../../tests/fixtures/pygments.json");
+        let cases: Vec<(String, String, String)> = serde_json::from_str(fixture).unwrap();
+        assert!(cases.len() >= 40, "{} cases", cases.len());
+        let mut failures = Vec::new();
+        for (lang, code, want) in &cases {
+            let got = super::super::fence::code_block(lang, code);
+            if &got != want {
+                failures.push(format!("{lang} {code:?}\n  want {want:?}\n  got  {got:?}"));
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} of {} differ:\n{}",
+            failures.len(),
+            cases.len(),
+            failures.join("\n")
+        );
+    }
+
+    #[test]
+    fn every_exported_lexer_compiles() {
+        let table = table();
+        for (i, (name, _, slot)) in table.lexers.iter().enumerate() {
+            lexer(table, i);
+            if let Some(Err(e)) = slot.get() {
+                panic!("{name} does not compile: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_languages_are_not_highlighted() {
+        assert_eq!(highlight("no-such-language", "x"), None);
+        assert_eq!(display_name("py2"), Some("Python 2.x"));
+        assert_eq!(display_name("no-such-language"), None);
+    }
+}

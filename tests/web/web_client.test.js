@@ -1,0 +1,341 @@
+// The web client end to end: Debian's Chromium (/usr/bin/chromium),
+// driven by playwright-core, against a freshly started `natter --dev`.
+// One signed-in tab goes through a person's day — sign in, send, receive
+// live, edit, react, delete, read, search, upload by drag and drop,
+// survive a server restart without a reload, meet hostile markup as text,
+// sign out — while other accounts act through the API with HTTP Basic.
+//
+// Screenshots of the main views go to $WEB_ARTIFACTS (default
+// tests/web/artifacts). The server binary is $NATTER_BIN if set, else
+// <repo>/target/debug/natter.
+// Run:  cargo build && (cd tests/web && npm ci && npm test)
+
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const readline = require('node:readline');
+const { chromium } = require('playwright-core');
+
+const REPO_ROOT = path.resolve(__dirname, '..', '..');
+const ARTIFACTS = process.env.WEB_ARTIFACTS || path.join(__dirname, 'artifacts');
+const HAMLET = 'hamlet@natter.test';
+const OTHELLO = 'othello@natter.test';
+const STARTUP_MS = 60000;
+const WAIT = { timeout: 30000 };
+
+let server; // { proc, site, dir, stderr, port }
+let browser;
+let context;
+let page;
+const dialogs = [];
+const keys = {};
+
+function natterBin() {
+  const env = process.env.NATTER_BIN;
+  const bin = env ? path.resolve(REPO_ROOT, env) : path.join(REPO_ROOT, 'target', 'debug', 'natter');
+  if (!fs.existsSync(bin)) throw new Error(`natter binary not found at ${bin}: run \`cargo build\` first`);
+  return bin;
+}
+
+// Starts natter on `dir` (a new temp dir if absent) and `listen`.
+function startServer(dir, listen = '127.0.0.1:0') {
+  dir = dir || fs.mkdtempSync(path.join(os.tmpdir(), 'natter-web-'));
+  const args = ['--dev', '--listen', listen, '--data-dir', path.join(dir, 'data'), '--workers', '2', '--rate-limit', 'off'];
+  const proc = spawn(natterBin(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const state = { proc, dir, stderr: '' };
+  proc.stderr.on('data', (chunk) => { state.stderr += chunk; });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`natter did not start: ${state.stderr}`)), STARTUP_MS);
+    proc.on('exit', (code) => reject(new Error(`natter exited (${code}): ${state.stderr}`)));
+    readline.createInterface({ input: proc.stdout }).on('line', (line) => {
+      const m = line.match(/^natter: listening on (http:\/\/\S+)$/);
+      if (m) {
+        clearTimeout(timer);
+        state.site = m[1];
+        state.port = Number(new URL(m[1]).port);
+        resolve(state);
+      }
+    });
+  });
+}
+
+function stopServer(signal = 'SIGKILL') {
+  return new Promise((resolve) => {
+    if (!server || server.proc.exitCode !== null) return resolve();
+    server.proc.removeAllListeners('exit');
+    server.proc.on('exit', resolve);
+    server.proc.kill(signal);
+  });
+}
+
+// An API call as `email` with HTTP Basic.
+async function apiAs(email, method, route, params = {}) {
+  const body = new URLSearchParams(params);
+  const auth = 'Basic ' + Buffer.from(`${email}:${keys[email]}`).toString('base64');
+  const url = `${server.site}/api/v1${route}` + (method === 'GET' ? `?${body}` : '');
+  const r = await fetch(url, { method, headers: { Authorization: auth }, body: method === 'GET' ? undefined : body });
+  const json = await r.json();
+  assert.equal(json.result, 'success', `${method} ${route}: ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function shot(name) {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+// The message list entry (not a local echo) whose text includes `text`.
+function message(text) {
+  return page.locator('#messages .msg:not(.pending)', { hasText: text });
+}
+
+before(async () => {
+  server = await startServer();
+  for (const email of [HAMLET, OTHELLO]) {
+    const r = await fetch(`${server.site}/api/v1/dev_fetch_api_key`, { method: 'POST', body: new URLSearchParams({ username: email }) });
+    keys[email] = (await r.json()).api_key;
+  }
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+  page = await context.newPage();
+  page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
+  page.on('pageerror', (e) => { dialogs.push(`page error: ${e.message}`); });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  await stopServer();
+  if (server) fs.rmSync(server.dir, { recursive: true, force: true });
+});
+
+test('the page is served with its security headers', async () => {
+  const r = await fetch(`${server.site}/`, { headers: { 'Accept-Encoding': 'gzip' } });
+  assert.equal(r.status, 200);
+  assert.match(r.headers.get('content-security-policy'), /script-src 'self';/);
+  assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
+});
+
+test('sign in with a development account', async () => {
+  await page.goto(server.site + '/');
+  await page.getByRole('button', { name: /King Hamlet|hamlet@natter\.test/ }).click();
+  await page.locator('#compose-text').waitFor(WAIT);
+  await page.locator('#channels li').first().waitFor(WAIT);
+  await shot('signed-in');
+  // The cookie is out of script's reach.
+  assert.equal(await page.evaluate(() => document.cookie), '');
+  const [cookie] = await context.cookies();
+  assert.equal(cookie.name, 'natter_session');
+  assert.equal(cookie.httpOnly, true);
+  assert.equal(cookie.sameSite, 'Strict');
+});
+
+test('send a message and see it', async () => {
+  await page.goto(server.site + '/#narrow/' + encodeURIComponent('channel:Denmark topic:web'));
+  await page.locator('#compose-topic').fill('web');
+  await page.locator('#compose-text').fill('hello from the browser');
+  await page.locator('#compose-text').press('Enter');
+  await message('hello from the browser').waitFor(WAIT);
+  assert.equal(await page.locator('#compose-text').inputValue(), '');
+  // Shift+Enter is a new line, not a send.
+  await page.locator('#compose-text').press('Shift+Enter');
+  assert.equal(await page.locator('#compose-text').inputValue(), '\n');
+  await page.locator('#compose-text').fill('');
+});
+
+test('a message another user posts arrives live', async () => {
+  await apiAs(OTHELLO, 'POST', '/messages', { type: 'stream', to: 'Denmark', topic: 'web', content: 'live from othello' });
+  await message('live from othello').waitFor(WAIT);
+});
+
+test('edit, react to and delete a message', async () => {
+  const mine = message('hello from the browser');
+  await mine.hover();
+  await mine.getByRole('button', { name: 'Edit' }).click();
+  const editor = mine.locator('.edit-form textarea');
+  await editor.fill('hello, edited');
+  await editor.press('Enter');
+  await message('hello, edited').locator('.edited').waitFor(WAIT);
+
+  const edited = message('hello, edited');
+  await edited.hover();
+  await edited.getByRole('button', { name: 'Add reaction' }).click();
+  await page.locator('#emoji-search').fill('octopus');
+  await page.locator('#emoji-picker [role=option][data-name=octopus]').click();
+  await edited.locator('.reaction[data-emoji=octopus]', { hasText: '1' }).waitFor(WAIT);
+  await shot('reacted');
+  // Clicking one's own reaction takes it back.
+  await edited.locator('.reaction[data-emoji=octopus]').click();
+  await edited.locator('.reaction').waitFor({ state: 'detached', ...WAIT });
+
+  await edited.hover();
+  await edited.getByRole('button', { name: 'Delete' }).click();
+  await edited.getByRole('button', { name: 'Confirm delete' }).click();
+  await message('hello, edited').waitFor({ state: 'detached', ...WAIT });
+});
+
+test('unread counts fall as messages are read', async () => {
+  await page.goto(server.site + '/#narrow/' + encodeURIComponent('channel:Denmark topic:web'));
+  await message('live from othello').waitFor(WAIT);
+  const sent = [];
+  for (let i = 0; i < 3; i++) {
+    const r = await apiAs(OTHELLO, 'POST', '/messages', { type: 'stream', to: 'general', topic: 'unread test', content: `unread number ${i}` });
+    sent.push(r.id);
+  }
+  const generalBadge = page.locator('#channels li', { hasText: 'general' }).locator('> a .badge');
+  await generalBadge.filter({ hasText: /^[3-9]|\d\d/ }).waitFor(WAIT);
+  // The inbox lists the conversation with its count; it opens from there.
+  await page.locator('#nav-inbox').click();
+  const row = page.locator('#inbox a', { hasText: 'unread test' });
+  await row.locator('.badge', { hasText: '3' }).waitFor(WAIT);
+  await shot('inbox');
+  await row.click();
+  await message('unread number 2').waitFor(WAIT);
+  // The topic's count in the sidebar goes, and the channel's falls.
+  const topic = page.locator('#channels .topics a', { hasText: 'unread test' });
+  await topic.waitFor(WAIT);
+  await topic.locator('.badge').waitFor({ state: 'detached', ...WAIT });
+  await page.waitForFunction(() => {
+    const li = [...document.querySelectorAll('#channels > li')].find((l) => l.querySelector(':scope > a .name')?.textContent === 'general');
+    const badge = li && li.querySelector(':scope > a .badge');
+    return li && (!badge || Number(badge.textContent) < 3);
+  }, null, WAIT);
+  await page.locator('#nav-inbox').click();
+  await page.locator('#inbox a', { hasText: 'unread test' }).waitFor({ state: 'detached', ...WAIT });
+  await page.goBack();
+  await shot('channel-read');
+  // The server agrees: all three are read now.
+  const r = await apiAs(HAMLET, 'GET', '/messages', { anchor: sent[0], num_before: 0, num_after: 2, narrow: JSON.stringify([{ operator: 'channel', operand: 'general' }, { operator: 'topic', operand: 'unread test' }]) });
+  assert.equal(r.messages.length, 3);
+  for (const m of r.messages) assert.ok(m.flags.includes('read'), JSON.stringify(m.flags));
+});
+
+test('search with the narrow syntax', async () => {
+  await page.locator('#search').fill(`sender:${OTHELLO} number`);
+  await page.locator('#search').press('Enter');
+  await message('unread number 1').waitFor(WAIT);
+  const texts = await page.locator('#messages .msg .content').allTextContents();
+  assert.ok(texts.length >= 3, texts.join('|'));
+  for (const t of texts) assert.match(t, /number/);
+  assert.match(await page.locator('#narrow-title').textContent(), /sender:othello@natter\.test/);
+  await shot('search');
+});
+
+test('markup in a message and a file named like HTML show as text', async () => {
+  await page.goto(server.site + '/#narrow/' + encodeURIComponent('channel:Denmark topic:xss'));
+  const hostile = '<script>window.__xss = 1</script> <img src=x onerror="window.__xss = 2"> **bold**';
+  await apiAs(OTHELLO, 'POST', '/messages', { type: 'stream', to: 'Denmark', topic: 'xss', content: hostile });
+  // A file whose name is markup, uploaded and linked.
+  const form = new FormData();
+  form.append('file', new Blob(['<script>alert(1)</script>'], { type: 'text/html' }), '<img src=x onerror=alert(1)>.html');
+  const auth = 'Basic ' + Buffer.from(`${OTHELLO}:${keys[OTHELLO]}`).toString('base64');
+  const up = await (await fetch(`${server.site}/api/v1/user_uploads`, { method: 'POST', headers: { Authorization: auth }, body: form })).json();
+  assert.equal(up.result, 'success', JSON.stringify(up));
+  await apiAs(OTHELLO, 'POST', '/messages', { type: 'stream', to: 'Denmark', topic: 'xss', content: `[${up.filename || 'file'}](${up.url})` });
+  const shown = message('window.__xss = 1');
+  await shown.waitFor(WAIT);
+  assert.match(await shown.locator('.content').textContent(), /<img src=x onerror="window.__xss = 2">/);
+  assert.equal(await shown.locator('.content script, .content img').count(), 0);
+  assert.equal(await shown.locator('.content strong').textContent(), 'bold');
+  const link = page.locator('#messages .msg .content a', { hasText: 'onerror' });
+  await link.waitFor(WAIT);
+  assert.equal(await link.locator('img').count(), 0);
+  // The compose preview renders on the server too.
+  await page.locator('#compose-text').fill('<b>not bold</b> *but this*');
+  await page.locator('#preview-toggle').click();
+  await page.locator('#preview em', { hasText: 'but this' }).waitFor(WAIT);
+  assert.equal(await page.locator('#preview b').count(), 0);
+  await page.keyboard.press('Escape');
+  await page.locator('#compose-text').fill('');
+  // The file itself, opened directly, cannot run script either.
+  const file = await context.request.get(server.site + up.url);
+  assert.match(file.headers()['content-security-policy'], /sandbox/);
+  assert.equal(file.status(), 200);
+  assert.match(file.headers()['content-disposition'], /^attachment;/);
+  assert.equal(file.headers()['x-content-type-options'], 'nosniff');
+  assert.equal(await page.evaluate(() => window.__xss), undefined);
+  assert.deepEqual(dialogs, []);
+  await shot('hostile-markup');
+});
+
+test('older history loads on scroll', async () => {
+  const ids = [];
+  for (let i = 0; i < 120; i++) {
+    ids.push((await apiAs(OTHELLO, 'POST', '/messages', { type: 'stream', to: 'Denmark', topic: 'history', content: `history number ${i}` })).id);
+  }
+  await apiAs(HAMLET, 'POST', '/messages/flags', { messages: JSON.stringify(ids), op: 'add', flag: 'read' });
+  await page.goto(server.site + '/#narrow/' + encodeURIComponent('channel:Denmark topic:history'));
+  await message('history number 119').waitFor(WAIT);
+  assert.equal(await message('history number 0').count(), 0, 'only the newest page at first');
+  // Scrolling up fetches older pages until the first message.
+  while ((await message('history number 0').count()) === 0) {
+    const shown = await page.locator('#messages .msg').count();
+    await page.locator('#messages').evaluate((list) => { list.scrollTop = 0; list.dispatchEvent(new Event('scroll')); });
+    await page.waitForFunction((n) => document.querySelectorAll('#messages .msg').length > n, shown, WAIT);
+  }
+  await message('history number 0').waitFor(WAIT);
+  assert.equal(await page.locator('#messages .msg', { hasText: 'history number' }).count(), 120);
+});
+
+test('a file dropped on the compose box is uploaded, linked and sent', async () => {
+  await page.goto(server.site + '/#narrow/' + encodeURIComponent('channel:Denmark topic:files'));
+  await page.locator('#compose-topic').fill('files');
+  await page.evaluate(() => {
+    const data = new DataTransfer();
+    data.items.add(new File(['dropped bytes'], 'notes.txt', { type: 'text/plain' }));
+    document.querySelector('#compose').dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+  });
+  await page.waitForFunction(() => /\[notes\.txt\]\(\/user_uploads\//.test(document.querySelector('#compose-text').value), null, WAIT);
+  await page.locator('#compose-text').press('Enter');
+  const link = message('notes.txt').locator('.content a', { hasText: 'notes.txt' });
+  await link.waitFor(WAIT);
+  // The browser downloads it with its session cookie.
+  const file = await context.request.get(server.site + (await link.getAttribute('href')));
+  assert.equal(await file.text(), 'dropped bytes');
+});
+
+test('a server restart mid-session recovers without a reload', async () => {
+  await page.goto(server.site + '/#narrow/' + encodeURIComponent('channel:Denmark topic:restart'));
+  await page.locator('#compose-topic').waitFor(WAIT);
+  await page.evaluate(() => { window.__sameDocument = true; });
+  await page.locator('#compose-text').fill('a draft that survives');
+  const { dir, port } = server;
+  await stopServer('SIGKILL');
+  server = await startServer(dir, `127.0.0.1:${port}`);
+  await apiAs(OTHELLO, 'POST', '/messages', { type: 'stream', to: 'Denmark', topic: 'restart', content: 'sent after the restart' });
+  await message('sent after the restart').waitFor(WAIT);
+  assert.equal(await page.evaluate(() => window.__sameDocument), true, 'no reload');
+  assert.equal(await page.locator('#compose-text').inputValue(), 'a draft that survives');
+  // And the tab still sends with its (durable) session.
+  await page.locator('#compose-text').press('Enter');
+  await message('a draft that survives').waitFor(WAIT);
+});
+
+test('a phone-sized screen', async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.locator('#menu').click();
+  await page.locator('#sidebar #channels a', { hasText: 'Denmark' }).waitFor({ state: 'visible', ...WAIT });
+  await shot('phone-sidebar');
+  await page.keyboard.press('Escape');
+  await shot('phone');
+  await page.setViewportSize({ width: 1200, height: 800 });
+});
+
+test('sign-out revokes the session', async () => {
+  const [cookie] = await context.cookies();
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.locator('#signin-email').waitFor(WAIT);
+  await shot('signed-out');
+  const r = await fetch(`${server.site}/api/v1/users/me`, { headers: { Cookie: `${cookie.name}=${cookie.value}` } });
+  assert.equal(r.status, 401);
+  assert.deepEqual(await context.cookies(), []);
+  assert.deepEqual(dialogs, []);
+});

@@ -1,0 +1,1021 @@
+// natter's web client: sign-in, the conversation lists, the message list
+// of a narrow, compose, and live updates from one event queue per tab.
+
+import { api, web, upload, setCsrfToken, ApiError } from "./api.js";
+import { h, append, setRendered, $ } from "./dom.js";
+import { parse, unparse, toHash, fromHash } from "./narrow.js";
+
+const PAGE = 50;
+const S = {
+  me: null,
+  queueId: null,
+  lastEventId: -1,
+  users: new Map(),
+  subs: new Map(),
+  unread: new Map(), // message id → conversation key
+  recentDms: [],
+  topics: new Map(), // channel id → [{name, max_id}]
+  realmEmoji: {},
+  emoji: null, // [{name, char}]
+  narrow: [],
+  messages: [], // the list shown, ascending
+  byId: new Map(),
+  foundOldest: false,
+  foundNewest: false,
+  loadingOlder: false,
+  localId: 0,
+  pending: new Map(), // local id → element
+  typing: new Map(), // user id → timer
+  presence: {},
+  generation: 0, // bumped at every (re-)register: stale pollers stop
+};
+
+const root = document.body;
+
+// ---- Start: signed in or not ----
+
+async function start() {
+  try {
+    const session = await web("GET", "/login/session");
+    signedIn(session);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401) showSignIn();
+    else showFatal(e);
+  }
+}
+
+function showFatal(e) {
+  root.replaceChildren(h("main", { class: "signin" }, h("h1", {}, "natter"), h("p", { role: "alert" }, String(e.message || e))));
+}
+
+function showSignIn(message) {
+  const error = h("p", { class: "error", role: "alert" }, message || "");
+  const email = h("input", { id: "signin-email", name: "username", type: "email", autocomplete: "username", required: true });
+  const password = h("input", { id: "signin-password", name: "password", type: "password", autocomplete: "current-password", required: true });
+  const form = h(
+    "form",
+    { class: "card", onsubmit: (ev) => { ev.preventDefault(); signIn({ username: email.value, password: password.value }, error); } },
+    h("label", { for: "signin-email" }, "Email"), email,
+    h("label", { for: "signin-password" }, "Password"), password,
+    h("button", { type: "submit" }, "Sign in"),
+  );
+  const dev = h("section", { class: "card", "aria-labelledby": "dev-title", hidden: true }, h("h2", { id: "dev-title" }, "Development accounts"));
+  root.replaceChildren(h("main", { class: "signin" }, h("h1", {}, "Sign in to natter"), error, form, dev));
+  web("GET", "/login/dev_accounts").then((r) => {
+    dev.hidden = false;
+    append(dev, h("ul", {}, r.accounts.map((a) =>
+      h("li", {}, h("button", { type: "button", class: "link", onclick: () => signIn({ username: a.email }, error) }, `${a.full_name} (${a.email})`)))));
+  }, () => {});
+}
+
+async function signIn(params, errorEl) {
+  try {
+    signedIn(await web("POST", "/login", params));
+  } catch (e) {
+    errorEl.textContent = e.message;
+  }
+}
+
+function signedIn(session) {
+  setCsrfToken(session.csrf_token);
+  S.me = session;
+  renderShell();
+  register().then(() => {
+    S.narrow = fromHash(location.hash);
+    showNarrow(S.narrow);
+  }, showFatal);
+}
+
+async function signOut() {
+  S.generation++;
+  const queue = S.queueId;
+  S.queueId = null;
+  if (queue) await api("DELETE", "/events", { queue_id: queue }).catch(() => {});
+  await web("POST", "/logout").catch(() => {});
+  setCsrfToken(null);
+  history.replaceState(null, "", "/");
+  showSignIn("You have signed out.");
+}
+
+// ---- The page's frame ----
+
+function renderShell() {
+  const search = h("input", { id: "search", type: "search", name: "q", placeholder: "channel:general topic:lunch sender:… is:unread words", autocomplete: "off" });
+  root.replaceChildren(
+    h("header", { class: "top" },
+      h("button", { type: "button", id: "menu", class: "icon", "aria-label": "Conversations", "aria-controls": "sidebar", "aria-expanded": "false", onclick: toggleSidebar }, "☰"),
+      h("span", { class: "brand" }, "natter"),
+      h("form", { role: "search", class: "search", onsubmit: (ev) => { ev.preventDefault(); go(parse(search.value)); } },
+        h("label", { for: "search", class: "visually-hidden" }, "Search messages"), search),
+      h("span", { class: "me" }, S.me.full_name),
+      h("button", { type: "button", id: "sign-out", onclick: signOut }, "Sign out")),
+    h("div", { class: "layout" },
+      h("nav", { id: "sidebar", "aria-label": "Conversations" },
+        h("ul", { class: "views" },
+          h("li", {}, h("a", { href: "#inbox", id: "nav-inbox" }, "Inbox")),
+          h("li", {}, h("a", { href: "#", id: "nav-all" }, "All messages"))),
+        h("h2", {}, "Channels"), h("ul", { id: "channels" }),
+        h("h2", {}, "Direct messages"), h("ul", { id: "dms" })),
+      h("main", { id: "feed" },
+        h("h1", { id: "narrow-title" }, ""),
+        h("section", { id: "inbox", hidden: true, "aria-label": "Unread conversations" }),
+        h("ol", { id: "messages", "aria-live": "polite", onscroll: onScroll }),
+        h("button", { type: "button", id: "new-messages", hidden: true, onclick: () => scrollToBottom() }, "New messages ↓"),
+        h("p", { id: "typing", "aria-live": "polite" }),
+        composeForm())),
+    h("p", { id: "status", role: "status" }));
+}
+
+document.addEventListener("keydown", onKey);
+
+function toggleSidebar() {
+  const open = document.body.classList.toggle("sidebar-open");
+  $("#menu").setAttribute("aria-expanded", String(open));
+}
+
+function setStatus(text) {
+  const el = $("#status");
+  if (el) el.textContent = text;
+}
+
+function onKey(ev) {
+  if (ev.key !== "Escape" || !S.queueId) return;
+  const picker = $("#emoji-picker");
+  if (picker) return picker.remove();
+  const editing = $(".msg .edit-form");
+  if (editing) return editing.closest(".msg").dispatchEvent(new Event("edit-cancel"));
+  const preview = $("#preview");
+  if (preview && !preview.hidden) return togglePreview(false);
+  if (document.body.classList.contains("sidebar-open")) toggleSidebar();
+}
+
+// ---- Register and the event queue ----
+
+async function register() {
+  const r = await api("POST", "/register", {
+    apply_markdown: true,
+    client_gravatar: false,
+    slim_presence: true,
+    client_capabilities: { notification_settings_null: true },
+  });
+  S.generation++;
+  S.queueId = r.queue_id;
+  S.lastEventId = r.last_event_id;
+  S.users = new Map(r.realm_users.map((u) => [u.user_id, u]));
+  S.subs = new Map(r.subscriptions.map((s) => [s.stream_id, s]));
+  S.realmEmoji = r.realm_emoji || {};
+  S.recentDms = r.recent_private_conversations || [];
+  S.presence = r.presences || {};
+  S.unread = new Map();
+  const unread = r.unread_msgs || {};
+  for (const s of unread.streams || []) for (const id of s.unread_message_ids) S.unread.set(id, channelKey(s.stream_id, s.topic));
+  for (const p of unread.pms || []) {
+    const other = p.other_user_id ?? p.sender_id;
+    for (const id of p.unread_message_ids) S.unread.set(id, dmKey([other]));
+  }
+  for (const g of unread.huddles || []) {
+    for (const id of g.unread_message_ids) S.unread.set(id, dmKey(g.user_ids_string.split(",").map(Number)));
+  }
+  S.topics.clear();
+  renderSidebar();
+  poll(S.generation);
+}
+
+// Presence: active while the page is open and shown, every minute.
+setInterval(() => {
+  if (S.queueId && document.visibilityState === "visible") {
+    api("POST", "/users/me/presence", { status: "active", new_user_input: true, slim_presence: true }).catch(() => {});
+  }
+}, 60_000);
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Long-polls the queue. Network trouble: retried with back-off. A queue
+// the server no longer has (a restart, an idle tab): register again and
+// refetch what is shown, keeping the compose box as it is.
+async function poll(generation) {
+  let delay = 500;
+  while (generation === S.generation) {
+    try {
+      const r = await api("GET", "/events", { queue_id: S.queueId, last_event_id: S.lastEventId });
+      if (generation !== S.generation) return;
+      delay = 500;
+      setStatus("");
+      for (const event of r.events) {
+        S.lastEventId = Math.max(S.lastEventId, event.id);
+        try {
+          handleEvent(event);
+        } catch (e) {
+          console.error("event", event, e);
+        }
+      }
+    } catch (e) {
+      if (generation !== S.generation) return;
+      if (e instanceof ApiError && e.code === "BAD_EVENT_QUEUE_ID") {
+        setStatus("Reconnecting…");
+        try {
+          await register();
+          await showNarrow(S.narrow, { keepCompose: true });
+          setStatus("");
+        } catch (again) {
+          setStatus("Reconnecting…");
+          await sleep(delay);
+          delay = Math.min(delay * 2, 8000);
+          if (again instanceof ApiError && again.status === 401) return showSignIn("Your session has ended.");
+          continue;
+        }
+        return;
+      }
+      if (e instanceof ApiError && e.status === 401) return showSignIn("Your session has ended.");
+      setStatus("Connection lost; retrying…");
+      await sleep(delay + Math.random() * 250);
+      delay = Math.min(delay * 2, 8000);
+    }
+  }
+}
+
+function handleEvent(event) {
+  switch (event.type) {
+    case "message":
+      return onMessage(event.message, event.flags || [], event.local_message_id);
+    case "update_message":
+      return onUpdate(event);
+    case "delete_message":
+      return onDelete(event.message_ids || [event.message_id]);
+    case "reaction":
+      return onReaction(event);
+    case "update_message_flags":
+      return onFlags(event);
+    case "typing":
+      return onTyping(event);
+    case "presence":
+      S.presence[event.user_id] = event.presence;
+      return renderDms();
+    case "subscription":
+      if (event.op === "add") for (const s of event.subscriptions) S.subs.set(s.stream_id, s);
+      if (event.op === "remove") for (const s of event.subscriptions) S.subs.delete(s.stream_id);
+      return renderSidebar();
+    case "realm_user":
+      if (event.op === "add") S.users.set(event.person.user_id, event.person);
+      if (event.op === "update" && S.users.has(event.person.user_id)) Object.assign(S.users.get(event.person.user_id), event.person);
+      return;
+    case "realm_emoji":
+      S.realmEmoji = event.realm_emoji;
+      return;
+  }
+}
+
+// ---- Conversations and unread counts ----
+
+function channelKey(streamId, topic) {
+  return `s:${streamId}:${topic.toLowerCase()}`;
+}
+
+function dmKey(userIds) {
+  const ids = [...new Set(userIds.filter((id) => id !== S.me.user_id))].sort((a, b) => a - b);
+  return `d:${ids.join(",") || S.me.user_id}`;
+}
+
+function keyOf(m) {
+  if (m.type === "stream") return channelKey(m.stream_id, m.subject ?? m.topic);
+  return dmKey(m.display_recipient.map((r) => r.id));
+}
+
+function counts() {
+  const byChannel = new Map();
+  const byKey = new Map();
+  for (const key of S.unread.values()) {
+    byKey.set(key, (byKey.get(key) || 0) + 1);
+    if (key.startsWith("s:")) {
+      const id = Number(key.split(":")[1]);
+      byChannel.set(id, (byChannel.get(id) || 0) + 1);
+    }
+  }
+  return { byChannel, byKey };
+}
+
+function badge(n) {
+  return n ? h("span", { class: "badge", "aria-label": `${n} unread` }, String(n)) : null;
+}
+
+function userName(id) {
+  const u = S.users.get(id);
+  return u ? u.full_name : `user ${id}`;
+}
+
+function userEmail(id) {
+  const u = S.users.get(id);
+  return u ? u.email : String(id);
+}
+
+function narrowChannelId() {
+  const term = S.narrow.find((t) => t.operator === "channel");
+  if (!term) return null;
+  const byId = S.subs.get(Number(term.operand));
+  if (byId) return byId.stream_id;
+  const sub = [...S.subs.values()].find((s) => s.name.toLowerCase() === String(term.operand).toLowerCase());
+  return sub ? sub.stream_id : null;
+}
+
+function renderSidebar() {
+  renderChannels();
+  renderDms();
+  if (!$("#inbox")?.hidden) renderInbox();
+}
+
+function renderChannels() {
+  const list = $("#channels");
+  if (!list) return;
+  const { byChannel, byKey } = counts();
+  const current = narrowChannelId();
+  const topicTerm = S.narrow.find((t) => t.operator === "topic");
+  const subs = [...S.subs.values()].sort((a, b) => a.name.localeCompare(b.name));
+  list.replaceChildren(...subs.map((s) => {
+    const item = h("li", { dataset: { channelId: s.stream_id } },
+      h("a", { href: toHash([{ operator: "channel", operand: s.name }]), class: current === s.stream_id && !topicTerm ? "active" : "" },
+        h("span", { class: "swatch", "aria-hidden": "true" }, "#"), h("span", { class: "name" }, s.name), badge(byChannel.get(s.stream_id))));
+    if (current === s.stream_id) {
+      const topics = S.topics.get(s.stream_id);
+      if (topics) {
+        item.append(h("ul", { class: "topics", "aria-label": `Topics of ${s.name}` }, topics.slice(0, 30).map((t) =>
+          h("li", {}, h("a", {
+            href: toHash([{ operator: "channel", operand: s.name }, { operator: "topic", operand: t.name }]),
+            class: topicTerm && topicTerm.operand.toLowerCase() === t.name.toLowerCase() ? "active" : "",
+          }, h("span", { class: "name" }, t.name), badge(byKey.get(channelKey(s.stream_id, t.name))))))));
+      } else {
+        loadTopics(s.stream_id);
+      }
+    }
+    return item;
+  }));
+}
+
+async function loadTopics(streamId) {
+  S.topics.set(streamId, []);
+  try {
+    const r = await api("GET", `/users/me/${streamId}/topics`);
+    S.topics.set(streamId, r.topics.sort((a, b) => b.max_id - a.max_id));
+  } catch {
+    S.topics.delete(streamId);
+    return;
+  }
+  renderChannels();
+}
+
+function noteTopic(m) {
+  if (m.type !== "stream" || !S.topics.has(m.stream_id)) return;
+  const topic = m.subject ?? m.topic;
+  const list = S.topics.get(m.stream_id).filter((t) => t.name.toLowerCase() !== topic.toLowerCase());
+  list.unshift({ name: topic, max_id: m.id });
+  S.topics.set(m.stream_id, list);
+}
+
+function renderDms() {
+  const list = $("#dms");
+  if (!list) return;
+  const { byKey } = counts();
+  const keys = new Map();
+  for (const c of S.recentDms) keys.set(dmKey(c.user_ids), { ids: c.user_ids, max: c.max_message_id });
+  for (const key of byKey.keys()) {
+    if (key.startsWith("d:") && !keys.has(key)) keys.set(key, { ids: key.slice(2).split(",").map(Number), max: Infinity });
+  }
+  const sorted = [...keys.entries()].sort((a, b) => b[1].max - a[1].max).slice(0, 20);
+  list.replaceChildren(...sorted.map(([key, c]) => {
+    const ids = c.ids.length ? c.ids : [S.me.user_id];
+    const active = ids.some((id) => isActive(id));
+    return h("li", {}, h("a", { href: toHash([{ operator: "dm", operand: ids.map(userEmail).join(",") }]) },
+      h("span", { class: active ? "dot on" : "dot", "aria-label": active ? "active" : "offline" }),
+      h("span", { class: "name" }, ids.map(userName).join(", ")), badge(byKey.get(key))));
+  }));
+}
+
+function isActive(id) {
+  const p = S.presence[id];
+  if (!p) return false;
+  const seen = p.active_timestamp ?? p.aggregated?.timestamp ?? 0;
+  return Date.now() / 1000 - seen < 140;
+}
+
+function renderInbox() {
+  const box = $("#inbox");
+  const { byKey } = counts();
+  const rows = [...byKey.entries()].sort();
+  if (!rows.length) return box.replaceChildren(h("p", { class: "empty" }, "No unread messages."));
+  box.replaceChildren(h("ul", {}, rows.map(([key, n]) => {
+    let label;
+    let narrow;
+    if (key.startsWith("s:")) {
+      const [, id, ...rest] = key.split(":");
+      const sub = S.subs.get(Number(id));
+      const anyId = [...S.unread.entries()].find(([, k]) => k === key)[0];
+      const topic = S.byId.get(anyId)?.subject ?? rest.join(":");
+      label = `#${sub ? sub.name : id} › ${topic}`;
+      narrow = [{ operator: "channel", operand: sub ? sub.name : id }, { operator: "topic", operand: topic }];
+    } else {
+      const ids = key.slice(2).split(",").map(Number);
+      label = `Direct: ${ids.map(userName).join(", ")}`;
+      narrow = [{ operator: "dm", operand: ids.map(userEmail).join(",") }];
+    }
+    return h("li", {}, h("a", { href: toHash(narrow) }, h("span", { class: "name" }, label), badge(n)));
+  })));
+}
+
+// ---- Narrows and the message list ----
+
+function go(narrow) {
+  location.hash = toHash(narrow);
+}
+
+window.addEventListener("hashchange", () => {
+  if (!S.queueId) return;
+  document.body.classList.remove("sidebar-open");
+  if (location.hash === "#inbox") return showInbox();
+  showNarrow(fromHash(location.hash));
+});
+
+function showInbox() {
+  $("#inbox").hidden = false;
+  $("#messages").hidden = true;
+  $("#narrow-title").textContent = "Inbox";
+  renderInbox();
+}
+
+function title(narrow) {
+  if (!narrow.length) return "All messages";
+  return unparse(narrow);
+}
+
+async function showNarrow(narrow, { keepCompose = false } = {}) {
+  if (location.hash === "#inbox") return showInbox();
+  S.narrow = narrow;
+  $("#inbox").hidden = true;
+  const list = $("#messages");
+  list.hidden = false;
+  $("#narrow-title").textContent = title(narrow);
+  $("#search").value = unparse(narrow);
+  renderChannels();
+  if (!keepCompose) prefillCompose(narrow);
+  const generation = S.generation;
+  let r;
+  try {
+    r = await api("GET", "/messages", { anchor: "first_unread", num_before: PAGE, num_after: PAGE, narrow, apply_markdown: true });
+  } catch (e) {
+    list.replaceChildren(h("li", { class: "empty", role: "alert" }, e.message));
+    return;
+  }
+  if (generation !== S.generation || narrow !== S.narrow) return;
+  S.messages = [];
+  S.byId = new Map();
+  S.foundOldest = r.found_oldest;
+  S.foundNewest = r.found_newest;
+  list.replaceChildren();
+  for (const m of r.messages) addMessage(m, "end");
+  for (const el of S.pending.values()) list.append(el);
+  if (!r.messages.length) list.append(h("li", { class: "empty" }, "No messages here yet."));
+  const firstUnread = S.messages.find((m) => S.unread.has(m.id));
+  if (firstUnread) firstUnread.el.scrollIntoView({ block: "center" });
+  else scrollToBottom();
+  if (!S.foundNewest) loadNewer();
+}
+
+async function loadNewer() {
+  while (!S.foundNewest && S.messages.length) {
+    const narrow = S.narrow;
+    const last = S.messages[S.messages.length - 1].id;
+    const r = await api("GET", "/messages", { anchor: last, num_before: 0, num_after: PAGE, include_anchor: false, narrow, apply_markdown: true });
+    if (narrow !== S.narrow) return;
+    S.foundNewest = r.found_newest;
+    for (const m of r.messages) addMessage(m, "end");
+  }
+}
+
+async function loadOlder() {
+  if (S.loadingOlder || S.foundOldest || !S.messages.length) return;
+  S.loadingOlder = true;
+  const narrow = S.narrow;
+  const list = $("#messages");
+  try {
+    const r = await api("GET", "/messages", { anchor: S.messages[0].id, num_before: PAGE, num_after: 0, include_anchor: false, narrow, apply_markdown: true });
+    if (narrow !== S.narrow) return;
+    S.foundOldest = r.found_oldest;
+    const before = list.scrollHeight;
+    for (const m of r.messages.reverse()) addMessage(m, "start");
+    list.scrollTop += list.scrollHeight - before;
+  } finally {
+    S.loadingOlder = false;
+  }
+}
+
+function onScroll() {
+  const list = $("#messages");
+  if (list.scrollTop < 200) loadOlder();
+  if (atBottom()) $("#new-messages").hidden = true;
+}
+
+function atBottom() {
+  const list = $("#messages");
+  return list.scrollHeight - list.scrollTop - list.clientHeight < 40;
+}
+
+function scrollToBottom() {
+  const list = $("#messages");
+  list.scrollTop = list.scrollHeight;
+  $("#new-messages").hidden = true;
+}
+
+function addMessage(m, where) {
+  if (S.byId.has(m.id)) return;
+  m.el = messageEl(m);
+  S.byId.set(m.id, m);
+  const list = $("#messages");
+  list.querySelector(".empty")?.remove();
+  if (where === "start") {
+    S.messages.unshift(m);
+    list.prepend(m.el);
+  } else {
+    S.messages.push(m);
+    const firstPending = list.querySelector(".msg.pending");
+    list.insertBefore(m.el, firstPending);
+  }
+  if (S.unread.has(m.id)) seen.observe(m.el);
+}
+
+function recipientLabel(m) {
+  if (m.type === "stream") return `#${m.display_recipient} › ${m.subject ?? m.topic}`;
+  const others = m.display_recipient.filter((r) => r.id !== S.me.user_id);
+  return `Direct: ${(others.length ? others : m.display_recipient).map((r) => r.full_name).join(", ")}`;
+}
+
+function recipientNarrow(m) {
+  if (m.type === "stream") return [{ operator: "channel", operand: m.display_recipient }, { operator: "topic", operand: m.subject ?? m.topic }];
+  const others = m.display_recipient.filter((r) => r.id !== S.me.user_id);
+  return [{ operator: "dm", operand: (others.length ? others : m.display_recipient).map((r) => r.email).join(",") }];
+}
+
+function messageEl(m) {
+  const when = new Date(m.timestamp * 1000);
+  const content = h("div", { class: "content" });
+  setRendered(content, m.content);
+  const mine = m.sender_id === S.me.user_id;
+  const el = h("li", { class: "msg" + (S.unread.has(m.id) ? " unread" : ""), dataset: { id: m.id } },
+    h("div", { class: "msg-head" },
+      h("span", { class: "sender" }, m.sender_full_name),
+      h("a", { class: "recipient", href: toHash(recipientNarrow(m)) }, recipientLabel(m)),
+      h("time", { datetime: when.toISOString(), title: when.toLocaleString() }, when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })),
+      m.last_edit_timestamp ? h("span", { class: "edited" }, "(edited)") : null),
+    content,
+    h("div", { class: "reactions" }),
+    h("div", { class: "actions" },
+      h("button", { type: "button", class: "react", "aria-label": "Add reaction", onclick: (ev) => openPicker(m, ev.currentTarget) }, "☺+"),
+      mine ? h("button", { type: "button", class: "edit", onclick: () => startEdit(m) }, "Edit") : null,
+      mine ? h("button", { type: "button", class: "delete", onclick: (ev) => confirmDelete(m, ev.currentTarget) }, "Delete") : null));
+  el.addEventListener("edit-cancel", () => endEdit(m));
+  m.reactions = m.reactions || [];
+  renderReactions(m, el);
+  return el;
+}
+
+// ---- Live changes ----
+
+function matchesLocally(m) {
+  for (const t of S.narrow) {
+    const operand = String(t.operand).toLowerCase();
+    let ok;
+    switch (t.operator) {
+      case "channel":
+        ok = m.type === "stream" && (String(m.stream_id) === operand || String(m.display_recipient).toLowerCase() === operand);
+        break;
+      case "topic":
+        ok = m.type === "stream" && (m.subject ?? m.topic).toLowerCase() === operand;
+        break;
+      case "dm": {
+        if (m.type === "stream") { ok = false; break; }
+        const want = dmKey(operand.split(",").map((e) => [...S.users.values()].find((u) => u.email.toLowerCase() === e.trim())?.user_id ?? -1));
+        ok = keyOf(m) === want;
+        break;
+      }
+      case "sender":
+        ok = m.sender_email.toLowerCase() === operand || String(m.sender_id) === operand;
+        break;
+      case "is":
+        if (operand === "dm" || operand === "private") ok = m.type === "private";
+        else if (operand === "unread") ok = true;
+        else return null;
+        break;
+      default:
+        return null;
+    }
+    if (t.negated) ok = !ok;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+async function matchesNarrow(m) {
+  const local = matchesLocally(m);
+  if (local !== null) return local;
+  try {
+    const r = await api("GET", "/messages/matches_narrow", { msg_ids: [m.id], narrow: S.narrow });
+    return Boolean(r.messages[m.id]);
+  } catch {
+    return false;
+  }
+}
+
+async function onMessage(m, flags, localId) {
+  if (!flags.includes("read") && m.sender_id !== S.me.user_id) S.unread.set(m.id, keyOf(m));
+  if (m.type === "private") {
+    const ids = m.display_recipient.map((r) => r.id).filter((id) => id !== S.me.user_id);
+    S.recentDms = [{ user_ids: ids, max_message_id: m.id }, ...S.recentDms.filter((c) => dmKey(c.user_ids) !== dmKey(ids))];
+  }
+  noteTopic(m);
+  const pending = localId != null ? S.pending.get(String(localId)) : null;
+  if (pending) {
+    S.pending.delete(String(localId));
+    pending.remove();
+  }
+  renderSidebar();
+  const narrow = S.narrow;
+  if (!$("#messages").hidden && S.foundNewest && (await matchesNarrow(m)) && narrow === S.narrow) {
+    const stick = atBottom();
+    addMessage(m, "end");
+    if (stick || pending) scrollToBottom();
+    else $("#new-messages").hidden = false;
+  }
+}
+
+function onUpdate(event) {
+  const m = S.byId.get(event.message_id);
+  if (!m) return;
+  if (event.rendered_content !== undefined) m.content = event.rendered_content;
+  if (event.subject !== undefined || event.topic !== undefined) m.subject = event.subject ?? event.topic;
+  if (event.edit_timestamp) m.last_edit_timestamp = event.edit_timestamp;
+  const el = messageEl(m);
+  m.el.replaceWith(el);
+  m.el = el;
+  if (S.unread.has(m.id)) seen.observe(el);
+}
+
+function onDelete(ids) {
+  for (const id of ids) {
+    S.unread.delete(id);
+    const m = S.byId.get(id);
+    if (m) {
+      m.el.remove();
+      S.byId.delete(id);
+      S.messages = S.messages.filter((x) => x.id !== id);
+    }
+  }
+  renderSidebar();
+}
+
+function onReaction(event) {
+  const m = S.byId.get(event.message_id);
+  if (!m) return;
+  const same = (r) => r.emoji_code === event.emoji_code && r.reaction_type === event.reaction_type && (r.user_id ?? r.user?.id) === event.user_id;
+  if (event.op === "add") {
+    if (!m.reactions.some(same)) m.reactions.push({ emoji_name: event.emoji_name, emoji_code: event.emoji_code, reaction_type: event.reaction_type, user_id: event.user_id });
+  } else {
+    m.reactions = m.reactions.filter((r) => !same(r));
+  }
+  renderReactions(m, m.el);
+}
+
+function onFlags(event) {
+  if (event.flag !== "read") return;
+  const ids = event.all ? [...S.unread.keys()] : event.messages;
+  for (const id of ids) {
+    if (event.op === "add") {
+      S.unread.delete(id);
+      S.byId.get(id)?.el.classList.remove("unread");
+    } else {
+      const m = S.byId.get(id);
+      const details = event.message_details?.[id];
+      if (m) S.unread.set(id, keyOf(m));
+      else if (details?.type === "stream") S.unread.set(id, channelKey(details.stream_id, details.topic));
+      else if (details) S.unread.set(id, dmKey(details.user_ids || []));
+    }
+  }
+  renderSidebar();
+}
+
+function onTyping(event) {
+  const id = event.sender.user_id;
+  if (id === S.me.user_id) return;
+  clearTimeout(S.typing.get(id));
+  if (event.op === "start") S.typing.set(id, setTimeout(() => { S.typing.delete(id); renderTyping(); }, 15_000));
+  else S.typing.delete(id);
+  renderTyping();
+}
+
+function renderTyping() {
+  const names = [...S.typing.keys()].map(userName);
+  $("#typing").textContent = names.length ? `${names.join(", ")} ${names.length > 1 ? "are" : "is"} typing…` : "";
+}
+
+// ---- Read as seen ----
+
+let toMark = new Set();
+let markTimer = null;
+const seen = new IntersectionObserver((entries) => {
+  if (document.visibilityState !== "visible") return;
+  for (const entry of entries) {
+    if (!entry.isIntersecting) continue;
+    const id = Number(entry.target.dataset.id);
+    seen.unobserve(entry.target);
+    if (!S.unread.has(id)) continue;
+    toMark.add(id);
+  }
+  if (toMark.size && !markTimer) markTimer = setTimeout(flushRead, 400);
+}, { threshold: 0.5 });
+
+async function flushRead() {
+  markTimer = null;
+  const ids = [...toMark];
+  toMark = new Set();
+  for (const id of ids) {
+    S.unread.delete(id);
+    S.byId.get(id)?.el.classList.remove("unread");
+  }
+  renderSidebar();
+  try {
+    await api("POST", "/messages/flags", { messages: ids, op: "add", flag: "read" });
+  } catch {
+    // Left unread on the server: the next register shows them again.
+  }
+}
+
+// ---- Reactions and the emoji picker ----
+
+function emojiChar(code) {
+  try {
+    return String.fromCodePoint(...code.split("-").map((x) => parseInt(x, 16)));
+  } catch {
+    return "?";
+  }
+}
+
+function emojiFace(r) {
+  if (r.reaction_type === "realm_emoji") {
+    const e = S.realmEmoji[r.emoji_code];
+    return e ? h("img", { src: e.source_url, alt: `:${r.emoji_name}:`, class: "emoji" }) : `:${r.emoji_name}:`;
+  }
+  if (r.reaction_type === "zulip_extra_emoji") return `:${r.emoji_name}:`;
+  return emojiChar(r.emoji_code);
+}
+
+function renderReactions(m, el) {
+  const box = el.querySelector(".reactions");
+  const groups = new Map();
+  for (const r of m.reactions) {
+    const key = `${r.reaction_type}:${r.emoji_code}`;
+    if (!groups.has(key)) groups.set(key, { r, users: [] });
+    groups.get(key).users.push(r.user_id ?? r.user?.id);
+  }
+  box.replaceChildren(...[...groups.values()].map(({ r, users }) => {
+    const mine = users.includes(S.me.user_id);
+    return h("button", {
+      type: "button", class: "reaction", "aria-pressed": String(mine), title: users.map(userName).join(", "),
+      "aria-label": `${r.emoji_name}: ${users.length}`, dataset: { emoji: r.emoji_name },
+      onclick: () => react(m, r.emoji_name, !mine),
+    }, emojiFace(r), " ", String(users.length));
+  }));
+}
+
+async function react(m, name, add) {
+  try {
+    await api(add ? "POST" : "DELETE", `/messages/${m.id}/reactions`, { emoji_name: name });
+  } catch (e) {
+    setStatus(e.message);
+  }
+}
+
+async function emojiList() {
+  if (!S.emoji) {
+    const r = await fetch("/static/generated/emoji/emoji_api.json").then((x) => x.json());
+    S.emoji = Object.entries(r.code_to_names).flatMap(([code, names]) => names.map((name) => ({ name, char: emojiChar(code) })));
+  }
+  const custom = Object.values(S.realmEmoji).filter((e) => !e.deactivated).map((e) => ({ name: e.name, url: e.source_url }));
+  return custom.concat(S.emoji);
+}
+
+async function openPicker(m, anchor) {
+  $("#emoji-picker")?.remove();
+  const all = await emojiList();
+  const grid = h("div", { class: "grid", role: "listbox", "aria-label": "Emoji" });
+  const fill = (filter) => {
+    const f = filter.trim().toLowerCase();
+    grid.replaceChildren(...all.filter((e) => !f || e.name.includes(f)).slice(0, 80).map((e) =>
+      h("button", { type: "button", role: "option", title: e.name, "aria-label": e.name, dataset: { name: e.name },
+        onclick: () => { picker.remove(); react(m, e.name, true); } },
+      e.url ? h("img", { src: e.url, alt: e.name, class: "emoji" }) : e.char)));
+  };
+  const search = h("input", { id: "emoji-search", type: "search", autocomplete: "off", oninput: () => fill(search.value) });
+  const picker = h("div", { id: "emoji-picker", role: "dialog", "aria-label": "Choose an emoji" },
+    h("label", { for: "emoji-search" }, "Find an emoji"), search, grid);
+  fill("");
+  anchor.closest(".msg").append(picker);
+  search.focus();
+}
+
+// ---- Edit and delete ----
+
+async function startEdit(m) {
+  if (m.el.querySelector(".edit-form")) return;
+  let raw;
+  try {
+    raw = (await api("GET", `/messages/${m.id}`, { apply_markdown: false })).raw_content;
+  } catch (e) {
+    return setStatus(e.message);
+  }
+  const text = h("textarea", { id: `edit-${m.id}`, rows: 3, value: raw });
+  const form = h("form", { class: "edit-form", onsubmit: async (ev) => {
+    ev.preventDefault();
+    try {
+      await api("PATCH", `/messages/${m.id}`, { content: text.value });
+      endEdit(m);
+    } catch (e) {
+      setStatus(e.message);
+    }
+  } },
+  h("label", { for: `edit-${m.id}` }, "Edit message"), text,
+  h("button", { type: "submit" }, "Save"), h("button", { type: "button", onclick: () => endEdit(m) }, "Cancel"));
+  text.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); form.requestSubmit(); }
+  });
+  m.el.querySelector(".content").hidden = true;
+  m.el.querySelector(".content").after(form);
+  text.focus();
+}
+
+function endEdit(m) {
+  m.el.querySelector(".edit-form")?.remove();
+  m.el.querySelector(".content").hidden = false;
+}
+
+function confirmDelete(m, button) {
+  if (button.dataset.confirm) {
+    api("DELETE", `/messages/${m.id}`).catch((e) => setStatus(e.message));
+    return;
+  }
+  button.dataset.confirm = "1";
+  button.textContent = "Confirm delete";
+  setTimeout(() => { delete button.dataset.confirm; button.textContent = "Delete"; }, 5000);
+}
+
+// ---- Compose ----
+
+function composeForm() {
+  const to = h("select", { id: "compose-to", onchange: recipientChanged });
+  const topic = h("input", { id: "compose-topic", autocomplete: "off", maxlength: 60 });
+  const dm = h("input", { id: "compose-dm", autocomplete: "off", placeholder: "a@example.com, b@example.com" });
+  const text = h("textarea", { id: "compose-text", rows: 3, placeholder: "Message (Enter sends, Shift+Enter for a new line)" });
+  const file = h("input", { id: "compose-file", type: "file", multiple: true, class: "visually-hidden", onchange: () => { for (const f of file.files) attach(f); file.value = ""; } });
+  text.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      $("#compose").requestSubmit();
+    }
+  });
+  text.addEventListener("input", typingStarted);
+  text.addEventListener("paste", (ev) => {
+    const files = [...(ev.clipboardData?.files || [])];
+    if (files.length) {
+      ev.preventDefault();
+      files.forEach(attach);
+    }
+  });
+  const form = h("form", { id: "compose", "aria-label": "Compose", onsubmit: (ev) => { ev.preventDefault(); sendMessage(); } },
+    h("div", { class: "recipient-row" },
+      h("label", { for: "compose-to" }, "To"), to,
+      h("span", { class: "topic-field" }, h("label", { for: "compose-topic" }, "Topic"), topic),
+      h("span", { class: "dm-field", hidden: true }, h("label", { for: "compose-dm" }, "People"), dm)),
+    h("label", { for: "compose-text", class: "visually-hidden" }, "Message"), text,
+    h("div", { id: "preview", class: "content preview", hidden: true, "aria-live": "polite" }),
+    h("div", { class: "compose-actions" },
+      h("button", { type: "button", id: "preview-toggle", onclick: () => togglePreview() }, "Preview"),
+      h("label", { for: "compose-file", class: "button" }, "Attach"), file,
+      h("button", { type: "submit", id: "send" }, "Send")));
+  form.addEventListener("dragover", (ev) => { ev.preventDefault(); form.classList.add("drop"); });
+  form.addEventListener("dragleave", () => form.classList.remove("drop"));
+  form.addEventListener("drop", (ev) => {
+    ev.preventDefault();
+    form.classList.remove("drop");
+    for (const f of ev.dataTransfer.files) attach(f);
+  });
+  queueMicrotask(fillRecipients);
+  return form;
+}
+
+function fillRecipients() {
+  const to = $("#compose-to");
+  if (!to) return;
+  const chosen = to.value;
+  to.replaceChildren(
+    ...[...S.subs.values()].sort((a, b) => a.name.localeCompare(b.name)).map((s) => h("option", { value: `s:${s.stream_id}` }, `#${s.name}`)),
+    h("option", { value: "dm" }, "Direct message"));
+  if (chosen) to.value = chosen;
+  recipientChanged();
+}
+
+function recipientChanged() {
+  const dm = $("#compose-to").value === "dm";
+  $(".topic-field").hidden = dm;
+  $(".dm-field").hidden = !dm;
+}
+
+function prefillCompose(narrow) {
+  fillRecipients();
+  const channel = narrowChannelId();
+  const topic = narrow.find((t) => t.operator === "topic");
+  const dm = narrow.find((t) => t.operator === "dm");
+  if (channel) {
+    $("#compose-to").value = `s:${channel}`;
+    $("#compose-topic").value = topic ? topic.operand : $("#compose-topic").value;
+  } else if (dm) {
+    $("#compose-to").value = "dm";
+    $("#compose-dm").value = dm.operand;
+  }
+  recipientChanged();
+}
+
+function target() {
+  const to = $("#compose-to").value;
+  if (to === "dm") {
+    const emails = $("#compose-dm").value.split(",").map((e) => e.trim()).filter(Boolean);
+    const ids = emails.map((e) => [...S.users.values()].find((u) => u.email.toLowerCase() === e.toLowerCase())?.user_id);
+    return { type: "direct", to: emails, ids };
+  }
+  const streamId = Number(to.slice(2));
+  return { type: "stream", to: streamId, topic: $("#compose-topic").value.trim(), streamId };
+}
+
+let lastTyping = 0;
+function typingStarted() {
+  if (Date.now() - lastTyping < 10_000) return;
+  lastTyping = Date.now();
+  const t = target();
+  const params = t.type === "stream"
+    ? { op: "start", type: "stream", stream_id: t.streamId, topic: t.topic }
+    : { op: "start", type: "direct", to: t.ids.filter(Boolean) };
+  if (t.type === "stream" ? t.topic : params.to.length) api("POST", "/typing", params).catch(() => {});
+}
+
+async function sendMessage() {
+  const text = $("#compose-text");
+  const content = text.value;
+  if (!content.trim()) return;
+  const t = target();
+  const localId = String(++S.localId);
+  const echo = h("li", { class: "msg pending", dataset: { localId } },
+    h("div", { class: "msg-head" }, h("span", { class: "sender" }, S.me.full_name), h("span", { class: "recipient" }, "sending…")),
+    h("div", { class: "content" }, h("p", {}, content)));
+  S.pending.set(localId, echo);
+  $("#messages").append(echo);
+  scrollToBottom();
+  text.value = "";
+  togglePreview(false);
+  lastTyping = 0;
+  const params = { type: t.type, to: t.type === "stream" ? t.to : t.to, content, local_id: localId, queue_id: S.queueId };
+  if (t.type === "stream") params.topic = t.topic;
+  try {
+    await api("POST", "/messages", params);
+  } catch (e) {
+    S.pending.delete(localId);
+    echo.classList.add("failed");
+    echo.querySelector(".recipient").textContent = `not sent: ${e.message}`;
+    if (!text.value) text.value = content;
+    setTimeout(() => echo.remove(), 8000);
+  }
+}
+
+async function togglePreview(show) {
+  const preview = $("#preview");
+  show = show ?? preview.hidden;
+  preview.hidden = !show;
+  $("#preview-toggle").textContent = show ? "Edit" : "Preview";
+  if (!show) return;
+  preview.textContent = "…";
+  try {
+    const r = await api("POST", "/messages/render", { content: $("#compose-text").value });
+    setRendered(preview, r.rendered);
+  } catch (e) {
+    preview.textContent = e.message;
+  }
+}
+
+async function attach(file) {
+  const text = $("#compose-text");
+  setStatus(`Uploading ${file.name}…`);
+  try {
+    const r = await upload(file);
+    const url = r.url ?? r.uri;
+    const name = file.name.replace(/[[\]]/g, "");
+    text.value += `${text.value && !text.value.endsWith("\n") ? "\n" : ""}[${name}](${url})`;
+    setStatus("");
+  } catch (e) {
+    setStatus(`Upload failed: ${e.message}`);
+  }
+}
+
+start();
