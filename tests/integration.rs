@@ -70,6 +70,8 @@ mod api_users;
 mod api_users_admin;
 /// Incoming webhooks: the framework and each integration.
 mod api_webhooks;
+/// Polls and to-do lists: widgets, POST /submessage.
+mod api_widgets;
 /// The HTTP wire: multipart, chunked, header limits, time-outs, the
 /// connection cap, large replies, HTTP/1.0.
 mod api_wire;

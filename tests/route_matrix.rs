@@ -197,6 +197,8 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("DELETE", "/scheduled_messages/{scheduled_message_id}", "", "YnnnAnnA"),
     ("PATCH", "/messages/{message_id}", "content=edited", "YnnnAnnA"),
     ("POST", "/messages/{message_id}/typing", "op=start", "YYnnAnnA"),
+    // The message is no widget: only its sender, who calls last, may start one.
+    ("POST", "/submessage", r#"message_id=$message&msg_type=widget&content={"type":"vote","key":"canned,0","vote":1}"#, "YnnnAnnA"),
     ("GET", "/messages/{message_id}/read_receipts", "", "YYnnAnnA"),
     ("GET", "/messages/{message_id}/history", "", "YYnnAnnA"),
     ("POST", "/invites", "invitee_emails=other@example.com&stream_ids=[]", "YYYnAnYA"),

@@ -342,13 +342,23 @@ static SCHEMAS: &[(&str, Fields)] = &[
             ("flags", List(&Str)),
             ("match_content", Opt(&Str)),
             ("match_subject", Opt(&Str)),
-            ("submessages", Opt(&List(&Any))),
+            ("submessages", Opt(&List(&Obj("submessage")))),
             ("type", OneOf(&["stream", "private"])),
         ],
     ),
     ("message_stream", &[("stream_id", Int), ("subject", Str), ("display_recipient", Str)]),
     ("message_dm", &[("display_recipient", List(&Obj("dm_recipient")))]),
     ("dm_recipient", &[("id", Int)]),
+    (
+        "submessage",
+        &[
+            ("id", Int),
+            ("message_id", Int),
+            ("sender_id", Int),
+            ("msg_type", Str),
+            ("content", Str),
+        ],
+    ),
     (
         "reaction",
         &[
@@ -522,6 +532,16 @@ static SCHEMAS: &[(&str, Fields)] = &[
     ("event:realm_playgrounds", &[("realm_playgrounds", List(&Map(&Any)))]),
     ("event:muted_topics", &[("muted_topics", List(&List(&Any)))]),
     ("event:invites_changed", &[]),
+    (
+        "event:submessage",
+        &[
+            ("msg_type", Str),
+            ("content", Str),
+            ("message_id", Int),
+            ("sender_id", Int),
+            ("submessage_id", Int),
+        ],
+    ),
     (
         "event:typing_edit_message",
         &[
@@ -818,6 +838,7 @@ const EMITTED: &[&str] = &[
     "reaction",
     "typing",
     "typing_edit_message",
+    "submessage",
     "presence",
     "alert_words",
     "user_settings",
@@ -885,6 +906,12 @@ fn every_event_decodes_as_the_mobile_app_decodes_it() {
             .ok();
     }
     hamlet.request("DELETE", &format!("/messages/{mine}"), &[]).ok();
+    // A poll and a vote: a widget's submessages.
+    let poll = send(&othello, "typed", "/poll Tea?\nYes\nNo");
+    let vote = r#"{"type":"vote","key":"canned,0","vote":1}"#;
+    hamlet
+        .post("/submessage", &[("message_id", &poll), ("msg_type", "widget"), ("content", vote)])
+        .ok();
     // Typing, both kinds; presence.
     othello.post("/typing", &[("op", "start"), ("to", &format!("[{hamlet_id}]"))]).ok();
     let general = crate::util::channel_id(&othello, "general").to_string();

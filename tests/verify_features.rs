@@ -1,7 +1,10 @@
 //! Register-vs-events cases for the organization switches of Zulip's
-//! later feature levels and for reminders (`verify_action.rs`'s harness).
-//! `apply_event` here is the client-side rule for `reminders` events;
-//! `realm` updates are folded by `verify_organization.rs`.
+//! later feature levels, for reminders and for widgets' submessages
+//! (`verify_action.rs`'s harness). `apply_event` here is the client-side
+//! rule for `reminders` events (a `submessage` event changes a message,
+//! which register does not hold: `fold_submessage` is its rule for a
+//! fetched message); `realm` updates are folded by
+//! `verify_organization.rs`.
 
 use serde_json::Value;
 
@@ -15,11 +18,26 @@ const OTHELLO: &str = "othello@natter.test";
 
 /// Whether this file folds `event` into the state.
 pub fn handles(event: &Value) -> bool {
-    event["type"] == "reminders"
+    event["type"] == "reminders" || event["type"] == "submessage"
+}
+
+/// Folds a `submessage` event into a fetched message, as a client does.
+fn fold_submessage(message: &mut Value, event: &Value) {
+    assert_eq!(message["id"], event["message_id"]);
+    message["submessages"].as_array_mut().unwrap().push(serde_json::json!({
+        "id": event["submessage_id"],
+        "message_id": event["message_id"],
+        "sender_id": event["sender_id"],
+        "msg_type": event["msg_type"],
+        "content": event["content"],
+    }));
 }
 
 /// Folds a `reminders` event into a fetched state, as a client does.
 pub fn apply_event(state: &mut Value, event: &Value) {
+    if event["type"] == "submessage" {
+        return;
+    }
     let Some(list) = state.get_mut("reminders").and_then(Value::as_array_mut) else { return };
     match event["op"].as_str().unwrap() {
         "add" => {
@@ -143,4 +161,46 @@ fn hiding_presence_makes_a_user_offline_to_others() {
     ];
     let show = Harness::act(OTHELLO, settings, &[], &[("presence_enabled", "true")]);
     h.verify_action(HAMLET, &slim, show, &["presence"]);
+}
+
+/// One message as `email` fetches it.
+fn fetch_message(h: &Harness, email: &str, id: &str) -> Value {
+    let params = [("anchor", id), ("num_before", "0"), ("num_after", "0")];
+    let reply = h.call(email, natter::api::reading::get_messages, &params).unwrap();
+    reply["messages"][0].clone()
+}
+
+#[test]
+fn a_poll_is_a_widget_and_its_votes_reach_every_reader() {
+    let h = Harness::new();
+    let poll = [("type", "stream"), ("to", "Denmark"), ("topic", "lunch")];
+    let poll = [&poll[..], &[("content", "/poll Lunch?\n- Pizza\n- Soup")]].concat();
+    let send = Harness::act(IAGO, natter::api::messages::send, &[], &poll);
+    let events = h.verify_action(HAMLET, &[], send, &["message"]);
+    let message = &events[0]["message"];
+    let first = &message["submessages"][0];
+    assert_eq!(message["submessages"].as_array().unwrap().len(), 1);
+    assert_eq!(first["sender_id"], h.user(IAGO).id.0);
+    assert_eq!(first["msg_type"], "widget");
+    let widget: Value = serde_json::from_str(first["content"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        widget,
+        serde_json::json!({"widget_type": "poll",
+            "extra_data": {"question": "Lunch?", "options": ["Pizza", "Soup"]}})
+    );
+    let id = message["id"].to_string();
+
+    let mut before = fetch_message(&h, HAMLET, &id);
+    assert_eq!(before["submessages"], message["submessages"]);
+    let vote = r#"{"type":"vote","key":"canned,0","vote":1}"#;
+    let params = [("message_id", id.as_str()), ("msg_type", "widget"), ("content", vote)];
+    let act = Harness::act(HAMLET, natter::api::submessages::add, &[], &params);
+    let events = h.verify_action(HAMLET, &[], act, &["submessage"]);
+    assert_eq!(events[0]["content"], vote);
+    assert_eq!(events[0]["sender_id"], h.user(HAMLET).id.0);
+    fold_submessage(&mut before, &events[0]);
+    assert_eq!(before, fetch_message(&h, HAMLET, &id));
+    // The poll's author hears of it too.
+    let act = Harness::act(HAMLET, natter::api::submessages::add, &[], &params);
+    h.verify_action(IAGO, &[], act, &["submessage"]);
 }

@@ -135,6 +135,7 @@ pub(super) fn commit_draft(
         if !attachments.is_empty() {
             parts.push(Mutation::LinkAttachments { message: id, attachments });
         }
+        parts.extend(crate::send::widgets::first_submessage(state, &new));
         parts.extend(crate::send::outgoing::queue(&deliveries));
         Ok((auto_topics::batch(Mutation::SendMessage(new), parts), (id, automatic, deliveries)))
     })?;

@@ -38,6 +38,7 @@ pub mod scheduled;
 pub mod settings;
 pub mod spectators;
 pub mod streams;
+pub mod submessages;
 pub mod subscriptions;
 pub mod typing;
 pub mod uploads;

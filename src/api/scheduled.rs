@@ -322,7 +322,8 @@ pub fn deliver(app: &App, id: ScheduledId, now: i64) -> Delivery {
                 let out = Delivery::Sent(message.message.id);
                 let mentions = draft.as_ref().map(Draft::personal_mentions).unwrap_or_default();
                 let changes = auto_topics::on_send(state, &message, &mentions);
-                let parts = auto_topics::policy_changes(&message, &changes);
+                let mut parts = auto_topics::policy_changes(&message, &changes);
+                parts.extend(crate::send::widgets::first_submessage(state, &message));
                 (auto_topics::batch(Mutation::DeliverScheduled { id, message }, parts), out)
             }
             Err(e) => {

@@ -2,11 +2,14 @@
 //! moderation request channel (`realm` `update` events, as Zulip's), and
 //! reminders (`reminders` `add` / `remove`, to their owner only), and
 //! channel email tokens (no event: clients never see a token unasked).
+//! Also `Mutation::AddSubmessage`: a message's widget state
+//! (`submessage` events to the message's recipients).
 
 use serde_json::json;
 
 use crate::events::{Audience, Event};
 use crate::state::features::{FeatureChange, RealmFeatures};
+use crate::state::widgets::Submessage;
 use crate::state::{RealmId, State};
 use crate::view::realm::moderation_channel_value;
 
@@ -50,6 +53,27 @@ pub(super) fn apply(state: &State, change: &FeatureChange) -> Vec<Event> {
             Vec::new()
         }
     }
+}
+
+/// Adds a submessage to its message; a posted one (`announce`) reaches
+/// every user holding the message, as Zulip's `submessage` event.
+pub(super) fn add_submessage(state: &State, submessage: &Submessage, announce: bool) -> Vec<Event> {
+    let message = state
+        .messages
+        .get(&submessage.message)
+        .unwrap_or_else(|| panic!("apply: no message {}", submessage.message));
+    assert!(state.users.contains(&submessage.sender), "apply: no user {}", submessage.sender);
+    let widgets = &state.widgets;
+    assert!(submessage.id >= widgets.peek(), "apply: submessage {} taken", submessage.id);
+    widgets.claim(submessage.id);
+    widgets.by_message.upsert(submessage.message, |list| list.push(submessage.clone()));
+    if !announce {
+        return Vec::new();
+    }
+    vec![Event::Broadcast {
+        audience: Audience::Users(state.message_holders(&message)),
+        event: submessage.event(),
+    }]
 }
 
 /// The `realm` `update` events that take a client from `before` to

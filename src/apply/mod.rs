@@ -89,7 +89,8 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::SetThumbnail { .. }
         | Mutation::Organization(_)
         | Mutation::Features(_)
-        | Mutation::WebSession(_) => true,
+        | Mutation::WebSession(_)
+        | Mutation::AddSubmessage { .. } => true,
         // A service shows in `realm_bots`; storage and deliveries nowhere.
         Mutation::Bot(change) => {
             !matches!(**change, crate::state::bots::BotChange::SetService { .. })
@@ -185,6 +186,9 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
         Mutation::WebSession(change) => {
             state.web_sessions.apply(change);
             Vec::new()
+        }
+        Mutation::AddSubmessage { submessage, announce } => {
+            features::add_submessage(state, submessage, *announce)
         }
         Mutation::UpdateRealm(update) => {
             let before =
@@ -484,6 +488,7 @@ fn delete_messages(state: &State, ids: &[MessageId], by: UserId) -> Vec<Event> {
         }
         let holders = state.message_holders(&message);
         let first = state.unindex_message(&message, &holders);
+        state.widgets.by_message.remove(id);
         let mut event = json!({
             "type": "delete_message",
             "message_id": id.0,

@@ -865,6 +865,12 @@ pub static ROUTES: &[Route] = &[
         handler: api::reports::report,
     },
     Route {
+        method: "POST",
+        pattern: "/submessage",
+        access: Access::User,
+        handler: api::submessages::add,
+    },
+    Route {
         method: "GET",
         pattern: "/messages/{message_id}/history",
         access: Access::User,

@@ -258,6 +258,15 @@ pub enum Mutation {
     Bot(Box<crate::state::bots::BotChange>),
     /// A web client signs in or out (`state::web_sessions`).
     WebSession(Box<crate::state::web_sessions::SessionChange>),
+    /// A submessage is added to a message (`state::widgets`): a widget's
+    /// first one, logged with its message's send (no event: the message
+    /// event carries it), or one a reader posts (a `submessage` event).
+    AddSubmessage {
+        /// The submessage (id decided by the handler).
+        submessage: Box<crate::state::widgets::Submessage>,
+        /// Whether its readers get a `submessage` event.
+        announce: bool,
+    },
 }
 
 /// The whole new name, description and settings of a realm.

@@ -27,7 +27,7 @@ use crate::mutation::Mutation;
 use crate::state::State;
 
 /// Version of the on-disk encoding of `Mutation` and `StateImage`.
-pub const FORMAT_VERSION: u32 = 13;
+pub const FORMAT_VERSION: u32 = 14;
 
 /// Why the data dir could not be opened.
 #[derive(Debug)]
@@ -533,6 +533,7 @@ mod tests {
 
     /// The image's own block: the image, then its organization, features
     /// bots and web sessions parts.
+    /// and widgets parts.
     fn head_block(image: &crate::state::StateImage) -> Vec<u8> {
         let config = bincode::config::standard();
         let mut head = bincode::serde::encode_to_vec(image, config).unwrap();
@@ -540,6 +541,7 @@ mod tests {
         head.extend(bincode::serde::encode_to_vec(&image.features, config).unwrap());
         head.extend(bincode::serde::encode_to_vec(&image.bots, config).unwrap());
         head.extend(bincode::serde::encode_to_vec(&image.web_sessions, config).unwrap());
+        head.extend(bincode::serde::encode_to_vec(&image.widgets, config).unwrap());
         head
     }
 
@@ -599,6 +601,37 @@ mod tests {
         old[20..28].copy_from_slice(&len.to_le_bytes());
         reseal(&mut old);
         old
+    }
+
+    /// Snapshots of format 13 (no widgets part after the web sessions
+    /// part) still load, with no submessages.
+    #[test]
+    fn a_format_13_snapshot_loads_with_no_submessages() {
+        let state = State::new();
+        history(&state, 20);
+        let image = state.image();
+        let bytes = snapshot::encode(&image);
+        let config = bincode::config::standard();
+        let mut head = bincode::serde::encode_to_vec(&image, config).unwrap();
+        head.extend(bincode::serde::encode_to_vec(&image.organization, config).unwrap());
+        head.extend(bincode::serde::encode_to_vec(&image.features, config).unwrap());
+        head.extend(bincode::serde::encode_to_vec(&image.bots, config).unwrap());
+        head.extend(bincode::serde::encode_to_vec(&image.web_sessions, config).unwrap());
+        let mut old = bytes[..32].to_vec();
+        old[8..12].copy_from_slice(&13u32.to_le_bytes());
+        old.extend((head.len() as u64).to_le_bytes());
+        old.extend(crc32fast::hash(&head).to_le_bytes());
+        old.extend(&head);
+        old.extend(&bytes[sections_at(&image)..]);
+        let len = (old.len() - 32) as u64;
+        old[20..28].copy_from_slice(&len.to_le_bytes());
+        reseal(&mut old);
+        let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
+        assert_eq!(snapshot::encode(&decoded), bytes);
+        // A format-13 header over a format-14 payload is refused.
+        let mut mislabelled = bytes.clone();
+        mislabelled[8..12].copy_from_slice(&13u32.to_le_bytes());
+        assert!(snapshot::decode(&mislabelled, Path::new("s")).is_err());
     }
 
     /// Snapshots of format 10 (no features part after the organization

@@ -21,7 +21,8 @@
 //!    `messages`, `user_messages`, `files` and `organization` (skipped by
 //!    its serde derive), then (since version 10) its `organization`,
 //!    then (since version 11) its `features`, then (since version 12)
-//!    its `bots`, then (since version 13) its `web_sessions`;
+//!    its `bots`, then (since version 13) its `web_sessions`, then
+//!    (since version 14) its `widgets` (messages' submessages);
 //! 2. the messages section: a block count (u64), then one block per
 //!    message chunk of 4,096 ids (`message_store::CHUNK`) that holds any
 //!    message, its items the messages in id order;
@@ -171,6 +172,10 @@ const FORMAT_WITHOUT_BOTS: u32 = 11;
 /// bots part: those files are read with no one signed in.
 const FORMAT_WITHOUT_WEB_SESSIONS: u32 = 12;
 
+/// The last format version before the widgets part (submessages)
+/// followed the web sessions part: those files are read with no submessages.
+const FORMAT_WITHOUT_WIDGETS: u32 = 13;
+
 /// The ids a block of rows holds, about: big enough that a block's
 /// framing is noise, small enough that many users' rows spread over the
 /// threads.
@@ -184,6 +189,7 @@ fn encode_payload(image: &StateImage, out: &mut impl Write) -> io::Result<()> {
     encode_one(&image.features, &mut block)?;
     encode_one(&image.bots, &mut block)?;
     encode_one(&image.web_sessions, &mut block)?;
+    encode_one(&image.widgets, &mut block)?;
     write_block(out, &block, None)?;
     match &image.messages {
         MessagesImage::Frozen(frozen) => {
@@ -406,6 +412,12 @@ pub fn decode_from<S: Source + ?Sized>(
             let (web_sessions, more) = super::decode_bounded(&bytes[used..])
                 .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
             image.web_sessions = web_sessions;
+            used += more;
+        }
+        if version > FORMAT_WITHOUT_WIDGETS {
+            let (widgets, more) = super::decode_bounded(&bytes[used..])
+                .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            image.widgets = widgets;
             used += more;
         }
         if used != bytes.len() {

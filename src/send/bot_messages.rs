@@ -133,9 +133,10 @@ pub fn reminder_content(
     let mention = silent_mention(state, message.sender);
     content.push_str("\n\n");
     let text = message.content();
-    if text.starts_with("/poll") {
+    let widget = state.widgets.widget_type(message.id);
+    if widget.as_deref() == Some("poll") {
         content.push_str(&format!("{mention} [sent]({link}) a poll."));
-    } else if text.starts_with("/todo") {
+    } else if widget.as_deref() == Some("todo") {
         content.push_str(&format!("{mention} [sent]({link}) a todo list."));
     } else {
         content.push_str(&format!("{mention} [said]({link}):\n"));

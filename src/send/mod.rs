@@ -3,8 +3,9 @@
 //! (`mentions`, the Markdown renderer's name resolver), the topic
 //! visibility policies it changes (`auto_topics`), the bots' direct
 //! messages (`bot_messages`, also reminders and message reports), the
-//! Notification Bot's notices of a move (`move_notices`) and the
-//! outgoing-webhook bots it triggers (`outgoing`); `links` are the topic
+//! Notification Bot's notices of a move (`move_notices`), the
+//! outgoing-webhook bots it triggers (`outgoing`) and the widget a
+//! `/poll` or `/todo` message becomes (`widgets`); `links` are the topic
 //! links these messages write.
 
 pub mod attachments;
@@ -14,3 +15,4 @@ pub mod links;
 pub mod mentions;
 pub mod move_notices;
 pub mod outgoing;
+pub mod widgets;

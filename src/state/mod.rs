@@ -38,6 +38,7 @@ pub mod system_bots;
 pub mod user_messages;
 pub mod users;
 pub mod web_sessions;
+pub mod widgets;
 pub mod words;
 
 use std::collections::BTreeMap;
@@ -148,6 +149,8 @@ pub struct State {
     pub bots: bots::BotState,
     /// The web client's signed-in sessions (`web_sessions`).
     pub web_sessions: web_sessions::WebSessions,
+    /// Messages' submessages (polls, to-do lists).
+    pub widgets: widgets::WidgetState,
 }
 
 /// `State` as key-sorted data: the snapshot format. Taken from live state
@@ -212,6 +215,11 @@ pub struct StateImage {
     /// same block, absent from older snapshots.
     #[serde(skip)]
     pub web_sessions: web_sessions::WebSessionsImage,
+    /// Messages' submessages (`widgets`). Not in the image's own
+    /// encoding: written after `features` in the same block, so older
+    /// snapshots without it load.
+    #[serde(skip)]
+    pub widgets: widgets::WidgetsImage,
 }
 
 impl StateImage {
@@ -240,6 +248,7 @@ impl StateImage {
             + self.features.parts()
             + self.bots.parts()
             + self.web_sessions.parts()
+            + self.widgets.parts()
     }
 }
 
@@ -280,6 +289,7 @@ impl State {
             features: self.features.image(),
             bots: self.bots.image(),
             web_sessions: self.web_sessions.image(),
+            widgets: self.widgets.image(),
         }
     }
 
@@ -306,6 +316,7 @@ impl State {
             features: features::FeatureState::from_image(image.features),
             bots: bots::BotState::from_image(image.bots),
             web_sessions: web_sessions::WebSessions::from_image(image.web_sessions),
+            widgets: widgets::WidgetState::from_image(image.widgets),
             ..State::default()
         };
         for realm in image.realms {

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use crate::markdown::linkifiers::{self, Rule};
 use crate::state::access::{can_see_email, MessageView};
-use crate::state::{ChannelId, Destination, Message, Realm, RealmId, State, User, UserId};
+use crate::state::{
+    ChannelId, Destination, Message, MessageId, Realm, RealmId, State, User, UserId,
+};
 use crate::view::history::edit_history_json;
 use crate::view::json_text;
 use crate::view::user::{avatar_url_string, SYSTEM_BOT_REALM};
@@ -85,7 +87,7 @@ pub fn message(
     out.insert("is_me_message".into(), json!(message.is_me_message));
     out.insert("reactions".into(), json!(reactions(state, message)));
     out.insert("recipient_id".into(), json!(message.recipient.0));
-    out.insert("submessages".into(), json!([]));
+    out.insert("submessages".into(), submessages(state, message.id));
     out.insert("timestamp".into(), json!(message.timestamp));
     let links = match &message.destination {
         Destination::Channel { topic, .. } => topic_links(&linkifier_rules(state, realm.id), topic),
@@ -254,7 +256,10 @@ impl<'a> MessageWriter<'a> {
             Destination::Direct { .. } => "",
         };
         m.string("subject", subject);
-        m.member("submessages").extend_from_slice(b"[]");
+        match state.widgets.by_message.read(&message.id, |list| list.len()) {
+            Some(_) => write_json(m.member("submessages"), &submessages(state, message.id)),
+            None => m.member("submessages").extend_from_slice(b"[]"),
+        }
         write_json(m.member("timestamp"), &message.timestamp);
         match &message.destination {
             Destination::Channel { topic, .. } if !topic.is_empty() => {
@@ -387,6 +392,11 @@ struct ReactionUser {
     full_name: Option<String>,
     id: u64,
     is_mirror_dummy: bool,
+}
+
+/// A message's `submessages`: its widget's state, in id order.
+pub fn submessages(state: &State, message: MessageId) -> Value {
+    Value::Array(state.widgets.of(message).iter().map(|s| s.to_api()).collect())
 }
 
 /// A realm's linkifiers as the renderer takes them, in order.
