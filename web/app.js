@@ -320,7 +320,8 @@ function narrowChannelId() {
 function renderSidebar() {
   renderChannels();
   renderDms();
-  if (!$("#inbox")?.hidden) renderInbox();
+  const inbox = $("#inbox");
+  if (inbox && !inbox.hidden) renderInbox();
 }
 
 function renderChannels() {
@@ -398,6 +399,7 @@ function isActive(id) {
 
 function renderInbox() {
   const box = $("#inbox");
+  if (!box) return; // signed out meanwhile: no frame to draw in
   const { byKey } = counts();
   const rows = [...byKey.entries()].sort();
   if (!rows.length) return box.replaceChildren(h("p", { class: "empty" }, "No unread messages."));
