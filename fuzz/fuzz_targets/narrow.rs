@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
                 narrow.matches(&f.world.state, viewer, message, f.flags);
             }
             let _ = (narrow.channel(), narrow.topic(), narrow.conversation(), narrow.id());
-            let _ = narrow.search_words();
+            let _ = narrow.search_stems();
         }
     }
 });
