@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use super::{Notification, Request};
+use super::{quoted, text, Notification, Request};
 use crate::error::ApiResult;
 
 /// The header naming the event.
@@ -60,32 +60,6 @@ pub fn handle(request: &mut Request) -> ApiResult<Vec<Notification>> {
 }
 
 type Made = Option<(String, String, String)>;
-
-/// The string at `path` in `value`, or "".
-fn text(value: &Value, path: &[&str]) -> String {
-    let mut at = value;
-    for key in path {
-        match at.get(key) {
-            Some(v) => at = v,
-            None => return String::new(),
-        }
-    }
-    match at {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        _ => String::new(),
-    }
-}
-
-/// A quoted block of text, as Zulip quotes a PR's or comment's body.
-fn quoted(body: &str) -> String {
-    let body = body.trim();
-    if body.is_empty() {
-        String::new()
-    } else {
-        format!("\n\n~~~ quote\n{body}\n~~~")
-    }
-}
 
 fn push(p: &Value, repo: &str, user: &str) -> Made {
     let reference = text(p, &["ref"]);

@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use super::{Notification, Request};
+use super::{quoted, text, Notification, Request};
 use crate::error::ApiResult;
 
 /// The header naming the event.
@@ -50,31 +50,6 @@ enum Made {
     Message(String, String, String),
     Nothing,
     Anomalous,
-}
-
-/// The string (or number) at `path` in `value`, or "".
-fn text(value: &Value, path: &[&str]) -> String {
-    let mut at = value;
-    for key in path {
-        match at.get(key) {
-            Some(v) => at = v,
-            None => return String::new(),
-        }
-    }
-    match at {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        _ => String::new(),
-    }
-}
-
-fn quoted(body: &str) -> String {
-    let body = body.trim();
-    if body.is_empty() {
-        String::new()
-    } else {
-        format!("\n\n~~~ quote\n{body}\n~~~")
-    }
 }
 
 /// Whether a commit id is all zeros (a created or deleted ref).

@@ -326,6 +326,34 @@ fn notify_missing_channel(app: &App, bot: &User, channel: &ChannelRef) -> ApiRes
     })
 }
 
+/// The string (or number) at `path` in `value`, or "" (the git hosts'
+/// payloads).
+pub(super) fn text(value: &Value, path: &[&str]) -> String {
+    let mut at = value;
+    for key in path {
+        match at.get(key) {
+            Some(v) => at = v,
+            None => return String::new(),
+        }
+    }
+    match at {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// A quoted block of text, as Zulip quotes a pull request's, issue's or
+/// comment's body; "" for an empty body.
+pub(super) fn quoted(body: &str) -> String {
+    let body = body.trim();
+    if body.is_empty() {
+        String::new()
+    } else {
+        format!("\n\n~~~ quote\n{body}\n~~~")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
