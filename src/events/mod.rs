@@ -122,6 +122,12 @@ pub struct Hub {
     /// The event queues and presence, attached once at start-up (they
     /// render events from state, which exists only after recovery).
     realtime: OnceLock<Arc<Realtime>>,
+    /// Held while one publish call delivers to the queues: the events of
+    /// one mutation reach a queue with no other event between them, which
+    /// keeps their ids derivable (`queue` module). Uncontended on the send
+    /// path (the committer publishes in seq order, one at a time); only an
+    /// ephemeral publish can meet it.
+    delivering: Mutex<()>,
 }
 
 /// The ephemeral real-time side of the server: event queues and presence.
@@ -192,7 +198,9 @@ impl Hub {
     }
 
     /// Delivers the events of durable mutation `seq`; queues registered
-    /// with that mutation already in their fetched state skip them.
+    /// with that mutation already in their fetched state skip them. The
+    /// caller publishes mutations in seq order, each once (the committer
+    /// does): an event's queue id is derived from its seq.
     pub fn publish_committed(&self, seq: u64, events: Vec<Event>) {
         self.publish_at(Some(seq), events);
     }
@@ -202,6 +210,10 @@ impl Hub {
             return;
         }
         if let Some(realtime) = self.realtime.get() {
+            let _delivering = self.delivering.lock();
+            if let Some(seq) = seq {
+                realtime.queues.set_published(seq);
+            }
             for event in &events {
                 fanout::deliver(realtime, seq, event);
             }
