@@ -316,7 +316,8 @@ impl Queue {
     /// is the newest published: the next after everything queued or
     /// acknowledged, if that is below the next committed event's id.
     fn ephemeral_id(&self, published: u64) -> Option<i64> {
-        let id = self.last_id.max(self.acked) + 1;
+        // (`acked` is whatever the client sent, up to `i64::MAX`.)
+        let id = self.last_id.max(self.acked).saturating_add(1);
         (id < first_id(published.max(self.slot_seq) + 1)).then_some(id)
     }
 
@@ -1191,6 +1192,17 @@ mod tests {
         qs.deliver(None, &mine, |_| Some(body("typing")));
         let got = qs.poll(&id, UserId(1), Some(last), true).unwrap();
         assert_eq!(ids(&got), [first_id(3), first_id(3) + 1]);
+    }
+
+    #[test]
+    fn an_acknowledgement_past_every_id_leaves_no_ephemeral_room_and_committed_ids_alone() {
+        let qs = roomy();
+        let id = qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0).unwrap();
+        assert_eq!(qs.poll(&id, UserId(1), Some(i64::MAX), true).unwrap(), Vec::<Value>::new());
+        qs.deliver(None, &qs.of_users([UserId(1)]), |_| Some(body("typing")));
+        publish(&qs, 1, &[(UserId(1), "m")]);
+        let got = qs.poll(&id, UserId(1), Some(-1), true).unwrap();
+        assert_eq!(got, vec![serde_json::json!({"type": "m", "id": 1024})]);
     }
 
     #[test]
