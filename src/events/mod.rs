@@ -122,12 +122,6 @@ pub struct Hub {
     /// The event queues and presence, attached once at start-up (they
     /// render events from state, which exists only after recovery).
     realtime: OnceLock<Arc<Realtime>>,
-    /// Held while one publish call delivers to the queues: the events of
-    /// one mutation reach a queue with no other event between them, which
-    /// keeps their ids derivable (`queue` module). Uncontended on the send
-    /// path (the committer publishes in seq order, one at a time); only an
-    /// ephemeral publish can meet it.
-    delivering: Mutex<()>,
 }
 
 /// The ephemeral real-time side of the server: event queues and presence.
@@ -210,7 +204,9 @@ impl Hub {
             return;
         }
         if let Some(realtime) = self.realtime.get() {
-            let _delivering = self.delivering.lock();
+            // The events of one mutation reach a queue with no other
+            // event between them (`Queues::delivering`).
+            let _delivering = realtime.queues.delivering();
             if let Some(seq) = seq {
                 realtime.queues.set_published(seq);
             }

@@ -443,6 +443,9 @@ pub struct Queues {
     /// The newest mutation whose events are being or have been delivered
     /// (`Hub` sets it, in seq order): the slot ephemeral ids come from.
     published: AtomicU64,
+    /// Held by whoever delivers events (`delivering`): one publish call
+    /// at a time, and the ticker's heartbeats.
+    delivery: Mutex<()>,
 }
 
 /// What the queues have done since start, for monitoring.
@@ -496,7 +499,18 @@ impl Queues {
             local_ids: Mutex::new(HashMap::new()),
             figures: QueueFigures::default(),
             published: AtomicU64::new(0),
+            delivery: Mutex::new(()),
         }
+    }
+
+    /// Held while one publish call delivers its events (and while the
+    /// ticker queues heartbeats), so the events of one mutation reach a
+    /// queue with no other event between them: the next one's id is
+    /// taken for granted (`committed_id`). Uncontended on the send path
+    /// (the committer publishes in seq order, one at a time); only an
+    /// ephemeral publish or a tick can meet it.
+    pub fn delivering(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.delivery.lock()
     }
 
     /// Records that the events of mutation `seq` are being delivered (all
@@ -676,6 +690,7 @@ impl Queues {
         let heartbeat = self.config.heartbeat;
         let beat: Arc<str> = Arc::from(r#""type":"heartbeat""#);
         let cells: Vec<Arc<QueueCell>> = self.registry.read().by_id.values().cloned().collect();
+        let delivering = self.delivering();
         let published = self.published.load(Ordering::Relaxed);
         for cell in cells {
             let mut q = cell.lock();
@@ -694,6 +709,7 @@ impl Queues {
                 }
             }
         }
+        drop(delivering);
         self.collect_expired();
     }
 
