@@ -1044,6 +1044,7 @@ fn images_get_thumbnails_and_bombs_do_not() {
             break d;
         }
         assert_eq!((d.headers["content-type"].as_str(), &d.body), ("image/png", &original));
+        assert_eq!(d.headers["cache-control"], "private, no-cache");
         assert!(std::time::Instant::now() < deadline, "no thumbnail made");
         std::thread::sleep(std::time::Duration::from_millis(20));
     };

@@ -108,7 +108,9 @@ fn answer(
             name: attachment.name,
             content_type: attachment.content_type,
             size: attachment.size,
-            cache: "private, max-age=86400",
+            // The original standing in for a thumbnail is checked again
+            // on each use: the thumbnail replaces it once made.
+            cache: if thumbnail.is_some() { "private, no-cache" } else { "private, max-age=86400" },
         },
     };
     bytes(service, req, file)
