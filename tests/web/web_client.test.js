@@ -402,6 +402,13 @@ async function openAs(email, { visibility = 'visible' } = {}) {
     window.__visibility = initial;
     Object.defineProperty(Document.prototype, 'visibilityState', { configurable: true, get: () => window.__visibility });
     Object.defineProperty(Document.prototype, 'hidden', { configurable: true, get: () => window.__visibility !== 'visible' });
+    // The ops of the page's typing notices, noted as they are sent.
+    window.__typing = [];
+    const realFetch = window.fetch;
+    window.fetch = function (url, init) {
+      if (String(url).startsWith('/api/v1/typing')) window.__typing.push(new URLSearchParams(String(init.body)).get('op'));
+      return realFetch.apply(this, arguments);
+    };
   }, visibility);
   const r = await ctx.request.post(`${server.site}/login`, { form: { username: email }, headers: { Origin: server.site } });
   assert.equal(r.status(), 200, await r.text());
@@ -446,13 +453,14 @@ test('typing notices follow Zulip\'s timing and show on the other side', async (
     await watcher.page.locator('#compose-text').waitFor(WAIT);
     await typist.page.locator('#dm-pills .pill', { hasText: 'King Hamlet' }).waitFor(WAIT);
     await pause(typist);
-    const typing = () => typist.calls.filter((c) => c.path === '/typing').map((c) => c.params.op);
+    const typing = () => typist.page.evaluate(() => window.__typing);
     const shown = watcher.page.locator('#typing', { hasText: 'Othello, the Moor of Venice is typing…' });
     const text = typist.page.locator('#compose-text');
 
     await text.press('h');
+    assert.deepEqual(await typing(), ['start']);
     await shown.waitFor(WAIT);
-    await until(() => typing().length === 1, 'the first start');
+    await until(() => typist.calls.some((c) => c.path === '/typing'), 'the first start');
     const first = typist.calls.find((c) => c.path === '/typing').params;
     assert.equal(first.type, 'direct');
     assert.equal(first.to, JSON.stringify([(await apiAs(HAMLET, 'GET', '/users/me')).user_id]));
@@ -461,23 +469,21 @@ test('typing notices follow Zulip\'s timing and show on the other side', async (
     await text.press('e');
     await typist.clock.fastForward(4000);
     await text.press('l');
+    assert.deepEqual(await typing(), ['start']);
     await typist.clock.fastForward(2500);
     await text.press('l');
-    await until(() => typing().length === 2, 'the second start');
-    assert.deepEqual(typing(), ['start', 'start']);
+    assert.deepEqual(await typing(), ['start', 'start']);
     // Five idle seconds: "stop", and the notice goes.
     await typist.clock.fastForward(4900);
-    assert.deepEqual(typing(), ['start', 'start']);
+    assert.deepEqual(await typing(), ['start', 'start']);
     await typist.clock.fastForward(200);
-    await until(() => typing().length === 3, 'the idle stop');
-    assert.deepEqual(typing(), ['start', 'start', 'stop']);
+    assert.deepEqual(await typing(), ['start', 'start', 'stop']);
     await shown.waitFor({ state: 'detached', ...WAIT });
     // Typing again starts again; sending stops.
     await text.press('o');
     await shown.waitFor(WAIT);
     await text.press('Enter');
-    await until(() => typing().length === 5, 'the stop on send');
-    assert.deepEqual(typing(), ['start', 'start', 'stop', 'start', 'stop']);
+    assert.deepEqual(await typing(), ['start', 'start', 'stop', 'start', 'stop']);
     await shown.waitFor({ state: 'detached', ...WAIT });
     await watcher.page.locator('#messages .msg:not(.pending) .content', { hasText: /^hello$/ }).waitFor(WAIT);
     // A "start" with no "stop" expires after the server's period.
