@@ -1,9 +1,13 @@
 // The web client end to end: Debian's Chromium (/usr/bin/chromium),
 // driven by playwright-core, against a freshly started `natter --dev`.
 // One signed-in tab goes through a person's day — sign in, send, receive
-// live, edit, react, delete, read, search, upload by drag and drop,
-// survive a server restart without a reload, meet hostile markup as text,
-// sign out — while other accounts act through the API with HTTP Basic.
+// live, edit, react, delete, read, search, upload by drag and drop and by
+// paste, start a direct message with the people picker, survive a server
+// restart without a reload, meet hostile markup as text, sign out — while
+// other accounts act through the API with HTTP Basic. Typing notices,
+// presence and network loss each get their own browser contexts (two
+// people, or one tab whose network the test cuts), with playwright's fake
+// clock so that timing rules are checked without waiting for them.
 //
 // Screenshots of the main views go to $WEB_ARTIFACTS (default
 // tests/web/artifacts). The server binary is $NATTER_BIN if set, else
