@@ -190,6 +190,7 @@ async function register() {
   }
   S.topics.clear();
   renderSidebar();
+  renderPeople();
   poll(S.generation);
   reportPresence();
 }
@@ -408,7 +409,6 @@ function narrowChannelId() {
 function renderSidebar() {
   renderChannels();
   renderDms();
-  renderPeople();
   const inbox = $("#inbox");
   if (inbox && !inbox.hidden) renderInbox();
 }
@@ -481,17 +481,19 @@ function renderDms() {
 }
 
 const PRESENCE_ORDER = { active: 0, idle: 1, offline: 2 };
+const byName = new Intl.Collator().compare;
 const PEOPLE_SHOWN = 100;
 
 // The buddy list: the realm's people (not bots), active first, then
-// idle, then offline, each by name.
+// idle, then offline, each by name; drawn on presence news, not on
+// every message.
 function renderPeople() {
   const list = $("#people");
   if (!list) return;
   const people = [...S.users.values()]
     .filter((u) => !u.is_bot && u.is_active !== false)
     .map((u) => ({ u, status: presenceOf(u.user_id) }))
-    .sort((a, b) => PRESENCE_ORDER[a.status] - PRESENCE_ORDER[b.status] || a.u.full_name.localeCompare(b.u.full_name))
+    .sort((a, b) => PRESENCE_ORDER[a.status] - PRESENCE_ORDER[b.status] || byName(a.u.full_name, b.u.full_name))
     .slice(0, PEOPLE_SHOWN);
   list.replaceChildren(...people.map(({ u, status }) =>
     h("li", { dataset: { userId: u.user_id, presence: status } },
