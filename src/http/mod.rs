@@ -58,6 +58,8 @@ pub struct Service {
 struct Seen {
     /// The route's pattern (never the path: it may name ids).
     route: &'static str,
+    /// The route's position in the routing table.
+    index: Option<usize>,
     /// The authenticated caller.
     user: Option<u64>,
 }
@@ -349,7 +351,7 @@ impl Service {
         if let Some(started) = started {
             let seconds = started.elapsed().as_secs_f64();
             if let Some(metrics) = &self.metrics {
-                metrics.observe(method, seen.route, reply.status, seconds);
+                metrics.observe(method, seen.index, reply.status, seconds);
             }
             if logged {
                 self.log(method, seen, &reply, seconds);
@@ -395,6 +397,7 @@ impl Service {
         let (route, path_args) = match router::find(head.method, api_path) {
             Match::Found(route, args) => {
                 seen.route = route.pattern;
+                seen.index = Some(router::index_of(route));
                 (route, args)
             }
             Match::WrongMethod => return Err(ApiError::method_not_allowed(head.method)),

@@ -209,18 +209,37 @@ fn cookie_session(
     Ok(Some((user, session)))
 }
 
-/// The route label of one of this module's paths in the request log and
-/// metrics: a fixed pattern, never the path (a static file's name carries
-/// the build's version).
-fn route_label(path: &str) -> &'static str {
-    match path {
-        "/" => "/",
-        "/login" => "/login",
-        "/logout" => "/logout",
-        "/login/session" => "/login/session",
-        "/login/dev_accounts" => "/login/dev_accounts",
-        _ if path.starts_with(STATIC_PREFIX) => "/static/web/{version}/{file}",
-        _ => "",
+/// The pattern of the static files' paths in the request log and
+/// metrics (a file's name carries the build's version: never a label).
+const STATIC_ROUTE: &str = "/static/web/{version}/{file}";
+
+/// This module's routes, as the request log and the metrics name them;
+/// in the metrics' tables they follow the API's routes
+/// ([`super::router::ROUTES`]).
+pub(super) const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/"),
+    ("HEAD", "/"),
+    ("GET", STATIC_ROUTE),
+    ("HEAD", STATIC_ROUTE),
+    ("POST", "/login"),
+    ("POST", "/logout"),
+    ("GET", "/login/session"),
+    ("HEAD", "/login/session"),
+    ("GET", "/login/dev_accounts"),
+    ("HEAD", "/login/dev_accounts"),
+];
+
+/// Notes the route of a request for one of this module's paths in `seen`
+/// (none, like an API path no route has, for an unknown path or method).
+fn note_route(method: &str, path: &str, seen: &mut super::Seen) {
+    let pattern = match path {
+        "/" | "/login" | "/logout" | "/login/session" | "/login/dev_accounts" => path,
+        _ if path.starts_with(STATIC_PREFIX) => STATIC_ROUTE,
+        _ => return,
+    };
+    if let Some(i) = ROUTES.iter().position(|&(m, p)| m == method && p == pattern) {
+        seen.route = ROUTES[i].1;
+        seen.index = Some(super::router::ROUTES.len() + i);
     }
 }
 
@@ -233,7 +252,7 @@ pub(super) fn serve(
     session: &mut Session,
     seen: &mut super::Seen,
 ) -> Response {
-    seen.route = route_label(head.path);
+    note_route(head.method, head.path, seen);
     let mut standing = None;
     let mut reply = match route(service, req, head, session, &mut standing, seen) {
         Ok(reply) => reply,
