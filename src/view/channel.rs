@@ -229,3 +229,17 @@ mod tests {
         assert_eq!(Subscribers::parse(Some("maybe")), None);
     }
 }
+
+/// Zulip's channel folder object.
+pub fn folder(f: &crate::state::folders::ChannelFolder) -> Value {
+    json!({
+        "id": f.id,
+        "name": f.name,
+        "description": f.description,
+        "rendered_description": f.rendered_description,
+        "order": f.order,
+        "date_created": f.date_created,
+        "creator_id": f.creator.map(|u| u.0),
+        "is_archived": f.is_archived,
+    })
+}
