@@ -1,5 +1,6 @@
 //! Joining, leaving and creating channels, and per-subscription settings:
-//! `POST /users/me/subscriptions`, `DELETE /users/me/subscriptions`,
+//! `POST /users/me/subscriptions`,
+//! `DELETE /users/me/subscriptions`,
 //! `POST /users/me/subscriptions/properties`,
 //! `GET /users/{user_id}/subscriptions/{stream_id}`,
 //! `GET /streams/{stream_id}/members`. Every rule is asked of
@@ -128,6 +129,7 @@ struct Creation {
     history_public: Option<bool>,
     retention: Option<Option<i32>>,
     topics_policy: TopicsPolicy,
+    folder: Option<u64>,
     permissions: Vec<(ChannelPermission, GroupSetting)>,
 }
 
@@ -145,10 +147,9 @@ fn creation_options(call: &mut Call, state: &State) -> ApiResult<Creation> {
         Some(name) => parse_topics_policy(&name)?,
         None => TopicsPolicy::Inherit,
     };
-    if let Some(folder) = p.json_or_string("folder_id")? {
-        if !folder.is_null() {
-            return Err(ApiError::bad_request("Invalid channel folder ID"));
-        }
+    let folder = super::channel_folders::folder_param(call)?.flatten();
+    if let Some(id) = folder {
+        super::channel_folders::check_folder(state, call.realm.id, id)?;
     }
     let mut permissions = Vec::new();
     for which in ChannelPermission::ALL {
@@ -164,6 +165,7 @@ fn creation_options(call: &mut Call, state: &State) -> ApiResult<Creation> {
         history_public,
         retention,
         topics_policy,
+        folder,
         permissions,
     })
 }
@@ -383,7 +385,7 @@ fn new_channel(
         message_retention_days: c.retention.flatten(),
         is_archived: false,
         topics_policy: c.topics_policy,
-        folder_id: None,
+        folder_id: c.folder,
         is_default: c.is_default,
         permissions,
         first_message_id: None,
