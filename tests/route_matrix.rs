@@ -159,6 +159,7 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("POST", "/realm/domains", "domain=other.example.com&allow_subdomains=false", "YnnnAnYA"),
     ("PATCH", "/realm/domains/{domain}", "allow_subdomains=true", "YnnnAnnA"),
     ("DELETE", "/realm/domains/{domain}", "", "YnnnAnnA"),
+    ("POST", "/channels/create", "name=created $caller&subscribers=[]", "YYYnAYYA"),
     ("GET", "/channel_folders", "include_archived=true", "YYYYAYYA"),
     ("POST", "/channel_folders/create", "name=folder $caller", "YnnnAnYA"),
     ("PATCH", "/channel_folders/{channel_folder_id}", "description=changed", "YnnnAnnA"),

@@ -446,3 +446,30 @@ fn channel_folders() {
     assert_eq!(state["channel_folders"][1]["is_archived"], true);
     assert_eq!(state["max_channel_folder_name_length"], 60);
 }
+
+#[test]
+fn channels_create() {
+    let h = Harness::new();
+    let folder = natter::api::channel_folders::create;
+    h.call(IAGO, folder, &[("name", "Venice")]).unwrap();
+    let folder_id = h.register(HAMLET, &[])["channel_folders"][0]["id"].to_string();
+    let hamlet = h.user(HAMLET).id.0.to_string();
+    let subscribers = format!("[{hamlet}]");
+    let create = natter::api::subscriptions::create;
+    let params = [
+        ("name", "Rialto"),
+        ("subscribers", subscribers.as_str()),
+        ("folder_id", folder_id.as_str()),
+        ("announce", "true"),
+    ];
+    let events = h.verify_action(
+        HAMLET,
+        &[],
+        Harness::act(IAGO, create, &[], &params),
+        &["stream", "subscription", "message"],
+    );
+    assert_eq!(events[0]["streams"][0]["folder_id"].to_string(), folder_id);
+    // A private one, without Hamlet: he hears nothing of it.
+    let params = [("name", "Secret"), ("subscribers", "[]"), ("invite_only", "true")];
+    h.verify_action(HAMLET, &[], Harness::act(IAGO, create, &[], &params), &[]);
+}

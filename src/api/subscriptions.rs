@@ -1,5 +1,5 @@
 //! Joining, leaving and creating channels, and per-subscription settings:
-//! `POST /users/me/subscriptions`,
+//! `POST /users/me/subscriptions`, `POST /channels/create`,
 //! `DELETE /users/me/subscriptions`,
 //! `POST /users/me/subscriptions/properties`,
 //! `GET /users/{user_id}/subscriptions/{stream_id}`,
@@ -336,6 +336,61 @@ pub fn subscribe(app: &App, call: &mut Call) -> ApiResult<Reply> {
         out.insert("unauthorized".into(), json!(plan.unauthorized));
     }
     Ok(out)
+}
+
+/// `subscribers` of `POST /channels/create`: a JSON list of user ids.
+fn subscriber_ids(call: &mut Call, state: &State) -> ApiResult<Vec<User>> {
+    let value = call.params.json("subscribers")?.ok_or_else(|| ApiError::missing("subscribers"))?;
+    let Value::Array(items) = value else {
+        return Err(ApiError::invalid("subscribers", "not a list of user IDs"));
+    };
+    let mut users: Vec<User> = Vec::new();
+    for item in &items {
+        if !item.is_u64() {
+            return Err(ApiError::invalid("subscribers", "not a list of user IDs"));
+        }
+        let user = resolve_principal(state, &call.realm, item)?;
+        if !users.iter().any(|u| u.id == user.id) {
+            users.push(user);
+        }
+    }
+    Ok(users)
+}
+
+/// `POST /channels/create`: creates the channel `name` (an error if the
+/// realm has one of that name) with the creation options of
+/// `POST /users/me/subscriptions`, subscribes `subscribers` and replies
+/// the new channel's `id`.
+pub fn create(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let name = check_channel_name(&call.params.required_string("name")?)?;
+    let description = check_description(&call.params.string("description").unwrap_or_default())?;
+    let state = &app.state;
+    let targets = subscriber_ids(call, state)?;
+    let announce = call.params.bool_or("announce", false)?;
+    let creation = creation_options(call, state)?;
+    let realm = call.realm.clone();
+    let me = call.caller().clone();
+    let now = entropy::now();
+    let rendered = markdown::render(&description);
+    let id = app.committer.commit(|s| {
+        if s.channel_by_name(realm.id, &name).is_some() {
+            return Err(ApiError::channel_exists(&name));
+        }
+        let c = new_channel(s, &realm, &me, &name, &description, &rendered, &creation, 0, now)?;
+        let created = [(c.id, c.name.clone())];
+        let subscribers =
+            targets.iter().map(|t| (t.id, build::subscription(s, t.id, 0))).collect::<Vec<_>>();
+        let mut mutations =
+            vec![Mutation::CreateChannel { channel: Box::new(c.clone()), subscribers: Vec::new() }];
+        if !subscribers.is_empty() {
+            mutations.push(Mutation::Subscribe { channel: c.id, subscribers });
+        }
+        if announce && !creation.invite_only {
+            mutations.extend(announcement(s, &realm, &me, &created, now));
+        }
+        Ok((Mutation::Batch(mutations), c.id.0))
+    })?;
+    Ok(reply! { "id" => id })
 }
 
 /// A channel to create, checked against the creator's permissions; the

@@ -604,6 +604,12 @@ pub static ROUTES: &[Route] = &[
         handler: api::realm_domains::remove,
     },
     Route {
+        method: "POST",
+        pattern: "/channels/create",
+        access: Access::User,
+        handler: api::subscriptions::create,
+    },
+    Route {
         method: "GET",
         pattern: "/channel_folders",
         access: Access::User,
