@@ -169,12 +169,11 @@ pub fn update(app: &App, call: &mut Call) -> ApiResult<Reply> {
         let description = description.filter(|(d, _)| *d != current.description);
         let is_archived = is_archived.filter(|a| *a != current.is_archived);
         if is_archived == Some(true) {
-            let holds_channels = s
+            let empty = s
                 .channels
                 .collect_sorted(|_, c| c.realm == realm && c.folder_id == Some(id))
-                .first()
-                .is_some();
-            if holds_channels {
+                .is_empty();
+            if !empty {
                 return Err(ApiError::bad_request(
                     "You need to remove all the channels from this folder to archive it.",
                 ));
