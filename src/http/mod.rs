@@ -58,6 +58,8 @@ pub struct Service {
 struct Seen {
     /// The route's pattern (never the path: it may name ids).
     route: &'static str,
+    /// The route's position in the routing table.
+    index: Option<usize>,
     /// The authenticated caller.
     user: Option<u64>,
 }
@@ -335,7 +337,7 @@ impl Service {
         if let Some(started) = started {
             let seconds = started.elapsed().as_secs_f64();
             if let Some(metrics) = &self.metrics {
-                metrics.observe(req.method, seen.route, reply.status, seconds);
+                metrics.observe(req.method, seen.index, reply.status, seconds);
             }
             if logged {
                 self.log(req.method, &seen, &reply, seconds);
@@ -381,6 +383,7 @@ impl Service {
         let (route, path_args) = match router::find(head.method, api_path) {
             Match::Found(route, args) => {
                 seen.route = route.pattern;
+                seen.index = Some(router::index_of(route));
                 (route, args)
             }
             Match::WrongMethod => return Err(ApiError::method_not_allowed(head.method)),

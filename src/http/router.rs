@@ -32,6 +32,12 @@ pub struct Route {
     pub handler: Handler,
 }
 
+/// The position of `route` in [`ROUTES`] (a dense index for per-route
+/// tables).
+pub fn index_of(route: &'static Route) -> usize {
+    (route as *const Route as usize - ROUTES.as_ptr() as usize) / std::mem::size_of::<Route>()
+}
+
 /// Every endpoint.
 pub static ROUTES: &[Route] = &[
     Route {
