@@ -5,12 +5,14 @@
 //! (`Mutation::ChannelFolder`); the snapshot carries it after the widgets
 //! part (format 16).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
+use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
 use super::ids::{RealmId, UserId};
-use super::shard::{Entries, Sharded};
 
 /// One channel folder.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,11 +66,16 @@ pub enum FolderChange {
     },
 }
 
-/// This area's data. One field of `State`.
+/// Each realm's folders, by id (realms with none are absent).
+type Folders = BTreeMap<RealmId, Vec<ChannelFolder>>;
+
+/// This area's data. One field of `State`. Folders are few and rarely
+/// changed: one map behind one lock, copied on write, so the snapshot cut
+/// copies one pointer.
 #[derive(Default)]
 pub struct FolderState {
-    /// Each realm's folders, by id (realms with none are absent).
-    pub by_realm: Sharded<RealmId, Vec<ChannelFolder>>,
+    /// The folders; a change replaces the map (`Arc::make_mut`).
+    by_realm: RwLock<Arc<Folders>>,
     /// The next free folder id.
     next_id: AtomicU64,
 }
@@ -77,7 +84,7 @@ pub struct FolderState {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FoldersImage {
     /// Each realm's folders.
-    pub by_realm: Entries<RealmId, Vec<ChannelFolder>>,
+    pub by_realm: Arc<Folders>,
     /// The next free folder id.
     pub next_id: u64,
 }
@@ -85,7 +92,7 @@ pub struct FoldersImage {
 impl FoldersImage {
     /// How many shared pointers the cut copied.
     pub fn parts(&self) -> usize {
-        self.by_realm.parts()
+        1
     }
 }
 
@@ -93,7 +100,7 @@ impl FolderState {
     /// The snapshot cut (under the writer lock, like `State::image`).
     pub fn image(&self) -> FoldersImage {
         FoldersImage {
-            by_realm: self.by_realm.freeze().into(),
+            by_realm: self.by_realm.read().clone(),
             next_id: self.next_id.load(Ordering::Acquire),
         }
     }
@@ -101,7 +108,7 @@ impl FolderState {
     /// Rebuilds from a snapshot.
     pub fn from_image(image: FoldersImage) -> Self {
         FolderState {
-            by_realm: image.by_realm.into_iter().collect(),
+            by_realm: RwLock::new(image.by_realm),
             next_id: AtomicU64::new(image.next_id),
         }
     }
@@ -113,61 +120,58 @@ impl FolderState {
 
     /// A realm's folders in display order (`order`, then id).
     pub fn of(&self, realm: RealmId) -> Vec<ChannelFolder> {
-        let mut folders = self.by_realm.get(&realm).unwrap_or_default();
+        let mut folders = self.by_realm.read().get(&realm).cloned().unwrap_or_default();
         folders.sort_by_key(|f| (f.order, f.id));
         folders
     }
 
     /// One folder of `realm`.
     pub fn get(&self, realm: RealmId, id: u64) -> Option<ChannelFolder> {
-        self.by_realm.read(&realm, |list| list.iter().find(|f| f.id == id).cloned()).flatten()
+        self.by_realm.read().get(&realm)?.iter().find(|f| f.id == id).cloned()
     }
 
     /// The folder of `realm` named `name` (case-insensitively).
     pub fn by_name(&self, realm: RealmId, name: &str) -> Option<ChannelFolder> {
         let wanted = name.to_lowercase();
-        self.by_realm
-            .read(&realm, |list| list.iter().find(|f| f.name.to_lowercase() == wanted).cloned())
-            .flatten()
+        let folders = self.by_realm.read();
+        folders.get(&realm)?.iter().find(|f| f.name.to_lowercase() == wanted).cloned()
     }
 
     /// Applies one change (apply only). Panics on a change the handler
     /// should have refused: apply is deterministic over checked input.
     pub(crate) fn apply(&self, change: &FolderChange) {
+        let mut guard = self.by_realm.write();
+        let all = Arc::make_mut(&mut guard);
+        fn list<'a>(all: &'a mut Folders, realm: &RealmId) -> &'a mut Vec<ChannelFolder> {
+            all.get_mut(realm).unwrap_or_else(|| panic!("apply: no folders in realm {realm}"))
+        }
         match change {
             FolderChange::Create(folder) => {
                 self.next_id.fetch_max(folder.id + 1, Ordering::AcqRel);
-                self.by_realm.upsert(folder.realm, |list| list.push(folder.clone()));
+                all.entry(folder.realm).or_default().push(folder.clone());
             }
             FolderChange::Update { realm, id, name, description, is_archived } => {
-                self.by_realm
-                    .update(realm, |list| {
-                        let folder = list.iter_mut().find(|f| f.id == *id);
-                        let folder = folder.unwrap_or_else(|| panic!("apply: no folder {id}"));
-                        if let Some(name) = name {
-                            folder.name = name.clone();
-                        }
-                        if let Some((source, rendered)) = description {
-                            folder.description = source.clone();
-                            folder.rendered_description = rendered.clone();
-                        }
-                        if let Some(archived) = is_archived {
-                            folder.is_archived = *archived;
-                        }
-                    })
-                    .unwrap_or_else(|| panic!("apply: no folders in realm {realm}"));
+                let folder = list(all, realm).iter_mut().find(|f| f.id == *id);
+                let folder = folder.unwrap_or_else(|| panic!("apply: no folder {id}"));
+                if let Some(name) = name {
+                    folder.name = name.clone();
+                }
+                if let Some((source, rendered)) = description {
+                    folder.description = source.clone();
+                    folder.rendered_description = rendered.clone();
+                }
+                if let Some(archived) = is_archived {
+                    folder.is_archived = *archived;
+                }
             }
             FolderChange::Reorder { realm, order } => {
-                self.by_realm
-                    .update(realm, |list| {
-                        assert_eq!(order.len(), list.len(), "apply: reorder needs every folder");
-                        for folder in list.iter_mut() {
-                            let at = order.iter().position(|id| *id == folder.id);
-                            let at = at.unwrap_or_else(|| panic!("apply: {} unplaced", folder.id));
-                            folder.order = at as u64;
-                        }
-                    })
-                    .unwrap_or_else(|| panic!("apply: no folders in realm {realm}"));
+                let folders = list(all, realm);
+                assert_eq!(order.len(), folders.len(), "apply: reorder needs every folder");
+                for folder in folders.iter_mut() {
+                    let at = order.iter().position(|id| *id == folder.id);
+                    let at = at.unwrap_or_else(|| panic!("apply: {} unplaced", folder.id));
+                    folder.order = at as u64;
+                }
             }
         }
     }
