@@ -130,6 +130,12 @@ impl ApiError {
             .with("stream", name)
     }
 
+    /// 400 `CHANNEL_ALREADY_EXISTS`: a channel of that name exists.
+    pub fn channel_exists(name: &str) -> Self {
+        Self::new(400, "CHANNEL_ALREADY_EXISTS", format!("Channel '{name}' already exists"))
+            .with("channel_name", name)
+    }
+
     /// 400 `STREAM_DOES_NOT_EXIST` for a channel named by id.
     pub fn no_channel_id(id: u64) -> Self {
         Self::new(400, "STREAM_DOES_NOT_EXIST", format!("Channel with ID '{id}' does not exist"))

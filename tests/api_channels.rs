@@ -610,3 +610,72 @@ fn channels_left_are_listed_as_unsubscribed_until_rejoined() {
     let (subs, left, _, _) = lists(&hamlet);
     assert!(subs.contains(&"Denmark".to_owned()) && left.is_empty(), "{subs:?} {left:?}");
 }
+
+#[test]
+fn channels_create_makes_one_channel_with_its_subscribers() {
+    let server = TestServer::start();
+    let iago = server.client(ADMIN);
+    let hamlet_id = user_id(&server, HAMLET);
+    let othello_id = user_id(&server, OTHELLO);
+    let subscribers = format!("[{hamlet_id},{othello_id}]");
+    let params = [
+        ("name", "Rialto"),
+        ("description", "The **bridge**"),
+        ("subscribers", subscribers.as_str()),
+        ("invite_only", "true"),
+        ("history_public_to_subscribers", "true"),
+    ];
+    let id = iago.post("/channels/create", &params).ok()["id"].as_u64().unwrap();
+    assert_eq!(channel_id(&iago, "Rialto"), id);
+    let mut got = members(&iago, id);
+    got.sort_unstable();
+    let mut want = vec![hamlet_id, othello_id];
+    want.sort_unstable();
+    assert_eq!(got, want, "the creator is not subscribed unless listed");
+    let hamlet = server.client(HAMLET);
+    let channel = hamlet.get(&format!("/streams/{id}"), &[]).ok()["stream"].clone();
+    assert_eq!(channel["invite_only"], true);
+    assert_eq!(channel["history_public_to_subscribers"], true);
+    assert_eq!(channel["rendered_description"], "<p>The <strong>bridge</strong></p>");
+    assert_eq!(channel["creator_id"], user_id(&server, ADMIN));
+    // The private channel stays hidden from others.
+    server.client(CORDELIA).get(&format!("/streams/{id}"), &[]).err(400, "STREAM_DOES_NOT_EXIST");
+
+    // The name is taken, whatever its letter case, and nothing changes.
+    let body = hamlet
+        .post("/channels/create", &[("name", "rialto"), ("subscribers", "[]")])
+        .err(400, "CHANNEL_ALREADY_EXISTS");
+    assert_eq!(body["msg"], "Channel 'rialto' already exists");
+    assert_eq!(body["channel_name"], "rialto");
+
+    // Bad subscribers, names and options create nothing.
+    let bad: [&[(&str, &str)]; 7] = [
+        &[("name", "Nowhere")],
+        &[("name", "Nowhere"), ("subscribers", "[99999]")],
+        &[("name", "Nowhere"), ("subscribers", "[\"hamlet@natter.test\"]")],
+        &[("name", "Nowhere"), ("subscribers", "7")],
+        &[("name", " "), ("subscribers", "[]")],
+        &[("name", "Nowhere"), ("subscribers", "[]"), ("folder_id", "12345")],
+        &[("name", "Nowhere"), ("subscribers", "[]"), ("topics_policy", "whatever")],
+    ];
+    for params in bad {
+        let r = hamlet.post("/channels/create", params);
+        assert_eq!(r.status, 400, "{params:?}: {}", r.body);
+    }
+    iago.post("/channels/create", &[("subscribers", "[]")]).err(400, "REQUEST_VARIABLE_MISSING");
+    let lear = server.client("king@lear.test").with_host("lear.localhost");
+    let r = lear.post("/channels/create", &[("name", "Nowhere"), ("subscribers", &subscribers)]);
+    r.err(400, "BAD_REQUEST");
+    let streams = iago.get("/streams", &[]).ok()["streams"].clone();
+    assert!(!streams.as_array().unwrap().iter().any(|s| s["name"] == "Nowhere"));
+
+    // Who may create: not a guest; a web-public channel needs its permission.
+    let guest = server.client(GUEST);
+    guest
+        .post("/channels/create", &[("name", "Guests"), ("subscribers", "[]")])
+        .err(400, "BAD_REQUEST");
+    let params = [("name", "Open"), ("subscribers", "[]"), ("is_web_public", "true")];
+    hamlet.post("/channels/create", &params).err(400, "BAD_REQUEST");
+    let params = [("name", "Default"), ("subscribers", "[]"), ("is_default_stream", "true")];
+    hamlet.post("/channels/create", &params).err(400, "BAD_REQUEST");
+}

@@ -546,3 +546,61 @@ fn a_delivery_in_flight_at_a_crash_is_made_after_the_restart() {
     wait_for(&hamlet, &topic_narrow("Denmark", "crash"), 5);
     assert_eq!(answered.load(Ordering::SeqCst), 3);
 }
+
+/// A zform of choices, as a bot's `widget_content` (JSON text).
+const ZFORM: &str = r#"{"content": "Pick a fruit", "widget_content": "{\"widget_type\": \"zform\", \"extra_data\": {\"type\": \"choices\", \"heading\": \"Which fruit?\", \"choices\": [{\"short_name\": \"A\", \"long_name\": \"Apples\", \"reply\": \"apples\"}]}}"}"#;
+
+#[test]
+fn a_reply_with_widget_content_becomes_that_widget_and_a_bad_one_is_refused() {
+    let server = TestServer::start_with(ALLOW);
+    let answers = [
+        Answer::Reply(200, ZFORM),
+        Answer::Reply(
+            200,
+            r#"{"content": "Vote", "widget_content": "{\"widget_type\": \"poll\", \"extra_data\": {}}"}"#,
+        ),
+        Answer::Reply(200, r#"{"content": "Broken", "widget_content": "{not json"}"#),
+        Answer::Reply(
+            200,
+            r#"{"content": "As object", "widget_content": {"widget_type": "zform"}}"#,
+        ),
+        Answer::Reply(
+            200,
+            r#"{"content": "No choices", "widget_content": "{\"widget_type\": \"zform\", \"extra_data\": {\"type\": \"choices\", \"heading\": \"h\"}}"}"#,
+        ),
+    ];
+    let bot = BotServer::start(move |n| answers[n.min(answers.len() - 1)].clone());
+    let hamlet = server.client(HAMLET);
+    let (bot_id, bot_email, _, _) = create_bot(&hamlet, "widgets", &bot.url, "1");
+    let narrow = topic_narrow("Denmark", "widgets");
+    send_channel(&hamlet, "Denmark", "widgets", "@**widgets bot** fruit?");
+    bot.next();
+    let found = wait_for(&hamlet, &narrow, 2);
+    assert_eq!(found[1]["content"], "Pick a fruit");
+    let submessages = found[1]["submessages"].as_array().unwrap();
+    assert_eq!(submessages.len(), 1);
+    assert_eq!(submessages[0]["sender_id"], bot_id);
+    assert_eq!(submessages[0]["msg_type"], "widget");
+    let widget: Value = serde_json::from_str(submessages[0]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(widget["widget_type"], "zform");
+    assert_eq!(widget["extra_data"]["choices"][0]["reply"], "apples");
+    // The asking message itself is no widget.
+    assert_eq!(found[0]["submessages"], serde_json::json!([]));
+
+    // Refused as Zulip refuses them: a failure notice and the owner told.
+    let refusals = [
+        "Failure! Widgets: unknown widget type: poll",
+        "Failure! Widgets: API programmer sent invalid JSON content",
+        "Failure! Widgets: API programmer sent invalid JSON content",
+        "Failure! Widgets: choices key is missing from extra_data",
+    ];
+    for (i, refusal) in refusals.iter().enumerate() {
+        send_channel(&hamlet, "Denmark", "widgets", &format!("@**widgets bot** {i}"));
+        bot.next();
+        let found = wait_for(&hamlet, &narrow, 4 + 2 * i);
+        assert_eq!(found[3 + 2 * i]["content"], *refusal);
+        assert_eq!(found[3 + 2 * i]["submessages"], serde_json::json!([]));
+    }
+    let owner = wait_for(&hamlet, &dm_narrow(&bot_email), refusals.len());
+    assert!(contents(&owner)[0].contains("Widgets: unknown widget type: poll"));
+}

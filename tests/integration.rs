@@ -8,6 +8,8 @@ mod util;
 mod api_avatars;
 /// Bot storage: GET/PUT/DELETE /bot_storage.
 mod api_bot_storage;
+/// Channel folders: create, update, archive, reorder; channels' folder_id.
+mod api_channel_folders;
 /// Channels and subscriptions: create, join, leave, properties, PATCH/DELETE streams.
 mod api_channels;
 /// POST /register, GET/DELETE /events, POST /users/me/presence.

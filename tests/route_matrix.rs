@@ -10,8 +10,8 @@
 //! file attached), a user group of the two, an event queue, a scheduled
 //! message, a bot, a draft, a saved snippet, a navigation view, custom
 //! emoji, a code playground, a linkifier, a custom profile field, a
-//! default channel group, a realm domain and invitations. The callers, in
-//! the order of a row's letters:
+//! default channel group, a realm domain, a channel folder and
+//! invitations. The callers, in the order of a row's letters:
 //!
 //! 1. the owner of those objects (Iago);
 //! 2. another member who shares the private channel and the group (Hamlet);
@@ -159,6 +159,11 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("POST", "/realm/domains", "domain=other.example.com&allow_subdomains=false", "YnnnAnYA"),
     ("PATCH", "/realm/domains/{domain}", "allow_subdomains=true", "YnnnAnnA"),
     ("DELETE", "/realm/domains/{domain}", "", "YnnnAnnA"),
+    ("POST", "/channels/create", "name=created $caller&subscribers=[]", "YYYnAYYA"),
+    ("GET", "/channel_folders", "include_archived=true", "YYYYAYYA"),
+    ("POST", "/channel_folders/create", "name=folder $caller", "YnnnAnYA"),
+    ("PATCH", "/channel_folders/{channel_folder_id}", "description=changed", "YnnnAnnA"),
+    ("PATCH", "/channel_folders", "order=[$channel_folder]", "YnnnAnnA"),
     ("GET", "/realm/linkifiers", "", "YYYYAYYA"),
     ("PATCH", "/realm/linkifiers", "ordered_linkifier_ids=[$filter]", "YnnnAnnA"),
     ("POST", "/realm/filters", "pattern=T(?P<id>[0-9]+)&url_template=https://t.example.com/{id}", "YnnnAnYA"),
@@ -585,6 +590,8 @@ impl Fixture {
             &[("domain", "matrix.example.com"), ("allow_subdomains", "false")],
         );
         self.id("domain", "matrix.example.com");
+        let folder = self.setup("POST", "/channel_folders/create", &[("name", "matrix folder")]);
+        self.id("channel_folder", &folder["channel_folder_id"]);
         self.setup(
             "POST",
             "/invites",
@@ -691,6 +698,7 @@ impl Fixture {
             "field_id" => "field",
             "invite_id" => "invite",
             "group_id" => "default_group",
+            "channel_folder_id" => "channel_folder",
             // No such confirmation or registration key: the routes' rows
             // check who gets which refusal.
             "key" => return "0123456789abcdef".to_owned(),

@@ -91,6 +91,7 @@ static SCHEMAS: &[(&str, Fields)] = &[
             ("unread_msgs", Obj("unread_msgs")),
             ("starred_messages", List(&Int)),
             ("streams", List(&Obj("stream"))),
+            ("channel_folders", Opt(&List(&Obj("channel_folder")))),
             ("user_status", IntMap(&Obj("user_status"))),
             ("user_settings", Obj("user_settings")),
             ("user_topics", List(&Obj("user_topic"))),
@@ -542,6 +543,22 @@ static SCHEMAS: &[(&str, Fields)] = &[
             ("submessage_id", Int),
         ],
     ),
+    ("event:channel_folder:add", &[("channel_folder", Obj("channel_folder"))]),
+    ("event:channel_folder:update", &[("channel_folder_id", Int), ("data", Map(&Any))]),
+    ("event:channel_folder:reorder", &[("order", List(&Int))]),
+    (
+        "channel_folder",
+        &[
+            ("id", Int),
+            ("name", Str),
+            ("description", Str),
+            ("rendered_description", Str),
+            ("order", Int),
+            ("date_created", Int),
+            ("creator_id", Opt(&Int)),
+            ("is_archived", Bool),
+        ],
+    ),
     (
         "event:typing_edit_message",
         &[
@@ -832,6 +849,7 @@ fn register_and_messages_decode_as_the_mobile_app_decodes_them() {
 /// `user_settings_object`, which the app is not.
 const EMITTED: &[&str] = &[
     "message",
+    "channel_folder",
     "update_message",
     "delete_message",
     "update_message_flags",
@@ -1042,6 +1060,10 @@ fn every_event_decodes_as_the_mobile_app_decodes_it() {
         ],
     )
     .ok();
+    let folder = iago.post("/channel_folders/create", &[("name", "Typed")]).ok();
+    let folder = folder["channel_folder_id"].to_string();
+    iago.request("PATCH", &format!("/channel_folders/{folder}"), &[("description", "t")]).ok();
+    iago.request("PATCH", "/channel_folders", &[("order", &format!("[{folder}]"))]).ok();
     let denmark = crate::util::channel_id(&iago, "Denmark").to_string();
     for default in ["false", "true"] {
         iago.request("PATCH", &format!("/streams/{denmark}"), &[("is_default_stream", default)])

@@ -24,6 +24,7 @@ pub fn handles(event: &Value) -> bool {
             | "realm"
             | "realm_user_settings_defaults"
             | "realm_domains"
+            | "channel_folder"
     )
 }
 
@@ -31,6 +32,9 @@ pub fn handles(event: &Value) -> bool {
 pub fn apply_event(state: &mut Value, event: &Value) {
     if event["type"] == "realm" {
         return apply_realm_event(state, event);
+    }
+    if event["type"] == "channel_folder" {
+        return apply_folder_event(state, event);
     }
     if event["type"] == "realm_domains" {
         let Some(list) = state.get_mut("realm_domains").and_then(Value::as_array_mut) else {
@@ -64,6 +68,32 @@ pub fn apply_event(state: &mut Value, event: &Value) {
     if let Some(slot) = state.get_mut(key) {
         *slot = value.clone();
     }
+}
+
+/// `channel_folder` `add`, `update` and `reorder`: register's
+/// `channel_folders`, kept in display order as register lists them.
+fn apply_folder_event(state: &mut Value, event: &Value) {
+    let Some(list) = state.get_mut("channel_folders").and_then(Value::as_array_mut) else {
+        return;
+    };
+    match event["op"].as_str().unwrap() {
+        "add" => list.push(event["channel_folder"].clone()),
+        "update" => {
+            let id = &event["channel_folder_id"];
+            let folder = list.iter_mut().find(|f| f["id"] == *id).unwrap();
+            for (k, v) in event["data"].as_object().unwrap() {
+                folder[k] = v.clone();
+            }
+        }
+        "reorder" => {
+            for (at, id) in event["order"].as_array().unwrap().iter().enumerate() {
+                let folder = list.iter_mut().find(|f| f["id"] == *id).unwrap();
+                folder["order"] = json!(at);
+            }
+        }
+        other => panic!("channel_folder {other}"),
+    }
+    list.sort_by_key(|f| (f["order"].as_u64().unwrap(), f["id"].as_u64().unwrap()));
 }
 
 /// `realm` `update` and `update_dict`: register's `realm_<property>`.
@@ -353,4 +383,93 @@ fn email_domains() {
     h.verify_action(HAMLET, &[], change, &["realm_domains"]);
     let remove = Harness::act(IAGO, natter::api::realm_domains::remove, &["elsinore.dk"], &[]);
     h.verify_action(HAMLET, &[], remove, &["realm_domains"]);
+}
+
+#[test]
+fn channel_folders() {
+    let h = Harness::new();
+    let cf = natter::api::channel_folders::create;
+    let create = |name: &'static str| {
+        Harness::act(IAGO, cf, &[], &[("name", name), ("description", "For **work**")])
+    };
+    let events = h.verify_action(HAMLET, &[], create("Frontend"), &["channel_folder"]);
+    assert_eq!(events[0]["op"], "add");
+    let front = events[0]["channel_folder"]["id"].to_string();
+    let events = h.verify_action(HAMLET, &[], create("Backend"), &["channel_folder"]);
+    let back = events[0]["channel_folder"]["id"].to_string();
+    let update = natter::api::channel_folders::update;
+    let path = [front.as_str()];
+    let events = h.verify_action(
+        HAMLET,
+        &[],
+        Harness::act(IAGO, update, &path, &[("name", "Web"), ("description", "")]),
+        &["channel_folder"],
+    );
+    assert_eq!(
+        events[0]["data"],
+        json!({"name": "Web", "description": "",
+                                         "rendered_description": ""})
+    );
+    let order = format!("[{back},{front}]");
+    let reorder = natter::api::channel_folders::reorder;
+    let events = h.verify_action(
+        HAMLET,
+        &[],
+        Harness::act(IAGO, reorder, &[], &[("order", order.as_str())]),
+        &["channel_folder"],
+    );
+    assert_eq!(events[0]["op"], "reorder");
+    // A channel joins a folder, leaves it; the folder is archived.
+    let id = verona(&h).to_string();
+    let streams = natter::api::streams::update;
+    let stream = [id.as_str()];
+    let events = h.verify_action(
+        HAMLET,
+        &[],
+        Harness::act(IAGO, streams, &stream, &[("folder_id", front.as_str())]),
+        &["stream"],
+    );
+    assert_eq!(events[0]["property"], "folder_id");
+    h.verify_action(
+        HAMLET,
+        &[],
+        Harness::act(IAGO, streams, &stream, &[("folder_id", "null")]),
+        &["stream"],
+    );
+    h.verify_action(
+        HAMLET,
+        &[],
+        Harness::act(IAGO, update, &path, &[("is_archived", "true")]),
+        &["channel_folder"],
+    );
+    let state = h.register(HAMLET, &[]);
+    assert_eq!(state["channel_folders"][1]["is_archived"], true);
+    assert_eq!(state["max_channel_folder_name_length"], 60);
+}
+
+#[test]
+fn channels_create() {
+    let h = Harness::new();
+    let folder = natter::api::channel_folders::create;
+    h.call(IAGO, folder, &[("name", "Venice")]).unwrap();
+    let folder_id = h.register(HAMLET, &[])["channel_folders"][0]["id"].to_string();
+    let hamlet = h.user(HAMLET).id.0.to_string();
+    let subscribers = format!("[{hamlet}]");
+    let create = natter::api::subscriptions::create;
+    let params = [
+        ("name", "Rialto"),
+        ("subscribers", subscribers.as_str()),
+        ("folder_id", folder_id.as_str()),
+        ("announce", "true"),
+    ];
+    let events = h.verify_action(
+        HAMLET,
+        &[],
+        Harness::act(IAGO, create, &[], &params),
+        &["stream", "subscription", "message"],
+    );
+    assert_eq!(events[0]["streams"][0]["folder_id"].to_string(), folder_id);
+    // A private one, without Hamlet: he hears nothing of it.
+    let params = [("name", "Secret"), ("subscribers", "[]"), ("invite_only", "true")];
+    h.verify_action(HAMLET, &[], Harness::act(IAGO, create, &[], &params), &[]);
 }

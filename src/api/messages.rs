@@ -161,7 +161,9 @@ pub enum Conversation {
 /// Sends `content` as `sender` to `to` through the ordinary send rules,
 /// with the `client` name given, logging `extra` in the same record: an
 /// outgoing-webhook bot's answer, with the end of the delivery that
-/// brought it. Blocks on the write path: for an OS thread or a handler.
+/// brought it, and the message's widget: `widget` (a checked
+/// `widget_content`) or the one its content makes. Blocks on the write
+/// path: for an OS thread or a handler.
 /// Triggers no outgoing-webhook bot when `sender` is a bot.
 pub fn send_as(
     app: &App,
@@ -170,6 +172,7 @@ pub fn send_as(
     content: &str,
     client: &str,
     extra: Vec<Mutation>,
+    widget: Option<&serde_json::Value>,
 ) -> ApiResult<MessageId> {
     let content = normalize_content(content)?;
     let target = match to {
@@ -194,6 +197,7 @@ pub fn send_as(
         let mentioned = draft.personal_mentions();
         let deliveries = crate::send::outgoing::triggered(state, sender, &new, &mentioned);
         let mut parts = extra.clone();
+        parts.extend(crate::send::widgets::first_submessage_with(state, &new, widget));
         parts.extend(crate::send::outgoing::queue(&deliveries));
         Ok((auto_topics::batch(Mutation::SendMessage(new), parts), (id, deliveries)))
     })?;

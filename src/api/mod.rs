@@ -7,6 +7,7 @@ pub mod auth;
 pub mod avatars;
 pub mod bot_storage;
 pub mod channel_email;
+pub mod channel_folders;
 pub mod channels;
 pub mod default_streams;
 pub mod emoji;

@@ -10,9 +10,11 @@ use crate::state::{Realm, RealmId};
 /// The Zulip feature level whose behaviour natter implements. It rises as
 /// capabilities land; clients compare it to decide what to send. 419: every
 /// change the spec's Versioning table lists up to it is implemented, the
-/// last being the `simplified_presence_events` capability (channel folders,
-/// 389, as far as the spec asks: `folder_id`, null, as natter has none).
-/// The one place it is set: `/server_settings` and `/register` read it.
+/// last being the `simplified_presence_events` capability; channel folders
+/// (389 to 418) and `POST /channels/create` (417) are in too. 420 (an
+/// E2EE push test notification) is not: natter sends no push
+/// notifications. The one place it is set: `/server_settings` and
+/// `/register` read it.
 pub const FEATURE_LEVEL: u32 = 419;
 
 /// The version string reported as `zulip_version` (feature level 419 is a

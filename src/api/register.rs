@@ -43,6 +43,7 @@ pub const PLUGINS: &[RegisterState] = &[
     super::default_streams::register_state,
     super::realm_settings::register_state,
     super::realm_domains::register_state,
+    super::channel_folders::register_state,
     super::scheduled::register_state,
     super::reminders::register_state,
     super::reports::register_state,

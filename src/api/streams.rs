@@ -342,8 +342,8 @@ fn changes(
         }
     }
     if let Some(folder) = patch.folder {
-        if folder.is_some() {
-            return refuse("Invalid channel folder ID");
+        if let Some(id) = folder {
+            super::channel_folders::check_folder(s, channel.realm, id)?;
         }
         if folder != channel.folder_id {
             out.push(ChannelChange::Folder(folder));

@@ -1,5 +1,6 @@
 //! Joining, leaving and creating channels, and per-subscription settings:
-//! `POST /users/me/subscriptions`, `DELETE /users/me/subscriptions`,
+//! `POST /users/me/subscriptions`, `POST /channels/create`,
+//! `DELETE /users/me/subscriptions`,
 //! `POST /users/me/subscriptions/properties`,
 //! `GET /users/{user_id}/subscriptions/{stream_id}`,
 //! `GET /streams/{stream_id}/members`. Every rule is asked of
@@ -128,6 +129,7 @@ struct Creation {
     history_public: Option<bool>,
     retention: Option<Option<i32>>,
     topics_policy: TopicsPolicy,
+    folder: Option<u64>,
     permissions: Vec<(ChannelPermission, GroupSetting)>,
 }
 
@@ -145,10 +147,9 @@ fn creation_options(call: &mut Call, state: &State) -> ApiResult<Creation> {
         Some(name) => parse_topics_policy(&name)?,
         None => TopicsPolicy::Inherit,
     };
-    if let Some(folder) = p.json_or_string("folder_id")? {
-        if !folder.is_null() {
-            return Err(ApiError::bad_request("Invalid channel folder ID"));
-        }
+    let folder = super::channel_folders::folder_param(call)?.flatten();
+    if let Some(id) = folder {
+        super::channel_folders::check_folder(state, call.realm.id, id)?;
     }
     let mut permissions = Vec::new();
     for which in ChannelPermission::ALL {
@@ -164,6 +165,7 @@ fn creation_options(call: &mut Call, state: &State) -> ApiResult<Creation> {
         history_public,
         retention,
         topics_policy,
+        folder,
         permissions,
     })
 }
@@ -336,6 +338,61 @@ pub fn subscribe(app: &App, call: &mut Call) -> ApiResult<Reply> {
     Ok(out)
 }
 
+/// `subscribers` of `POST /channels/create`: a JSON list of user ids.
+fn subscriber_ids(call: &mut Call, state: &State) -> ApiResult<Vec<User>> {
+    let value = call.params.json("subscribers")?.ok_or_else(|| ApiError::missing("subscribers"))?;
+    let Value::Array(items) = value else {
+        return Err(ApiError::invalid("subscribers", "not a list of user IDs"));
+    };
+    let mut users: Vec<User> = Vec::new();
+    for item in &items {
+        if !item.is_u64() {
+            return Err(ApiError::invalid("subscribers", "not a list of user IDs"));
+        }
+        let user = resolve_principal(state, &call.realm, item)?;
+        if !users.iter().any(|u| u.id == user.id) {
+            users.push(user);
+        }
+    }
+    Ok(users)
+}
+
+/// `POST /channels/create`: creates the channel `name` (an error if the
+/// realm has one of that name) with the creation options of
+/// `POST /users/me/subscriptions`, subscribes `subscribers` and replies
+/// the new channel's `id`.
+pub fn create(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let name = check_channel_name(&call.params.required_string("name")?)?;
+    let description = check_description(&call.params.string("description").unwrap_or_default())?;
+    let state = &app.state;
+    let targets = subscriber_ids(call, state)?;
+    let announce = call.params.bool_or("announce", false)?;
+    let creation = creation_options(call, state)?;
+    let realm = call.realm.clone();
+    let me = call.caller().clone();
+    let now = entropy::now();
+    let rendered = markdown::render(&description);
+    let id = app.committer.commit(|s| {
+        if s.channel_by_name(realm.id, &name).is_some() {
+            return Err(ApiError::channel_exists(&name));
+        }
+        let c = new_channel(s, &realm, &me, &name, &description, &rendered, &creation, 0, now)?;
+        let created = [(c.id, c.name.clone())];
+        let subscribers =
+            targets.iter().map(|t| (t.id, build::subscription(s, t.id, 0))).collect::<Vec<_>>();
+        let mut mutations =
+            vec![Mutation::CreateChannel { channel: Box::new(c.clone()), subscribers: Vec::new() }];
+        if !subscribers.is_empty() {
+            mutations.push(Mutation::Subscribe { channel: c.id, subscribers });
+        }
+        if announce && !creation.invite_only {
+            mutations.extend(announcement(s, &realm, &me, &created, now));
+        }
+        Ok((Mutation::Batch(mutations), c.id.0))
+    })?;
+    Ok(reply! { "id" => id })
+}
+
 /// A channel to create, checked against the creator's permissions; the
 /// `k`-th channel created by this request gets the `k`-th next ids.
 #[allow(clippy::too_many_arguments)]
@@ -383,7 +440,7 @@ fn new_channel(
         message_retention_days: c.retention.flatten(),
         is_archived: false,
         topics_policy: c.topics_policy,
-        folder_id: None,
+        folder_id: c.folder,
         is_default: c.is_default,
         permissions,
         first_message_id: None,

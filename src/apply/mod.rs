@@ -12,6 +12,7 @@ pub mod admin;
 mod bots;
 pub mod features;
 mod files;
+mod folders;
 pub(crate) mod organization;
 pub(crate) mod personal;
 pub mod replay;
@@ -90,7 +91,8 @@ pub fn keeps_users(mutation: &Mutation) -> bool {
         | Mutation::Organization(_)
         | Mutation::Features(_)
         | Mutation::WebSession(_)
-        | Mutation::AddSubmessage { .. } => true,
+        | Mutation::AddSubmessage { .. }
+        | Mutation::ChannelFolder(_) => true,
         // A service shows in `realm_bots`; storage and deliveries nowhere.
         Mutation::Bot(change) => {
             !matches!(**change, crate::state::bots::BotChange::SetService { .. })
@@ -187,6 +189,7 @@ fn apply_one(state: &State, mutation: &Mutation) -> Vec<Event> {
             state.web_sessions.apply(change);
             Vec::new()
         }
+        Mutation::ChannelFolder(change) => folders::apply(state, change),
         Mutation::AddSubmessage { submessage, announce } => {
             features::add_submessage(state, submessage, *announce)
         }

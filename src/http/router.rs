@@ -610,6 +610,36 @@ pub static ROUTES: &[Route] = &[
         handler: api::realm_domains::remove,
     },
     Route {
+        method: "POST",
+        pattern: "/channels/create",
+        access: Access::User,
+        handler: api::subscriptions::create,
+    },
+    Route {
+        method: "GET",
+        pattern: "/channel_folders",
+        access: Access::User,
+        handler: api::channel_folders::list,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/channel_folders",
+        access: Access::User,
+        handler: api::channel_folders::reorder,
+    },
+    Route {
+        method: "POST",
+        pattern: "/channel_folders/create",
+        access: Access::User,
+        handler: api::channel_folders::create,
+    },
+    Route {
+        method: "PATCH",
+        pattern: "/channel_folders/{channel_folder_id}",
+        access: Access::User,
+        handler: api::channel_folders::update,
+    },
+    Route {
         method: "GET",
         pattern: "/realm/linkifiers",
         access: Access::User,

@@ -267,6 +267,9 @@ pub enum Mutation {
         /// Whether its readers get a `submessage` event.
         announce: bool,
     },
+    /// A channel folder is created, changed or the realm's folders are
+    /// reordered (`state::folders`).
+    ChannelFolder(Box<crate::state::folders::FolderChange>),
 }
 
 /// The whole new name, description and settings of a realm.

@@ -10,7 +10,9 @@
 //!
 //! - a 2xx JSON object: its `content` (Slack: `text`) posted as the bot in
 //!   the same topic or direct conversation; `response_not_required`, an
-//!   empty `content` or the JSON string `""`: nothing;
+//!   empty `content` or the JSON string `""`: nothing. A `widget_content`
+//!   beside the content (a zform of choices) makes the message that
+//!   widget; an invalid one is refused like invalid JSON, as in Zulip;
 //! - invalid JSON or not an object: "Failure! Invalid JSON in response" /
 //!   "Failure! Invalid response format" in the conversation, and a direct
 //!   message to the bot's owner;
@@ -38,6 +40,7 @@ use crate::api::messages::{send_as, Conversation};
 use crate::api::App;
 use crate::mutation::Mutation;
 use crate::state::bots::{BotChange, Delivery, Interface, Service};
+use crate::state::widgets::check_widget_content;
 use crate::state::{Destination, Message, Realm, User};
 use client::{Client, Outcome};
 
@@ -89,13 +92,16 @@ enum Next {
     /// The delivery is over: post `reply` in the conversation and
     /// `owner` to the bot's owner (each if any).
     Done { reply: Option<String>, owner: Option<String> },
+    /// The delivery is over: post `reply` in the conversation as the
+    /// widget `widget` (a checked `widget_content`).
+    Widget { reply: String, widget: Value },
     /// Worth another try; `why` tells the owner if none is left.
     Retry { why: String },
 }
 
 fn run(app: &App, client: &Client, delivery: Delivery, failed: u32) {
     let Some(ctx) = Context::read(app, &delivery) else {
-        finish(app, None, &delivery, None, None);
+        finish(app, None, &delivery, None, None, None);
         return;
     };
     match attempt(app, client, &ctx, &delivery) {
@@ -115,11 +121,15 @@ fn run(app: &App, client: &Client, delivery: Delivery, failed: u32) {
                 delivery.message.0
             );
             let reply = failure("Bot is unavailable");
-            finish(app, Some(&ctx), &delivery, Some(reply), Some(owner_notice(app, &ctx, &why)));
+            let owner = Some(owner_notice(app, &ctx, &why));
+            finish(app, Some(&ctx), &delivery, Some(reply), owner, None);
         }
         Next::Done { reply, owner } => {
             let owner = owner.map(|detail| owner_notice(app, &ctx, &detail));
-            finish(app, Some(&ctx), &delivery, reply, owner);
+            finish(app, Some(&ctx), &delivery, reply, owner, None);
+        }
+        Next::Widget { reply, widget } => {
+            finish(app, Some(&ctx), &delivery, Some(reply), None, Some(&widget));
         }
     }
 }
@@ -251,8 +261,22 @@ fn answer(ctx: &Context, body: Option<&str>) -> Next {
         }
         Interface::Slack => map.get("text").map(text),
     };
-    let reply = content.filter(|c| !c.trim().is_empty());
-    Next::Done { reply, owner: None }
+    let Some(reply) = content.filter(|c| !c.trim().is_empty()) else {
+        return Next::Done { reply: None, owner: None };
+    };
+    // Zulip's Slack interface reads no widget.
+    let widget = match (ctx.service.interface, map.get("widget_content")) {
+        (Interface::Generic, Some(value)) if !value.is_null() => value,
+        _ => return Next::Done { reply: Some(reply), owner: None },
+    };
+    let checked = match widget {
+        Value::String(text) => check_widget_content(text),
+        _ => Err("Widgets: API programmer sent invalid JSON content".to_owned()),
+    };
+    match checked {
+        Ok(widget) => Next::Widget { reply, widget },
+        Err(why) => refused(&why),
+    }
 }
 
 /// Whether Python would take `value` as true (Zulip reads
@@ -300,14 +324,16 @@ fn owner_notice(app: &App, ctx: &Context, detail: &str) -> String {
 }
 
 /// Ends a delivery: posts `reply` as the bot in the message's
-/// conversation and `owner` as the bot to its owner, the last of them in
-/// one record with the delivery's end (or the end alone).
+/// conversation (as `widget`, if given) and `owner` as the bot to its
+/// owner, the last of them in one record with the delivery's end (or the
+/// end alone).
 fn finish(
     app: &App,
     ctx: Option<&Context>,
     delivery: &Delivery,
     reply: Option<String>,
     owner: Option<String>,
+    widget: Option<&Value>,
 ) {
     let done =
         || Mutation::Bot(Box::new(BotChange::Finish(vec![(delivery.message, delivery.bot)])));
@@ -332,7 +358,8 @@ fn finish(
     for (n, (to, content)) in posts.into_iter().enumerate() {
         let Some(ctx) = ctx else { break };
         let extra = if n + 1 == last { vec![done()] } else { Vec::new() };
-        match send_as(app, &ctx.bot, to, &content, CLIENT, extra) {
+        let widget = if n == 0 { widget } else { None };
+        match send_as(app, &ctx.bot, to, &content, CLIENT, extra, widget) {
             Ok(_) => finished |= n + 1 == last,
             Err(e) => tracing::warn!(
                 "bot {} could not post its answer to message {}: {}",

@@ -27,7 +27,7 @@ use crate::mutation::Mutation;
 use crate::state::State;
 
 /// Version of the on-disk encoding of `Mutation` and `StateImage`.
-pub const FORMAT_VERSION: u32 = 14;
+pub const FORMAT_VERSION: u32 = 16;
 
 /// Why the data dir could not be opened.
 #[derive(Debug)]
@@ -532,8 +532,7 @@ mod tests {
     }
 
     /// The image's own block: the image, then its organization, features
-    /// bots and web sessions parts.
-    /// and widgets parts.
+    /// bots, web sessions, widgets and folders parts.
     fn head_block(image: &crate::state::StateImage) -> Vec<u8> {
         let config = bincode::config::standard();
         let mut head = bincode::serde::encode_to_vec(image, config).unwrap();
@@ -542,6 +541,7 @@ mod tests {
         head.extend(bincode::serde::encode_to_vec(&image.bots, config).unwrap());
         head.extend(bincode::serde::encode_to_vec(&image.web_sessions, config).unwrap());
         head.extend(bincode::serde::encode_to_vec(&image.widgets, config).unwrap());
+        head.extend(bincode::serde::encode_to_vec(&image.folders, config).unwrap());
         head
     }
 
@@ -601,6 +601,47 @@ mod tests {
         old[20..28].copy_from_slice(&len.to_le_bytes());
         reseal(&mut old);
         old
+    }
+
+    /// Snapshots of format 14 (no folders part after the widgets part)
+    /// still load, with no channel folders; the current format keeps them.
+    #[test]
+    fn a_format_14_snapshot_loads_with_no_channel_folders() {
+        use crate::state::folders::{ChannelFolder, FolderChange};
+        let state = State::new();
+        history(&state, 20);
+        let realm = crate::state::RealmId(1);
+        state.folders.apply(&FolderChange::Create(ChannelFolder {
+            id: 1,
+            realm,
+            name: "Backend".into(),
+            description: String::new(),
+            rendered_description: String::new(),
+            creator: None,
+            date_created: 0,
+            is_archived: false,
+            order: 1,
+        }));
+        let image = state.image();
+        let bytes = snapshot::encode(&image);
+        let decoded = snapshot::decode(&bytes, Path::new("s")).unwrap();
+        assert_eq!(decoded.folders, image.folders);
+        let config = bincode::config::standard();
+        let parts = [
+            bincode::serde::encode_to_vec(&image.organization, config).unwrap(),
+            bincode::serde::encode_to_vec(&image.features, config).unwrap(),
+            bincode::serde::encode_to_vec(&image.bots, config).unwrap(),
+            bincode::serde::encode_to_vec(&image.web_sessions, config).unwrap(),
+            bincode::serde::encode_to_vec(&image.widgets, config).unwrap(),
+        ];
+        let old = older_snapshot(&image, 14, &parts);
+        let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
+        assert_eq!(decoded.folders, Default::default());
+        assert_eq!(decoded.widgets, image.widgets);
+        // A format-14 header over a format-16 payload is refused.
+        let mut mislabelled = bytes.clone();
+        mislabelled[8..12].copy_from_slice(&14u32.to_le_bytes());
+        assert!(snapshot::decode(&mislabelled, Path::new("s")).is_err());
     }
 
     /// Snapshots of format 13 (no widgets part after the web sessions

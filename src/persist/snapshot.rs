@@ -22,7 +22,8 @@
 //!    its serde derive), then (since version 10) its `organization`,
 //!    then (since version 11) its `features`, then (since version 12)
 //!    its `bots`, then (since version 13) its `web_sessions`, then
-//!    (since version 14) its `widgets` (messages' submessages);
+//!    (since version 14) its `widgets` (messages' submessages), then
+//!    (since version 16) its `folders` (channel folders);
 //! 2. the messages section: a block count (u64), then one block per
 //!    message chunk of 4,096 ids (`message_store::CHUNK`) that holds any
 //!    message, its items the messages in id order;
@@ -176,6 +177,10 @@ const FORMAT_WITHOUT_WEB_SESSIONS: u32 = 12;
 /// followed the web sessions part: those files are read with no submessages.
 const FORMAT_WITHOUT_WIDGETS: u32 = 13;
 
+/// The last format version before the channel folders part followed the
+/// widgets part: those files are read with no folders.
+const FORMAT_WITHOUT_FOLDERS: u32 = 15;
+
 /// The ids a block of rows holds, about: big enough that a block's
 /// framing is noise, small enough that many users' rows spread over the
 /// threads.
@@ -190,6 +195,7 @@ fn encode_payload(image: &StateImage, out: &mut impl Write) -> io::Result<()> {
     encode_one(&image.bots, &mut block)?;
     encode_one(&image.web_sessions, &mut block)?;
     encode_one(&image.widgets, &mut block)?;
+    encode_one(&image.folders, &mut block)?;
     write_block(out, &block, None)?;
     match &image.messages {
         MessagesImage::Frozen(frozen) => {
@@ -418,6 +424,12 @@ pub fn decode_from<S: Source + ?Sized>(
             let (widgets, more) = super::decode_bounded(&bytes[used..])
                 .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
             image.widgets = widgets;
+            used += more;
+        }
+        if version > FORMAT_WITHOUT_FOLDERS {
+            let (folders, more) = super::decode_bounded(&bytes[used..])
+                .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            image.folders = folders;
             used += more;
         }
         if used != bytes.len() {

@@ -1,6 +1,9 @@
-//! The widget a `/poll` or `/todo` message becomes: its first submessage,
-//! logged in the send's record with the message's sender as its sender
-//! (as Zulip's server makes it).
+//! The widget a `/poll` or `/todo` message becomes, or the one its sender
+//! named (`widget_content`): its first submessage, logged in the send's
+//! record with the message's sender as its sender (as Zulip's server
+//! makes it).
+
+use serde_json::Value;
 
 use crate::mutation::{Mutation, NewMessage};
 use crate::state::widgets::{widget_for, Submessage};
@@ -8,7 +11,21 @@ use crate::state::State;
 
 /// The widget's first submessage for `new`, if its content makes one.
 pub(crate) fn first_submessage(state: &State, new: &NewMessage) -> Option<Mutation> {
-    let content = widget_for(new.message.content())?;
+    first_submessage_with(state, new, None)
+}
+
+/// The widget's first submessage for `new`: `widget` (a checked
+/// `widget_content` its sender named) if given, else the one its content
+/// makes, if any.
+pub(crate) fn first_submessage_with(
+    state: &State,
+    new: &NewMessage,
+    widget: Option<&Value>,
+) -> Option<Mutation> {
+    let content = match widget {
+        Some(widget) => widget.clone(),
+        None => widget_for(new.message.content())?,
+    };
     let submessage = Submessage {
         id: state.widgets.peek(),
         message: new.message.id,

@@ -16,6 +16,7 @@ pub mod channels;
 pub mod emails;
 pub mod features;
 pub mod files;
+pub mod folders;
 pub mod groups;
 pub mod holders;
 pub mod id_set;
@@ -151,6 +152,8 @@ pub struct State {
     pub web_sessions: web_sessions::WebSessions,
     /// Messages' submessages (polls, to-do lists).
     pub widgets: widgets::WidgetState,
+    /// Channel folders (`folders`).
+    pub folders: folders::FolderState,
 }
 
 /// `State` as key-sorted data: the snapshot format. Taken from live state
@@ -220,6 +223,11 @@ pub struct StateImage {
     /// snapshots without it load.
     #[serde(skip)]
     pub widgets: widgets::WidgetsImage,
+    /// Channel folders (`folders`). Not in the image's own encoding:
+    /// written after `widgets` in the same block, so older snapshots
+    /// without it load.
+    #[serde(skip)]
+    pub folders: folders::FoldersImage,
 }
 
 impl StateImage {
@@ -249,6 +257,7 @@ impl StateImage {
             + self.bots.parts()
             + self.web_sessions.parts()
             + self.widgets.parts()
+            + self.folders.parts()
     }
 }
 
@@ -290,6 +299,7 @@ impl State {
             bots: self.bots.image(),
             web_sessions: self.web_sessions.image(),
             widgets: self.widgets.image(),
+            folders: self.folders.image(),
         }
     }
 
@@ -317,6 +327,7 @@ impl State {
             bots: bots::BotState::from_image(image.bots),
             web_sessions: web_sessions::WebSessions::from_image(image.web_sessions),
             widgets: widgets::WidgetState::from_image(image.widgets),
+            folders: folders::FolderState::from_image(image.folders),
             ..State::default()
         };
         for realm in image.realms {

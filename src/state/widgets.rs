@@ -174,6 +174,53 @@ pub fn widget_for(content: &str) -> Option<Value> {
 /// The largest option or task index a client may name (Zulip's `MAX_IDX`).
 const MAX_IDX: i64 = 1000;
 
+/// The widget a sender names for its message (`widget_content`, as an
+/// outgoing-webhook bot's reply may carry): JSON text of a
+/// `{widget_type, extra_data}` object, checked as Zulip does. Only a
+/// zform of `choices` (a heading and buttons whose `reply` is sent when
+/// pressed) is accepted. `Err` holds Zulip's message.
+pub fn check_widget_content(text: &str) -> Result<Value, String> {
+    let value: Value = serde_json::from_str(text)
+        .map_err(|_| "Widgets: API programmer sent invalid JSON content".to_owned())?;
+    check_widget_value(&value).map_err(|why| format!("Widgets: {why}"))?;
+    Ok(value)
+}
+
+fn check_widget_value(value: &Value) -> Result<(), String> {
+    let object = value.as_object().ok_or("widget_content is not a dict")?;
+    let widget_type = object.get("widget_type").ok_or("widget_type is not in widget_content")?;
+    let extra = object.get("extra_data").ok_or("extra_data is not in widget_content")?;
+    let extra = extra.as_object().ok_or("extra_data is not a dict")?;
+    let widget_type = widget_type.as_str().ok_or("widget_type is not a string")?;
+    if widget_type != "zform" {
+        return Err(format!("unknown widget type: {widget_type}"));
+    }
+    let kind = extra.get("type").ok_or("zform is missing type field")?;
+    if kind.as_str() != Some("choices") {
+        let kind = kind.as_str().map_or_else(|| kind.to_string(), str::to_owned);
+        return Err(format!("unknown zform type: {kind}"));
+    }
+    match extra.get("heading") {
+        Some(Value::String(_)) => {}
+        Some(_) => return Err("extra_data[\"heading\"] is not a string".into()),
+        None => return Err("heading key is missing from extra_data".into()),
+    }
+    let choices = extra.get("choices").ok_or("choices key is missing from extra_data")?;
+    let choices = choices.as_array().ok_or("extra_data[\"choices\"] is not a list")?;
+    for (i, choice) in choices.iter().enumerate() {
+        let name = format!("extra_data[\"choices\"][{i}]");
+        let choice = choice.as_object().ok_or_else(|| format!("{name} is not a dict"))?;
+        for field in ["short_name", "long_name", "reply"] {
+            match choice.get(field) {
+                Some(Value::String(_)) => {}
+                Some(_) => return Err(format!("{name}[\"{field}\"] is not a string")),
+                None => return Err(format!("{field} key is missing from {name}")),
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Checks a submessage's JSON against the rules of the message's widget
 /// type, as Zulip does: `Err` holds Zulip's message. Contents for other
 /// (or no) widget types pass unchecked.
@@ -278,6 +325,41 @@ fn check_fields(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn widget_content_is_a_zform_of_choices_or_refused_with_zulips_message() {
+        let zform = r#"{"widget_type": "zform", "extra_data": {"type": "choices",
+            "heading": "h", "choices": [{"short_name": "a", "long_name": "A", "reply": "a"}]}}"#;
+        assert_eq!(check_widget_content(zform).unwrap()["widget_type"], "zform");
+        let refused = [
+            ("nope", "Widgets: API programmer sent invalid JSON content"),
+            ("[]", "Widgets: widget_content is not a dict"),
+            (r#"{"extra_data": {}}"#, "Widgets: widget_type is not in widget_content"),
+            (r#"{"widget_type": "zform"}"#, "Widgets: extra_data is not in widget_content"),
+            (r#"{"widget_type": "zform", "extra_data": 1}"#, "Widgets: extra_data is not a dict"),
+            (r#"{"widget_type": "poll", "extra_data": {}}"#, "Widgets: unknown widget type: poll"),
+            (
+                r#"{"widget_type": "zform", "extra_data": {}}"#,
+                "Widgets: zform is missing type field",
+            ),
+            (
+                r#"{"widget_type": "zform", "extra_data": {"type": "other"}}"#,
+                "Widgets: unknown zform type: other",
+            ),
+            (
+                r#"{"widget_type": "zform", "extra_data": {"type": "choices", "choices": []}}"#,
+                "Widgets: heading key is missing from extra_data",
+            ),
+            (
+                r#"{"widget_type": "zform", "extra_data": {"type": "choices", "heading": "h",
+                    "choices": [{"short_name": "a", "long_name": 1, "reply": "a"}]}}"#,
+                "Widgets: extra_data[\"choices\"][0][\"long_name\"] is not a string",
+            ),
+        ];
+        for (text, why) in refused {
+            assert_eq!(check_widget_content(text).unwrap_err(), why, "{text}");
+        }
+    }
 
     #[test]
     fn poll_and_todo_messages_make_their_widgets() {

@@ -206,6 +206,20 @@ pub fn default_stream(c: &Channel) -> Value {
            "topics_policy": c.topics_policy.as_str(), "folder_id": c.folder_id})
 }
 
+/// Zulip's channel folder object.
+pub fn folder(f: &crate::state::folders::ChannelFolder) -> Value {
+    json!({
+        "id": f.id,
+        "name": f.name,
+        "description": f.description,
+        "rendered_description": f.rendered_description,
+        "order": f.order,
+        "date_created": f.date_created,
+        "creator_id": f.creator.map(|u| u.0),
+        "is_archived": f.is_archived,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::{normalize_color, Subscribers};
