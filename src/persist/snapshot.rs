@@ -22,7 +22,9 @@
 //!    its serde derive), then (since version 10) its `organization`,
 //!    then (since version 11) its `features`, then (since version 12)
 //!    its `bots`, then (since version 13) its `web_sessions`, then
-//!    (since version 14) its `widgets` (messages' submessages);
+//!    (since version 14) its `widgets` (messages' submessages), then
+//!    (since version 18) the failed tries of the unfinished outgoing-
+//!    webhook deliveries (`bots.failed`);
 //! 2. the messages section: a block count (u64), then one block per
 //!    message chunk of 4,096 ids (`message_store::CHUNK`) that holds any
 //!    message, its items the messages in id order;
@@ -176,6 +178,11 @@ const FORMAT_WITHOUT_WEB_SESSIONS: u32 = 12;
 /// followed the web sessions part: those files are read with no submessages.
 const FORMAT_WITHOUT_WIDGETS: u32 = 13;
 
+/// The last format version before the failed tries of unfinished
+/// outgoing-webhook deliveries followed the widgets part: those files are
+/// read with every unfinished delivery at its first try.
+const FORMAT_WITHOUT_DELIVERY_TRIES: u32 = 17;
+
 /// The ids a block of rows holds, about: big enough that a block's
 /// framing is noise, small enough that many users' rows spread over the
 /// threads.
@@ -190,6 +197,7 @@ fn encode_payload(image: &StateImage, out: &mut impl Write) -> io::Result<()> {
     encode_one(&image.bots, &mut block)?;
     encode_one(&image.web_sessions, &mut block)?;
     encode_one(&image.widgets, &mut block)?;
+    encode_one(&image.bots.failed, &mut block)?;
     write_block(out, &block, None)?;
     match &image.messages {
         MessagesImage::Frozen(frozen) => {
@@ -418,6 +426,12 @@ pub fn decode_from<S: Source + ?Sized>(
             let (widgets, more) = super::decode_bounded(&bytes[used..])
                 .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
             image.widgets = widgets;
+            used += more;
+        }
+        if version > FORMAT_WITHOUT_DELIVERY_TRIES {
+            let (failed, more) = super::decode_bounded(&bytes[used..])
+                .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            image.bots.failed = failed;
             used += more;
         }
         if used != bytes.len() {
