@@ -172,18 +172,20 @@ fn attempt(app: &App, client: &Client, ctx: &Context, delivery: &Delivery) -> Ne
             owner: None,
         };
     }
-    if !ctx.service.base_url.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("http://")) {
+    let url = &ctx.service.base_url;
+    let scheme = |s: &str| url.get(..s.len()).is_some_and(|p| p.eq_ignore_ascii_case(s));
+    if !scheme("http://") && !scheme("https://") {
         return Next::Done {
             reply: Some(failure("Bot is unavailable")),
             owner: Some(
-                "natter delivers to outgoing webhooks over plain HTTP only, and the URL \
-                 configured for the webhook is not an http:// URL."
+                "natter delivers to outgoing webhooks over HTTP and HTTPS only, and the URL \
+                 configured for the webhook is neither an http:// nor an https:// URL."
                     .into(),
             ),
         };
     }
-    let host = crate::api::realm::realm_url(app, &ctx.realm);
-    let host = host.trim_start_matches("http://");
+    let base = crate::api::realm::realm_url(app, &ctx.realm);
+    let host = base.trim_start_matches("https://").trim_start_matches("http://");
     let parts = request::Parts {
         state: &app.state,
         realm: &ctx.realm,
