@@ -249,15 +249,15 @@ fn github_events_have_zulips_topics() {
         content,
         "mona [pushed](https://github.com/octo-org/hello-world/compare/9049f1265b7d...0d1a26e67d8f) \
          2 commits to branch main.\n\n\
-         * Fix the greeting ([0d1a26e](https://github.com/octo-org/hello-world/commit/0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c))\n\
-         * Add a farewell ([a10867b](https://github.com/octo-org/hello-world/commit/a10867b14bb761a232cd80139fbd4c0d33264240))"
+         * Fix the greeting ([0d1a26e67d8](https://github.com/octo-org/hello-world/commit/0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c))\n\
+         * Add a farewell ([a10867b14bb](https://github.com/octo-org/hello-world/commit/a10867b14bb761a232cd80139fbd4c0d33264240))"
     );
     assert_eq!(
         send("pull_request", "github_pull_request_opened"),
         (
             "hello-world / PR #42 Say goodbye too".into(),
             "mona opened [PR #42](https://github.com/octo-org/hello-world/pull/42) from \
-             `farewell` to `main`.\n\n~~~ quote\nThis adds a farewell message.\n~~~"
+             `octo-org:farewell` to `octo-org:main`:\n\n~~~ quote\nThis adds a farewell message.\n~~~"
                 .into()
         )
     );
@@ -287,7 +287,7 @@ fn github_events_have_zulips_topics() {
     assert_eq!(
         send("release", "github_release_published"),
         (
-            "hello-world / v1.2.0 Farewells".into(),
+            "hello-world".into(),
             "mona published release [Farewells](https://github.com/octo-org/hello-world/releases/tag/v1.2.0) \
              for tag v1.2.0."
                 .into()
