@@ -520,7 +520,7 @@ fn gitlab_events_have_zulips_topics() {
             "Diaspora / main".into(),
             "Jane Doe [pushed](https://gitlab.example.com/mike/diaspora/-/compare/\
              95790bf891e76fee5e1747ab589903a6a1f80f22...da1560886d4f094c3e6c9ef40349f7d38b5d27d7) \
-             1 commit to branch main.\n\n* fixed readme ([da15608](https://gitlab.example.com/mike/\
+             1 commit to branch main.\n\n* fixed readme ([da1560886d4](https://gitlab.example.com/mike/\
              diaspora/-/commit/da1560886d4f094c3e6c9ef40349f7d38b5d27d7))"
                 .into()
         )
@@ -530,7 +530,7 @@ fn gitlab_events_have_zulips_topics() {
         (
             "Gitlab Test / MR #1 MS-Viewport".into(),
             "Administrator created [MR #1](https://gitlab.example.com/gitlabhq/gitlab-test/-/merge_requests/1) \
-             from `ms-viewport` to `master`.\n\n~~~ quote\nAdds the viewport meta tag.\n~~~"
+             from `ms-viewport` to `master`:\n\n~~~ quote\nAdds the viewport meta tag.\n~~~"
                 .into()
         )
     );

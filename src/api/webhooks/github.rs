@@ -70,7 +70,7 @@ const COMMITS_LIMIT: usize = 20;
 const COMMITTERS_LIMIT: usize = 3;
 
 /// A commit's id as Zulip shortens it.
-fn short_sha(sha: &str) -> String {
+pub(super) fn short_sha(sha: &str) -> String {
     sha.chars().take(11).collect()
 }
 
@@ -99,10 +99,24 @@ fn push(p: &Value, repo: &str, user: &str) -> Made {
         let body = format!("{user} [{verb}]({compare}) the branch {branch}.");
         return Some(("push_commits".to_owned(), topic, body));
     }
-    let noun = if commits.len() == 1 { "commit" } else { "commits" };
-    let mut body =
-        format!("{user} [{verb}]({compare}) {} {noun} to branch {branch}.", commits.len());
-    body.push_str(&committers(&commits, user));
+    let body = commits_pushed(user, verb, &compare, commits.len(), &branch, &commits);
+    Some(("push_commits".to_owned(), topic, body))
+}
+
+/// Zulip's message of a push of `count` commits (`commits` those the
+/// payload lists) to `branch`, for GitHub and GitLab alike: who pushed,
+/// who wrote them, the first 20 of them.
+pub(super) fn commits_pushed(
+    user: &str,
+    verb: &str,
+    compare: &str,
+    count: usize,
+    branch: &str,
+    commits: &[Value],
+) -> String {
+    let noun = if count == 1 { "commit" } else { "commits" };
+    let mut body = format!("{user} [{verb}]({compare}) {count} {noun} to branch {branch}.");
+    body.push_str(&committers(commits, user));
     body.push_str("\n\n");
     let lines: Vec<String> = commits
         .iter()
@@ -115,10 +129,10 @@ fn push(p: &Value, repo: &str, user: &str) -> Made {
         })
         .collect();
     body.push_str(&lines.join("\n"));
-    if commits.len() > COMMITS_LIMIT {
-        body.push_str(&format!("\n[and {} more commit(s)]", commits.len() - COMMITS_LIMIT));
+    if count > COMMITS_LIMIT {
+        body.push_str(&format!("\n[and {} more commit(s)]", count - COMMITS_LIMIT));
     }
-    Some(("push_commits".to_owned(), topic, body))
+    body
 }
 
 /// " Commits by A (3), B (2) and C (1).", naming each commit's author
