@@ -15,19 +15,18 @@
 //! recovery time; realms, and users and messages per realm; resident
 //! memory.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
-use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Metric, Registry};
 
 use super::auth::constant_time_eq;
 use super::response::{self, Response};
+use super::router::ROUTES;
 use super::Service;
 use crate::error::ApiError;
 
@@ -52,11 +51,180 @@ struct RealmLabels {
     realm: String,
 }
 
-type Latency = Family<RouteLabels, Histogram, fn() -> Histogram>;
+/// Latency buckets, in seconds: 0.25 ms to about 8 s, doubling.
+const LATENCY_SECONDS: &[f64] = &[
+    0.000_25, 0.000_5, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024,
+    2.048, 4.096, 8.192,
+];
 
-/// Latency buckets: 0.25 ms to about 8 s, doubling.
-fn latency_histogram() -> Histogram {
-    Histogram::new(exponential_buckets(0.000_25, 2.0, 16))
+/// The methods requests are counted by; anything else is `other`.
+const METHODS: [&str; 7] = ["GET", "POST", "PATCH", "PUT", "DELETE", "HEAD", "other"];
+
+/// Distinct statuses counted without a lock per slot; a slot that sees
+/// more (rare: each route answers a handful) counts the rest under one.
+const STATUSES_PER_SLOT: usize = 8;
+
+/// The request figures, recorded with relaxed atomics in tables laid out
+/// once from the routing table: a request costs a few uncontended
+/// increments, no hashing of labels and no lock.
+struct RequestFigures {
+    /// One per entry of [`ROUTES`], then one per method in [`METHODS`]
+    /// for requests no route matched (route `-`).
+    slots: Box<[Slot]>,
+    /// Each slot's latency histogram: routes that share a pattern (one
+    /// per method) share one, as the `route` label does.
+    latency_of: Box<[usize]>,
+    /// One per distinct pattern, in first-seen order.
+    latency: Box<[(&'static str, wal::Histogram)]>,
+    /// Counts of statuses past a slot's [`STATUSES_PER_SLOT`].
+    overflow: parking_lot::Mutex<rustc_hash::FxHashMap<(usize, u16), u64>>,
+}
+
+/// One (method, route)'s counts by status: `status` 0 is a free cell.
+#[derive(Default)]
+struct Slot {
+    statuses: [(AtomicU16, AtomicU64); STATUSES_PER_SLOT],
+}
+
+impl RequestFigures {
+    fn new() -> Self {
+        let slots = (0..ROUTES.len() + METHODS.len()).map(|_| Slot::default()).collect();
+        let mut patterns: Vec<&'static str> = Vec::new();
+        let latency_of = ROUTES
+            .iter()
+            .map(|r| r.pattern)
+            .chain(METHODS.iter().map(|_| "-"))
+            .map(|pattern| {
+                patterns.iter().position(|&p| p == pattern).unwrap_or_else(|| {
+                    patterns.push(pattern);
+                    patterns.len() - 1
+                })
+            })
+            .collect();
+        let latency = patterns.into_iter().map(|p| (p, wal::Histogram::new(LATENCY_SECONDS)));
+        RequestFigures {
+            slots,
+            latency_of,
+            latency: latency.collect(),
+            overflow: parking_lot::Mutex::default(),
+        }
+    }
+
+    /// The slot's method and route labels.
+    fn labels(&self, slot: usize) -> (&'static str, &'static str) {
+        match ROUTES.get(slot) {
+            Some(route) => (route.method, route.pattern),
+            None => (METHODS[slot - ROUTES.len()], "-"),
+        }
+    }
+
+    fn observe(&self, method: &str, route: Option<usize>, status: u16, seconds: f64) {
+        let slot = route.unwrap_or_else(|| {
+            ROUTES.len() + METHODS.iter().position(|&m| m == method).unwrap_or(METHODS.len() - 1)
+        });
+        self.latency[self.latency_of[slot]].1.observe(seconds);
+        for (held, count) in &self.slots[slot].statuses {
+            let current = match held.load(Ordering::Relaxed) {
+                0 => match held.compare_exchange(0, status, Ordering::Relaxed, Ordering::Relaxed) {
+                    Ok(_) => status,
+                    Err(other) => other,
+                },
+                other => other,
+            };
+            if current == status {
+                count.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
+        *self.overflow.lock().entry((slot, status)).or_insert(0) += 1;
+    }
+
+    /// Every (slot, status, count) counted so far, in slot order.
+    fn counts(&self) -> Vec<(usize, u16, u64)> {
+        let mut out = Vec::new();
+        for (slot, cells) in self.slots.iter().enumerate() {
+            for (held, count) in &cells.statuses {
+                let n = count.load(Ordering::Relaxed);
+                if n > 0 {
+                    out.push((slot, held.load(Ordering::Relaxed), n));
+                }
+            }
+        }
+        out.extend(self.overflow.lock().iter().map(|(&(slot, status), &n)| (slot, status, n)));
+        out.sort_unstable();
+        out
+    }
+}
+
+/// `http_requests`, by method, route and status.
+#[derive(Clone)]
+struct Requests(Arc<RequestFigures>);
+
+impl std::fmt::Debug for Requests {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Requests")
+    }
+}
+
+impl EncodeMetric for Requests {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        for (slot, status, n) in self.0.counts() {
+            let (method, route) = self.0.labels(slot);
+            let labels = RequestLabels { method, route, status };
+            encoder.encode_family(&labels)?.encode_counter::<NoLabelSet, _, u64>(&n, None)?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Counter
+    }
+}
+
+/// `http_request_duration_seconds`, by route.
+#[derive(Clone)]
+struct Latency(Arc<RequestFigures>);
+
+impl std::fmt::Debug for Latency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Latency")
+    }
+}
+
+impl EncodeMetric for Latency {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        for (route, histogram) in self.0.latency.iter() {
+            let figures = histogram.figures();
+            if figures.count > 0 {
+                encode_histogram(encoder.encode_family(&RouteLabels { route })?, &figures)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
+/// Writes `figures` (cumulative buckets, as `wal` keeps them).
+fn encode_histogram(
+    mut encoder: MetricEncoder,
+    figures: &wal::HistogramFigures,
+) -> Result<(), std::fmt::Error> {
+    // The encoder sums the buckets itself and writes `+Inf` for
+    // `f64::MAX`: hand it each bucket's own count.
+    let mut below = 0;
+    let buckets: Vec<(f64, u64)> = figures
+        .buckets
+        .iter()
+        .map(|&(bound, cumulative)| {
+            let own = cumulative - below;
+            below = cumulative;
+            (if bound.is_finite() { bound } else { f64::MAX }, own)
+        })
+        .collect();
+    encoder.encode_histogram::<NoLabelSet>(figures.sum, figures.count, &buckets, None)
 }
 
 /// A counter whose total another layer keeps: set at each scrape.
@@ -91,23 +259,10 @@ impl Copied {
 }
 
 impl EncodeMetric for Copied {
-    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+    fn encode(&self, encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
         let held = self.0.lock();
         let empty = wal::HistogramFigures { sum: 0.0, count: 0, buckets: vec![(f64::INFINITY, 0)] };
-        let f = held.as_ref().unwrap_or(&empty);
-        // The encoder sums the buckets itself and writes `+Inf` for
-        // `f64::MAX`: hand it each bucket's own count.
-        let mut below = 0;
-        let buckets: Vec<(f64, u64)> = f
-            .buckets
-            .iter()
-            .map(|&(bound, cumulative)| {
-                let own = cumulative - below;
-                below = cumulative;
-                (if bound.is_finite() { bound } else { f64::MAX }, own)
-            })
-            .collect();
-        encoder.encode_histogram::<NoLabelSet>(f.sum, f.count, &buckets, None)
+        encode_histogram(encoder, held.as_ref().unwrap_or(&empty))
     }
 
     fn metric_type(&self) -> MetricType {
@@ -153,8 +308,7 @@ pub struct Metrics {
     /// `None`: not served on the main listener (only on `--metrics-listen`).
     token: Option<String>,
     registry: Registry,
-    requests: Family<RequestLabels, Counter>,
-    latency: Latency,
+    requests: Arc<RequestFigures>,
     readings: Readings,
 }
 
@@ -162,14 +316,13 @@ impl Metrics {
     /// Metrics served on the main listener to `token` (if any).
     pub fn new(token: Option<String>) -> Self {
         let mut registry = Registry::with_prefix("natter");
-        let requests = Family::<RequestLabels, Counter>::default();
-        let latency = Latency::new_with_constructor(latency_histogram);
+        let requests = Arc::new(RequestFigures::new());
         let readings = Readings::default();
-        registry.register("http_requests", "Requests answered", requests.clone());
+        registry.register("http_requests", "Requests answered", Requests(requests.clone()));
         registry.register(
             "http_request_duration_seconds",
             "Time from a request read to its reply, by route (long-polls count their wait)",
-            latency.clone(),
+            Latency(requests.clone()),
         );
         let r = &readings;
         fn add(registry: &mut Registry, name: &str, help: &str, metric: impl Metric) {
@@ -274,23 +427,13 @@ impl Metrics {
             "Resident memory of the process",
             r.rss_bytes.clone(),
         );
-        Metrics { token, registry, requests, latency, readings }
+        Metrics { token, registry, requests, readings }
     }
 
-    /// Counts one answered request.
-    pub fn observe(&self, method: &str, route: &'static str, status: u16, seconds: f64) {
-        let method = match method {
-            "GET" => "GET",
-            "POST" => "POST",
-            "PATCH" => "PATCH",
-            "PUT" => "PUT",
-            "DELETE" => "DELETE",
-            "HEAD" => "HEAD",
-            _ => "other",
-        };
-        let route = if route.is_empty() { "-" } else { route };
-        self.requests.get_or_create(&RequestLabels { method, route, status }).inc();
-        self.latency.get_or_create(&RouteLabels { route }).observe(seconds);
+    /// Counts one answered request: `route` is its position in the
+    /// routing table, `None` if no route matched.
+    pub fn observe(&self, method: &str, route: Option<usize>, status: u16, seconds: f64) {
+        self.requests.observe(method, route, status, seconds);
     }
 
     /// Whether the main listener serves `GET /metrics`.
@@ -457,6 +600,43 @@ fn resident_bytes() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requests_are_counted_by_slot_and_status_past_the_lock_free_cells() {
+        let figures = RequestFigures::new();
+        let get = ROUTES.iter().position(|r| r.method == "GET").unwrap();
+        // More distinct statuses than a slot holds without its lock.
+        let statuses: Vec<u16> = (0..STATUSES_PER_SLOT as u16 + 3).map(|i| 400 + i).collect();
+        for &status in &statuses {
+            figures.observe("GET", Some(get), status, 0.001);
+        }
+        figures.observe("GET", Some(get), 400, 0.001);
+        figures.observe("BREW", None, 404, 20.0);
+        figures.observe("DELETE", None, 405, 0.000_1);
+        let counts = figures.counts();
+        let for_get: Vec<(u16, u64)> =
+            counts.iter().filter(|c| c.0 == get).map(|&(_, s, n)| (s, n)).collect();
+        let mut expected: Vec<(u16, u64)> = statuses.iter().map(|&s| (s, 1)).collect();
+        expected[0].1 = 2;
+        assert_eq!(for_get, expected);
+        let unmatched: Vec<_> = counts
+            .iter()
+            .filter(|c| c.0 >= ROUTES.len())
+            .map(|&(slot, status, n)| (figures.labels(slot), status, n))
+            .collect();
+        assert_eq!(unmatched, [(("DELETE", "-"), 405, 1), (("other", "-"), 404, 1)]);
+        let of = |slot: usize| &figures.latency[figures.latency_of[slot]];
+        assert_eq!(of(get).1.figures().count, statuses.len() as u64 + 1);
+        let unmatched = of(ROUTES.len());
+        assert_eq!((unmatched.0, unmatched.1.figures().count), ("-", 2));
+        // Routes sharing a pattern (one per method) share a histogram.
+        let (one, other) = (0..ROUTES.len())
+            .flat_map(|i| (i + 1..ROUTES.len()).map(move |j| (i, j)))
+            .find(|&(i, j)| ROUTES[i].pattern == ROUTES[j].pattern)
+            .unwrap();
+        assert_eq!(figures.latency_of[one], figures.latency_of[other]);
+        assert_ne!(figures.latency_of[get], figures.latency_of[ROUTES.len()]);
+    }
 
     #[test]
     fn counters_are_named_by_their_samples_in_the_classic_format() {

@@ -58,6 +58,8 @@ pub struct Service {
 struct Seen {
     /// The route's pattern (never the path: it may name ids).
     route: &'static str,
+    /// The route's position in the routing table.
+    index: Option<usize>,
     /// The authenticated caller.
     user: Option<u64>,
 }
@@ -110,12 +112,18 @@ impl conn::Handler for Service {
     ) -> Option<conn::Spool> {
         let path = target.split('?').next().unwrap_or("");
         let path = path.strip_prefix("/api/v1")?.trim_end_matches('/');
-        if method != "POST" || !router::is_upload(path) {
+        if !router::is_upload(method, path) {
             return None;
         }
         let header = |name: &str| {
             headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
         };
+        // A `PATCH` carries a file only in a multipart body; a form body
+        // is read as any other request's.
+        let media_type = header_text(header("content-type")).split(';').next().unwrap_or("");
+        if method != "POST" && !media_type.trim().eq_ignore_ascii_case("multipart/form-data") {
+            return None;
+        }
         let host = header_text(header("host"));
         let realm = self.realm_for_host(host).ok()?;
         match header("authorization") {
@@ -335,7 +343,7 @@ impl Service {
         if let Some(started) = started {
             let seconds = started.elapsed().as_secs_f64();
             if let Some(metrics) = &self.metrics {
-                metrics.observe(req.method, seen.route, reply.status, seconds);
+                metrics.observe(req.method, seen.index, reply.status, seconds);
             }
             if logged {
                 self.log(req.method, &seen, &reply, seconds);
@@ -381,6 +389,7 @@ impl Service {
         let (route, path_args) = match router::find(head.method, api_path) {
             Match::Found(route, args) => {
                 seen.route = route.pattern;
+                seen.index = Some(router::index_of(route));
                 (route, args)
             }
             Match::WrongMethod => return Err(ApiError::method_not_allowed(head.method)),

@@ -30,7 +30,8 @@ pub struct HistogramFigures {
 }
 
 impl Histogram {
-    fn new(bounds: &'static [f64]) -> Self {
+    /// An empty histogram with these upper bounds (increasing).
+    pub fn new(bounds: &'static [f64]) -> Self {
         Histogram {
             bounds,
             counts: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
