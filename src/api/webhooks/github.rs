@@ -154,7 +154,7 @@ fn committers(commits: &[Value], pusher: &str) -> String {
         return String::new();
     }
     // Most first; ties in the order the commits name them.
-    counts.sort_by(|a, b| b.1.cmp(&a.1));
+    counts.sort_by_key(|(_, count)| std::cmp::Reverse(*count));
     if counts.len() > COMMITTERS_LIMIT {
         let others = counts[COMMITTERS_LIMIT..].iter().map(|(_, c)| c).sum();
         counts.truncate(COMMITTERS_LIMIT);
