@@ -190,14 +190,7 @@ impl Drop for Durable {
     }
 }
 
-/// Free space on the log's file system below which commits are refused
-/// (503 `NOT_READY`, nothing applied or logged) while reads go on: room
-/// for the records already in flight, a new segment's zeros and the
-/// snapshot's files, so that the log itself never meets a full disk. A
-/// write that fails there anyway is fatal like a failed fsync (the
-/// mutation is applied in memory already), and nothing unacknowledged
-/// survives the restart's recovery.
-pub const DISK_RESERVE: u64 = 64 << 20;
+pub use crate::persist::schedule::DISK_RESERVE;
 
 /// Log bytes between two looks at the free space while it is above
 /// `DISK_RESERVE` (a `statvfs` every few hundred sends); below it, every
@@ -224,6 +217,13 @@ const RECORD_FRAMING: u64 = 16;
 pub struct Committer {
     shared: Arc<Shared>,
     durable: Arc<Durable>,
+    /// The highest seq whose events are published: each commit waits for
+    /// its predecessor's before publishing its own (the same parking
+    /// watermark as `durable`), so events reach the queues in seq order,
+    /// which their derivable ids need (`events::queue`). Mutations become
+    /// durable in seq order, so the wait is short: at most the fan-out of
+    /// the records one fsync covered.
+    published: Durable,
     hub: Arc<Hub>,
     /// Hands a cut to the snapshot thread; `None` once shutdown has begun.
     snapshot_tick: parking_lot::Mutex<Option<std::sync::mpsc::Sender<Cut>>>,
@@ -321,6 +321,7 @@ impl Committer {
     ) -> Self {
         let logged = wal.last_seq();
         durable.count_from(wal.durable_seq());
+        let published = Durable::new(state.applied_seq());
         let shared = Arc::new(Shared {
             schedule: Schedule::new(policy, state.applied_seq()),
             logged: AtomicU64::new(0),
@@ -346,6 +347,7 @@ impl Committer {
         Committer {
             shared,
             durable,
+            published,
             hub,
             snapshot_tick: parking_lot::Mutex::new(Some(tick)),
             snapshot_thread: parking_lot::Mutex::new(Some(handle)),
@@ -449,7 +451,9 @@ impl Committer {
             }
         }
         self.durable.wait(seq);
+        self.published.wait(seq - 1);
         self.hub.publish_committed(seq, events);
+        self.published.advance(seq);
         Ok(reply)
     }
 

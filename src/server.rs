@@ -121,6 +121,7 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
         let user = state.users.get(&user).filter(|u| u.is_active)?;
         crate::narrow::Narrow::parse(&state, &user, narrow).ok()
     };
+    realtime.queues.set_published(state.applied_seq());
     match realtime.queues.load(&config.data_dir, &reparse) {
         Ok(0) => {}
         Ok(n) => tracing::info!("restored {n} event queues saved at the last clean shutdown"),

@@ -46,7 +46,9 @@ fn register_returns_the_always_present_fields_and_only_fetched_sections() {
     let hamlet = server.client(HAMLET);
     let (queue, r) = register(&hamlet, &[("fetch_event_types", r#"["message"]"#)]);
     assert!(!queue.is_empty());
-    assert_eq!(r["last_event_id"], -1);
+    // Just below the slot of the next mutation's events (`seq × 1024`).
+    let last = r["last_event_id"].as_i64().unwrap();
+    assert!(last >= -1 && (last + 1) % 1024 == 0, "{last}");
     assert!(r["zulip_feature_level"].as_u64().unwrap() >= 185);
     assert_eq!(r["zulip_feature_level"], natter::api::realm::FEATURE_LEVEL);
     assert!(r["zulip_version"].is_string() && r["zulip_merge_base"].is_string());
@@ -125,7 +127,7 @@ fn message_events_reach_every_recipient_queue_with_flags_and_rendering() {
     let hamlet = server.client(HAMLET);
     let othello = server.client(OTHELLO);
     let cordelia = server.client(CORDELIA);
-    let (h_raw, _) = register(&hamlet, &[("event_types", r#"["message"]"#)]);
+    let (h_raw, registered) = register(&hamlet, &[("event_types", r#"["message"]"#)]);
     let (h_html, _) =
         register(&hamlet, &[("event_types", r#"["message"]"#), ("apply_markdown", "true")]);
     let (o, _) = register(&othello, &[("event_types", r#"["message"]"#)]);
@@ -137,7 +139,10 @@ fn message_events_reach_every_recipient_queue_with_flags_and_rendering() {
 
     let raw = events(&hamlet, &h_raw, -1);
     assert_eq!(raw.len(), 2, "the sender's own queue gets both: {raw:?}");
-    assert_eq!(raw[0]["id"], 0);
+    let (first, last) =
+        (raw[0]["id"].as_i64().unwrap(), registered["last_event_id"].as_i64().unwrap());
+    assert!(first > last && first % 1024 == 0, "the first event of its mutation: {first}");
+    assert!(raw[1]["id"].as_i64().unwrap() >= first + 1024, "the next mutation's slot");
     assert_eq!(raw[0]["message"]["id"], id);
     assert_eq!(raw[0]["message"]["content"], "to **be**", "register's default is Markdown");
     assert_eq!(raw[0]["message"]["content_type"], "text/x-markdown");
@@ -220,12 +225,14 @@ fn a_parked_long_poll_wakes_on_a_new_event() {
 fn an_idle_long_poll_gets_a_heartbeat_with_an_id() {
     let server = TestServer::start_with(&["--heartbeat-secs", "1"]);
     let hamlet = server.client(HAMLET);
-    let (q, _) = register(&hamlet, &[("event_types", r#"["message"]"#)]);
-    let r = hamlet.get("/events", &[("queue_id", &q), ("last_event_id", "-1")]).ok();
-    assert_eq!(r["events"], json!([{"type": "heartbeat", "id": 0}]));
+    let (q, registered) = register(&hamlet, &[("event_types", r#"["message"]"#)]);
+    let last = registered["last_event_id"].as_i64().unwrap();
+    let r = hamlet.get("/events", &[("queue_id", &q), ("last_event_id", &last.to_string())]).ok();
+    assert_eq!(r["events"], json!([{"type": "heartbeat", "id": last + 1}]));
     // Acknowledged, it is gone; the next heartbeat has the next id.
-    let r = hamlet.get("/events", &[("queue_id", &q), ("last_event_id", "0")]).ok();
-    assert_eq!(r["events"], json!([{"type": "heartbeat", "id": 1}]));
+    let acked = (last + 1).to_string();
+    let r = hamlet.get("/events", &[("queue_id", &q), ("last_event_id", &acked)]).ok();
+    assert_eq!(r["events"], json!([{"type": "heartbeat", "id": last + 2}]));
 }
 
 /// `--slow-request-ms`: a long-poll that waits for its heartbeat (≥ 1 s)
@@ -235,9 +242,10 @@ fn an_idle_long_poll_gets_a_heartbeat_with_an_id() {
 fn slow_requests_are_logged_when_asked_for() {
     let server = TestServer::start_with(&["--heartbeat-secs", "1", "--slow-request-ms", "900"]);
     let hamlet = server.client(HAMLET);
-    let (q, _) = register(&hamlet, &[("event_types", r#"["message"]"#)]);
+    let (q, registered) = register(&hamlet, &[("event_types", r#"["message"]"#)]);
     let r = hamlet.get("/events", &[("queue_id", &q), ("last_event_id", "-1")]).ok();
-    assert_eq!(r["events"], json!([{"type": "heartbeat", "id": 0}]));
+    let id = registered["last_event_id"].as_i64().unwrap() + 1;
+    assert_eq!(r["events"], json!([{"type": "heartbeat", "id": id}]));
     hamlet.get("/users/me", &[]).ok();
     let log = server.stderr();
     let slow: Vec<&str> = log.lines().filter(|l| l.contains("slow request")).collect();
@@ -316,17 +324,22 @@ fn queues_survive_a_clean_restart_with_exactly_the_unacknowledged_events() {
     let second = send(&hamlet, "general", "t", "two");
     let got = events(&hamlet, &q, -1);
     assert_eq!(got.len(), 2);
+    let ids: Vec<i64> = got.iter().map(|e| e["id"].as_i64().unwrap()).collect();
     server.stop();
     server.restart();
     let hamlet = server.client(HAMLET);
-    let got = events(&hamlet, &q, 0);
+    let got = events(&hamlet, &q, ids[0]);
     assert_eq!(got.len(), 1, "only the unacknowledged event: {got:?}");
-    assert_eq!((got[0]["id"].as_i64(), got[0]["message"]["id"].as_u64()), (Some(1), Some(second)));
+    assert_eq!(
+        (got[0]["id"].as_i64(), got[0]["message"]["id"].as_u64()),
+        (Some(ids[1]), Some(second))
+    );
     assert!(first < second);
     let third = send(&hamlet, "general", "t", "three");
-    let got = events(&hamlet, &q, 1);
+    let got = events(&hamlet, &q, ids[1]);
     assert_eq!(got.len(), 1);
-    assert_eq!((got[0]["id"].as_i64(), got[0]["message"]["id"].as_u64()), (Some(2), Some(third)));
+    assert_eq!(got[0]["message"]["id"].as_u64(), Some(third));
+    assert!(got[0]["id"].as_i64().unwrap() > ids[1]);
     // A crash is not a clean restart: the saved file was consumed at start.
     server.kill();
     server.restart();
@@ -461,4 +474,48 @@ fn client_gravatar_decides_the_avatar_url_in_message_events() {
     assert!(events(&othello, &computes, -1)[0]["message"]["avatar_url"].is_null());
     let url = &events(&othello, &needs_url, -1)[0]["message"]["avatar_url"];
     assert!(url.as_str().is_some_and(|u| u.starts_with("https://")), "{url}");
+}
+
+/// Committed events reach every queue in commit order, with ids derived
+/// from their seq: concurrent senders' messages arrive in message-id order
+/// (ids are taken under the writer lock, in seq order), each event in its
+/// own mutation's slot of 1024 ids.
+#[test]
+fn concurrent_commits_reach_a_queue_in_commit_order() {
+    const SENDERS: usize = 3;
+    const EACH: usize = 15;
+    let server = TestServer::start_with(&["--heartbeat-secs", "60"]);
+    let othello = server.client(OTHELLO);
+    let (q, registered) = register(&othello, &[("event_types", r#"["message"]"#)]);
+    let senders: Vec<_> = [HAMLET, CORDELIA, OTHELLO]
+        .into_iter()
+        .take(SENDERS)
+        .map(|who| {
+            let c = server.client(who);
+            std::thread::spawn(move || {
+                (0..EACH)
+                    .map(|i| send(&c, "general", "order", &format!("m{i}")))
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut last = registered["last_event_id"].as_i64().unwrap();
+    let mut got: Vec<Value> = Vec::new();
+    while got.len() < SENDERS * EACH {
+        let r =
+            othello.get("/events", &[("queue_id", &q), ("last_event_id", &last.to_string())]).ok();
+        for event in r["events"].as_array().unwrap() {
+            last = event["id"].as_i64().unwrap();
+            if event["type"] == "message" {
+                got.push(event.clone());
+            }
+        }
+    }
+    let mut sent: Vec<u64> = senders.into_iter().flat_map(|s| s.join().unwrap()).collect();
+    sent.sort_unstable();
+    let ids: Vec<i64> = got.iter().map(|e| e["id"].as_i64().unwrap()).collect();
+    let messages: Vec<u64> = got.iter().map(|e| e["message"]["id"].as_u64().unwrap()).collect();
+    assert_eq!(messages, sent, "every message once, in commit order");
+    assert!(ids.windows(2).all(|w| w[0] / 1024 < w[1] / 1024), "one slot each, rising: {ids:?}");
+    assert!(ids.iter().all(|id| id % 1024 == 0), "each its mutation's first event: {ids:?}");
 }

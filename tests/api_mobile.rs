@@ -366,6 +366,7 @@ fn typing_while_editing_reaches_whoever_would_hear_of_the_edit() {
     let events = crate::api_events::events(&othello, &othello_q, -1);
     assert_eq!(events.len(), 1, "{events:?}");
     let e = &events[0];
+    let seen = e["id"].as_i64().unwrap();
     assert_eq!(
         (e["type"].as_str(), e["op"].as_str()),
         (Some("typing_edit_message"), Some("start"))
@@ -385,7 +386,7 @@ fn typing_while_editing_reaches_whoever_would_hear_of_the_edit() {
         .as_u64()
         .unwrap();
     othello.post(&format!("/messages/{dm}/typing"), &[("op", "stop")]).ok();
-    let events = crate::api_events::events(&othello, &othello_q, 0);
+    let events = crate::api_events::events(&othello, &othello_q, seen);
     let mut users = vec![id(HAMLET), id("othello@natter.test")];
     users.sort();
     assert_eq!(events[0]["recipient"], json!({"type": "direct", "user_ids": users}));

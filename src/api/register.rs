@@ -146,7 +146,9 @@ pub fn register(app: &App, call: &mut Call) -> ApiResult<Reply> {
         )?;
         let mut out = Reply::new();
         out.insert("queue_id".into(), json!(queue_id));
-        out.insert("last_event_id".into(), json!(-1));
+        // Ids of committed events derive from their seq (`events::queue`).
+        let last_event_id = crate::events::queue::first_id(seq) - 1;
+        out.insert("last_event_id".into(), json!(last_event_id));
         out.insert("zulip_feature_level".into(), json!(FEATURE_LEVEL));
         out.insert("zulip_version".into(), json!(VERSION));
         out.insert("zulip_merge_base".into(), json!(VERSION));

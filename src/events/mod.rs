@@ -192,7 +192,9 @@ impl Hub {
     }
 
     /// Delivers the events of durable mutation `seq`; queues registered
-    /// with that mutation already in their fetched state skip them.
+    /// with that mutation already in their fetched state skip them. The
+    /// caller publishes mutations in seq order, each once (the committer
+    /// does): an event's queue id is derived from its seq.
     pub fn publish_committed(&self, seq: u64, events: Vec<Event>) {
         self.publish_at(Some(seq), events);
     }
@@ -202,6 +204,12 @@ impl Hub {
             return;
         }
         if let Some(realtime) = self.realtime.get() {
+            // The events of one mutation reach a queue with no other
+            // event between them (`Queues::delivering`).
+            let _delivering = realtime.queues.delivering();
+            if let Some(seq) = seq {
+                realtime.queues.set_published(seq);
+            }
             for event in &events {
                 fanout::deliver(realtime, seq, event);
             }

@@ -2,12 +2,28 @@
 //! long-polls.
 //!
 //! A queue belongs to one user and holds the Zulip JSON of the events its
-//! client has not acknowledged yet, each with the queue's own increasing
-//! `id`. A poll names the last id the client has seen; everything up to it
-//! is dropped for good, the rest is returned. An empty queue parks the
-//! polling coroutine on a may `Semphore` (never an OS thread per poller)
-//! until an event is pushed or the heartbeat interval passes, when a
-//! `heartbeat` event (with an id) is queued and returned.
+//! client has not acknowledged yet, each with an increasing `id`. A poll
+//! names the last id the client has seen; everything up to it is dropped
+//! for good, the rest is returned. An empty queue parks the polling
+//! coroutine on a may `Semphore` (never an OS thread per poller) until an
+//! event is pushed or the heartbeat interval passes, when a `heartbeat`
+//! event (with an id) is queued and returned.
+//!
+//! **Ids a log replay can derive again.** The k-th event (from 0) that
+//! mutation `seq` yields for a queue has id `seq × SLOT + k`
+//! (`committed_id`), whatever else the queue received: committed events
+//! are published in seq order, one mutation's events at a time
+//! (`Hub::publish_committed`), so the events of the same mutations,
+//! delivered again, get the same ids. An ephemeral event (heartbeat,
+//! presence, typing) takes the next id after the newest the queue has
+//! queued or its client has acknowledged, within the slot of the newest
+//! published seq: below the id the next committed event will have. In
+//! the rare case that slot is full (over a thousand ephemeral events to
+//! one queue while nothing at all is committed), a heartbeat wakes its
+//! poll with no event and other ephemeral events are not queued. A
+//! mutation yielding more than `SLOT` events for one queue overflows it
+//! (the client registers again). Ids stay below 2^53 for 2^43 mutations,
+//! so JavaScript clients read them exactly.
 //!
 //! Queues are ephemeral: never logged as mutations. A queue not polled for
 //! `QueueConfig::timeout` is collected; a queue that overflows
@@ -249,11 +265,22 @@ pub struct Queue {
     pub options: QueueOptions,
     /// Unacknowledged events, ascending ids.
     events: VecDeque<Queued>,
-    /// The id of the newest event ever queued (-1 before the first).
+    /// The id of the newest event ever queued (`first_id(floor_seq) - 1`
+    /// before the first).
     last_id: i64,
+    /// The highest id the client has acknowledged; ephemeral ids go above
+    /// it too.
+    acked: i64,
     /// Events of mutations with seq <= this are already in the state the
     /// client fetched at register time, so they are skipped.
     floor_seq: u64,
+    /// The seq of the newest committed events queued (`floor_seq` before
+    /// any), and how many of its events were queued: the next one's `k`.
+    slot_seq: u64,
+    slot_k: u64,
+    /// Set by a heartbeat that found no free id: the parked poll returns
+    /// with no event.
+    bare_wake: bool,
     /// Last poll start or end; collection counts from here.
     last_active: Instant,
     /// The parked poller's wake-up, if one is parked.
@@ -272,14 +299,40 @@ impl Queue {
     }
 
     fn ack(&mut self, last_event_id: i64) {
+        self.acked = self.acked.max(last_event_id);
         while self.events.front().is_some_and(|e| e.id <= last_event_id) {
             self.events.pop_front();
         }
     }
 
-    fn push(&mut self, shared: Arc<str>, own: Option<Arc<str>>) {
-        self.last_id += 1;
-        self.events.push_back(Queued { id: self.last_id, shared, own });
+    /// The id the next event of mutation `seq` (published in seq order)
+    /// takes; `None` if the mutation already filled its slot.
+    fn committed_id(&self, seq: u64) -> Option<i64> {
+        let k = if seq == self.slot_seq { self.slot_k } else { 0 };
+        (k < SLOT).then(|| committed_id(seq, k))
+    }
+
+    /// The id an ephemeral event would take now that mutation `published`
+    /// is the newest published: the next after everything queued or
+    /// acknowledged, if that is below the next committed event's id.
+    fn ephemeral_id(&self, published: u64) -> Option<i64> {
+        // (`acked` is whatever the client sent, up to `i64::MAX`.)
+        let id = self.last_id.max(self.acked).saturating_add(1);
+        (id < first_id(published.max(self.slot_seq) + 1)).then_some(id)
+    }
+
+    /// Queues an event with the id `committed_id` or `ephemeral_id` gave
+    /// (for mutation `seq`, or ephemeral).
+    fn push(&mut self, seq: Option<u64>, id: i64, shared: Arc<str>, own: Option<Arc<str>>) {
+        if let Some(seq) = seq {
+            if seq != self.slot_seq {
+                self.slot_seq = seq;
+                self.slot_k = 0;
+            }
+            self.slot_k += 1;
+        }
+        self.last_id = id;
+        self.events.push_back(Queued { id, shared, own });
         if let Some(waiter) = self.waiter.take() {
             // The woken poll is still under way until its coroutine runs:
             // the queue must not count as idle meanwhile (on a busy box,
@@ -387,6 +440,12 @@ pub struct Queues {
     local_ids: Mutex<HashMap<MessageId, (String, String)>>,
     /// Counts for monitoring.
     pub figures: QueueFigures,
+    /// The newest mutation whose events are being or have been delivered
+    /// (`Hub` sets it, in seq order): the slot ephemeral ids come from.
+    published: AtomicU64,
+    /// Held by whoever delivers events (`delivering`): one publish call
+    /// at a time, and the ticker's heartbeats.
+    delivery: Mutex<()>,
 }
 
 /// What the queues have done since start, for monitoring.
@@ -413,6 +472,21 @@ struct SavedQueue {
     events: Vec<Value>,
 }
 
+/// Ids each mutation's slot holds: committed events of mutation `seq` have
+/// ids from `seq × SLOT`.
+pub const SLOT: u64 = 1024;
+
+/// The id of the `k`-th event mutation `seq` yields for a queue.
+pub fn committed_id(seq: u64, k: u64) -> i64 {
+    i64::try_from(seq * SLOT + k).expect("seq below 2^43")
+}
+
+/// The first id of mutation `seq`'s slot; a queue registered at `seq`
+/// starts after `first_id(seq) - 1`, its `last_event_id`.
+pub fn first_id(seq: u64) -> i64 {
+    committed_id(seq, 0)
+}
+
 /// The clean-shutdown file's name inside the data dir.
 pub const SAVED_QUEUES_FILE: &str = "event-queues.json";
 
@@ -424,7 +498,26 @@ impl Queues {
             registry: RwLock::new(Registry::default()),
             local_ids: Mutex::new(HashMap::new()),
             figures: QueueFigures::default(),
+            published: AtomicU64::new(0),
+            delivery: Mutex::new(()),
         }
+    }
+
+    /// Held while one publish call delivers its events (and while the
+    /// ticker queues heartbeats), so the events of one mutation reach a
+    /// queue with no other event between them: the next one's id is
+    /// taken for granted (`committed_id`). Uncontended on the send path
+    /// (the committer publishes in seq order, one at a time); only an
+    /// ephemeral publish or a tick can meet it.
+    pub fn delivering(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.delivery.lock()
+    }
+
+    /// Records that the events of mutation `seq` are being delivered (all
+    /// earlier mutations' are): called in seq order by the hub, and at
+    /// start-up with the recovered seq.
+    pub fn set_published(&self, seq: u64) {
+        self.published.fetch_max(seq, Ordering::Relaxed);
     }
 
     /// The limits and timings in force.
@@ -469,8 +562,12 @@ impl Queues {
             realm,
             options,
             events: VecDeque::new(),
-            last_id: -1,
+            last_id: first_id(floor_seq) - 1,
+            acked: -1,
             floor_seq,
+            slot_seq: floor_seq,
+            slot_k: 0,
+            bare_wake: false,
             last_active: Instant::now(),
             waiter: None,
             poll_started: Instant::now(),
@@ -538,7 +635,7 @@ impl Queues {
                 if superseded {
                     return Ok(q.render_all());
                 }
-                if !q.events.is_empty() || dont_block {
+                if !q.events.is_empty() || dont_block || std::mem::take(&mut q.bare_wake) {
                     if ours(&q.waiter) {
                         q.waiter = None;
                     }
@@ -593,12 +690,26 @@ impl Queues {
         let heartbeat = self.config.heartbeat;
         let beat: Arc<str> = Arc::from(r#""type":"heartbeat""#);
         let cells: Vec<Arc<QueueCell>> = self.registry.read().by_id.values().cloned().collect();
+        let delivering = self.delivering();
+        let published = self.published.load(Ordering::Relaxed);
         for cell in cells {
             let mut q = cell.lock();
             if q.waiter.is_some() && now.duration_since(q.poll_started) >= heartbeat {
-                q.push(Arc::clone(&beat), None);
+                match q.ephemeral_id(published) {
+                    Some(id) => q.push(None, id, Arc::clone(&beat), None),
+                    None => {
+                        // No id free below the next committed event's:
+                        // the poll ends with no event instead.
+                        q.bare_wake = true;
+                        if let Some(waiter) = q.waiter.take() {
+                            q.last_active = Instant::now();
+                            waiter.post();
+                        }
+                    }
+                }
             }
         }
+        drop(delivering);
         self.collect_expired();
     }
 
@@ -643,6 +754,7 @@ impl Queues {
     ) {
         let mut overflowed = Vec::new();
         let mut queued = 0;
+        let published = self.published.load(Ordering::Relaxed);
         // Maps shared by many queues are serialized once: (map, its text).
         let mut texts: Vec<(SharedMap, Arc<str>)> = Vec::new();
         for cell in targets {
@@ -650,21 +762,33 @@ impl Queues {
             if q.dead || !q.accepts_seq(seq) {
                 continue;
             }
+            let id = match seq {
+                // `None`: the mutation filled its slot, which overflows
+                // the queue like too many events.
+                Some(seq) => q.committed_id(seq),
+                // Transient by nature: with no id free, not queued.
+                None => match q.ephemeral_id(published) {
+                    Some(id) => Some(id),
+                    None => continue,
+                },
+            };
             let Some(out) = render(&q) else { continue };
-            if q.events.len() >= self.config.max_events {
+            let room = q.events.len() < self.config.max_events;
+            let Some(id) = id.filter(|_| room) else {
                 tracing::warn!(
-                    "event queue {} of user {} overflowed ({} unacknowledged events); \
-                     dropped, its client must register again",
+                    "event queue {} of user {} overflowed ({} unacknowledged events, \
+                     at most {} per mutation); dropped, its client must register again",
                     q.id,
                     q.user,
-                    self.config.max_events
+                    self.config.max_events,
+                    SLOT
                 );
                 q.dead = true;
                 let lost = q.events.len() as u64;
                 self.figures.events_dropped.fetch_add(lost, Ordering::Relaxed);
                 overflowed.push(q.id.clone());
                 continue;
-            }
+            };
             let shared = match out.shared {
                 Body::Text(text) => text,
                 Body::Map(map) => match texts.iter().find(|(m, _)| Arc::ptr_eq(m, &map)) {
@@ -676,7 +800,7 @@ impl Queues {
                     }
                 },
             };
-            q.push(shared, out.own);
+            q.push(seq, id, shared, out.own);
             queued += 1;
         }
         self.figures.queued.fetch_add(queued, Ordering::Relaxed);
@@ -783,7 +907,8 @@ impl Queues {
 
     /// Loads the queues a clean shutdown saved, then deletes the file so a
     /// later crash can never resurrect them with events missing. Their
-    /// expiry clock restarts now. Returns how many were loaded.
+    /// expiry clock restarts now. Call after `set_published` with the
+    /// recovered seq. Returns how many were loaded.
     pub fn load(
         &self,
         dir: &Path,
@@ -798,6 +923,9 @@ impl Queues {
         let saved: Vec<SavedQueue> = serde_json::from_slice(&bytes)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
         let mut count = 0;
+        // Everything up to here was committed before the shutdown that
+        // saved the file; later mutations' events are new to every queue.
+        let recovered = self.published.load(Ordering::Relaxed);
         let mut registry = self.registry.write();
         for mut s in saved {
             // A narrow that no longer parses (its channel or user is gone)
@@ -823,7 +951,11 @@ impl Queues {
                 options: s.options,
                 events,
                 last_id: s.last_id,
-                floor_seq: 0,
+                acked: -1,
+                floor_seq: recovered,
+                slot_seq: recovered,
+                slot_k: 0,
+                bare_wake: false,
                 last_active: Instant::now(),
                 waiter: None,
                 poll_started: Instant::now(),
@@ -865,6 +997,10 @@ mod tests {
         })
     }
 
+    fn ids(events: &[Value]) -> Vec<i64> {
+        events.iter().map(|e| e["id"].as_i64().unwrap()).collect()
+    }
+
     fn body(kind: &str) -> Outgoing {
         let mut m = Map::new();
         m.insert("type".into(), Value::from(kind));
@@ -889,9 +1025,9 @@ mod tests {
         qs.deliver(Some(6), &targets, |_| Some(body("a")));
         qs.deliver(None, &targets, |_| Some(body("b")));
         let got = qs.poll(&id, UserId(1), None, true).unwrap();
-        assert_eq!(got.iter().map(|e| e["id"].as_i64().unwrap()).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(ids(&got), [6 * 1024, 6 * 1024 + 1]);
         assert_eq!(got[0]["type"], "a");
-        let got = qs.poll(&id, UserId(1), Some(0), true).unwrap();
+        let got = qs.poll(&id, UserId(1), Some(6 * 1024), true).unwrap();
         assert_eq!(got.len(), 1);
         assert_eq!(got[0]["type"], "b");
         assert_eq!(qs.poll(&id, UserId(2), Some(0), true), Err(QueueError::BadQueue));
@@ -1002,7 +1138,98 @@ mod tests {
         let targets = again.of_users([UserId(1)]);
         again.deliver(Some(1), &targets, |_| Some(body("c")));
         let got = again.poll(&id, UserId(1), Some(1), true).unwrap();
-        assert_eq!(got, vec![serde_json::json!({"type": "c", "id": 2})]);
+        assert_eq!(got, vec![serde_json::json!({"type": "c", "id": 1024})]);
+    }
+
+    fn roomy() -> Queues {
+        Queues::new(QueueConfig { max_events: 5000, max_per_user: 5, ..QueueConfig::default() })
+    }
+
+    /// Delivers mutation `seq`'s events in order, as the hub does.
+    fn publish(qs: &Queues, seq: u64, events: &[(UserId, &str)]) {
+        qs.set_published(seq);
+        for (user, kind) in events {
+            qs.deliver(Some(seq), &qs.of_users([*user]), |_| Some(body(kind)));
+        }
+    }
+
+    #[test]
+    fn committed_ids_derive_from_seq_whatever_ephemeral_events_came_between() {
+        let history: [(u64, &[(UserId, &str)]); 3] = [
+            (4, &[(UserId(1), "a"), (UserId(2), "b"), (UserId(1), "c")]),
+            (5, &[(UserId(2), "d")]),
+            (7, &[(UserId(1), "e")]),
+        ];
+        let (live, again) = (roomy(), roomy());
+        let a = live.create(UserId(1), RealmId(1), QueueOptions::default(), 3).unwrap();
+        live.create(UserId(2), RealmId(1), QueueOptions::default(), 3).unwrap();
+        let b = again.create(UserId(1), RealmId(1), QueueOptions::default(), 3).unwrap();
+        for (seq, events) in history {
+            publish(&live, seq, events);
+            // Only the live queue sees typing in between.
+            live.deliver(None, &live.of_users([UserId(1)]), |_| Some(body("typing")));
+            publish(&again, seq, events);
+        }
+        let got = live.poll(&a, UserId(1), Some(first_id(3) - 1), true).unwrap();
+        let kinds: Vec<&str> = got.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["a", "c", "typing", "typing", "e", "typing"]);
+        assert_eq!(ids(&got), [4096, 4097, 4098, 4099, 7168, 7169]);
+        let committed: Vec<&Value> = got.iter().filter(|e| e["type"] != "typing").collect();
+        let derived = again.poll(&b, UserId(1), None, true).unwrap();
+        assert_eq!(committed, derived.iter().collect::<Vec<_>>(), "same events, same ids");
+        // Ephemeral ids also go above whatever the client acknowledged.
+        live.poll(&a, UserId(1), Some(7500), true).unwrap();
+        live.deliver(None, &live.of_users([UserId(1)]), |_| Some(body("typing")));
+        assert_eq!(ids(&live.poll(&a, UserId(1), None, true).unwrap()), [7501]);
+    }
+
+    #[test]
+    fn a_full_slot_queues_no_ephemeral_event_and_a_heartbeat_wakes_with_none() {
+        let qs = Arc::new(Queues::new(QueueConfig {
+            heartbeat: Duration::from_millis(20),
+            max_events: 5000,
+            ..QueueConfig::default()
+        }));
+        let id = qs.create(UserId(1), RealmId(1), QueueOptions::default(), 2).unwrap();
+        let mine = qs.of_users([UserId(1)]);
+        for _ in 0..SLOT + 5 {
+            qs.deliver(None, &mine, |_| Some(body("typing")));
+        }
+        let got = qs.poll(&id, UserId(1), None, true).unwrap();
+        assert_eq!(got.len() as u64, SLOT);
+        assert_eq!(got.last().unwrap()["id"], first_id(3) - 1);
+        let last = first_id(3) - 1;
+        ticking(&qs);
+        let (poller, queue) = (Arc::clone(&qs), id.clone());
+        let woken = may::go!(move || poller.poll(&queue, UserId(1), Some(last), false).unwrap());
+        assert_eq!(woken.join().unwrap(), Vec::<Value>::new(), "a bare wake, no event");
+        // The next mutation opens a new slot.
+        publish(&qs, 3, &[(UserId(1), "m")]);
+        qs.deliver(None, &mine, |_| Some(body("typing")));
+        let got = qs.poll(&id, UserId(1), Some(last), true).unwrap();
+        assert_eq!(ids(&got), [first_id(3), first_id(3) + 1]);
+    }
+
+    #[test]
+    fn an_acknowledgement_past_every_id_leaves_no_ephemeral_room_and_committed_ids_alone() {
+        let qs = roomy();
+        let id = qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0).unwrap();
+        assert_eq!(qs.poll(&id, UserId(1), Some(i64::MAX), true).unwrap(), Vec::<Value>::new());
+        qs.deliver(None, &qs.of_users([UserId(1)]), |_| Some(body("typing")));
+        publish(&qs, 1, &[(UserId(1), "m")]);
+        let got = qs.poll(&id, UserId(1), Some(-1), true).unwrap();
+        assert_eq!(got, vec![serde_json::json!({"type": "m", "id": 1024})]);
+    }
+
+    #[test]
+    fn a_mutation_filling_its_slot_overflows_the_queue() {
+        let qs = roomy();
+        let id = qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0).unwrap();
+        let fits = vec![(UserId(1), "x"); SLOT as usize];
+        publish(&qs, 1, &fits);
+        assert_eq!(qs.poll(&id, UserId(1), None, true).unwrap().len() as u64, SLOT);
+        publish(&qs, 1, &[(UserId(1), "one too many")]);
+        assert_eq!(qs.poll(&id, UserId(1), None, true), Err(QueueError::BadQueue));
     }
 
     #[test]
