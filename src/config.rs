@@ -1,7 +1,7 @@
 //! Command-line options → validated `Config`, in two stages: clap parses the
 //! raw `Cli`, then `Cli::resolve` checks and converts it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Parser;
@@ -221,6 +221,12 @@ pub struct Cli {
     #[arg(long, default_value_t = 1000)]
     pub outgoing_webhook_backoff_ms: u64,
 
+    /// A PEM file of the certificate authorities `https` deliveries trust
+    /// instead of the built-in Mozilla roots (bot servers behind a
+    /// private CA). Certificates are always verified.
+    #[arg(long)]
+    pub outgoing_webhook_ca_file: Option<PathBuf>,
+
     /// Log lines as `text` (`natter: …`) or `json` (one object per line).
     #[arg(long, default_value = "text", global = true)]
     pub log_format: String,
@@ -350,6 +356,9 @@ pub struct OutgoingConfig {
     pub threads: usize,
     /// Wait before the first retry (doubled for each later one).
     pub backoff: Duration,
+    /// The DER certificates of the authorities `https` deliveries trust
+    /// (`--outgoing-webhook-ca-file`); empty: the built-in Mozilla roots.
+    pub ca_certs: Vec<Vec<u8>>,
 }
 
 impl OutgoingConfig {
@@ -376,6 +385,25 @@ impl OutgoingConfig {
                 Ok((addr, prefix))
             })
             .collect()
+    }
+
+    /// Reads `--outgoing-webhook-ca-file`: every certificate of the PEM
+    /// file, at least one.
+    pub fn read_ca_file(path: &Path) -> Result<Vec<Vec<u8>>, String> {
+        let why = |e: &dyn std::fmt::Display| {
+            format!("--outgoing-webhook-ca-file {}: {e}", path.display())
+        };
+        let pem = std::fs::read(path).map_err(|e| why(&e))?;
+        let mut certs = Vec::new();
+        for item in ureq::tls::parse_pem(&pem) {
+            if let ureq::tls::PemItem::Certificate(cert) = item.map_err(|e| why(&e))? {
+                certs.push(cert.der().to_vec());
+            }
+        }
+        if certs.is_empty() {
+            return Err(why(&"no certificate in the file"));
+        }
+        Ok(certs)
     }
 
     /// Whether `addr` is in one of the allowed blocks.
@@ -672,6 +700,10 @@ impl Cli {
             allow: OutgoingConfig::parse_allow(&self.outgoing_webhook_allow)?,
             threads: self.outgoing_webhook_threads,
             backoff: Duration::from_millis(self.outgoing_webhook_backoff_ms),
+            ca_certs: match &self.outgoing_webhook_ca_file {
+                Some(path) => OutgoingConfig::read_ca_file(path)?,
+                None => Vec::new(),
+            },
         };
         Ok(Config {
             outgoing,

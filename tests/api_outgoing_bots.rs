@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::{user_id, Client, TestServer};
+use crate::util::{channel_id, user_id, Client, TestServer};
 
 const IAGO: &str = "iago@natter.test"; // administrator
 const HAMLET: &str = "hamlet@natter.test"; // member; general, Denmark
@@ -119,7 +119,11 @@ impl BotServer {
 }
 
 fn read_request(stream: &mut TcpStream) -> Option<Seen> {
-    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    read_request_from(stream.try_clone().ok()?)
+}
+
+fn read_request_from(stream: impl Read) -> Option<Seen> {
+    let mut reader = BufReader::new(stream);
     let mut head = String::new();
     loop {
         let mut line = String::new();
@@ -449,14 +453,6 @@ fn time_outs_and_connection_errors_are_retried_then_reported() {
     let note = &contents(&owner)[0];
     assert!(note.contains("to your bot @_**dead bot** triggered an outgoing webhook."), "{note}");
     assert!(note.contains("resulted in a connection error"), "{note}");
-
-    // An https URL: natter's client has no TLS; refused at once.
-    let (_, tls_email, _, _) = create_bot(&hamlet, "tls", "https://bots.example.com/", "1");
-    send_channel(&hamlet, "Denmark", "tls", "@**tls bot** secure?");
-    let topic = wait_for(&hamlet, &topic_narrow("Denmark", "tls"), 2);
-    assert_eq!(contents(&topic)[1], "Failure! Bot is unavailable");
-    let owner = wait_for(&hamlet, &dm_narrow(&tls_email), 1);
-    assert!(contents(&owner)[0].contains("over plain HTTP only"));
 }
 
 #[test]
@@ -603,4 +599,229 @@ fn a_reply_with_widget_content_becomes_that_widget_and_a_bad_one_is_refused() {
     }
     let owner = wait_for(&hamlet, &dm_narrow(&bot_email), refusals.len());
     assert!(contents(&owner)[0].contains("Widgets: unknown widget type: poll"));
+}
+
+/// A bot's server over TLS on 127.0.0.1, with the test certificate of
+/// `tests/fixtures/tls` (for 127.0.0.1 and localhost, issued by the test
+/// authority `ca.pem`, which only the tests trust): it answers every
+/// request with `body`; each request it reads is sent on `seen`, and
+/// each failed handshake counted.
+struct TlsBotServer {
+    url: String,
+    seen: mpsc::Receiver<Seen>,
+    failed_handshakes: Arc<AtomicUsize>,
+}
+
+impl TlsBotServer {
+    fn start(body: &'static str) -> TlsBotServer {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tls");
+        let certs = CertificateDer::pem_file_iter(format!("{dir}/bot.pem"))
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_file(format!("{dir}/bot.key")).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
+        let config = Arc::new(config);
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a TLS bot server");
+        let url = format!("https://{}/bot", listener.local_addr().unwrap());
+        let (tx, seen) = mpsc::channel();
+        let failed_handshakes = Arc::new(AtomicUsize::new(0));
+        let failures = Arc::clone(&failed_handshakes);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(tcp) = stream else { return };
+                let conn = rustls::ServerConnection::new(Arc::clone(&config)).unwrap();
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                let Some(request) = read_request_from(&mut tls) else {
+                    failures.fetch_add(1, Ordering::SeqCst);
+                    continue;
+                };
+                if tx.send(request).is_err() {
+                    return;
+                }
+                let _ = write!(
+                    tls,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                     Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+            }
+        });
+        TlsBotServer { url, seen, failed_handshakes }
+    }
+}
+
+/// The test authority's certificate, for `--outgoing-webhook-ca-file`.
+const TEST_CA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tls/ca.pem");
+
+#[test]
+fn https_bots_get_their_messages_over_verified_tls() {
+    // The test authority trusted (instead of Mozilla's roots), and
+    // 127.0.0.1 allowed: the delivery goes over TLS and the answer is
+    // posted.
+    let args = [ALLOW, &["--outgoing-webhook-ca-file", TEST_CA][..]].concat();
+    let server = TestServer::start_with(&args);
+    let hamlet = server.client(HAMLET);
+    let bot = TlsBotServer::start(r#"{"content": "hello over TLS"}"#);
+    create_bot(&hamlet, "secure", &bot.url, "1");
+    let sent = send_channel(&hamlet, "Denmark", "tls", "@**secure bot** hi");
+    let seen = bot.seen.recv_timeout(Duration::from_secs(60)).expect("a request over TLS");
+    assert_eq!(seen.json()["message"]["id"], sent);
+    assert!(seen.head.starts_with("POST /bot HTTP/1.1"), "{}", seen.head);
+    let topic = wait_for(&hamlet, &topic_narrow("Denmark", "tls"), 2);
+    assert_eq!(contents(&topic), ["@**secure bot** hi", "hello over TLS"]);
+    drop(server);
+
+    // Without the test authority the certificate is not trusted: the
+    // handshake fails on every try, nothing is read, and the tries end
+    // with the unavailable notice.
+    let server = TestServer::start_with(ALLOW);
+    let hamlet = server.client(HAMLET);
+    let untrusted = TlsBotServer::start(r#"{"content": "must not be read"}"#);
+    let (_, email, _, _) = create_bot(&hamlet, "untrusted", &untrusted.url, "1");
+    send_channel(&hamlet, "Denmark", "untrusted tls", "@**untrusted bot** hi");
+    let topic = wait_for(&hamlet, &topic_narrow("Denmark", "untrusted tls"), 2);
+    assert_eq!(contents(&topic)[1], "Failure! Bot is unavailable");
+    let owner = wait_for(&hamlet, &dm_narrow(&email), 1);
+    assert!(contents(&owner)[0].contains("resulted in a connection error"));
+    assert!(untrusted.seen.try_recv().is_err(), "a request was read over an untrusted session");
+    // The bot server counts a refused handshake once natter hangs up.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while untrusted.failed_handshakes.load(Ordering::SeqCst) < 4 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(untrusted.failed_handshakes.load(Ordering::SeqCst), 4, "the try and 3 retries");
+    drop(server);
+
+    // The SSRF guard holds for https: with the authority trusted but no
+    // allow-list, 127.0.0.1 is refused before any connection.
+    let server = TestServer::start_with(&["--outgoing-webhook-ca-file", TEST_CA]);
+    let hamlet = server.client(HAMLET);
+    let guarded = TlsBotServer::start(r#"{"content": "leaked"}"#);
+    create_bot(&hamlet, "guarded", &guarded.url, "1");
+    send_channel(&hamlet, "Denmark", "guarded tls", "@**guarded bot** hi");
+    let topic = wait_for(&hamlet, &topic_narrow("Denmark", "guarded tls"), 2);
+    assert_eq!(contents(&topic)[1], "Failure! Third party responded with 407");
+    assert!(guarded.seen.try_recv().is_err());
+    assert_eq!(guarded.failed_handshakes.load(Ordering::SeqCst), 0, "no connection was made");
+}
+
+#[test]
+fn a_bad_ca_file_stops_the_server_from_starting() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "no certificate here\n").unwrap();
+    for path in [empty.to_str().unwrap(), "/nonexistent/ca.pem"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_natter"))
+            .args(["--data-dir", dir.path().to_str().unwrap(), "--listen", "127.0.0.1:0"])
+            .args(["--outgoing-webhook-ca-file", path])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "started with {path}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("--outgoing-webhook-ca-file"), "{stderr}");
+    }
+}
+
+#[test]
+fn scheduled_messages_trigger_bots_as_sent_ones_do() {
+    let server = TestServer::start_with(ALLOW);
+    let hamlet = server.client(HAMLET);
+    let bot = BotServer::start(|_| Answer::Reply(200, r#"{"content": "on time"}"#));
+    let (bot_id, bot_email, _, _) = create_bot(&hamlet, "timely", &bot.url, "1");
+    let denmark = channel_id(&hamlet, "Denmark").to_string();
+    let at =
+        (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 2)
+            .to_string();
+    let schedule = |params: &[(&str, &str)]| {
+        let mut params = params.to_vec();
+        params.push(("scheduled_delivery_timestamp", at.as_str()));
+        hamlet.post("/scheduled_messages", &params).ok();
+    };
+    // A mention in a channel, and a direct message to the bot.
+    let content = "@**timely bot** the scheduled mention";
+    schedule(&[("type", "stream"), ("to", &denmark), ("topic", "later"), ("content", content)]);
+    let to = format!("[{bot_id}]");
+    schedule(&[("type", "direct"), ("to", &to), ("content", "the scheduled DM")]);
+
+    let mut triggers = Vec::new();
+    for _ in 0..2 {
+        let request = bot.next().json();
+        let id = request["message"]["id"].as_u64().unwrap();
+        triggers.push((request["trigger"].clone(), request["data"].clone(), id));
+    }
+    triggers.sort_by_key(|t| t.0.to_string());
+    assert_eq!(triggers[0].0, "direct_message");
+    assert_eq!(triggers[0].1, "the scheduled DM");
+    assert_eq!(triggers[1].0, "mention");
+    assert_eq!(triggers[1].1, content);
+    // The messages the bot got are the delivered ones, and its answers
+    // are posted beside them.
+    let topic = wait_for(&hamlet, &topic_narrow("Denmark", "later"), 2);
+    assert_eq!(topic[0]["id"].as_u64(), Some(triggers[1].2));
+    assert_eq!(contents(&topic), [content, "on time"]);
+    let dm = wait_for(&hamlet, &dm_narrow(&bot_email), 2);
+    assert_eq!(contents(&dm), ["the scheduled DM", "on time"]);
+    assert!(bot.seen.try_recv().is_err(), "one delivery per message");
+}
+
+#[test]
+fn retries_counted_before_a_crash_are_not_made_again_after_it() {
+    // Timed-out tries would take the time-out each; closed connections
+    // fail at once. The third try (the second retry) hangs, and the
+    // server is killed while it waits.
+    let args = [
+        "--outgoing-webhook-allow",
+        "127.0.0.1",
+        "--outgoing-webhook-backoff-ms",
+        "20",
+        "--outgoing-webhook-timeout",
+        "60",
+    ];
+    let mut server = TestServer::start_with(&args);
+    let bot = BotServer::start(|n| if n == 2 { Answer::Hang } else { Answer::Close });
+    let hamlet = server.client(HAMLET);
+    let (_, email, _, _) = create_bot(&hamlet, "shaky", &bot.url, "1");
+    let sent = send_channel(&hamlet, "Denmark", "shaky", "@**shaky bot** still there?");
+    for _ in 0..3 {
+        assert_eq!(bot.next().json()["message"]["id"], sent);
+    }
+    server.kill();
+    server.restart();
+    // The try under way at the crash counts: one retry is left, not the
+    // first try and three retries again.
+    assert_eq!(bot.next().json()["message"]["id"], sent);
+    let hamlet = server.client(HAMLET);
+    let topic = wait_for(&hamlet, &topic_narrow("Denmark", "shaky"), 2);
+    assert_eq!(contents(&topic)[1], "Failure! Bot is unavailable");
+    let owner = wait_for(&hamlet, &dm_narrow(&email), 1);
+    assert!(contents(&owner)[0].contains("resulted in a connection error"));
+    assert!(bot.seen.try_recv().is_err(), "4 tries in all, as Zulip's limit");
+
+    // A crash while the last try waits: after the restart no try is
+    // left, so the delivery ends with the notice and no request.
+    let last = BotServer::start(|n| if n == 3 { Answer::Hang } else { Answer::Close });
+    let (_, email, _, _) = create_bot(&hamlet, "spent", &last.url, "1");
+    let sent = send_channel(&hamlet, "Denmark", "spent", "@**spent bot** hello?");
+    for _ in 0..4 {
+        assert_eq!(last.next().json()["message"]["id"], sent);
+    }
+    server.kill();
+    server.restart();
+    let hamlet = server.client(HAMLET);
+    let topic = wait_for(&hamlet, &topic_narrow("Denmark", "spent"), 2);
+    assert_eq!(contents(&topic)[1], "Failure! Bot is unavailable");
+    let owner = wait_for(&hamlet, &dm_narrow(&email), 1);
+    assert!(contents(&owner)[0].contains("The server restarted while the last try"));
+    assert!(last.seen.try_recv().is_err(), "no fifth try");
 }

@@ -249,15 +249,15 @@ fn github_events_have_zulips_topics() {
         content,
         "mona [pushed](https://github.com/octo-org/hello-world/compare/9049f1265b7d...0d1a26e67d8f) \
          2 commits to branch main.\n\n\
-         * Fix the greeting ([0d1a26e](https://github.com/octo-org/hello-world/commit/0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c))\n\
-         * Add a farewell ([a10867b](https://github.com/octo-org/hello-world/commit/a10867b14bb761a232cd80139fbd4c0d33264240))"
+         * Fix the greeting ([0d1a26e67d8](https://github.com/octo-org/hello-world/commit/0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c))\n\
+         * Add a farewell ([a10867b14bb](https://github.com/octo-org/hello-world/commit/a10867b14bb761a232cd80139fbd4c0d33264240))"
     );
     assert_eq!(
         send("pull_request", "github_pull_request_opened"),
         (
             "hello-world / PR #42 Say goodbye too".into(),
             "mona opened [PR #42](https://github.com/octo-org/hello-world/pull/42) from \
-             `farewell` to `main`.\n\n~~~ quote\nThis adds a farewell message.\n~~~"
+             `octo-org:farewell` to `octo-org:main`:\n\n~~~ quote\nThis adds a farewell message.\n~~~"
                 .into()
         )
     );
@@ -287,7 +287,7 @@ fn github_events_have_zulips_topics() {
     assert_eq!(
         send("release", "github_release_published"),
         (
-            "hello-world / v1.2.0 Farewells".into(),
+            "hello-world".into(),
             "mona published release [Farewells](https://github.com/octo-org/hello-world/releases/tag/v1.2.0) \
              for tag v1.2.0."
                 .into()
@@ -520,7 +520,7 @@ fn gitlab_events_have_zulips_topics() {
             "Diaspora / main".into(),
             "Jane Doe [pushed](https://gitlab.example.com/mike/diaspora/-/compare/\
              95790bf891e76fee5e1747ab589903a6a1f80f22...da1560886d4f094c3e6c9ef40349f7d38b5d27d7) \
-             1 commit to branch main.\n\n* fixed readme ([da15608](https://gitlab.example.com/mike/\
+             1 commit to branch main.\n\n* fixed readme ([da1560886d4](https://gitlab.example.com/mike/\
              diaspora/-/commit/da1560886d4f094c3e6c9ef40349f7d38b5d27d7))"
                 .into()
         )
@@ -530,7 +530,7 @@ fn gitlab_events_have_zulips_topics() {
         (
             "Gitlab Test / MR #1 MS-Viewport".into(),
             "Administrator created [MR #1](https://gitlab.example.com/gitlabhq/gitlab-test/-/merge_requests/1) \
-             from `ms-viewport` to `master`.\n\n~~~ quote\nAdds the viewport meta tag.\n~~~"
+             from `ms-viewport` to `master`:\n\n~~~ quote\nAdds the viewport meta tag.\n~~~"
                 .into()
         )
     );

@@ -120,28 +120,59 @@ pub(super) fn commit_draft(
     draft: &Draft,
     local_echo: Option<(String, String)>,
 ) -> ApiResult<(MessageId, Option<u8>)> {
-    let (id, automatic, deliveries) = app.committer.commit(|state| {
+    let (id, outcome) = app.committer.commit(|state| {
         let new = draft.build(state, sender)?;
-        let mentioned = draft.personal_mentions();
-        let deliveries = crate::send::outgoing::triggered(state, sender, &new, &mentioned);
         let id = new.message.id;
-        let changes = auto_topics::on_send(state, &new, &mentioned);
-        let automatic = changes.iter().find(|c| c.user == sender.id).map(|c| c.policy);
         if let Some((queue_id, local_id)) = local_echo {
             app.hub.realtime().queues.note_local_id(id, queue_id, local_id);
         }
-        let mut parts = auto_topics::policy_changes(&new, &changes);
-        let attachments = crate::send::attachments::claimed(state, sender, new.message.content());
-        if !attachments.is_empty() {
-            parts.push(Mutation::LinkAttachments { message: id, attachments });
-        }
-        parts.extend(crate::send::widgets::first_submessage(state, &new));
-        parts.extend(crate::send::outgoing::queue(&deliveries));
-        Ok((auto_topics::batch(Mutation::SendMessage(new), parts), (id, automatic, deliveries)))
+        let (parts, outcome) = with_message(state, sender, draft, &new);
+        Ok((auto_topics::batch(Mutation::SendMessage(new), parts), (id, outcome)))
     })?;
-    // Logged with the message; the pool posts them off the request path.
-    app.outbox.push(deliveries);
-    Ok((id, automatic))
+    Ok((id, outcome.sent(app)))
+}
+
+/// What a send records beside its message, and hands on once committed.
+pub(super) struct SendOutcome {
+    /// The visibility policy the sender's topic got automatically.
+    automatic: Option<u8>,
+    /// The outgoing-webhook deliveries the message triggers.
+    deliveries: Vec<crate::state::bots::Delivery>,
+}
+
+impl SendOutcome {
+    /// After the commit: hands the deliveries (logged with the message)
+    /// to the pool, off the request path; the automatic policy.
+    pub(super) fn sent(self, app: &App) -> Option<u8> {
+        app.outbox.push(self.deliveries);
+        self.automatic
+    }
+}
+
+/// The mutations logged with a message `sender` sends from `draft` (built
+/// as `new`, under the writer lock): automatic topic follows, claimed
+/// attachments, a widget's first submessage and the outgoing-webhook
+/// deliveries it triggers. The one list for every way a message is sent
+/// on a person's behalf: `POST /messages`, incoming webhooks and
+/// scheduled messages falling due.
+pub(super) fn with_message(
+    state: &State,
+    sender: &User,
+    draft: &Draft,
+    new: &NewMessage,
+) -> (Vec<Mutation>, SendOutcome) {
+    let mentioned = draft.personal_mentions();
+    let deliveries = crate::send::outgoing::triggered(state, sender, new, &mentioned);
+    let changes = auto_topics::on_send(state, new, &mentioned);
+    let automatic = changes.iter().find(|c| c.user == sender.id).map(|c| c.policy);
+    let mut parts = auto_topics::policy_changes(new, &changes);
+    let attachments = crate::send::attachments::claimed(state, sender, new.message.content());
+    if !attachments.is_empty() {
+        parts.push(Mutation::LinkAttachments { message: new.message.id, attachments });
+    }
+    parts.extend(crate::send::widgets::first_submessage(state, new));
+    parts.extend(crate::send::outgoing::queue(&deliveries));
+    (parts, SendOutcome { automatic, deliveries })
 }
 
 /// Where a message the server sends on someone's behalf goes.

@@ -314,20 +314,21 @@ pub fn deliver(app: &App, id: ScheduledId, now: i64) -> Delivery {
             return Err(ApiError::not_found("gone"));
         }
         let sent = match (state.users.get(&s.sender), &draft) {
-            (Some(user), Some(draft)) if user.is_active => draft.build(state, &user),
+            (Some(user), Some(draft)) if user.is_active => {
+                draft.build(state, &user).map(|message| (message, user, draft))
+            }
             _ => Err(ApiError::bad_request("The sender's account is deactivated.")),
         };
         Ok(match sent {
-            Ok(message) => {
-                let out = Delivery::Sent(message.message.id);
-                let mentions = draft.as_ref().map(Draft::personal_mentions).unwrap_or_default();
-                let changes = auto_topics::on_send(state, &message, &mentions);
-                let mut parts = auto_topics::policy_changes(&message, &changes);
-                parts.extend(crate::send::widgets::first_submessage(state, &message));
+            Ok((message, sender, draft)) => {
+                // Everything a sent message logs with it, bots' deliveries
+                // included: the one list `POST /messages` uses.
+                let (parts, outcome) = messages::with_message(state, &sender, draft, &message);
+                let out = (Delivery::Sent(message.message.id), Some(outcome));
                 (auto_topics::batch(Mutation::DeliverScheduled { id, message }, parts), out)
             }
             Err(e) => {
-                let out = Delivery::Failed(e.msg.clone());
+                let out = (Delivery::Failed(e.msg.clone()), None);
                 // The Notification Bot tells the owner, in the same record.
                 let owner = state.users.get(&s.sender);
                 let notice = owner.and_then(|owner| {
@@ -347,7 +348,15 @@ pub fn deliver(app: &App, id: ScheduledId, now: i64) -> Delivery {
             }
         })
     });
-    outcome.unwrap_or(Delivery::Gone)
+    match outcome {
+        Ok((delivery, sent)) => {
+            if let Some(sent) = sent {
+                sent.sent(app);
+            }
+            delivery
+        }
+        Err(_) => Delivery::Gone,
+    }
 }
 
 #[cfg(test)]

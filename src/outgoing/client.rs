@@ -1,7 +1,10 @@
-//! The HTTP client of the delivery pool: one kept `ureq` agent (plain
-//! HTTP/1.1, blocking, for the pool's OS threads) with natter's
-//! `User-Agent`, the per-request time-out, no redirects followed, response
-//! bodies capped, and the SSRF guard as its name resolver.
+//! The HTTP client of the delivery pool: one kept `ureq` agent (HTTP/1.1
+//! and HTTPS through rustls, blocking, for the pool's OS threads) with
+//! natter's `User-Agent`, the per-request time-out, no redirects
+//! followed, response bodies capped, and the SSRF guard as its name
+//! resolver. `https` certificates are always verified: against Mozilla's
+//! roots (webpki-roots), or the operator's own authorities
+//! (`--outgoing-webhook-ca-file`) instead.
 //!
 //! The guard resolves the URL's host and refuses the request unless every
 //! address it resolves to is public: not loopback, private, link-local,
@@ -10,7 +13,8 @@
 //! (IPv4-mapped IPv6 addresses are judged as the IPv4 address they map).
 //! The connection is made to the addresses the guard checked, so a name
 //! cannot resolve to a public address for the check and to a private one
-//! for the connection. Redirects are not followed: a bot's server that
+//! for the connection; for `https` the TLS session runs over that same
+//! checked connection (the certificate is verified for the URL's name). Redirects are not followed: a bot's server that
 //! answers with one gets the "responded with 3xx" failure, so a redirect
 //! cannot lead to a private address either. The operator's allow-list
 //! (`--outgoing-webhook-allow`) opens chosen addresses and blocks.
@@ -19,6 +23,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ureq::http::Uri;
+use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
@@ -59,7 +64,21 @@ pub struct Client {
 impl Client {
     /// A client with `config`'s time-out and allow-list.
     pub fn new(config: &OutgoingConfig) -> Client {
+        let roots = if config.ca_certs.is_empty() {
+            RootCerts::WebPki
+        } else {
+            RootCerts::new_with_certs(
+                &config
+                    .ca_certs
+                    .iter()
+                    .map(|der| Certificate::from_der(der).to_owned())
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let tls = TlsConfig::builder().provider(TlsProvider::Rustls).root_certs(roots).build();
         let agent_config = ureq::Agent::config_builder()
+            .tls_config(tls)
+            .https_only(false)
             .timeout_global(Some(config.timeout))
             .max_redirects(0)
             .http_status_as_error(false)
@@ -96,7 +115,9 @@ fn failure(e: ureq::Error) -> Outcome {
         ureq::Error::Timeout(_) => Outcome::TimedOut,
         ureq::Error::Io(e) if e.kind() == std::io::ErrorKind::TimedOut => Outcome::TimedOut,
         ureq::Error::Io(e) => Outcome::ConnectionError(e.to_string()),
-        ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => {
+        // A TLS failure (an untrusted certificate, a handshake error) is
+        // a connection error, as Zulip's HTTP client counts it.
+        ureq::Error::ConnectionFailed | ureq::Error::HostNotFound | ureq::Error::Rustls(_) => {
             Outcome::ConnectionError(e.to_string())
         }
         ureq::Error::Other(inner) if inner.is::<Refused>() => Outcome::Disallowed,
@@ -233,6 +254,7 @@ mod tests {
             allow,
             threads: 1,
             backoff: std::time::Duration::from_secs(1),
+            ca_certs: Vec::new(),
         };
         let guard = Guard { config };
         for ip in ["127.0.0.1", "10.1.200.3", "::1", "::ffff:127.0.0.1", "8.8.8.8"] {

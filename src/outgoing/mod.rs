@@ -27,6 +27,12 @@
 //! posted again. Unfinished ones (a crash, a restart while retrying) are
 //! posted again at start-up: at least once, and the request carries the
 //! message id for the bot to recognise a repeat.
+//!
+//! Each retry's count (`BotChange::Retry`) is logged before the retry is
+//! posted, and the try under way at a crash counts as failed: a delivery
+//! picked up again at start-up goes on from the count it had, so however
+//! often the server is killed, a bot's server gets no more than the
+//! first try and `RETRIES` retries of one delivery.
 
 pub mod client;
 pub mod request;
@@ -53,7 +59,7 @@ const CLIENT: &str = "OutgoingWebhookResponse";
 /// Starts the delivery threads, first queueing the deliveries the state
 /// has unfinished (those of before a restart).
 pub fn start(app: &Arc<App>) {
-    app.outbox.push(app.state.bots.pending());
+    app.outbox.resume(resumed(&app.state.bots.pending()));
     let client = Arc::new(Client::new(&app.config.outgoing));
     for n in 0..app.config.outgoing.threads {
         let (app, client) = (Arc::clone(app), Arc::clone(&client));
@@ -65,6 +71,13 @@ pub fn start(app: &Arc<App>) {
             })
             .expect("spawn an outgoing-webhook thread");
     }
+}
+
+/// The unfinished deliveries of before a restart, each with the tries
+/// it has behind it: those logged as failed, and the one that was under
+/// way (or about to be) when the server stopped.
+pub fn resumed(pending: &[(Delivery, u32)]) -> Vec<(Delivery, u32)> {
+    pending.iter().map(|(d, failed)| (*d, failed + 1)).collect()
 }
 
 /// One delivery's data, read from the state.
@@ -104,6 +117,21 @@ fn run(app: &App, client: &Client, delivery: Delivery, failed: u32) {
         finish(app, None, &delivery, None, None, None);
         return;
     };
+    if failed > RETRIES {
+        // Its last try was under way when the server stopped.
+        let why = "The server restarted while the last try was waiting for an answer.";
+        give_up(app, &ctx, &delivery, why);
+        return;
+    }
+    if failed > 0 {
+        let retry = BotChange::Retry { message: delivery.message, bot: delivery.bot, failed };
+        if let Err(e) = app.committer.commit(|_| Ok((Mutation::Bot(Box::new(retry)), ()))) {
+            // Not posted unless counted: tried again later.
+            tracing::warn!("could not record a retry of an outgoing webhook: {}", e.msg);
+            app.outbox.retry(delivery, failed, backoff(app.config.outgoing.backoff, failed));
+            return;
+        }
+    }
     match attempt(app, client, &ctx, &delivery) {
         Next::Retry { why } if failed < RETRIES => {
             tracing::info!(
@@ -120,9 +148,7 @@ fn run(app: &App, client: &Client, delivery: Delivery, failed: u32) {
                 delivery.bot.0,
                 delivery.message.0
             );
-            let reply = failure("Bot is unavailable");
-            let owner = Some(owner_notice(app, &ctx, &why));
-            finish(app, Some(&ctx), &delivery, Some(reply), owner, None);
+            give_up(app, &ctx, &delivery, &why);
         }
         Next::Done { reply, owner } => {
             let owner = owner.map(|detail| owner_notice(app, &ctx, &detail));
@@ -132,6 +158,13 @@ fn run(app: &App, client: &Client, delivery: Delivery, failed: u32) {
             finish(app, Some(&ctx), &delivery, Some(reply), None, Some(&widget));
         }
     }
+}
+
+/// Ends a delivery whose tries are spent: "Bot is unavailable" in the
+/// conversation, and `why` to the bot's owner.
+fn give_up(app: &App, ctx: &Context, delivery: &Delivery, why: &str) {
+    let reply = failure("Bot is unavailable");
+    finish(app, Some(ctx), delivery, Some(reply), Some(owner_notice(app, ctx, why)), None);
 }
 
 /// "Failure! …", Zulip's prefix of the notices in the conversation.
@@ -148,18 +181,20 @@ fn attempt(app: &App, client: &Client, ctx: &Context, delivery: &Delivery) -> Ne
             owner: None,
         };
     }
-    if !ctx.service.base_url.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("http://")) {
+    let url = &ctx.service.base_url;
+    let scheme = |s: &str| url.get(..s.len()).is_some_and(|p| p.eq_ignore_ascii_case(s));
+    if !scheme("http://") && !scheme("https://") {
         return Next::Done {
             reply: Some(failure("Bot is unavailable")),
             owner: Some(
-                "natter delivers to outgoing webhooks over plain HTTP only, and the URL \
-                 configured for the webhook is not an http:// URL."
+                "natter delivers to outgoing webhooks over HTTP and HTTPS only, and the URL \
+                 configured for the webhook is neither an http:// nor an https:// URL."
                     .into(),
             ),
         };
     }
-    let host = crate::api::realm::realm_url(app, &ctx.realm);
-    let host = host.trim_start_matches("http://");
+    let base = crate::api::realm::realm_url(app, &ctx.realm);
+    let host = base.trim_start_matches("https://").trim_start_matches("http://");
     let parts = request::Parts {
         state: &app.state,
         realm: &ctx.realm,

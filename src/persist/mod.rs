@@ -27,7 +27,7 @@ use crate::mutation::Mutation;
 use crate::state::State;
 
 /// Version of the on-disk encoding of `Mutation` and `StateImage`.
-pub const FORMAT_VERSION: u32 = 16;
+pub const FORMAT_VERSION: u32 = 17;
 
 /// Why the data dir could not be opened.
 #[derive(Debug)]
@@ -542,6 +542,7 @@ mod tests {
         head.extend(bincode::serde::encode_to_vec(&image.web_sessions, config).unwrap());
         head.extend(bincode::serde::encode_to_vec(&image.widgets, config).unwrap());
         head.extend(bincode::serde::encode_to_vec(&image.folders, config).unwrap());
+        head.extend(bincode::serde::encode_to_vec(&image.bots.failed, config).unwrap());
         head
     }
 
@@ -752,7 +753,51 @@ mod tests {
         let image = state.image();
         let decoded = snapshot::decode(&snapshot::encode(&image), Path::new("s")).unwrap();
         assert_eq!(decoded.bots, image.bots);
-        assert_eq!(crate::state::bots::BotState::from_image(decoded.bots).pending(), [delivery]);
+        let bots = crate::state::bots::BotState::from_image(decoded.bots);
+        assert_eq!(bots.pending(), [(delivery, 0)]);
+    }
+
+    /// Snapshots of format 14 (no failed tries after the widgets part)
+    /// still load, every unfinished delivery at its first try; format 17
+    /// keeps the count of a delivery's failed tries.
+    #[test]
+    fn a_format_14_snapshot_loads_with_no_failed_tries() {
+        use crate::state::bots::{BotChange, Delivery, Trigger};
+        let state = State::new();
+        history(&state, 20);
+        let bot = state.users.collect_sorted(|_, _| true)[0].0;
+        let delivery =
+            Delivery { message: crate::state::MessageId(1), bot, trigger: Trigger::Mention };
+        state.bots.apply(&BotChange::Queue(vec![delivery]));
+        let image = state.image();
+        let bytes = snapshot::encode(&image);
+        let config = bincode::config::standard();
+        let parts = [
+            bincode::serde::encode_to_vec(&image.organization, config).unwrap(),
+            bincode::serde::encode_to_vec(&image.features, config).unwrap(),
+            bincode::serde::encode_to_vec(&image.bots, config).unwrap(),
+            bincode::serde::encode_to_vec(&image.web_sessions, config).unwrap(),
+            bincode::serde::encode_to_vec(&image.widgets, config).unwrap(),
+        ];
+        let old = older_snapshot(&image, 14, &parts);
+        let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
+        assert_eq!(snapshot::encode(&decoded), bytes);
+        let mut mislabelled = bytes.clone();
+        mislabelled[8..12].copy_from_slice(&14u32.to_le_bytes());
+        assert!(snapshot::decode(&mislabelled, Path::new("s")).is_err());
+
+        // Two failed tries round-trip; a finished delivery drops its count.
+        let retry = BotChange::Retry { message: delivery.message, bot, failed: 2 };
+        state.bots.apply(&retry);
+        let image = state.image();
+        let decoded = snapshot::decode(&snapshot::encode(&image), Path::new("s")).unwrap();
+        let bots = crate::state::bots::BotState::from_image(decoded.bots);
+        assert_eq!(bots.pending(), [(delivery, 2)]);
+        bots.apply(&BotChange::Finish(vec![(delivery.message, bot)]));
+        assert!(bots.pending().is_empty() && bots.failed.get(&(delivery.message, bot)).is_none());
+        // A retry logged after the delivery finished leaves no count.
+        bots.apply(&retry);
+        assert!(bots.failed.get(&(delivery.message, bot)).is_none());
     }
 
     /// Snapshots of format 12 (no web sessions after the bots part) still

@@ -23,7 +23,9 @@
 //!    then (since version 11) its `features`, then (since version 12)
 //!    its `bots`, then (since version 13) its `web_sessions`, then
 //!    (since version 14) its `widgets` (messages' submessages), then
-//!    (since version 16) its `folders` (channel folders);
+//!    (since version 16) its `folders` (channel folders), then
+//!    (since version 17) the failed tries of the unfinished outgoing-
+//!    webhook deliveries (`bots.failed`);
 //! 2. the messages section: a block count (u64), then one block per
 //!    message chunk of 4,096 ids (`message_store::CHUNK`) that holds any
 //!    message, its items the messages in id order;
@@ -181,6 +183,11 @@ const FORMAT_WITHOUT_WIDGETS: u32 = 13;
 /// widgets part: those files are read with no folders.
 const FORMAT_WITHOUT_FOLDERS: u32 = 15;
 
+/// The last format version before the failed tries of unfinished
+/// outgoing-webhook deliveries followed the channel folders part: those files are
+/// read with every unfinished delivery at its first try.
+const FORMAT_WITHOUT_DELIVERY_TRIES: u32 = 16;
+
 /// The ids a block of rows holds, about: big enough that a block's
 /// framing is noise, small enough that many users' rows spread over the
 /// threads.
@@ -196,6 +203,7 @@ fn encode_payload(image: &StateImage, out: &mut impl Write) -> io::Result<()> {
     encode_one(&image.web_sessions, &mut block)?;
     encode_one(&image.widgets, &mut block)?;
     encode_one(&image.folders, &mut block)?;
+    encode_one(&image.bots.failed, &mut block)?;
     write_block(out, &block, None)?;
     match &image.messages {
         MessagesImage::Frozen(frozen) => {
@@ -430,6 +438,12 @@ pub fn decode_from<S: Source + ?Sized>(
             let (folders, more) = super::decode_bounded(&bytes[used..])
                 .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
             image.folders = folders;
+            used += more;
+        }
+        if version > FORMAT_WITHOUT_DELIVERY_TRIES {
+            let (failed, more) = super::decode_bounded(&bytes[used..])
+                .map_err(|e| bad(&format!("undecodable payload: {e}")))?;
+            image.bots.failed = failed;
             used += more;
         }
         if used != bytes.len() {

@@ -105,6 +105,19 @@ impl Outbox {
         self.ready.notify_all();
     }
 
+    /// Hands the unfinished deliveries of before a restart to the pool,
+    /// due now, each with the tries it has behind it.
+    pub fn resume(&self, deliveries: Vec<(Delivery, u32)>) {
+        if deliveries.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        self.jobs
+            .lock()
+            .extend(deliveries.into_iter().map(|(d, failed)| Reverse((now, d, failed))));
+        self.ready.notify_all();
+    }
+
     /// Puts a delivery back, due after `delay`, with `failed` attempts
     /// behind it.
     pub fn retry(&self, delivery: Delivery, failed: u32, delay: Duration) {

@@ -119,6 +119,17 @@ pub enum BotChange {
     Queue(Vec<Delivery>),
     /// Deliveries are finished: answered, refused or given up on.
     Finish(Vec<(MessageId, UserId)>),
+    /// A delivery's try is about to be made again: `failed` tries of it
+    /// failed (or were cut short by a restart) before. Logged before the
+    /// try, so a crash never resets the count.
+    Retry {
+        /// The message.
+        message: MessageId,
+        /// The bot.
+        bot: UserId,
+        /// Tries that failed before this one.
+        failed: u32,
+    },
 }
 
 /// This area's data. One field of `State`.
@@ -130,6 +141,9 @@ pub struct BotState {
     pub storage: Sharded<UserId, BTreeMap<String, String>>,
     /// Deliveries not finished yet.
     pub deliveries: Sharded<(MessageId, UserId), Delivery>,
+    /// The unfinished deliveries retried at least once: how many of
+    /// their tries failed before the one last begun.
+    pub failed: Sharded<(MessageId, UserId), u32>,
 }
 
 /// `BotState` as key-sorted data, for snapshots.
@@ -141,12 +155,16 @@ pub struct BotsImage {
     pub storage: Entries<UserId, BTreeMap<String, String>>,
     /// Unfinished deliveries.
     pub deliveries: Entries<(MessageId, UserId), Delivery>,
+    /// Their failed tries (since snapshot format 17; a part of its own,
+    /// after the widgets part, so the parts before keep their encoding).
+    #[serde(skip)]
+    pub failed: Entries<(MessageId, UserId), u32>,
 }
 
 impl BotsImage {
     /// How many shared pointers the cut copied.
     pub fn parts(&self) -> usize {
-        self.services.parts() + self.storage.parts() + self.deliveries.parts()
+        self.services.parts() + self.storage.parts() + self.deliveries.parts() + self.failed.parts()
     }
 }
 
@@ -157,6 +175,7 @@ impl BotState {
             services: self.services.freeze().into(),
             storage: self.storage.freeze().into(),
             deliveries: self.deliveries.freeze().into(),
+            failed: self.failed.freeze().into(),
         }
     }
 
@@ -166,12 +185,18 @@ impl BotState {
             services: image.services.into_iter().collect(),
             storage: image.storage.into_iter().collect(),
             deliveries: image.deliveries.into_iter().collect(),
+            failed: image.failed.into_iter().collect(),
         }
     }
 
-    /// Unfinished deliveries, in (message, bot) order.
-    pub fn pending(&self) -> Vec<Delivery> {
-        self.deliveries.collect_sorted(|_, _| true).into_iter().map(|(_, d)| d).collect()
+    /// Unfinished deliveries, in (message, bot) order, each with the tries
+    /// that failed before the one last begun.
+    pub fn pending(&self) -> Vec<(Delivery, u32)> {
+        self.deliveries
+            .collect_sorted(|_, _| true)
+            .into_iter()
+            .map(|(key, d)| (d, self.failed.get(&key).unwrap_or(0)))
+            .collect()
     }
 
     /// The size of a bot's storage as Zulip counts it: the characters of
@@ -206,6 +231,13 @@ impl BotState {
             BotChange::Finish(done) => {
                 for key in done {
                     self.deliveries.remove(key);
+                    self.failed.remove(key);
+                }
+            }
+            BotChange::Retry { message, bot, failed } => {
+                let key = (*message, *bot);
+                if self.deliveries.contains(&key) {
+                    self.failed.insert(key, *failed);
                 }
             }
         }

@@ -531,7 +531,8 @@ mod tests {
         let (small_parts, big_parts) = (small.image().parts(), big.image().parts());
         // Only the message chunks grow with the messages: one per 4,096.
         assert!(big_parts - small_parts <= 1_000_000 / 4_096 + 1, "{small_parts} → {big_parts}");
-        assert!(big_parts < 2_500, "{big_parts} pointers copied at 1M messages");
+        // A constant per sharded map (its shards), plus the chunks.
+        assert!(big_parts < 2_600, "{big_parts} pointers copied at 1M messages");
 
         // No message is copied, nor even pointed to one by one.
         let probe = big.messages.get(&MessageId(500_000)).unwrap();

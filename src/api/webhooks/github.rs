@@ -1,9 +1,10 @@
 //! `github`: GitHub's repository webhooks, the event named by the
-//! `X-GitHub-Event` header. Topics as Zulip's: `<repo> / <branch>` for
-//! pushes, `<repo> / PR #<n> <title>` and `<repo> / issue #<n> <title>`
-//! for pull requests, issues and their comments, `<repo> / <tag> <name>`
-//! for releases, `<repo> / <workflow>` for workflow runs, `<repo>` for the
-//! `ping` GitHub sends when the hook is set up.
+//! `X-GitHub-Event` header. Topics and messages word for word as Zulip's
+//! (its GitHub fixture tests; the tests below hold those strings):
+//! `<repo> / <branch>` for pushes, `<repo> / PR #<n> <title>` and
+//! `<repo> / issue #<n> <title>` for pull requests, issues and their
+//! comments, `<repo>` for releases, tag pushes and the `ping` GitHub sends
+//! when the hook is set up, `<repo> / <workflow>` for workflow runs.
 //!
 //! Event names the filters see: `ping`, `push_commits`, `push_tags`,
 //! `pull_request`, `issues`, `issue_comment`, `release`, `workflow_run`.
@@ -61,45 +62,116 @@ pub fn handle(request: &mut Request) -> ApiResult<Vec<Notification>> {
 
 type Made = Option<(String, String, String)>;
 
+/// Commits listed in a push message; the rest are counted.
+const COMMITS_LIMIT: usize = 20;
+
+/// Committers named in a push message's "Commits by"; the rest are
+/// "others".
+const COMMITTERS_LIMIT: usize = 3;
+
+/// A commit's id as Zulip shortens it.
+pub(super) fn short_sha(sha: &str) -> String {
+    sha.chars().take(11).collect()
+}
+
 fn push(p: &Value, repo: &str, user: &str) -> Made {
     let reference = text(p, &["ref"]);
+    let deleted = p.get("deleted").and_then(Value::as_bool) == Some(true);
     if let Some(tag) = reference.strip_prefix("refs/tags/") {
-        let verb = if p.get("deleted").and_then(Value::as_bool) == Some(true) {
-            "removed"
-        } else {
-            "pushed"
-        };
+        let verb = if deleted { "removed" } else { "pushed" };
         let body = format!("{user} {verb} tag {tag}.");
         return Some(("push_tags".to_owned(), repo.to_owned(), body));
     }
     let branch = reference.strip_prefix("refs/heads/").unwrap_or(&reference).to_owned();
     let topic = format!("{repo} / {branch}");
     let compare = text(p, &["compare"]);
-    if p.get("deleted").and_then(Value::as_bool) == Some(true) {
-        let body = format!("{user} [deleted]({compare}) branch {branch}.");
+    if deleted {
+        let body = format!("{user} [deleted]({compare}) the branch {branch}.");
         return Some(("push_commits".to_owned(), topic, body));
     }
-    let commits = p.get("commits").and_then(Value::as_array).cloned().unwrap_or_default();
-    let body = if commits.is_empty() {
-        if p.get("created").and_then(Value::as_bool) == Some(true) {
-            format!("{user} created [{branch}]({compare}) branch.")
-        } else {
-            format!("{user} [force pushed]({compare}) to branch {branch}.")
-        }
+    let verb = if p.get("forced").and_then(Value::as_bool) == Some(true) {
+        "force pushed"
     } else {
-        let noun = if commits.len() == 1 { "commit" } else { "commits" };
-        let mut body =
-            format!("{user} [pushed]({compare}) {} {noun} to branch {branch}.\n\n", commits.len());
-        for commit in &commits {
+        "pushed"
+    };
+    let commits = p.get("commits").and_then(Value::as_array).cloned().unwrap_or_default();
+    if commits.is_empty() {
+        let body = format!("{user} [{verb}]({compare}) the branch {branch}.");
+        return Some(("push_commits".to_owned(), topic, body));
+    }
+    let body = commits_pushed(user, verb, &compare, commits.len(), &branch, &commits);
+    Some(("push_commits".to_owned(), topic, body))
+}
+
+/// Zulip's message of a push of `count` commits (`commits` those the
+/// payload lists) to `branch`, for GitHub and GitLab alike: who pushed,
+/// who wrote them, the first 20 of them.
+pub(super) fn commits_pushed(
+    user: &str,
+    verb: &str,
+    compare: &str,
+    count: usize,
+    branch: &str,
+    commits: &[Value],
+) -> String {
+    let noun = if count == 1 { "commit" } else { "commits" };
+    let mut body = format!("{user} [{verb}]({compare}) {count} {noun} to branch {branch}.");
+    body.push_str(&committers(commits, user));
+    body.push_str("\n\n");
+    let lines: Vec<String> = commits
+        .iter()
+        .take(COMMITS_LIMIT)
+        .map(|commit| {
             let message = text(commit, &["message"]);
             let first = message.lines().next().unwrap_or("");
-            let sha = text(commit, &["id"]);
-            let short: String = sha.chars().take(7).collect();
-            body.push_str(&format!("* {first} ([{short}]({}))\n", text(commit, &["url"])));
+            let sha = short_sha(&text(commit, &["id"]));
+            format!("* {first} ([{sha}]({}))", text(commit, &["url"]))
+        })
+        .collect();
+    body.push_str(&lines.join("\n"));
+    if count > COMMITS_LIMIT {
+        body.push_str(&format!("\n[and {} more commit(s)]", count - COMMITS_LIMIT));
+    }
+    body
+}
+
+/// " Commits by A (3), B (2) and C (1).", naming each commit's author
+/// (GitHub user name, else name), most commits first; nothing when the
+/// pusher wrote them all.
+fn committers(commits: &[Value], pusher: &str) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for commit in commits {
+        let mut name = text(commit, &["author", "username"]);
+        if name.is_empty() {
+            name = text(commit, &["author", "name"]);
         }
-        body
+        match counts.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((name, 1)),
+        }
+    }
+    if counts.len() == 1 && counts[0].0 == pusher {
+        return String::new();
+    }
+    // Most first; ties in the order the commits name them.
+    counts.sort_by_key(|(_, count)| std::cmp::Reverse(*count));
+    if counts.len() > COMMITTERS_LIMIT {
+        let others = counts[COMMITTERS_LIMIT..].iter().map(|(_, c)| c).sum();
+        counts.truncate(COMMITTERS_LIMIT);
+        counts.push(("others".to_owned(), others));
+    }
+    let items: Vec<String> = counts.iter().map(|(n, c)| format!("{n} ({c})")).collect();
+    let listed = match items.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => return String::new(),
     };
-    Some(("push_commits".to_owned(), topic, body))
+    format!(" Commits by {listed}.")
+}
+
+/// `[login](profile)`, as Zulip names the sender of some events.
+fn user_link(p: &Value, user: &str) -> String {
+    format!("[{user}]({})", text(p, &["sender", "html_url"]))
 }
 
 fn pull_request(p: &Value, repo: &str, user: &str) -> Made {
@@ -112,36 +184,60 @@ fn pull_request(p: &Value, repo: &str, user: &str) -> Made {
     let action = text(p, &["action"]);
     let body = match action.as_str() {
         "opened" | "reopened" => {
-            let (head, base) = (text(pr, &["head", "ref"]), text(pr, &["base", "ref"]));
-            format!(
-                "{user} {action} {link} from `{head}` to `{base}`.{}",
-                quoted(&text(pr, &["body"]))
-            )
+            let (head, base) = (text(pr, &["head", "label"]), text(pr, &["base", "label"]));
+            let assignee = match text(pr, &["assignee", "login"]) {
+                login if login.is_empty() => String::new(),
+                login => format!(" (assigned to {login})"),
+            };
+            let tail = match quoted(&text(pr, &["body"])) {
+                quote if quote.is_empty() => ".".to_owned(),
+                quote => format!(":{quote}"),
+            };
+            format!("{user} {action} {link} from `{head}` to `{base}`{assignee}{tail}")
         }
         "closed" if pr.get("merged").and_then(Value::as_bool) == Some(true) => {
             format!("{user} merged {link}.")
         }
-        "closed" => format!("{user} closed {link} without merging."),
+        "closed" => format!("{user} closed without merge {link}."),
         "synchronize" => format!("{user} updated {link}."),
-        "edited" => format!("{user} edited {link}."),
-        "ready_for_review" => format!("{user} marked {link} as ready for review."),
-        "converted_to_draft" => format!("{user} converted {link} to a draft."),
-        "assigned" | "unassigned" => {
+        "edited" => match p.get("changes").and_then(|c| c.get("body")) {
+            Some(_) => format!("{user} edited {link}:{}", quoted(&text(pr, &["body"]))),
+            None => format!("{user} edited {link}."),
+        },
+        "ready_for_review" => format!("**{user}** has marked {link} as ready for review."),
+        "assigned" => {
             let assignee = text(p, &["assignee", "login"]);
-            let to = if action == "assigned" { "to" } else { "from" };
-            format!("{user} {action} {assignee} {to} {link}.")
+            format!("{user} assigned {assignee} to {link}.")
         }
+        "unassigned" => format!("{user} unassigned {link}."),
         "review_requested" => {
-            let reviewer = text(p, &["requested_reviewer", "login"]);
-            format!("{user} requested {reviewer} for a review on {link}.")
+            let (name, profile) = match p.get("requested_team") {
+                Some(team) => (text(team, &["name"]), text(team, &["html_url"])),
+                None => (
+                    text(p, &["requested_reviewer", "login"]),
+                    text(p, &["requested_reviewer", "html_url"]),
+                ),
+            };
+            format!("**{user}** requested [{name}]({profile}) for a review on {link}.")
         }
-        // Labels, milestones, locks and auto-merge changes: no message.
+        "locked" => {
+            let reason = text(pr, &["active_lock_reason"]);
+            format!(
+                "{user} has locked {link} as {reason} and limited conversation to collaborators."
+            )
+        }
+        "unlocked" => format!("{user} has unlocked {link}."),
+        "auto_merge_enabled" => format!("{user} has enabled auto merge for {link}."),
+        "auto_merge_disabled" => format!("{user} has disabled auto merge for {link}."),
+        // Drafts, labels, approvals and removed review requests: no
+        // message, as Zulip.
         _ => return None,
     };
     Some(("pull_request".to_owned(), topic, body))
 }
 
-/// The topic of an issue (or of the PR an issue comment is on).
+/// The topic of an issue (or of the PR an issue comment is on), and its
+/// link with `kind` spelled as given.
 fn issue_topic(repo: &str, issue: &Value) -> (String, String) {
     let number = text(issue, &["number"]);
     let kind = if issue.get("pull_request").is_some() { "PR" } else { "issue" };
@@ -154,14 +250,39 @@ fn issues(p: &Value, repo: &str, user: &str) -> Made {
     let issue = p.get("issue")?;
     let (topic, link) = issue_topic(repo, issue);
     let action = text(p, &["action"]);
+    let number = text(issue, &["number"]);
+    let url = text(issue, &["html_url"]);
+    let milestone = || {
+        format!("[{}]({})", text(p, &["milestone", "title"]), text(p, &["milestone", "html_url"]))
+    };
     let body = match action.as_str() {
-        "opened" => format!("{user} opened {link}:{}", quoted(&text(issue, &["body"]))),
+        "opened" => match quoted(&text(issue, &["body"])) {
+            quote if quote.is_empty() => format!("{user} opened {link}."),
+            quote => format!("{user} opened {link}:{quote}"),
+        },
         "closed" | "reopened" | "edited" | "deleted" | "pinned" | "unpinned" | "locked"
         | "unlocked" => format!("{user} {action} {link}."),
         "assigned" | "unassigned" => {
             let assignee = text(p, &["assignee", "login"]);
             let to = if action == "assigned" { "to" } else { "from" };
             format!("{user} {action} {assignee} {to} {link}.")
+        }
+        // Zulip capitalises the issue in its label messages.
+        "labeled" => format!(
+            "{} added the {} label to [Issue #{number}]({url}).",
+            user_link(p, user),
+            text(p, &["label", "name"])
+        ),
+        "unlabeled" => format!(
+            "{} removed the {} label from [Issue #{number}]({url}).",
+            user_link(p, user),
+            text(p, &["label", "name"])
+        ),
+        "milestoned" => {
+            format!("{} added milestone {} to {link}.", user_link(p, user), milestone())
+        }
+        "demilestoned" => {
+            format!("{} removed milestone {} from {link}.", user_link(p, user), milestone())
         }
         _ => return None,
     };
@@ -173,13 +294,13 @@ fn issue_comment(p: &Value, repo: &str, user: &str) -> Made {
     let (topic, link) = issue_topic(repo, issue);
     let comment = p.get("comment")?;
     let url = text(comment, &["html_url"]);
-    let verb = match text(p, &["action"]).as_str() {
-        "created" => "commented",
-        "edited" => "edited a comment",
-        "deleted" => "deleted a comment",
+    let what = match text(p, &["action"]).as_str() {
+        "created" => format!("[commented]({url})"),
+        "edited" => format!("edited a [comment]({url})"),
+        "deleted" => format!("deleted a [comment]({url})"),
         _ => return None,
     };
-    let body = format!("{user} [{verb}]({url}) on {link}:{}", quoted(&text(comment, &["body"])));
+    let body = format!("{user} {what} on {link}:{}", quoted(&text(comment, &["body"])));
     Some(("issue_comment".to_owned(), topic, body))
 }
 
@@ -197,9 +318,8 @@ fn release(p: &Value, repo: &str, user: &str) -> Made {
         | "unpublished" => action.as_str(),
         _ => return None,
     };
-    let topic = format!("{repo} / {tag} {name}");
     let body = format!("{user} {verb} release [{name}]({url}) for tag {tag}.");
-    Some(("release".to_owned(), topic, body))
+    Some(("release".to_owned(), repo.to_owned(), body))
 }
 
 fn workflow_run(p: &Value, repo: &str) -> Made {
@@ -224,4 +344,437 @@ fn workflow_run(p: &Value, repo: &str) -> Made {
         text(run, &["event"]),
     );
     Some(("workflow_run".to_owned(), topic, body))
+}
+
+/// Zulip's GitHub fixture tests, as facts: each payload here carries the
+/// fields of Zulip's fixture that the message reads, and each expected
+/// topic and message is Zulip's, word for word.
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::api::params::{Params, Payload};
+
+    /// The topic and message natter makes of `payload` as GitHub event
+    /// `event` (`None`: no message).
+    fn made(event: &str, payload: Value) -> Option<(String, String)> {
+        let mut params = Params::from_pairs(std::iter::empty());
+        let payload = Payload {
+            body: payload.to_string().into_bytes(),
+            headers: vec![(EVENT_HEADER.to_owned(), event.to_owned())],
+        };
+        let mut request = Request { display: "GitHub", params: &mut params, payload: &payload };
+        let made = handle(&mut request).expect("a supported event");
+        made.into_iter().next().map(|n| (n.topic, n.body))
+    }
+
+    fn says(event: &str, payload: Value, topic: &str, message: &str) {
+        let got = made(event, payload).expect("a message");
+        assert_eq!((got.0.as_str(), got.1.as_str()), (topic, message));
+    }
+
+    const BAXTER: &str = "https://github.com/baxterthehacker/public-repo";
+    const SHA: &str = "0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c";
+
+    fn commit(author: Value) -> Value {
+        json!({"id": SHA, "message": "Update README.md", "url": format!("{BAXTER}/commit/{SHA}"),
+               "author": author})
+    }
+
+    fn push_of(commits: Vec<Value>) -> Value {
+        json!({"ref": "refs/heads/changes", "compare": format!("{BAXTER}/compare/9049f1265b7d...0d1a26e67d8f"),
+               "repository": {"name": "public-repo"}, "sender": {"login": "baxterthehacker"},
+               "commits": commits})
+    }
+
+    #[test]
+    fn pushes() {
+        let line = format!("* Update README.md ([0d1a26e67d8]({BAXTER}/commit/{SHA}))");
+        let pushed =
+            format!("baxterthehacker [pushed]({BAXTER}/compare/9049f1265b7d...0d1a26e67d8f)");
+        let baxter = json!({"name": "baxterthehacker", "username": "baxterthehacker"});
+        says(
+            "push",
+            push_of(vec![commit(baxter.clone())]),
+            "public-repo / changes",
+            &format!("{pushed} 1 commit to branch changes.\n\n{line}"),
+        );
+        // More than 20 commits: 20 listed, the rest counted.
+        says(
+            "push",
+            push_of(vec![commit(baxter.clone()); 50]),
+            "public-repo / changes",
+            &format!(
+                "{pushed} 50 commits to branch changes.\n\n{}[and 30 more commit(s)]",
+                format!("{line}\n").repeat(20)
+            ),
+        );
+        // Several committers, most first; past three, "others".
+        let by = |name: &str| json!({"name": name, "username": name});
+        let mut commits = vec![commit(by("Tomasz")); 3];
+        commits.extend(vec![commit(by("Ben")); 2]);
+        commits.push(commit(baxter.clone()));
+        says(
+            "push",
+            push_of(commits.clone()),
+            "public-repo / changes",
+            &format!(
+                "{pushed} 6 commits to branch changes. Commits by Tomasz (3), Ben (2) and \
+                      baxterthehacker (1).\n\n{}{line}",
+                format!("{line}\n").repeat(5)
+            ),
+        );
+        let mut commits = vec![commit(by("Tomasz")); 4];
+        commits.extend(vec![commit(by("Ben")); 3]);
+        commits.extend(vec![commit(by("James")); 2]);
+        commits.push(commit(by("Cordelia")));
+        says(
+            "push",
+            push_of(commits),
+            "public-repo / changes",
+            &format!(
+                "{pushed} 10 commits to branch changes. Commits by Tomasz (4), Ben (3), \
+                      James (2) and others (1).\n\n{}{line}",
+                format!("{line}\n").repeat(9)
+            ),
+        );
+        // A commit author without a GitHub user name: named.
+        let eesh = "https://github.com/eeshangarg/public-repo";
+        let sha = "2e8cf535fb38a3dab2476cdf856efda904ad4c94";
+        says(
+            "push",
+            json!({"ref": "refs/heads/changes", "compare": format!("{eesh}/compare/0383613da871...2e8cf535fb38"),
+                   "repository": {"name": "public-repo"}, "sender": {"login": "eeshangarg"},
+                   "commits": [{"id": sha, "message": "Update the README\n\nMore.", "url": format!("{eesh}/commit/{sha}"),
+                                "author": {"name": "John Snow", "email": "john@example.com"}}]}),
+            "public-repo / changes",
+            &format!(
+                "eeshangarg [pushed]({eesh}/compare/0383613da871...2e8cf535fb38) 1 commit to \
+                      branch changes. Commits by John Snow (1).\n\n* Update the README \
+                      ([2e8cf535fb3]({eesh}/commit/{sha}))"
+            ),
+        );
+        // A deleted branch, a new one without commits, a forced push that
+        // removed commits, a tag.
+        let branch = |extra: Value| {
+            let mut p = json!({"ref": "refs/heads/feature", "repository": {"name": "public-repo"},
+                               "sender": {"login": "eeshangarg"}, "commits": []});
+            p.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            p
+        };
+        says(
+            "push",
+            branch(json!({"deleted": true, "compare": format!("{eesh}/compare/2e8cf535fb38...000000000000")})),
+            "public-repo / feature",
+            &format!("eeshangarg [deleted]({eesh}/compare/2e8cf535fb38...000000000000) the branch feature."),
+        );
+        says(
+            "push",
+            branch(json!({"created": true, "compare": format!("{eesh}/compare/feature")})),
+            "public-repo / feature",
+            &format!("eeshangarg [pushed]({eesh}/compare/feature) the branch feature."),
+        );
+        says(
+            "push",
+            json!({"ref": "refs/heads/temp", "forced": true, "commits": [],
+                   "compare": "https://github.com/sbansal1999/zulip/compare/2084a91af9ca...9a8749ea8fe7",
+                   "repository": {"name": "zulip"}, "sender": {"login": "sbansal1999"}}),
+            "zulip / temp",
+            "sbansal1999 [force pushed](https://github.com/sbansal1999/zulip/compare/2084a91af9ca...9a8749ea8fe7) the branch temp.",
+        );
+        says(
+            "push",
+            json!({"ref": "refs/tags/abc", "repository": {"name": "public-repo"},
+                   "sender": {"login": "baxterthehacker"}, "commits": []}),
+            "public-repo",
+            "baxterthehacker pushed tag abc.",
+        );
+    }
+
+    /// A `pull_request` payload of `action` on Zulip's PR #1 fixture.
+    fn pr(action: &str, extra: Value) -> Value {
+        let mut p = json!({
+            "action": action, "repository": {"name": "public-repo"}, "sender": {"login": "baxterthehacker"},
+            "pull_request": {"number": 1, "title": "Update the README with new information",
+                             "html_url": format!("{BAXTER}/pull/1"),
+                             "body": "This is a pretty simple change that we need to pull into master.",
+                             "head": {"label": "baxterthehacker:changes", "ref": "changes"},
+                             "base": {"label": "baxterthehacker:master", "ref": "master"},
+                             "merged": false, "assignee": null}});
+        for (k, v) in extra.as_object().unwrap() {
+            match (k.as_str(), v) {
+                ("pull_request", Value::Object(fields)) => {
+                    p["pull_request"].as_object_mut().unwrap().extend(fields.clone())
+                }
+                _ => {
+                    p[k] = v.clone();
+                }
+            }
+        }
+        p
+    }
+
+    #[test]
+    fn pull_requests() {
+        const TOPIC: &str = "public-repo / PR #1 Update the README with new information";
+        let link = format!("[PR #1]({BAXTER}/pull/1)");
+        says(
+            "pull_request",
+            pr("opened", json!({})),
+            TOPIC,
+            &format!(
+                "baxterthehacker opened {link} from `baxterthehacker:changes` to \
+                      `baxterthehacker:master`:\n\n~~~ quote\nThis is a pretty simple change that \
+                      we need to pull into master.\n~~~"
+            ),
+        );
+        says(
+            "pull_request",
+            json!({"action": "opened", "repository": {"name": "Scheduler"}, "sender": {"login": "eeshangarg"},
+                   "pull_request": {"number": 4, "title": "Improve README", "body": null,
+                                    "html_url": "https://github.com/eeshangarg/Scheduler/pull/4",
+                                    "head": {"label": "eeshangarg:improve-readme-2"},
+                                    "base": {"label": "eeshangarg:master"},
+                                    "assignee": {"login": "eeshangarg"}}}),
+            "Scheduler / PR #4 Improve README",
+            "eeshangarg opened [PR #4](https://github.com/eeshangarg/Scheduler/pull/4) from \
+             `eeshangarg:improve-readme-2` to `eeshangarg:master` (assigned to eeshangarg).",
+        );
+        says(
+            "pull_request",
+            pr("synchronize", json!({})),
+            TOPIC,
+            &format!("baxterthehacker updated {link}."),
+        );
+        says(
+            "pull_request",
+            pr("closed", json!({})),
+            TOPIC,
+            &format!("baxterthehacker closed without merge {link}."),
+        );
+        says(
+            "pull_request",
+            pr("closed", json!({"pull_request": {"merged": true}})),
+            TOPIC,
+            &format!("baxterthehacker merged {link}."),
+        );
+        says(
+            "pull_request",
+            pr("edited", json!({})),
+            TOPIC,
+            &format!("baxterthehacker edited {link}."),
+        );
+        says(
+            "pull_request",
+            pr(
+                "edited",
+                json!({"changes": {"body": {"from": "old"}}, "pull_request": {"body": "PR EDITED"}}),
+            ),
+            TOPIC,
+            &format!("baxterthehacker edited {link}:\n\n~~~ quote\nPR EDITED\n~~~"),
+        );
+        says(
+            "pull_request",
+            pr("assigned", json!({"assignee": {"login": "baxterthehacker"}})),
+            TOPIC,
+            &format!("baxterthehacker assigned baxterthehacker to {link}."),
+        );
+        says(
+            "pull_request",
+            pr("unassigned", json!({"assignee": {"login": "baxterthehacker"}})),
+            TOPIC,
+            &format!("baxterthehacker unassigned {link}."),
+        );
+        says(
+            "pull_request",
+            pr("ready_for_review", json!({})),
+            TOPIC,
+            &format!("**baxterthehacker** has marked {link} as ready for review."),
+        );
+        says(
+            "pull_request",
+            pr("review_requested", json!({"requested_reviewer": {"login": "showell", "html_url": "https://github.com/showell"}})),
+            TOPIC,
+            &format!("**baxterthehacker** requested [showell](https://github.com/showell) for a review on {link}."),
+        );
+        says(
+            "pull_request",
+            pr("review_requested", json!({"requested_team": {"name": "authority",
+                "html_url": "https://github.com/orgs/test-org965/teams/authority"}})),
+            TOPIC,
+            &format!("**baxterthehacker** requested [authority](https://github.com/orgs/test-org965/teams/authority) \
+                      for a review on {link}."),
+        );
+        says(
+            "pull_request",
+            pr("locked", json!({"pull_request": {"active_lock_reason": "off-topic"}})),
+            TOPIC,
+            &format!("baxterthehacker has locked {link} as off-topic and limited conversation to collaborators."),
+        );
+        says(
+            "pull_request",
+            pr("unlocked", json!({})),
+            TOPIC,
+            &format!("baxterthehacker has unlocked {link}."),
+        );
+        says(
+            "pull_request",
+            pr("auto_merge_enabled", json!({})),
+            TOPIC,
+            &format!("baxterthehacker has enabled auto merge for {link}."),
+        );
+        says(
+            "pull_request",
+            pr("auto_merge_disabled", json!({})),
+            TOPIC,
+            &format!("baxterthehacker has disabled auto merge for {link}."),
+        );
+        for ignored in
+            ["approved", "converted_to_draft", "labeled", "review_request_removed", "unlabeled"]
+        {
+            assert_eq!(made("pull_request", pr(ignored, json!({}))), None, "{ignored}");
+        }
+    }
+
+    fn issue(action: &str, extra: Value) -> Value {
+        let mut p = json!({
+            "action": action, "repository": {"name": "testing-gh"},
+            "sender": {"login": "sbansal1999", "html_url": "https://github.com/sbansal1999"},
+            "issue": {"number": 9, "title": "idk man", "body": null,
+                      "html_url": "https://github.com/sbansal1999/testing-gh/issues/9"}});
+        p.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        p
+    }
+
+    #[test]
+    fn issues_and_comments() {
+        const TOPIC: &str = "public-repo / issue #2 Spelling error in the README file";
+        let baxter_issue = json!({"number": 2, "title": "Spelling error in the README file",
+            "html_url": format!("{BAXTER}/issues/2"),
+            "body": "It looks like you accidentally spelled 'commit' with two 't's."});
+        says(
+            "issues",
+            json!({"action": "opened", "issue": baxter_issue, "repository": {"name": "public-repo"},
+                   "sender": {"login": "baxterthehacker"}}),
+            TOPIC,
+            &format!(
+                "baxterthehacker opened [issue #2]({BAXTER}/issues/2):\n\n~~~ quote\nIt looks \
+                      like you accidentally spelled 'commit' with two 't's.\n~~~"
+            ),
+        );
+        says(
+            "issue_comment",
+            json!({"action": "created", "issue": baxter_issue, "repository": {"name": "public-repo"},
+                   "sender": {"login": "baxterthehacker"},
+                   "comment": {"html_url": format!("{BAXTER}/issues/2#issuecomment-99262140"),
+                               "body": "You are totally right! I'll get this fixed right away."}}),
+            TOPIC,
+            &format!(
+                "baxterthehacker [commented]({BAXTER}/issues/2#issuecomment-99262140) on \
+                      [issue #2]({BAXTER}/issues/2):\n\n~~~ quote\nYou are totally right! I'll get \
+                      this fixed right away.\n~~~"
+            ),
+        );
+        let scheduler = "https://github.com/eeshangarg/Scheduler/issues/5";
+        says(
+            "issue_comment",
+            json!({"action": "deleted", "repository": {"name": "Scheduler"}, "sender": {"login": "eeshangarg"},
+                   "issue": {"number": 5, "title": "This is a new issue", "html_url": scheduler},
+                   "comment": {"html_url": format!("{scheduler}#issuecomment-425164194"),
+                               "body": "This is a comment on this new issue."}}),
+            "Scheduler / issue #5 This is a new issue",
+            &format!("eeshangarg deleted a [comment]({scheduler}#issuecomment-425164194) on \
+                      [issue #5]({scheduler}):\n\n~~~ quote\nThis is a comment on this new issue.\n~~~"),
+        );
+        let pr_url = "https://github.com/sbansal1999/public-repo/pull/1";
+        says(
+            "issue_comment",
+            json!({"action": "created", "repository": {"name": "public-repo"}, "sender": {"login": "sbansal1999"},
+                   "issue": {"number": 1, "title": "Update the README with new information",
+                             "html_url": pr_url, "pull_request": {"url": pr_url}},
+                   "comment": {"html_url": format!("{pr_url}#issuecomment-1631445420"), "body": "Some comment"}}),
+            "public-repo / PR #1 Update the README with new information",
+            &format!(
+                "sbansal1999 [commented]({pr_url}#issuecomment-1631445420) on [PR #1]({pr_url}):\
+                      \n\n~~~ quote\nSome comment\n~~~"
+            ),
+        );
+        let url = "https://github.com/sbansal1999/testing-gh/issues";
+        says(
+            "issues",
+            json!({"action": "assigned", "repository": {"name": "testing-gh"}, "sender": {"login": "sbansal1999"},
+                   "assignee": {"login": "sbansal1999"},
+                   "issue": {"number": 7, "title": "Testing when issue assigned!", "html_url": format!("{url}/7")}}),
+            "testing-gh / issue #7 Testing when issue assigned!",
+            &format!("sbansal1999 assigned sbansal1999 to [issue #7]({url}/7)."),
+        );
+        says(
+            "issues",
+            issue("unassigned", json!({"assignee": {"login": "sbansal1999"}})),
+            "testing-gh / issue #9 idk man",
+            &format!("sbansal1999 unassigned sbansal1999 from [issue #9]({url}/9)."),
+        );
+        says(
+            "issues",
+            issue("labeled", json!({"label": {"name": "bug"}})),
+            "testing-gh / issue #9 idk man",
+            &format!("[sbansal1999](https://github.com/sbansal1999) added the bug label to [Issue #9]({url}/9)."),
+        );
+        says(
+            "issues",
+            issue("unlabeled", json!({"label": {"name": "bug"}})),
+            "testing-gh / issue #9 idk man",
+            &format!("[sbansal1999](https://github.com/sbansal1999) removed the bug label from [Issue #9]({url}/9)."),
+        );
+        let milestone = json!({"milestone": {"title": "some_random_milestone",
+            "html_url": "https://github.com/sbansal1999/testing-gh/milestone/1"}});
+        let long = |action: &str| {
+            let mut p = issue(action, milestone.clone());
+            p["issue"] = json!({"number": 6, "title": "This is a sample issue to test GH Integration Func",
+                                "html_url": format!("{url}/6")});
+            p
+        };
+        let (topic, message) = made("issues", long("milestoned")).unwrap();
+        assert_eq!(
+            message,
+            format!("[sbansal1999](https://github.com/sbansal1999) added milestone \
+                     [some_random_milestone](https://github.com/sbansal1999/testing-gh/milestone/1) \
+                     to [issue #6]({url}/6).")
+        );
+        // The send path cuts the topic to 60 characters, as Zulip shows it.
+        let cut = crate::api::messages::normalize_topic_for(&topic, "").unwrap();
+        assert_eq!(cut, "testing-gh / issue #6 This is a sample issue to test GH I...");
+        assert_eq!(
+            made("issues", long("demilestoned")).unwrap().1,
+            format!("[sbansal1999](https://github.com/sbansal1999) removed milestone \
+                     [some_random_milestone](https://github.com/sbansal1999/testing-gh/milestone/1) \
+                     from [issue #6]({url}/6).")
+        );
+    }
+
+    #[test]
+    fn releases_and_pings() {
+        says(
+            "release",
+            json!({"action": "published", "repository": {"name": "public-repo"},
+                   "sender": {"login": "baxterthehacker"},
+                   "release": {"tag_name": "0.0.1", "name": null,
+                               "html_url": format!("{BAXTER}/releases/tag/0.0.1")}}),
+            "public-repo",
+            &format!("baxterthehacker published release [0.0.1]({BAXTER}/releases/tag/0.0.1) for tag 0.0.1."),
+        );
+        says(
+            "ping",
+            json!({"hook_id": 1, "repository": {"name": "public-repo"}, "sender": {"login": "TomaszKolek"}}),
+            "public-repo",
+            "GitHub webhook has been successfully configured by TomaszKolek.",
+        );
+        says(
+            "ping",
+            json!({"hook_id": 1, "organization": {"login": "zulip-test-org"}, "sender": {"login": "eeshangarg"}}),
+            "zulip-test-org",
+            "GitHub webhook has been successfully configured by eeshangarg.",
+        );
+    }
 }
