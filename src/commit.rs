@@ -190,14 +190,7 @@ impl Drop for Durable {
     }
 }
 
-/// Free space on the log's file system below which commits are refused
-/// (503 `NOT_READY`, nothing applied or logged) while reads go on: room
-/// for the records already in flight, a new segment's zeros and the
-/// snapshot's files, so that the log itself never meets a full disk. A
-/// write that fails there anyway is fatal like a failed fsync (the
-/// mutation is applied in memory already), and nothing unacknowledged
-/// survives the restart's recovery.
-pub const DISK_RESERVE: u64 = 64 << 20;
+pub use crate::persist::schedule::DISK_RESERVE;
 
 /// Log bytes between two looks at the free space while it is above
 /// `DISK_RESERVE` (a `statvfs` every few hundred sends); below it, every

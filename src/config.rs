@@ -75,6 +75,14 @@ pub struct Cli {
     #[arg(long, default_value_t = 16)]
     pub max_heavy_reads: usize,
 
+    /// A read that tests at most this many candidate messages one by one
+    /// (the shortest index list of its narrow: an absent search word has
+    /// none) is light and answered on the HTTP worker; past it, the read
+    /// goes to the reader pool. 0: every read an index does not answer
+    /// exactly goes to the pool.
+    #[arg(long, default_value_t = 1_000)]
+    pub light_read_candidates: usize,
+
     /// Host name clients use to reach the server, for realm URLs and
     /// subdomain routing (`<realm>.<host>`); default: the listen address.
     #[arg(long)]
@@ -300,6 +308,8 @@ pub struct Config {
     pub workers: usize,
     /// Most heavy reads in the reader pool at once.
     pub max_heavy_reads: usize,
+    /// Most candidates a light read tests one by one (0: none).
+    pub light_read_candidates: usize,
     /// External host name (no scheme), if given; else the bound address.
     pub external_host: Option<String>,
     /// Request body limit.
@@ -691,6 +701,7 @@ impl Cli {
             commit_gather: Duration::from_micros(self.commit_gather_us),
             workers,
             max_heavy_reads: self.max_heavy_reads,
+            light_read_candidates: self.light_read_candidates,
             max_body_bytes: self.max_body_bytes,
             wire,
         })

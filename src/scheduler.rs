@@ -64,6 +64,39 @@ pub fn start(app: Arc<App>) -> std::thread::JoinHandle<()> {
         .expect("spawn the scheduler thread")
 }
 
+/// Starts the thread that makes uploaded images' thumbnails after their
+/// uploads' replies (`api::uploads::make_thumbnail`), oldest first: at
+/// start-up every thumbnail recorded but not made (a crash or a stop
+/// came first), then each new upload's as it is recorded. It runs for the
+/// life of the process.
+pub fn start_thumbnails(app: Arc<App>) -> std::thread::JoinHandle<()> {
+    // Subscribed before the first pass, so that no upload is missed.
+    let uploads = app.hub.subscribe_where(is_new_upload);
+    std::thread::Builder::new()
+        .name("natter-thumbnails".into())
+        .spawn(move || {
+            // The highest attachment id looked at: one whose thumbnail
+            // cannot be made is tried once per start, not in a loop.
+            let mut done = 0;
+            loop {
+                for id in app.state.files.thumbnails_to_make(done) {
+                    crate::api::uploads::make_thumbnail(&app, id);
+                    done = done.max(id);
+                }
+                if uploads.recv().is_err() {
+                    return;
+                }
+            }
+        })
+        .expect("spawn the thumbnail thread")
+}
+
+/// Whether `event` tells of a new uploaded file.
+fn is_new_upload(event: &Event) -> bool {
+    matches!(event, Event::Broadcast { event, .. }
+        if event["type"] == "attachment" && event["op"] == "add")
+}
+
 /// Delivers every scheduled message and reminder due now; returns the
 /// earliest delivery time still to come.
 pub fn deliver_due(app: &App) -> Option<i64> {
@@ -104,6 +137,68 @@ fn until(next: Option<i64>) -> Duration {
 fn changes_schedule(event: &Event) -> bool {
     matches!(event, Event::Broadcast { event, .. }
         if event["type"] == "scheduled_messages" || event["type"] == "reminders")
+}
+
+#[cfg(test)]
+mod thumbnail_tests {
+    use crate::api::uploads;
+    use crate::files::{self, Upload};
+    use crate::testkit;
+
+    fn png(width: u32, height: u32) -> Vec<u8> {
+        let image = image::RgbImage::from_pixel(width, height, image::Rgb([9, 99, 199]));
+        let mut out = std::io::Cursor::new(Vec::new());
+        image::DynamicImage::ImageRgb8(image).write_to(&mut out, image::ImageFormat::Png).unwrap();
+        out.into_inner()
+    }
+
+    /// An upload's reply comes before its thumbnail is made; the record
+    /// says what is to be made, so a thumbnail thread started later (as
+    /// after a restart) makes it; a file that is no image gets none.
+    #[test]
+    fn thumbnails_are_made_after_the_upload_and_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = testkit::in_process_dev_app(dir.path(), &[]);
+        let realm = app.state.realm_by_subdomain("").unwrap();
+        let hamlet = app.state.user_by_email(realm.id, "hamlet@natter.test").unwrap();
+        let stored = |bytes: &[u8], name: &str| {
+            let upload = Upload {
+                staged: files::stage_bytes(&*app.files, bytes).unwrap(),
+                filename: name.to_owned(),
+                content_type: None,
+                size: bytes.len() as u64,
+            };
+            uploads::store(&app, &hamlet, upload).unwrap()
+        };
+        let image = stored(&png(1200, 300), "wide.png");
+        let text = stored(b"plain words", "notes.txt");
+        let pending = app.state.files.thumbnail(image.id).unwrap();
+        assert!(!pending.is_made());
+        assert_eq!(
+            (pending.width, pending.height, pending.content_type.as_str()),
+            (1200, 300, "image/png")
+        );
+        assert_eq!(app.state.files.thumbnail(text.id), None);
+        assert_eq!(app.state.files.thumbnails_to_make(0), vec![image.id]);
+
+        // The thread finds it at its start, and each new upload as it comes.
+        super::start_thumbnails(std::sync::Arc::clone(&app));
+        let later = stored(&png(10, 20), "small.png");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !app.state.files.thumbnails_to_make(0).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "thumbnails not made");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        for (id, size) in [(image.id, (840, 210)), (later.id, (10, 20))] {
+            let made = app.state.files.thumbnail(id).unwrap();
+            assert!(made.is_made());
+            let key = files::StoreKey::parse(&made.key).unwrap();
+            let webp = app.files.read(&key, 0, made.size).unwrap();
+            let small =
+                image::load_from_memory_with_format(&webp, image::ImageFormat::WebP).unwrap();
+            assert_eq!((small.width(), small.height()), size);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -202,6 +202,8 @@ pub fn start(config: Config) -> Result<Server, String> {
     };
     // Deliveries that fell due while the server was down go out now.
     crate::scheduler::start(Arc::clone(&app));
+    // Thumbnails not made before a stop are made now.
+    crate::scheduler::start_thumbnails(Arc::clone(&app));
     // Deliveries to outgoing-webhook bots left unfinished go out now.
     crate::outgoing::start(&app);
     if app.state.realm_by_subdomain("").is_none() && !app.config.dev {

@@ -71,30 +71,51 @@ fn media_type(format: ImageFormat) -> Option<&'static str> {
     }
 }
 
-/// The image file at `path` decoded within the bounds above: the image,
-/// its media type, width and height.
-fn decode(path: &Path) -> Result<(DynamicImage, &'static str), Refused> {
-    let open = || {
-        ImageReader::open(path)
-            .and_then(|r| r.with_guessed_format())
-            .map_err(|e| Refused::Undecodable(e.to_string()))
-    };
-    let reader = open()?;
+/// A reader of the image file at `path`, its format guessed from the bytes.
+fn open(path: &Path) -> Result<ImageReader<std::io::BufReader<std::fs::File>>, Refused> {
+    ImageReader::open(path)
+        .and_then(|r| r.with_guessed_format())
+        .map_err(|e| Refused::Undecodable(e.to_string()))
+}
+
+/// The format, media type, width and height of the image file at `path`,
+/// from its header alone: a bomb is refused before any pixel is decoded.
+fn header(path: &Path) -> Result<(ImageFormat, &'static str, u32, u32), Refused> {
+    let reader = open(path)?;
     let format = reader.format().ok_or(Refused::NotAnImage)?;
     let content_type = media_type(format).ok_or(Refused::NotAnImage)?;
-    // The header alone first: a bomb is refused before any pixel.
     let (width, height) =
         reader.into_dimensions().map_err(|e| Refused::Undecodable(e.to_string()))?;
     if u64::from(width) * u64::from(height) > MAX_PIXELS {
         return Err(Refused::TooLarge(width, height));
     }
-    let mut reader = open()?;
+    Ok((format, content_type, width, height))
+}
+
+/// The width, height and media type of the image file at `path`, from
+/// its header alone (cheap: no pixel is decoded); refused as `make` would
+/// refuse it for its format or size.
+pub fn inspect(path: &Path) -> Result<(u32, u32, &'static str), Refused> {
+    let (_, content_type, width, height) = header(path)?;
+    Ok((width, height, content_type))
+}
+
+/// The decoder limits for an image of `width` × `height`.
+fn limits(width: u32, height: u32) -> Limits {
     let mut limits = Limits::default();
     limits.max_image_width = Some(width);
     limits.max_image_height = Some(height);
     // RGBA at 16 bits a channel, with room for the decoder's own buffers.
     limits.max_alloc = Some(MAX_PIXELS * 8 + (64 << 20));
-    reader.limits(limits);
+    limits
+}
+
+/// The image file at `path` decoded within the bounds above: the image
+/// and its media type.
+fn decode(path: &Path) -> Result<(DynamicImage, &'static str), Refused> {
+    let (_, content_type, width, height) = header(path)?;
+    let mut reader = open(path)?;
+    reader.limits(limits(width, height));
     let image = reader.decode().map_err(|e| Refused::Undecodable(e.to_string()))?;
     Ok((image, content_type))
 }
@@ -152,6 +173,94 @@ pub fn make_avatar(path: PathBuf, limit: Duration) -> Result<Avatar, Refused> {
         },
         limit,
     )
+}
+
+/// The side of a custom emoji's image, in pixels (Zulip's).
+pub const EMOJI_SIDE: u32 = 64;
+
+/// A custom emoji's image made of an upload, as Zulip stores it.
+#[derive(Debug)]
+pub struct Emoji {
+    /// The image: `EMOJI_SIDE` pixels square (the middle of a still
+    /// image), or an animated GIF's every frame fit in that square.
+    pub bytes: Vec<u8>,
+    /// Its media type: the upload's.
+    pub content_type: &'static str,
+}
+
+/// `Emoji` of the image file at `path`, bounded as `make` is; an animated
+/// GIF's frames count together against `MAX_PIXELS`.
+pub fn make_emoji(path: PathBuf, limit: Duration) -> Result<Emoji, Refused> {
+    bounded(move || make_emoji_here(&path), limit)
+}
+
+fn make_emoji_here(path: &Path) -> Result<Emoji, Refused> {
+    let (format, content_type, width, height) = header(path)?;
+    if format == ImageFormat::Gif {
+        if let Some(bytes) = animated_emoji(path, width, height, MAX_PIXELS)? {
+            return Ok(Emoji { bytes, content_type });
+        }
+    }
+    let (image, _) = decode(path)?;
+    let square =
+        image.resize_to_fill(EMOJI_SIDE, EMOJI_SIDE, image::imageops::FilterType::Triangle);
+    // JPEG has no alpha channel; the other formats keep theirs.
+    let square = match format {
+        ImageFormat::Jpeg => DynamicImage::ImageRgb8(square.to_rgb8()),
+        _ => DynamicImage::ImageRgba8(square.to_rgba8()),
+    };
+    let mut out = Cursor::new(Vec::new());
+    square.write_to(&mut out, format).map_err(|e| Refused::Undecodable(e.to_string()))?;
+    Ok(Emoji { bytes: out.into_inner(), content_type })
+}
+
+/// A GIF of more than one frame, every frame fit in `EMOJI_SIDE` pixels
+/// (its proportions kept, as Zulip resizes animated emoji); `None` for a
+/// GIF of one frame (a still image). Refused once its frames come to more
+/// than `budget` pixels.
+fn animated_emoji(
+    path: &Path,
+    width: u32,
+    height: u32,
+    budget: u64,
+) -> Result<Option<Vec<u8>>, Refused> {
+    use image::codecs::gif::{GifDecoder, GifEncoder, Repeat};
+    use image::{AnimationDecoder, Frame, ImageDecoder};
+    let undecodable = |e: image::ImageError| Refused::Undecodable(e.to_string());
+    let file = std::fs::File::open(path).map_err(|e| Refused::Undecodable(e.to_string()))?;
+    let mut decoder = GifDecoder::new(std::io::BufReader::new(file)).map_err(undecodable)?;
+    decoder.set_limits(limits(width, height)).map_err(undecodable)?;
+    let scale = f64::from(EMOJI_SIDE) / f64::from(width.max(height).max(1));
+    let fit = |side: u32| ((f64::from(side) * scale).round() as u32).clamp(1, EMOJI_SIDE);
+    let (small_width, small_height) = (fit(width), fit(height));
+    let frame_pixels = u64::from(width) * u64::from(height);
+    let mut frames = Vec::new();
+    for (n, frame) in decoder.into_frames().enumerate() {
+        // Every frame is the whole canvas once decoded: the pixels of all
+        // of them are what a bomb would cost.
+        if (n as u64 + 1) * frame_pixels > budget {
+            return Err(Refused::TooLarge(width, height));
+        }
+        let frame = frame.map_err(undecodable)?;
+        let delay = frame.delay();
+        let small = image::imageops::resize(
+            frame.buffer(),
+            small_width,
+            small_height,
+            image::imageops::FilterType::Triangle,
+        );
+        frames.push(Frame::from_parts(small, 0, 0, delay));
+    }
+    if frames.len() < 2 {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    {
+        let mut encoder = GifEncoder::new_with_speed(&mut out, 10);
+        encoder.set_repeat(Repeat::Infinite).map_err(undecodable)?;
+        encoder.encode_frames(frames).map_err(undecodable)?;
+    }
+    Ok(Some(out))
 }
 
 /// `job` on its own OS thread, waited on for at most `limit`.
@@ -242,6 +351,94 @@ mod tests {
         assert!(matches!(refused, Refused::Undecodable(_)), "{refused:?}");
         let text = file(b"just text");
         let refused = make_avatar(text.path().to_owned(), TIME_LIMIT).unwrap_err();
+        assert_eq!(refused, Refused::NotAnImage);
+    }
+
+    /// A GIF of `frames` frames of `width` × `height`, each a colour of
+    /// its own.
+    pub(crate) fn animated_gif(width: u32, height: u32, frames: u8) -> Vec<u8> {
+        use image::codecs::gif::GifEncoder;
+        let mut out = Vec::new();
+        {
+            let mut encoder = GifEncoder::new(&mut out);
+            for n in 0..frames {
+                let colour = image::Rgba([n * 40, 9, 9, 255]);
+                let buffer = image::RgbaImage::from_pixel(width, height, colour);
+                let delay = image::Delay::from_numer_denom_ms(100, 1);
+                encoder.encode_frame(image::Frame::from_parts(buffer, 0, 0, delay)).unwrap();
+            }
+        }
+        out
+    }
+
+    /// A GIF whose screen is `side` pixels square and whose `frames`
+    /// frames are one pixel each (a few bytes, whatever the side).
+    fn sparse_gif(side: u16, frames: usize) -> Vec<u8> {
+        let mut out = b"GIF89a".to_vec();
+        out.extend(side.to_le_bytes());
+        out.extend(side.to_le_bytes());
+        out.extend([0x80, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff]);
+        for _ in 0..frames {
+            out.extend([0x21, 0xf9, 4, 0, 10, 0, 0, 0]);
+            out.extend([0x2c, 0, 0, 0, 0, 1, 0, 1, 0, 0, 2, 2, 0x44, 1, 0]);
+        }
+        out.push(0x3b);
+        out
+    }
+
+    #[test]
+    fn emoji_are_64_pixel_squares() {
+        let made = make_emoji(file(&png(300, 120)).path().to_owned(), TIME_LIMIT).unwrap();
+        assert_eq!(made.content_type, "image/png");
+        let image = image::load_from_memory_with_format(&made.bytes, ImageFormat::Png).unwrap();
+        assert_eq!((image.width(), image.height()), (64, 64));
+        // A small one is scaled up to the same square, as Zulip does.
+        let made = make_emoji_here(file(&png(16, 16)).path()).unwrap();
+        let image = image::load_from_memory(&made.bytes).unwrap();
+        assert_eq!((image.width(), image.height()), (64, 64));
+        // A JPEG stays a JPEG.
+        let mut jpeg = Cursor::new(Vec::new());
+        DynamicImage::ImageRgb8(image::RgbImage::new(100, 100))
+            .write_to(&mut jpeg, ImageFormat::Jpeg)
+            .unwrap();
+        let made = make_emoji_here(file(jpeg.get_ref()).path()).unwrap();
+        assert_eq!(made.content_type, "image/jpeg");
+        let image = image::load_from_memory_with_format(&made.bytes, ImageFormat::Jpeg).unwrap();
+        assert_eq!((image.width(), image.height()), (64, 64));
+    }
+
+    #[test]
+    fn animated_emoji_keep_their_frames() {
+        use image::AnimationDecoder;
+        let made = make_emoji_here(file(&animated_gif(200, 100, 3)).path()).unwrap();
+        assert_eq!(made.content_type, "image/gif");
+        let decoder = image::codecs::gif::GifDecoder::new(Cursor::new(made.bytes)).unwrap();
+        let frames = decoder.into_frames().collect_frames().unwrap();
+        assert_eq!(frames.len(), 3);
+        for frame in &frames {
+            assert_eq!(frame.buffer().dimensions(), (64, 32));
+        }
+        // One frame is a still image: the middle square.
+        let made = make_emoji_here(file(&animated_gif(200, 100, 1)).path()).unwrap();
+        let image = image::load_from_memory_with_format(&made.bytes, ImageFormat::Gif).unwrap();
+        assert_eq!((image.width(), image.height()), (64, 64));
+    }
+
+    #[test]
+    fn emoji_bombs_are_refused() {
+        let refused = make_emoji_here(file(&bomb(100_000, 100_000)).path()).unwrap_err();
+        assert_eq!(refused, Refused::TooLarge(100_000, 100_000));
+        // Frames of a size allowed one by one, too many of them together.
+        let many = file(&sparse_gif(100, 7));
+        let refused = animated_emoji(many.path(), 100, 100, 60_000).unwrap_err();
+        assert_eq!(refused, Refused::TooLarge(100, 100));
+        let made = animated_emoji(many.path(), 100, 100, 70_000).unwrap().unwrap();
+        assert!(image::load_from_memory_with_format(&made, ImageFormat::Gif).is_ok());
+        let mut cut = animated_gif(40, 40, 3);
+        cut.truncate(cut.len() / 2);
+        let refused = make_emoji_here(file(&cut).path()).unwrap_err();
+        assert!(matches!(refused, Refused::Undecodable(_)), "{refused:?}");
+        let refused = make_emoji_here(file(b"<svg/>").path()).unwrap_err();
         assert_eq!(refused, Refused::NotAnImage);
     }
 

@@ -151,7 +151,8 @@ fn avatar_refusals() {
     let mut server = TestServer::start();
     // Not an image, one that only starts like one, a decompression bomb,
     // two files, none, too large, no credentials, a bot.
-    for bytes in [&b"<svg><script>alert(1)</script></svg>"[..], PNG] {
+    let fake = b"\x89PNG\r\n\x1a\n not the rest of a png";
+    for bytes in [&b"<svg><script>alert(1)</script></svg>"[..], fake] {
         let e = post_avatar(&server, Some(HAMLET), bytes).err(400, "BAD_REQUEST");
         assert_eq!(e["msg"], "Could not decode image; did you upload an image file?");
     }
@@ -167,9 +168,6 @@ fn avatar_refusals() {
     let e = post_avatar(&server, Some(HAMLET), &big).err(400, "BAD_REQUEST");
     assert_eq!(e["msg"], "Uploaded file is larger than the allowed limit of 5 MiB");
     post_avatar(&server, None, &png(10, 10)).err(401, "UNAUTHORIZED");
-    let bot = Some("helper-bot@natter.test");
-    let e = post_avatar(&server, bot, &png(10, 10)).err(400, "BAD_REQUEST");
-    assert_eq!(e["msg"], "This endpoint does not accept bot requests.");
     // Nothing was recorded: still the gravatar, version 1.
     let me = server.client(HAMLET).get("/users/me", &[("client_gravatar", "false")]).ok();
     assert_eq!(me["avatar_version"], 1);
@@ -213,4 +211,93 @@ fn avatar_refusals() {
     assert!(location.starts_with("https://secure.gravatar.com/avatar/"), "{location}");
     // The restart kept the setting.
     post_avatar(&server, Some(HAMLET), &png(10, 10)).err(400, "BAD_REQUEST");
+}
+
+/// `PATCH /api/v1/bots/{bot}` as `email` with a multipart `body`.
+fn patch_bot(server: &TestServer, bot: u64, email: &str, body: &[u8]) -> Response {
+    let a = server.account(email);
+    let mut head = format!(
+        "PATCH /api/v1/bots/{bot} HTTP/1.1\r\nHost: {}\r\n\
+         Content-Type: multipart/form-data; boundary={}\r\nContent-Length: {}\r\n\
+         Authorization: {}\r\n\r\n",
+        server.addr,
+        crate::api_uploads::BOUNDARY,
+        body.len(),
+        crate::util::basic_auth(&a.email, &a.key)
+    );
+    let mut bytes = std::mem::take(&mut head).into_bytes();
+    bytes.extend_from_slice(body);
+    server.anonymous().raw(&bytes)
+}
+
+/// Bots' avatars: a bot sets its own with `POST /users/me/avatar`; its
+/// owner or an administrator with a file part of `PATCH /bots/{bot_id}`;
+/// anyone else, a guest included, is refused and changes nothing.
+#[test]
+fn bot_avatars() {
+    let server = TestServer::start();
+    let helper = "helper-bot@natter.test";
+    let helper_id = user_id(&server, helper);
+    // The bot itself.
+    let url = post_avatar(&server, Some(helper), &png(40, 40)).ok()["avatar_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(url.starts_with("/user_avatars/") && url.ends_with("?version=2"), "{url}");
+    let seen = server.client(HAMLET).get(&format!("/users/{helper_id}"), &[]).ok();
+    assert_eq!(seen["user"]["avatar_url"], url.as_str());
+    let owner = "desdemona@natter.test";
+    let bots = server.client(owner).get("/bots", &[]).ok();
+    let listed = bots["bots"].as_array().unwrap().iter().find(|b| b["user_id"] == helper_id);
+    assert_eq!(listed.unwrap()["avatar_url"], url.as_str());
+
+    // Hamlet's own bot, changed by its owner: a new name and an avatar in
+    // one multipart body.
+    let hamlet = server.client(HAMLET);
+    let created = hamlet
+        .post("/bots", &[("full_name", "Yorick"), ("short_name", "yorick"), ("bot_type", "1")])
+        .ok();
+    let bot = created["user_id"].as_u64().unwrap();
+    let body = multipart(&[("y.png", "image/png", &png(300, 120))], &[("full_name", "Yorick II")]);
+    patch_bot(&server, bot, HAMLET, &body).ok();
+    let user = hamlet.get(&format!("/users/{bot}"), &[]).ok()["user"].clone();
+    assert_eq!(user["full_name"], "Yorick II");
+    let first = user["avatar_url"].as_str().unwrap().to_owned();
+    assert!(first.starts_with("/user_avatars/"), "{first}");
+    let d = download(&server, &first, None, &[]);
+    let image = image::load_from_memory_with_format(&d.body, image::ImageFormat::Png).unwrap();
+    assert_eq!((image.width(), image.height()), (100, 100));
+    // An administrator may too; the replaced image goes.
+    let body = multipart(&[("z.gif", "image/gif", &gif())], &[]);
+    patch_bot(&server, bot, IAGO, &body).ok();
+    let second = hamlet.get(&format!("/users/{bot}"), &[]).ok()["user"]["avatar_url"].clone();
+    assert_ne!(second, first.as_str());
+    assert_eq!(download(&server, &first, None, &[]).status, 404);
+    // A form body (no file) is read as before.
+    hamlet.request("PATCH", &format!("/bots/{bot}"), &[("full_name", "Yorick III")]).ok();
+
+    // Refusals: someone else's bot, a guest, two files, a bomb, not an
+    // image; none changes the avatar.
+    let one = multipart(&[("y.png", "image/png", &png(10, 10))], &[]);
+    let e = patch_bot(&server, bot, OTHELLO, &one).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Insufficient permission");
+    let e = patch_bot(&server, bot, "polonius@natter.test", &one).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Insufficient permission");
+    let e = patch_bot(&server, helper_id, HAMLET, &one).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Insufficient permission");
+    let two = multipart(&[("a.png", "image/png", &png(10, 10)), ("b.png", "image/png", PNG)], &[]);
+    let e = patch_bot(&server, bot, HAMLET, &two).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "You may only upload one file at a time");
+    let bomb = multipart(&[("b.png", "image/png", &bomb(100_000))], &[]);
+    let e = patch_bot(&server, bot, HAMLET, &bomb).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Image size exceeds limit.");
+    let svg = multipart(&[("x.svg", "image/svg+xml", b"<svg/>")], &[("full_name", "Nope")]);
+    let e = patch_bot(&server, bot, HAMLET, &svg).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Could not decode image; did you upload an image file?");
+    let user = hamlet.get(&format!("/users/{bot}"), &[]).ok()["user"].clone();
+    assert_eq!(user["avatar_url"], second);
+    assert_eq!(user["full_name"], "Yorick III", "a refused change is not half applied");
+    // A bot may not change another bot's avatar through its own route.
+    let e = patch_bot(&server, bot, helper, &one).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Insufficient permission");
 }

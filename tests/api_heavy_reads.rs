@@ -19,8 +19,16 @@ const OTHELLO: &str = "othello@natter.test";
 const CORDELIA: &str = "cordelia@natter.test";
 
 fn gated_server(gate: &Path, extra: &[&str]) -> TestServer {
+    // Every read an index does not answer exactly goes to the pool, how
+    // few candidates it has (the dev realm is small).
+    let mut args = vec!["--light-read-candidates", "0"];
+    args.extend_from_slice(extra);
+    gated_server_with(gate, &args)
+}
+
+fn gated_server_with(gate: &Path, args: &[&str]) -> TestServer {
     let gate = gate.to_str().expect("utf-8 path");
-    TestServer::start_with_env(extra, &[("NATTER_READ_GATE", gate)])
+    TestServer::start_with_env(args, &[("NATTER_READ_GATE", gate)])
 }
 
 /// A search for `word` on its own connection and thread.
@@ -84,6 +92,32 @@ fn a_held_search_does_not_delay_a_send_on_a_one_worker_server() {
     assert_eq!(ids(&found), [sent]);
     let marked = found["messages"][0]["match_content"].as_str().unwrap();
     assert!(marked.contains("<span class=\"highlight\">raising</span>"), "{marked}");
+}
+
+#[test]
+fn a_search_with_few_candidates_is_answered_on_the_worker() {
+    let gate = tempfile::tempdir().unwrap();
+    let server =
+        gated_server_with(gate.path(), &["--workers", "1", "--light-read-candidates", "3"]);
+    let hamlet = server.client(HAMLET);
+    // A fresh server's word lists cover every message from the first
+    // (only a restart builds them, in the background).
+    // An absent word has no candidates: answered at once, though the
+    // gate holds every read that reaches the pool.
+    let absent = search(&server, HAMLET, "zyzzyva").join().unwrap().ok();
+    assert!(ids(&absent).is_empty());
+    let sent: Vec<u64> = (0..3).map(|i| post(&hamlet, &format!("zyzzyva number {i}"))).collect();
+    let rare = search(&server, HAMLET, "zyzzyva").join().unwrap().ok();
+    assert_eq!(ids(&rare), sent);
+    assert!(!gate.path().join("started-0").exists(), "a light search reached the pool");
+    // A fourth makes the word's list longer than the bound: the pool.
+    let fourth = post(&hamlet, "zyzzyva again");
+    let reader = search(&server, HAMLET, "zyzzyva");
+    wait_started(gate.path(), 1);
+    release(gate.path());
+    let mut all = sent.clone();
+    all.push(fourth);
+    assert_eq!(ids(&reader.join().unwrap().ok()), all);
 }
 
 #[test]

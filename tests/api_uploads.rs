@@ -15,7 +15,7 @@ const OTHELLO: &str = "othello@natter.test"; // member: general, Denmark
 const POLONIUS: &str = "polonius@natter.test"; // guest: general only
 const IAGO: &str = "iago@natter.test"; // administrator
 
-const BOUNDARY: &str = "natter-test-boundary-7d3a";
+pub(crate) const BOUNDARY: &str = "natter-test-boundary-7d3a";
 
 /// A multipart body with one file part per `(filename, content type,
 /// bytes)` and text fields.
@@ -194,11 +194,22 @@ fn upload_download_and_share() {
     assert_eq!(d.status, 200);
     assert_eq!(d.body, bytes);
 
-    // No credentials: 401, as the API answers.
+    // No credentials: Zulip's redirect to the login page (for a page, an
+    // API client or curl), or its 403 for an `<img>`; never the bytes.
     let d = download(&server, &url, None, &[]);
-    assert_eq!(d.status, 401);
-    assert_eq!(d.json()["result"], "error");
-    // Bad credentials: 401 too.
+    assert_eq!(d.status, 302);
+    let next = d.headers["location"].strip_prefix("/?next=").unwrap();
+    assert_eq!(percent_encoding::percent_decode_str(next).decode_utf8().unwrap(), url);
+    assert!(d.body.is_empty());
+    let d = download(&server, &url, None, &[("Accept", "*/*")]);
+    assert_eq!(d.status, 302);
+    let d = download(&server, &url, None, &[("Accept", "image/webp,image/*,*/*;q=0.8")]);
+    assert_eq!((d.status, d.json()["code"].as_str()), (403, Some("UNAUTHORIZED")));
+    assert_eq!(d.json()["msg"], "You are not authorized to view this file.");
+    // A file that does not exist: 404, with or without credentials.
+    let unknown = "/user_uploads/1/ab/ABCDEFGHIJKLMNOPQRSTUVWX/x.bin";
+    assert_eq!(download(&server, unknown, None, &[]).status, 404);
+    // Bad credentials: 401, as the API answers.
     assert_eq!(download(&server, &url, Some((HAMLET, "wrong")), &[]).status, 401);
 
     // The attachment lists the messages that link it.
@@ -622,7 +633,12 @@ fn has_attachment_and_has_image_narrows() {
     assert_eq!(ids(r#"[{"operator": "has", "operand": "image"}]"#), vec![with_image]);
 }
 
-pub(crate) const PNG: &[u8] = b"\x89PNG\r\n\x1a\n(the rest of a small png)";
+/// A 1×1 PNG.
+pub(crate) const PNG: &[u8] = &[
+    137, 80, 78, 71, 13, 10, 26, 10, 0, 0, 0, 13, 73, 72, 68, 82, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0,
+    0, 0, 31, 21, 196, 137, 0, 0, 0, 11, 73, 68, 65, 84, 120, 156, 99, 96, 0, 2, 0, 0, 5, 0, 1,
+    122, 94, 171, 63, 0, 0, 0, 0, 73, 69, 78, 68, 174, 66, 96, 130,
+];
 
 pub(crate) fn add_emoji(server: &TestServer, email: &str, name: &str, bytes: &[u8]) -> Response {
     let path = format!("/realm/emoji/{name}");
@@ -649,8 +665,11 @@ fn custom_emoji() {
     let source = emoji["source_url"].as_str().unwrap();
     let d = download(&server, source, None, &[]);
     assert_eq!(d.status, 200);
-    assert_eq!(d.body, PNG);
     assert_eq!(d.headers["content-type"], "image/png");
+    assert_eq!(d.headers["content-length"], d.body.len().to_string());
+    // Zulip's 64-pixel square.
+    let image = image::load_from_memory_with_format(&d.body, image::ImageFormat::Png).unwrap();
+    assert_eq!((image.width(), image.height()), (64, 64));
     assert_eq!(d.headers["x-content-type-options"], "nosniff");
     assert_eq!(
         download(&server, "/user_avatars/1/ab/ABCDEFGHIJKLMNOPQRSTUVWX", None, &[]).status,
@@ -672,6 +691,16 @@ fn custom_emoji() {
     assert_eq!(e["msg"], "Invalid image format");
     let two = multipart(&[("a.png", "image/png", PNG), ("b.png", "image/png", PNG)], &[]);
     post_multipart(&server, "/realm/emoji/two", Some(HAMLET), &two).err(400, "BAD_REQUEST");
+    // A decompression bomb is refused before any pixel is decoded; a
+    // file that only starts like an image does not decode.
+    let e = add_emoji(&server, HAMLET, "huge_one", &bomb(100_000)).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Image size exceeds limit.");
+    let e = add_emoji(&server, HAMLET, "fake_one", b"\x89PNG\r\n\x1a\n not the rest of a png")
+        .err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Could not decode image; did you upload an image file?");
+    for name in ["huge_one", "fake_one"] {
+        assert!(listed_names(&server).iter().all(|n| n != name), "{name}");
+    }
     let e = add_emoji(&server, HAMLET, "smile", PNG).err(400, "BAD_REQUEST");
     assert_eq!(e["msg"], "Only administrators can override default emoji.");
     add_emoji(&server, IAGO, "smile", PNG).ok();
@@ -781,7 +810,8 @@ fn custom_emoji_belong_to_their_realm() {
     server.kill();
     server.restart();
     assert_eq!(server.client(HAMLET).get("/realm/emoji", &[]).ok()["emoji"][&id]["name"], "ours");
-    assert_eq!(download(&server, source, None, &[]).body, PNG);
+    let d = download(&server, source, None, &[]);
+    assert_eq!(image::load_from_memory(&d.body).unwrap().width(), 64);
 }
 
 /// An edit that adds a link to an upload shares it like a send does.
@@ -849,14 +879,17 @@ fn web_public_files_download_without_credentials() {
     send(&hamlet, "Denmark", &format!("[m]({members_only})"));
     let d = download(&server, &public, None, &[]);
     assert_eq!((d.status, d.body.as_slice()), (200, &b"for everyone"[..]));
-    for path in [&members_only, &unsent, &"/user_uploads/1/ab/ABCDEFGHIJKLMNOPQRSTUVWX/x".into()] {
+    for path in [&members_only, &unsent] {
         let d = download(&server, path, None, &[]);
-        assert_eq!(d.status, 401, "{path}");
+        assert_eq!(d.status, 302, "{path}");
+        assert!(d.headers["location"].starts_with("/?next=%2Fuser%5Fuploads%2F"), "{path}");
         assert!(d.body.windows(3).all(|w| w != b"for"), "{path}");
     }
+    let unknown = "/user_uploads/1/ab/ABCDEFGHIJKLMNOPQRSTUVWX/x";
+    assert_eq!(download(&server, unknown, None, &[]).status, 404);
     // Without public access, nothing downloads without credentials.
     server.client(IAGO).request("PATCH", "/realm", &[("enable_spectator_access", "false")]).ok();
-    assert_eq!(download(&server, &public, None, &[]).status, 401);
+    assert_eq!(download(&server, &public, None, &[]).status, 302);
     let othello = as_user(&server, OTHELLO);
     assert_eq!(download(&server, &public, auth(&othello), &[]).status, 200);
 }
@@ -916,6 +949,38 @@ fn who_may_add_custom_emoji() {
     iago.request("DELETE", "/realm/emoji/admins_emoji", &[]).ok();
 }
 
+/// The names of the realm's custom emoji.
+fn listed_names(server: &TestServer) -> Vec<String> {
+    let listed = server.client(HAMLET).get("/realm/emoji", &[]).ok();
+    let dict = listed["emoji"].as_object().unwrap().clone();
+    dict.values().map(|e| e["name"].as_str().unwrap().to_owned()).collect()
+}
+
+/// An animated custom emoji keeps its frames, each fit in 64 pixels.
+#[test]
+fn animated_emoji_are_resized_frame_by_frame() {
+    use image::AnimationDecoder;
+    let server = TestServer::start();
+    let mut gif = Vec::new();
+    {
+        let mut encoder = image::codecs::gif::GifEncoder::new(&mut gif);
+        for n in 0..3u8 {
+            let buffer = image::RgbaImage::from_pixel(128, 96, image::Rgba([n * 60, 0, 0, 255]));
+            let delay = image::Delay::from_numer_denom_ms(80, 1);
+            encoder.encode_frame(image::Frame::from_parts(buffer, 0, 0, delay)).unwrap();
+        }
+    }
+    add_emoji(&server, HAMLET, "blink", &gif).ok();
+    let listed = server.client(HAMLET).get("/realm/emoji", &[]).ok();
+    let emoji = listed["emoji"].as_object().unwrap().values().next().unwrap().clone();
+    let d = download(&server, emoji["source_url"].as_str().unwrap(), None, &[]);
+    assert_eq!(d.headers["content-type"], "image/gif");
+    let decoder = image::codecs::gif::GifDecoder::new(std::io::Cursor::new(d.body)).unwrap();
+    let frames = decoder.into_frames().collect_frames().unwrap();
+    assert_eq!(frames.len(), 3);
+    assert!(frames.iter().all(|f| f.buffer().dimensions() == (64, 48)));
+}
+
 /// A PNG of `width` × `height` pixels.
 pub(crate) fn png(width: u32, height: u32) -> Vec<u8> {
     let image = image::RgbImage::from_fn(width, height, |x, y| image::Rgb([x as u8, y as u8, 9]));
@@ -957,6 +1022,9 @@ fn images_get_thumbnails_and_bombs_do_not() {
     let url = upload(&server, HAMLET, "photo.png", "image/png", &png(1000, 800));
     let thumbnail =
         format!("/user_uploads/thumbnail/{}/840x560.webp", &url["/user_uploads/".len()..]);
+    // The message shows the thumbnail whether or not it is made yet (it
+    // is made after the upload's reply; until then its URL serves the
+    // original).
     let sent = send(&c, "Denmark", &format!("[photo.png]({url})"));
     let html = content(&c, sent);
     assert!(
@@ -967,16 +1035,26 @@ fn images_get_thumbnails_and_bombs_do_not() {
         )),
         "{html}"
     );
-    let d = download(&server, &thumbnail, auth(&hamlet), &[]);
-    assert_eq!(d.status, 200);
-    assert_eq!(d.headers["content-type"], "image/webp");
+    let original = png(1000, 800);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let d = loop {
+        let d = download(&server, &thumbnail, auth(&hamlet), &[]);
+        assert_eq!(d.status, 200);
+        if d.headers["content-type"] == "image/webp" {
+            break d;
+        }
+        assert_eq!((d.headers["content-type"].as_str(), &d.body), ("image/png", &original));
+        assert_eq!(d.headers["cache-control"], "private, no-cache");
+        assert!(std::time::Instant::now() < deadline, "no thumbnail made");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     let small = image::load_from_memory_with_format(&d.body, image::ImageFormat::WebP).unwrap();
     assert_eq!((small.width(), small.height()), (700, 560));
     let othello = as_user(&server, OTHELLO);
     assert_eq!(download(&server, &thumbnail, auth(&othello), &[]).status, 200);
     let polonius = as_user(&server, POLONIUS);
     assert_eq!(download(&server, &thumbnail, auth(&polonius), &[]).status, 404);
-    assert_eq!(download(&server, &thumbnail, None, &[]).status, 401);
+    assert_eq!(download(&server, &thumbnail, None, &[]).status, 302);
     let wrong_size = thumbnail.replace("840x560", "100x100");
     assert_eq!(download(&server, &wrong_size, auth(&hamlet), &[]).status, 404);
 

@@ -104,7 +104,12 @@ fn add_emoji(h: &Harness, email: &str, name: &str, bytes: &[u8]) -> natter::erro
     api::emoji::add(&h.app, &mut call).map(drop)
 }
 
-const PNG: &[u8] = b"\x89PNG\r\n\x1a\n not really the rest of a png";
+/// A 1×1 PNG.
+const PNG: &[u8] = &[
+    137, 80, 78, 71, 13, 10, 26, 10, 0, 0, 0, 13, 73, 72, 68, 82, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0,
+    0, 0, 31, 21, 196, 137, 0, 0, 0, 11, 73, 68, 65, 84, 120, 156, 99, 96, 0, 2, 0, 0, 5, 0, 1,
+    122, 94, 171, 63, 0, 0, 0, 0, 73, 69, 78, 68, 174, 66, 96, 130,
+];
 
 #[test]
 fn custom_emoji_added_and_deactivated() {
@@ -156,6 +161,68 @@ fn upload_avatar(h: &Harness, email: &str, bytes: &[u8]) -> natter::error::ApiRe
         }],
     };
     api::avatars::upload(&h.app, &mut call).map(Value::Object)
+}
+
+/// `PATCH /bots/{bot_id}` as `email` with one staged image.
+fn bot_avatar(h: &Harness, email: &str, bot: u64, bytes: &[u8]) -> natter::error::ApiResult<()> {
+    let realm = h.app.state.realm_by_subdomain("").unwrap();
+    let staged = files::stage_bytes(&*h.app.files, bytes).unwrap();
+    let mut call = Call {
+        realm: realm.into(),
+        caller: Some(h.user(email).into()),
+        params: Params::default(),
+        path: vec![bot.to_string()],
+        client: "test".into(),
+        raw_fields: Vec::new(),
+        sorted_reply: None,
+        files: vec![Upload {
+            staged,
+            filename: "bot.png".to_owned(),
+            content_type: Some("image/png".to_owned()),
+            size: bytes.len() as u64,
+        }],
+    };
+    api::accounts::update_bot(&h.app, &mut call).map(drop)
+}
+
+/// A bot's new avatar, set by its owner or by the bot itself, reaches
+/// everyone as `realm_user` and those who administer the bot as
+/// `realm_bot`, and folds into `realm_users` and `realm_bots`.
+#[test]
+fn bot_avatar_changes() {
+    let h = Harness::new();
+    let bot = h.user("helper-bot@natter.test");
+    let owner = h.app.state.users.get(&bot.bot_owner.unwrap()).unwrap().email.clone();
+    let params = [("fetch_event_types", r#"["realm_user", "realm_bot"]"#)];
+    for viewer in [owner.as_str(), IAGO] {
+        let events = h.verify_action(
+            viewer,
+            &params,
+            |h| bot_avatar(h, &owner, bot.id.0, &crate::api_uploads::png(30, 30)).unwrap(),
+            &["realm_user", "realm_bot"],
+        );
+        let url = events[1]["bot"]["avatar_url"].as_str().unwrap();
+        assert!(url.starts_with("/user_avatars/"), "{url}");
+        assert_eq!(events[0]["person"]["avatar_url"], url);
+        let events = h.verify_action(
+            viewer,
+            &params,
+            |h| {
+                upload_avatar(h, "helper-bot@natter.test", &crate::api_uploads::png(20, 20))
+                    .unwrap();
+            },
+            &["realm_user", "realm_bot"],
+        );
+        assert_eq!(events[1]["bot"]["user_id"], bot.id.0);
+    }
+    // Someone who does not administer the bot sees only the user change.
+    let events = h.verify_action(
+        HAMLET,
+        &params,
+        |h| bot_avatar(h, IAGO, bot.id.0, &crate::api_uploads::png(30, 30)).unwrap(),
+        &["realm_user"],
+    );
+    assert_eq!(events[0]["person"]["user_id"], bot.id.0);
 }
 
 /// An avatar upload and its removal reach every user as Zulip's

@@ -463,9 +463,10 @@ fn managed_bot(app: &App, call: &Call) -> ApiResult<User> {
 }
 
 /// `PATCH /bots/{bot_id}`: `full_name`, `bot_owner_id` (an active human
-/// of the realm), `role` (administrators; the usual role rules), and for
-/// an outgoing-webhook bot `service_payload_url`, `service_interface`
-/// (with it) and `config_data`.
+/// of the realm), `role` (administrators; the usual role rules), for an
+/// outgoing-webhook bot `service_payload_url`, `service_interface` (with
+/// it) and `config_data`, and a new avatar as one file part of a
+/// multipart body (`avatars::prepare`), all in one committed change.
 pub fn update_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let bot = managed_bot(app, call)?;
     let me = call.caller().clone();
@@ -495,8 +496,22 @@ pub fn update_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
     if service_change && bot.bot_type != Some(BotType::OutgoingWebhook) {
         return Err(ApiError::bad_request("This bot has no outgoing webhook service"));
     }
-    app.committer.commit(|s| {
+    // A file part is the bot's new avatar (made and stored before the
+    // change that records it is committed).
+    let mut files = std::mem::take(&mut call.files);
+    let avatar = match (files.pop(), files.is_empty()) {
+        (None, _) => None,
+        (Some(upload), true) => Some(super::avatars::prepare(app, me.realm, upload)?),
+        (Some(_), false) => {
+            return Err(ApiError::bad_request("You may only upload one file at a time"))
+        }
+    };
+    let committed = app.committer.commit(|s| {
         let bot = s.users.get(&bot.id).ok_or_else(|| ApiError::bad_request("No such bot"))?;
+        // Again under the writer lock: the owner may have changed.
+        if !(me.role.is_admin() || bot.bot_owner == Some(me.id)) {
+            return Err(ApiError::bad_request("Insufficient permission"));
+        }
         let mut changes = changes;
         if let Some(role) = role {
             check_role_change(s, &me, &bot, role)?;
@@ -515,14 +530,26 @@ pub fn update_bot(app: &App, call: &mut Call) -> ApiResult<Reply> {
             };
             Mutation::Bot(Box::new(BotChange::SetService { bot: bot.id, service }))
         });
-        Ok((
-            match service {
-                Some(service) => Mutation::Batch(vec![users, service]),
-                None => users,
-            },
-            (),
-        ))
-    })?;
+        let replaced = avatar.as_ref().and_then(|_| s.files.avatar(bot.id));
+        let avatar =
+            avatar.clone().map(|a| Mutation::SetAvatar { user: bot.id, avatar: Some(Box::new(a)) });
+        let mutations: Vec<Mutation> =
+            [Some(users), service, avatar].into_iter().flatten().collect();
+        let mutation = match <[Mutation; 1]>::try_from(mutations) {
+            Ok([one]) => one,
+            Err(many) => Mutation::Batch(many),
+        };
+        Ok((mutation, replaced))
+    });
+    match committed {
+        Ok(replaced) => super::avatars::replaced_images(app, replaced),
+        Err(e) => {
+            if let Some(avatar) = &avatar {
+                super::avatars::discard(app, avatar);
+            }
+            return Err(e);
+        }
+    }
     Ok(Reply::new())
 }
 

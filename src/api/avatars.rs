@@ -8,8 +8,10 @@
 //! `/user_avatars/<key>`, as Zulip serves avatars. The image
 //! it replaces is removed once the change is durable (a crash in between
 //! leaves an orphan that start-up removes). Who may change it follows
-//! Zulip: anyone, unless the realm's `avatar_changes_disabled` holds, which
-//! administrators are exempt from.
+//! Zulip: anyone, a bot for itself included, unless the realm's
+//! `avatar_changes_disabled` holds, which administrators are exempt from.
+//! A bot's owner and the administrators change a bot's avatar with
+//! `PATCH /bots/{bot_id}` (`api::accounts::update_bot`, through `prepare`).
 
 use std::sync::Arc;
 
@@ -28,11 +30,8 @@ use crate::thumbnails;
 pub const MAX_AVATAR_FILE_MIB: u64 = 5;
 
 /// Refused when the realm disables avatar changes and `user` is not an
-/// administrator.
+/// administrator (a bot changing its own avatar included, as in Zulip).
 fn check_allowed(state: &State, user: &User) -> ApiResult<()> {
-    if user.is_bot() {
-        return Err(ApiError::bad_request("This endpoint does not accept bot requests."));
-    }
     if state.files.realm_settings(user.realm).avatar_changes_disabled && !user.role.is_admin() {
         return Err(ApiError::bad_request("Avatar changes are disabled in this organization."));
     }
@@ -48,11 +47,24 @@ fn change(app: &App, user: UserId, avatar: Option<Avatar>) -> ApiResult<Reply> {
         let replaced = state.files.avatar(user);
         Ok((Mutation::SetAvatar { user, avatar: avatar.clone().map(Box::new) }, replaced))
     })?;
+    replaced_images(app, replaced);
+    let me = app.state.users.get(&user).ok_or_else(|| ApiError::bad_request("Invalid user"))?;
+    Ok(reply! {"avatar_url" => crate::view::user::avatar_url(&app.state, &me, false)})
+}
+
+/// Removes the images of an avatar a committed change replaced.
+pub(super) fn replaced_images(app: &App, replaced: Option<Avatar>) {
     if let Some(old) = replaced {
         forget_keys(app, &[old.key, old.medium_key]);
     }
-    let me = app.state.users.get(&user).ok_or_else(|| ApiError::bad_request("Invalid user"))?;
-    Ok(reply! {"avatar_url" => crate::view::user::avatar_url(&app.state, &me, false)})
+}
+
+/// Removes the images of an avatar `prepare` stored, unless a committed
+/// change records them.
+pub(super) fn discard(app: &App, avatar: &Avatar) {
+    if app.state.files.avatar_by_key(&avatar.key).is_none() {
+        forget_keys(app, &[avatar.key.clone(), avatar.medium_key.clone()]);
+    }
 }
 
 /// Removes stored images by key.
@@ -63,7 +75,11 @@ fn forget_keys(app: &App, keys: &[String]) {
 }
 
 /// Stages and stores `bytes` under a new key of `realm`.
-fn store_bytes(app: &App, realm: crate::state::RealmId, bytes: Vec<u8>) -> ApiResult<StoreKey> {
+pub(super) fn store_bytes(
+    app: &App,
+    realm: crate::state::RealmId,
+    bytes: Vec<u8>,
+) -> ApiResult<StoreKey> {
     let store = Arc::clone(&app.files);
     let staged = files::blocking(move || files::stage_bytes(&*store, &bytes)).map_err(|e| {
         eprintln!("natter: error: cannot stage an avatar: {e}");
@@ -72,17 +88,15 @@ fn store_bytes(app: &App, realm: crate::state::RealmId, bytes: Vec<u8>) -> ApiRe
     super::uploads::put(app, realm, staged)
 }
 
-/// `POST /users/me/avatar`: one image (PNG, GIF, JPEG or WebP) becomes the
-/// caller's avatar, as Zulip's two squares (`thumbnails::make_avatar`:
-/// bounded, so an image bomb is refused, never stored).
-pub fn upload(app: &App, call: &mut Call) -> ApiResult<Reply> {
-    let mut parts = std::mem::take(&mut call.files);
-    let caller = call.caller();
-    check_allowed(&app.state, caller)?;
-    let upload = match (parts.pop(), parts.is_empty()) {
-        (Some(upload), true) => upload,
-        _ => return Err(ApiError::bad_request("You must upload exactly one avatar.")),
-    };
+/// One uploaded image (PNG, GIF, JPEG or WebP) made Zulip's two squares
+/// (`thumbnails::make_avatar`: bounded, so an image bomb is refused,
+/// never stored) and stored under new keys of `realm`: the avatar to
+/// record, not yet committed (`discard` it if the commit is refused).
+pub(super) fn prepare(
+    app: &App,
+    realm: crate::state::RealmId,
+    upload: files::Upload,
+) -> ApiResult<Avatar> {
     if upload.size > MAX_AVATAR_FILE_MIB << 20 {
         return Err(ApiError::bad_request(format!(
             "Uploaded file is larger than the allowed limit of {MAX_AVATAR_FILE_MIB} MiB"
@@ -90,6 +104,7 @@ pub fn upload(app: &App, call: &mut Call) -> ApiResult<Reply> {
     }
     let path = upload.staged.path().to_owned();
     let made = files::blocking(move || thumbnails::make_avatar(path, thumbnails::TIME_LIMIT));
+    drop(upload);
     let made = match made {
         Ok(made) => made,
         Err(thumbnails::Refused::TooLarge(..)) => {
@@ -102,19 +117,36 @@ pub fn upload(app: &App, call: &mut Call) -> ApiResult<Reply> {
         }
     };
     let (size, medium_size) = (made.small.len() as u64, made.medium.len() as u64);
-    let key = store_bytes(app, caller.realm, made.small)?;
-    let medium_key = match store_bytes(app, caller.realm, made.medium) {
+    let key = store_bytes(app, realm, made.small)?;
+    let medium_key = match store_bytes(app, realm, made.medium) {
         Ok(key) => key,
         Err(e) => {
             forget_keys(app, &[key.as_str().to_owned()]);
             return Err(e);
         }
     };
-    let keys = [key.as_str().to_owned(), medium_key.as_str().to_owned()];
-    let avatar = Avatar { key: keys[0].clone(), size, medium_key: keys[1].clone(), medium_size };
-    let changed = change(app, caller.id, Some(avatar));
-    if changed.is_err() && app.state.files.avatar_by_key(&keys[0]).is_none() {
-        forget_keys(app, &keys);
+    Ok(Avatar {
+        key: key.as_str().to_owned(),
+        size,
+        medium_key: medium_key.as_str().to_owned(),
+        medium_size,
+    })
+}
+
+/// `POST /users/me/avatar`: one image (PNG, GIF, JPEG or WebP) becomes the
+/// caller's avatar, a bot's own included (`prepare`).
+pub fn upload(app: &App, call: &mut Call) -> ApiResult<Reply> {
+    let mut parts = std::mem::take(&mut call.files);
+    let caller = call.caller();
+    check_allowed(&app.state, caller)?;
+    let upload = match (parts.pop(), parts.is_empty()) {
+        (Some(upload), true) => upload,
+        _ => return Err(ApiError::bad_request("You must upload exactly one avatar.")),
+    };
+    let avatar = prepare(app, caller.realm, upload)?;
+    let changed = change(app, caller.id, Some(avatar.clone()));
+    if changed.is_err() {
+        discard(app, &avatar);
     }
     changed
 }

@@ -3,8 +3,10 @@
 //!
 //! Who may add one follows the realm's `can_add_custom_emoji_group`
 //! (`PATCH /realm`; Zulip's default, members: not guests); deactivating is
-//! for administrators and the emoji's author. The image is stored (`crate::files`) before the
-//! emoji is recorded, and served without credentials at its `source_url`
+//! for administrators and the emoji's author. The image is decoded and
+//! made Zulip's 64-pixel square (an animated GIF keeps its frames, each
+//! fit in that square), stored (`crate::files`) before the emoji is
+//! recorded, and served without credentials at its `source_url`
 //! (`/user_avatars/<key>`), as Zulip serves emoji.
 
 use super::{App, Call, Reply};
@@ -15,6 +17,7 @@ use crate::mutation::Mutation;
 use crate::reply;
 use crate::state::access;
 use crate::state::files::RealmEmoji;
+use crate::thumbnails;
 
 /// Largest emoji image, in MiB (register's `max_emoji_file_size_mib`).
 pub const MAX_EMOJI_FILE_MIB: u64 = 5;
@@ -78,6 +81,23 @@ pub(super) fn uploaded_image_type(upload: &files::Upload) -> ApiResult<Option<&'
     Ok(image_type(&head))
 }
 
+/// The uploaded image as an emoji's (`thumbnails::make_emoji`: Zulip's
+/// 64-pixel square, decoded on an OS thread within the thumbnails'
+/// bounds, so a decompression bomb is refused, never stored).
+fn emoji_image(upload: &files::Upload) -> ApiResult<thumbnails::Emoji> {
+    let path = upload.staged.path().to_owned();
+    match files::blocking(move || thumbnails::make_emoji(path, thumbnails::TIME_LIMIT)) {
+        Ok(made) => Ok(made),
+        Err(thumbnails::Refused::NotAnImage) => Err(ApiError::bad_request("Invalid image format")),
+        Err(thumbnails::Refused::TooLarge(..)) => {
+            Err(ApiError::bad_request("Image size exceeds limit."))
+        }
+        Err(_) => {
+            Err(ApiError::bad_request("Could not decode image; did you upload an image file?"))
+        }
+    }
+}
+
 /// `GET /realm/emoji`: the realm's custom emoji, deactivated ones included.
 pub fn list(app: &App, call: &mut Call) -> ApiResult<Reply> {
     Ok(reply! {"emoji" => crate::view::files::realm_emoji(&app.state, call.realm.id)})
@@ -106,13 +126,16 @@ pub fn add(app: &App, call: &mut Call) -> ApiResult<Reply> {
             "Uploaded file is larger than the allowed limit of {MAX_EMOJI_FILE_MIB} MiB"
         )));
     }
-    let content_type = uploaded_image_type(&upload)?
-        .ok_or_else(|| ApiError::bad_request("Invalid image format"))?;
+    if uploaded_image_type(&upload)?.is_none() {
+        return Err(ApiError::bad_request("Invalid image format"));
+    }
     if app.state.files.active_emoji(caller.realm, &name).is_some() {
         return Err(ApiError::bad_request("A custom emoji with this name already exists."));
     }
-    let size = upload.size;
-    let key = super::uploads::put(app, caller.realm, upload.staged)?;
+    let made = emoji_image(&upload)?;
+    drop(upload);
+    let (content_type, size) = (made.content_type, made.bytes.len() as u64);
+    let key = super::avatars::store_bytes(app, caller.realm, made.bytes)?;
     let committed = app.committer.commit(|state| {
         // Again under the writer lock: the setting may have changed.
         if !access::can_add_custom_emoji(state, caller) {

@@ -85,7 +85,7 @@ pub fn get_messages(app: &App, call: &mut Call) -> ApiResult<Reply> {
             (me, narrow)
         }
     };
-    let reply = if is_heavy(&app.state, &viewer, &narrow) {
+    let reply = if is_heavy(&app.state, &viewer, &narrow, app.config.light_read_candidates) {
         // No index answers the narrow exactly: the read may look at many
         // messages, so it runs on a reader thread while this coroutine
         // parks (`api::readers`), and the parameters travel with it.

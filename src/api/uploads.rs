@@ -72,18 +72,27 @@ pub fn store(app: &App, owner: &User, upload: Upload) -> ApiResult<Attachment> {
     check_quota(&app.state, &limits, owner, upload.size)?;
     let name = files::sanitize_name(&upload.filename);
     let content_type = files::content_type(upload.content_type.as_deref(), &name);
-    // An image's thumbnail is made (bounded, on its own thread) and stored
-    // before either record is committed.
-    let thumbnail = thumbnail(app, owner, &upload)?;
-    let key = match put(app, owner.realm, upload.staged) {
-        Ok(key) => key,
-        Err(e) => {
-            if let Some(made) = thumbnail {
-                forget(app, made.0);
-            }
-            return Err(e);
+    // An image's header is read now (no pixel decoded): one natter can
+    // thumbnail gets its thumbnail's record, the WebP itself made after
+    // the reply (`make_thumbnail`); anything else (not an image, a
+    // decompression bomb) is never previewed.
+    let path = upload.staged.path().to_owned();
+    let inspected = files::blocking(move || thumbnails::inspect(&path));
+    let thumbnail = match inspected {
+        Ok((width, height, content_type)) => Some(Thumbnail {
+            key: String::new(),
+            size: 0,
+            width,
+            height,
+            content_type: content_type.to_owned(),
+        }),
+        Err(thumbnails::Refused::NotAnImage) => None,
+        Err(why) => {
+            tracing::info!("no thumbnail for an upload: {why:?}");
+            None
         }
     };
+    let key = put(app, owner.realm, upload.staged)?;
     let record = Attachment {
         id: 0,
         realm: owner.realm,
@@ -101,11 +110,11 @@ pub fn store(app: &App, owner: &User, upload: Upload) -> ApiResult<Attachment> {
         let attachment = Attachment { id: state.files.next_id(), ..record };
         let created = Mutation::CreateAttachment(Box::new(attachment.clone()));
         let mutation = match &thumbnail {
-            Some((_, made)) => Mutation::Batch(vec![
+            Some(pending) => Mutation::Batch(vec![
                 created,
                 Mutation::SetThumbnail {
                     attachment: attachment.id,
-                    thumbnail: Box::new(made.clone()),
+                    thumbnail: Box::new(pending.clone()),
                 },
             ]),
             None => created,
@@ -114,43 +123,74 @@ pub fn store(app: &App, owner: &User, upload: Upload) -> ApiResult<Attachment> {
     });
     if committed.is_err() {
         forget(app, key);
-        if let Some((key, _)) = thumbnail {
-            forget(app, key);
-        }
     }
     committed
 }
 
-/// The thumbnail of an uploaded image, stored under its own key: `None`
-/// for anything `thumbnails::make` refuses (not an image, too many
-/// pixels, undecodable, too slow), which is then just a file.
-fn thumbnail(app: &App, owner: &User, upload: &Upload) -> ApiResult<Option<(StoreKey, Thumbnail)>> {
-    let path = upload.staged.path().to_owned();
+/// Makes the thumbnail of attachment `id` whose record says it is still
+/// to be made (`store`), stores it and records it; run off the request
+/// path (`scheduler::start_thumbnails`), after the upload's reply. An
+/// image `thumbnails::make` refuses (undecodable, too slow) keeps its
+/// record as it is: its thumbnail's URL goes on serving the original,
+/// which is no bomb (its header was read before it was accepted).
+pub fn make_thumbnail(app: &App, id: u64) {
+    let state = &app.state;
+    let (Some(attachment), Some(pending)) = (state.files.get(id), state.files.thumbnail(id)) else {
+        return;
+    };
+    if pending.is_made() {
+        return;
+    }
+    let Some(original) = StoreKey::parse(attachment.store_key()) else { return };
+    let store = Arc::clone(&app.files);
+    let size = attachment.size;
+    // The original, read back into a staged file the decoder opens.
+    let staged = files::blocking(move || {
+        let bytes = store.read(&original, 0, size)?;
+        files::stage_bytes(&*store, &bytes)
+    });
+    let staged = match staged {
+        Ok(staged) => staged,
+        Err(e) => {
+            tracing::error!("cannot read upload {id} to thumbnail it: {e}");
+            return;
+        }
+    };
+    let path = staged.path().to_owned();
     let made = files::blocking(move || thumbnails::make(path, thumbnails::TIME_LIMIT));
+    drop(staged);
     let made = match made {
         Ok(made) => made,
-        Err(thumbnails::Refused::NotAnImage) => return Ok(None),
         Err(why) => {
-            eprintln!("natter: info: no thumbnail for an upload: {why:?}");
-            return Ok(None);
+            tracing::info!("no thumbnail for upload {id}: {why:?}");
+            return;
         }
     };
     let store = Arc::clone(&app.files);
     let webp = made.webp;
     let size = webp.len() as u64;
-    let staged = files::blocking(move || files::stage_bytes(&*store, &webp)).map_err(|e| {
-        eprintln!("natter: error: cannot stage a thumbnail: {e}");
-        ApiError::internal()
-    })?;
-    let key = put(app, owner.realm, staged)?;
-    let record = Thumbnail {
-        key: key.as_str().to_owned(),
-        size,
-        width: made.width,
-        height: made.height,
-        content_type: made.content_type.to_owned(),
+    let staged = match files::blocking(move || files::stage_bytes(&*store, &webp)) {
+        Ok(staged) => staged,
+        Err(e) => {
+            tracing::error!("cannot stage a thumbnail: {e}");
+            return;
+        }
     };
-    Ok(Some((key, record)))
+    let Ok(key) = put(app, attachment.realm, staged) else { return };
+    let thumbnail = Thumbnail { key: key.as_str().to_owned(), size, ..pending };
+    let committed = app.committer.commit(|state| {
+        // Under the writer lock: the attachment may be gone meanwhile.
+        let still = state.files.get(id).is_some()
+            && state.files.thumbnail(id).is_some_and(|t| !t.is_made());
+        if !still {
+            return Err(ApiError::bad_request("Invalid attachment"));
+        }
+        let set = Mutation::SetThumbnail { attachment: id, thumbnail: Box::new(thumbnail.clone()) };
+        Ok((set, ()))
+    });
+    if committed.is_err() {
+        forget(app, key);
+    }
 }
 
 /// `POST /user_uploads`: one file, multipart → `uri`, `url`, `filename`.
@@ -178,6 +218,12 @@ pub fn readable(state: &State, user: &User, path_id: &str) -> ApiResult<Attachme
     Ok(attachment)
 }
 
+/// Zulip's refusal of a file that exists but that a caller without
+/// credentials may not read (403).
+pub fn not_authorized() -> ApiError {
+    ApiError::forbidden_code("UNAUTHORIZED", "You are not authorized to view this file.")
+}
+
 /// The attachment a download request names: by a temporary URL's token
 /// (`temporary/<token>/<name>`), for the authenticated `caller` of
 /// `realm`, or without credentials when a message of one of the realm's
@@ -199,13 +245,15 @@ pub fn download(
         return Ok(attachment);
     }
     let Some(caller) = caller else {
-        // Without credentials: only a file a web-public channel shows.
-        let attachment = app.state.files.by_path(path);
-        return attachment
-            .filter(|a| access::spectator_can_read_attachment(&app.state, realm, a))
-            .ok_or_else(|| {
-                ApiError::unauthorized("Not logged in: API authentication or user session required")
-            });
+        // Without credentials: only a file a web-public channel shows; a
+        // file of the realm that is not is refused as Zulip refuses it
+        // (`http::downloads` turns this into its login redirect).
+        let attachment = app.state.files.by_path(path).filter(|a| a.realm == realm.id);
+        let attachment = attachment.ok_or_else(missing)?;
+        if !access::spectator_can_read_attachment(&app.state, realm, &attachment) {
+            return Err(not_authorized());
+        }
+        return Ok(attachment);
     };
     readable(&app.state, caller, path)
 }

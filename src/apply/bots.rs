@@ -1,6 +1,6 @@
 //! The `realm_bot` events (`add`, `update`, `delete`) `apply` yields when
-//! a bot is created, renamed, re-owned, given a new key, deactivated or
-//! reactivated. They go to those who administer the bot
+//! a bot is created, renamed, re-owned, given a new key or avatar,
+//! deactivated or reactivated. They go to those who administer the bot
 //! (`state::access::administers`): the realm's administrators and its
 //! owner; everyone else learns of bots only as users (`realm_user`). Role
 //! changes of a bot send no `realm_bot` event, as in Zulip.
@@ -44,6 +44,18 @@ pub fn on_bot_change(state: &State, change: &BotChange) -> Vec<Event> {
     let update = json!({"type": "realm_bot", "op": "update",
                         "bot": {"user_id": bot.id.0, "services": services_json(state, &bot)}});
     vec![event(managers(state, &bot), update)]
+}
+
+/// The `realm_bot` `update` of a bot's new `avatar_url` (nothing for a
+/// human), as Zulip tells those who administer the bot.
+pub fn on_avatar(state: &State, user: &User) -> Vec<Event> {
+    if !user.is_bot() {
+        return Vec::new();
+    }
+    let url = crate::view::user::avatar_url(state, user, false);
+    let update = json!({"type": "realm_bot", "op": "update",
+                        "bot": {"user_id": user.id.0, "avatar_url": url}});
+    vec![event(managers(state, user), update)]
 }
 
 /// The `realm_bot` events of one applied change to `before` (the account

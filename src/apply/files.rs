@@ -87,7 +87,9 @@ pub fn set_avatar(state: &State, user: UserId, avatar: Option<&Avatar>) -> Vec<E
             "avatar_version": updated.avatar_version,
         },
     });
-    vec![Event::Broadcast { audience: Audience::Realm(updated.realm), event }]
+    let mut events = vec![Event::Broadcast { audience: Audience::Realm(updated.realm), event }];
+    events.extend(super::bots::on_avatar(state, &updated));
+    events
 }
 
 /// Replaces a realm's file settings; each changed property is told to

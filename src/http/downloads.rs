@@ -72,27 +72,95 @@ fn answer(
         .and_then(|rest| rest.strip_suffix(thumbnails::FILE_NAME))
         .and_then(|rest| rest.strip_suffix('/'));
     let asked = thumbnail.unwrap_or(&path);
-    let attachment = crate::api::uploads::download(app, &realm, caller.as_deref(), asked)?;
-    let file = match thumbnail {
+    let attachment = match crate::api::uploads::download(app, &realm, caller.as_deref(), asked) {
+        Ok(attachment) => attachment,
+        // A file that exists but is not for a caller without credentials:
+        // Zulip's 403 for an `<img>`, its login redirect for anything else
+        // (a browser's page, an API client, curl).
+        Err(e) if caller.is_none() && e.status == 403 => {
+            let accept = head.headers.iter().find(|h| h.name.eq_ignore_ascii_case("accept"));
+            if accept.is_some_and(|h| prefers_image(h.value)) {
+                return Err(e);
+            }
+            return Ok(to_login(head.path));
+        }
+        Err(e) => return Err(e),
+    };
+    // A thumbnail not made yet (it is made after the upload's reply) is
+    // served as its original until it is.
+    let made = match thumbnail {
         Some(_) => {
             let thumbnail = app.state.files.thumbnail(attachment.id).ok_or_else(missing)?;
-            Served {
-                key: StoreKey::parse(&thumbnail.key).ok_or_else(missing)?,
-                name: thumbnails::FILE_NAME.to_owned(),
-                content_type: "image/webp".to_owned(),
-                size: thumbnail.size,
-                cache: "private, max-age=86400",
-            }
+            Some(thumbnail).filter(|t| t.is_made())
         }
+        None => None,
+    };
+    let file = match made {
+        Some(thumbnail) => Served {
+            key: StoreKey::parse(&thumbnail.key).ok_or_else(missing)?,
+            name: thumbnails::FILE_NAME.to_owned(),
+            content_type: "image/webp".to_owned(),
+            size: thumbnail.size,
+            cache: "private, max-age=86400",
+        },
         None => Served {
             key: StoreKey::parse(attachment.store_key()).ok_or_else(missing)?,
             name: attachment.name,
             content_type: attachment.content_type,
             size: attachment.size,
-            cache: "private, max-age=86400",
+            // The original standing in for a thumbnail is checked again
+            // on each use: the thumbnail replaces it once made.
+            cache: if thumbnail.is_some() { "private, no-cache" } else { "private, max-age=86400" },
         },
     };
     bytes(service, req, file)
+}
+
+/// Whether an `Accept` header prefers `image/png` to `text/html` (as an
+/// `<img>`'s request does; `*/*` alone prefers the page, as in Zulip).
+fn prefers_image(accept: &[u8]) -> bool {
+    let accept = String::from_utf8_lossy(accept);
+    // The quality the header gives `kind/sub`: the most specific range
+    // that matches it wins.
+    let quality = |kind: &str, sub: &str| -> f32 {
+        let mut best: Option<(u8, f32)> = None;
+        for range in accept.split(',') {
+            let mut params = range.split(';');
+            let media = params.next().unwrap_or("").trim().to_ascii_lowercase();
+            let q = params
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|q| q.trim().parse::<f32>().ok())
+                .unwrap_or(1.0);
+            let specificity = match media.split_once('/') {
+                Some((k, s)) if k == kind && s == sub => 2,
+                Some((k, "*")) if k == kind => 1,
+                Some(("*", "*")) => 0,
+                _ => continue,
+            };
+            if best.is_none_or(|(b, _)| specificity > b) {
+                best = Some((specificity, q));
+            }
+        }
+        best.map_or(0.0, |(_, q)| q)
+    };
+    let image = quality("image", "png");
+    image > 0.0 && image > quality("text", "html")
+}
+
+/// Zulip's answer to a caller without credentials asking for a file they
+/// may not read: a redirect to the login page (natter's is the web
+/// client's front page), the file's path kept as `next`.
+fn to_login(path: &str) -> Response {
+    let next = percent_encoding::utf8_percent_encode(path, percent_encoding::NON_ALPHANUMERIC);
+    Response {
+        status: 302,
+        body: Vec::new(),
+        head: Some(Box::new(Head {
+            content_type: "text/plain".to_owned(),
+            headers: vec![("Location", format!("/?next={next}"))],
+        })),
+        rate: None,
+    }
 }
 
 /// A stored file about to be served.
@@ -330,6 +398,20 @@ fn byte_range(header: Option<&[u8]>, size: u64) -> Range {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_an_accept_header_prefers() {
+        let chrome_img = b"image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8";
+        assert!(prefers_image(chrome_img));
+        assert!(prefers_image(b"image/png"));
+        assert!(prefers_image(b"text/html;q=0.5, image/png"));
+        let page = b"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+        assert!(!prefers_image(page));
+        assert!(!prefers_image(b"*/*"));
+        assert!(!prefers_image(b"application/json"));
+        assert!(!prefers_image(b"image/png;q=0, */*"));
+        assert!(!prefers_image(b""));
+    }
 
     #[test]
     fn ranges() {

@@ -112,12 +112,18 @@ impl conn::Handler for Service {
     ) -> Option<conn::Spool> {
         let path = target.split('?').next().unwrap_or("");
         let path = path.strip_prefix("/api/v1")?.trim_end_matches('/');
-        if method != "POST" || !router::is_upload(path) {
+        if !router::is_upload(method, path) {
             return None;
         }
         let header = |name: &str| {
             headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
         };
+        // A `PATCH` carries a file only in a multipart body; a form body
+        // is read as any other request's.
+        let media_type = header_text(header("content-type")).split(';').next().unwrap_or("");
+        if method != "POST" && !media_type.trim().eq_ignore_ascii_case("multipart/form-data") {
+            return None;
+        }
         let host = header_text(header("host"));
         let realm = self.realm_for_host(host).ok()?;
         match header("authorization") {

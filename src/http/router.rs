@@ -1028,14 +1028,21 @@ fn table() -> &'static Table {
     })
 }
 
-/// Whether `POST <path>` (after `/api/v1`, no trailing `/`) is an upload
-/// route, whose body streams to a file (`conn::Spool`).
-pub fn is_upload(path: &str) -> bool {
-    path == "/user_uploads"
-        || path == "/users/me/avatar"
-        || path
-            .strip_prefix("/realm/emoji/")
-            .is_some_and(|name| !name.is_empty() && !name.contains('/'))
+/// Whether `<method> <path>` (after `/api/v1`, no trailing `/`) is an
+/// upload route, whose multipart body streams to a file (`conn::Spool`):
+/// `POST` of a file, avatar or emoji, and `PATCH /bots/{bot_id}` (a
+/// bot's new avatar).
+pub fn is_upload(method: &str, path: &str) -> bool {
+    let one_segment = |rest: &str| !rest.is_empty() && !rest.contains('/');
+    match method {
+        "POST" => {
+            path == "/user_uploads"
+                || path == "/users/me/avatar"
+                || path.strip_prefix("/realm/emoji/").is_some_and(one_segment)
+        }
+        "PATCH" => path.strip_prefix("/bots/").is_some_and(one_segment),
+        _ => false,
+    }
 }
 
 /// Finds the route for `method` and `path` (the part after `/api/v1`).

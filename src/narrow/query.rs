@@ -333,15 +333,21 @@ fn source(state: &State, viewer: &User, narrow: &Narrow) -> Source {
 
 /// Whether reading `narrow` for `viewer` may look at many messages it
 /// does not return: some term is not answered exactly by the index the
-/// read walks (a search, a negation, a filter over a whole history). Such
-/// reads run off the HTTP workers (`api::readers`); the others look only
-/// at messages they return, or at most one.
-pub fn is_heavy(state: &State, viewer: &User, narrow: &Narrow) -> bool {
+/// read walks (a search, a negation, a filter over a whole history), and
+/// the shortest list of its plan holds more than `light_up_to`
+/// candidates (0: any count is heavy). Such reads run off the HTTP
+/// workers (`api::readers`); the others look only at messages they
+/// return, at most one, or at most `light_up_to` candidates (a search
+/// for a rare or absent word).
+pub fn is_heavy(state: &State, viewer: &User, narrow: &Narrow, light_up_to: usize) -> bool {
     let source = source(state, viewer, narrow);
     if matches!(source, Source::Single(_) | Source::Nothing) {
         return false;
     }
-    !narrow.terms.iter().all(|term| answered_by(state, &source, term))
+    if narrow.terms.iter().all(|term| answered_by(state, &source, term)) {
+        return false;
+    }
+    light_up_to == 0 || Plan::new(state, viewer, narrow).lists[0].len() > light_up_to
 }
 
 /// Whether every candidate of `source` passes `term`.
@@ -619,7 +625,7 @@ mod tests {
         w.dm(&you, &[&me], "psst");
         let heavy = |narrow: serde_json::Value| {
             let n = Narrow::parse(&w.state, &me, &narrow).unwrap();
-            is_heavy(&w.state, &me, &n)
+            is_heavy(&w.state, &me, &n, 0)
         };
         for light in [
             json!([]),
@@ -647,6 +653,32 @@ mod tests {
         }
         // A subscriber reads a private channel from its index: light.
         let narrow = Narrow::parse(&w.state, &you, &json!([["stream", vault.0]])).unwrap();
-        assert!(!is_heavy(&w.state, &you, &narrow));
+        assert!(!is_heavy(&w.state, &you, &narrow, 0));
+    }
+
+    #[test]
+    fn reads_testing_few_candidates_are_light() {
+        let mut w = World::new();
+        let me = w.user("", "me@t.test", Role::Member);
+        let you = w.user("", "you@t.test", Role::Member);
+        let general = w.channel("", "general", false, &[&me, &you]).id;
+        for i in 0..6 {
+            w.post(&you, general, "lunch", if i == 0 { "rare soup" } else { "common bread" });
+        }
+        let heavy = |narrow: serde_json::Value, light_up_to: usize| {
+            let n = Narrow::parse(&w.state, &me, &narrow).unwrap();
+            is_heavy(&w.state, &me, &n, light_up_to)
+        };
+        // An absent word and a rare one have short word lists.
+        assert!(!heavy(json!([["search", "absent"]]), 1));
+        assert!(!heavy(json!([["search", "soup"]]), 1));
+        // A common word's list is longer than the bound, and a negated
+        // search adds no list: the whole history is tested.
+        assert!(heavy(json!([["search", "bread"]]), 4));
+        assert!(!heavy(json!([["search", "bread"]]), 5));
+        assert!(heavy(json!([{"operator": "search", "operand": "soup", "negated": true}]), 5));
+        assert!(!heavy(json!([{"operator": "search", "operand": "soup", "negated": true}]), 6));
+        // 0: every read an index does not answer exactly is heavy.
+        assert!(heavy(json!([["search", "absent"]]), 0));
     }
 }

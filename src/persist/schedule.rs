@@ -12,6 +12,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use wal::Wal;
 
 use crate::persist::snapshot;
+
+/// Free space on the log's file system below which commits are refused
+/// (503 `NOT_READY`, nothing applied or logged) while reads go on: room
+/// for the records already in flight, a new segment's zeros and the
+/// snapshot's files (a snapshot that would leave less is skipped), so
+/// that the log itself never meets a full disk. A
+/// write that fails there anyway is fatal like a failed fsync (the
+/// mutation is applied in memory already), and nothing unacknowledged
+/// survives the restart's recovery.
+pub const DISK_RESERVE: u64 = 64 << 20;
+
 use crate::state::StateImage;
 
 /// A snapshot cut taken by a committer, for the snapshot thread to write.
@@ -249,7 +260,9 @@ impl SnapshotPriority {
 }
 
 /// Writes one snapshot once its seq is durable in the log, then trims the
-/// log; the file's size, if written. Runs on a plain OS thread (or at
+/// log; the file's size, if written. Skipped (the log keeps the changes)
+/// when the free space would fall under [`DISK_RESERVE`] with a file the
+/// size of the newest one and a quarter. Runs on a plain OS thread (or at
 /// shutdown), never on a coroutine.
 /// `progress` is called as the file is written (`snapshot::write_with`).
 pub fn write_snapshot(
@@ -274,6 +287,10 @@ pub fn write_snapshot(
             return None;
         }
     }
+    if let Err(why) = room_for_snapshot(&**wal.fs(), dir) {
+        tracing::warn!("snapshot at seq {seq} skipped: {why}");
+        return None;
+    }
     match snapshot::write_on(&**wal.fs(), dir, image, progress) {
         Ok(path) => {
             if let Err(e) = wal.remove_through(seq) {
@@ -294,9 +311,56 @@ pub fn write_snapshot(
     }
 }
 
+/// Whether writing a snapshot in `dir` leaves [`DISK_RESERVE`] free,
+/// reckoning it a quarter larger than the newest one (the state grows
+/// between two). An error reading the free space lets it go on: the
+/// write itself would tell.
+fn room_for_snapshot(fs: &dyn wal::Fs, dir: &std::path::Path) -> Result<(), String> {
+    let newest = snapshot::list(dir).ok().and_then(|found| found.into_iter().next());
+    let size = newest.and_then(|(_, path)| std::fs::metadata(path).ok()).map_or(0, |m| m.len());
+    let needed = size + size / 4 + DISK_RESERVE;
+    match fs.free_bytes(dir) {
+        Ok(free) if free < needed => Err(format!(
+            "{} MiB free under {}, {} MiB needed to keep the log's reserve",
+            free >> 20,
+            dir.display(),
+            needed.div_ceil(1 << 20)
+        )),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_snapshot_that_would_eat_the_log_reserve_is_skipped() {
+        use crate::mutation::Mutation;
+        use crate::persist::encode_mutation;
+        use crate::state::personal::PersonalChange;
+        let dir = tempfile::tempdir().unwrap();
+        let fs = std::sync::Arc::new(wal::sim::SimFs::new());
+        let options = wal::Options { fs: fs.clone() as _, ..wal::Options::default() };
+        let (wal, _) = Wal::open(dir.path().join("wal"), options).unwrap();
+        let change = Mutation::personal(PersonalChange::SetAlertWords {
+            user: crate::state::UserId(1),
+            words: vec!["w".into()],
+        });
+        let seq = wal.append(&encode_mutation(&change)).unwrap();
+        let mut image = crate::state::State::new().image();
+        image.applied_seq = seq;
+        let snapshots = dir.path().join("snapshots");
+        // Under the reserve: skipped, and the log keeps the change.
+        fs.set_free(Some(DISK_RESERVE - 1));
+        assert_eq!(write_snapshot(&wal, &snapshots, &image, &mut || {}), None);
+        assert!(snapshot::list(&snapshots).unwrap().is_empty());
+        assert_eq!(wal.last_seq(), seq);
+        // Room for the file and the reserve: written.
+        fs.set_free(None);
+        assert!(write_snapshot(&wal, &snapshots, &image, &mut || {}).is_some());
+        assert_eq!(snapshot::list(&snapshots).unwrap().len(), 1);
+    }
 
     #[test]
     fn the_byte_rule_weighs_log_against_the_last_snapshot() {

@@ -102,9 +102,12 @@ impl Avatar {
 }
 
 /// The thumbnail of an uploaded image (a WebP, `crate::thumbnails`).
+/// Recorded with the upload from the image's header (its dimensions and
+/// type), and again once the WebP is made after the upload's reply; until
+/// then `key` is empty and the thumbnail's URL serves the original.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Thumbnail {
-    /// The store key of the WebP.
+    /// The store key of the WebP; empty while it is not made yet.
     pub key: String,
     /// The WebP's size in bytes.
     pub size: u64,
@@ -114,6 +117,13 @@ pub struct Thumbnail {
     pub height: u32,
     /// The original's media type, from its bytes.
     pub content_type: String,
+}
+
+impl Thumbnail {
+    /// Whether the WebP is made and stored.
+    pub fn is_made(&self) -> bool {
+        !self.key.is_empty()
+    }
 }
 
 /// A realm's settings about files, where they differ from Zulip's
@@ -226,7 +236,12 @@ impl Files {
             .avatars
             .values()
             .flat_map(|a| [(None, a.key.clone()), (None, a.medium_key.clone())]);
-        let thumbnails = inner.extra.thumbnails.iter().map(|(id, t)| (Some(*id), t.key.clone()));
+        let thumbnails = inner
+            .extra
+            .thumbnails
+            .iter()
+            .filter(|(_, t)| t.is_made())
+            .map(|(id, t)| (Some(*id), t.key.clone()));
         attachments.chain(emoji).chain(avatars).chain(thumbnails).collect()
     }
 
@@ -295,6 +310,14 @@ impl Files {
             return None;
         }
         inner.extra.thumbnails.get(&id).cloned()
+    }
+
+    /// The attachments after `after` (ids in order) whose thumbnail is
+    /// recorded but not made yet.
+    pub fn thumbnails_to_make(&self, after: u64) -> Vec<u64> {
+        let inner = self.inner.read();
+        let pending = inner.extra.thumbnails.range(after.saturating_add(1)..);
+        pending.filter(|(_, t)| !t.is_made()).map(|(id, _)| *id).collect()
     }
 
     /// Records the thumbnail of attachment `id` (`apply` only).

@@ -18,7 +18,7 @@ pub fn bot_json(state: &State, bot: &User) -> Value {
         "default_sending_stream": Value::Null,
         "default_events_register_stream": Value::Null,
         "default_all_public_streams": false,
-        "avatar_url": crate::view::user::gravatar_url(bot, false),
+        "avatar_url": crate::view::user::avatar_url(state, bot, false),
         "owner_id": bot.bot_owner.map(|o| o.0),
         "services": services_json(state, bot),
     })
