@@ -142,7 +142,16 @@ struct Lexer {
 /// Pygments lexers that are code, not tables, ported.
 enum Native {
     Json,
-    Make { base: usize, special: Regex, comment: Regex, directive: String, remark: String },
+    Make(Box<Make>),
+}
+
+/// The compiled parts of Pygments' `MakefileLexer` (see `MakeData`).
+struct Make {
+    base: usize,
+    special: Regex,
+    comment: Regex,
+    directive: String,
+    remark: String,
 }
 
 struct Rule {
@@ -276,15 +285,18 @@ fn compile(table: &Table, data: &LexerData) -> Result<Lexer, String> {
         (Some("json"), _) => Some(Native::Json),
         (Some("make"), Some(make)) => {
             let regex = |p: &str| {
-                RegexBuilder::new(p).backtrack_limit(BACKTRACK_LIMIT).build().map_err(|e| e.to_string())
+                RegexBuilder::new(p)
+                    .backtrack_limit(BACKTRACK_LIMIT)
+                    .build()
+                    .map_err(|e| e.to_string())
             };
-            Some(Native::Make {
+            Some(Native::Make(Box::new(Make {
                 base: *table.by_name.get(&make.base).ok_or("an unknown lexer")?,
                 special: regex(&make.special)?,
                 comment: regex(&make.comment)?,
                 directive: make.directive.clone(),
                 remark: make.remark.clone(),
-            })
+            })))
         }
         (Some(other), _) => return Err(format!("no port of the {other} lexer")),
     };
@@ -330,7 +342,8 @@ fn run<'t>(
     };
     match &lexer.native {
         Some(Native::Json) => return json_tokens(text, out),
-        Some(Native::Make { base, special, comment, directive, remark }) => {
+        Some(Native::Make(make)) => {
+            let Make { base, special, comment, directive, remark } = &**make;
             let classes = (directive.as_str(), remark.as_str());
             return make_tokens(table, *base, (special, comment), classes, text, out, depth);
         }
@@ -586,8 +599,15 @@ fn python_lines(text: &str) -> impl Iterator<Item = &str> {
         while let Some((i, c)) = chars.next() {
             let breaks = matches!(
                 c,
-                '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{1c}' | '\u{1d}' | '\u{1e}' | '\u{85}'
-                    | '\u{2028}' | '\u{2029}'
+                '\n' | '\r'
+                    | '\u{0b}'
+                    | '\u{0c}'
+                    | '\u{1c}'
+                    | '\u{1d}'
+                    | '\u{1e}'
+                    | '\u{85}'
+                    | '\u{2028}'
+                    | '\u{2029}'
             );
             if breaks {
                 end = i + c.len_utf8();
@@ -749,7 +769,9 @@ fn json_tokens<'t>(text: &'t str, out: &mut Vec<(&'static str, &'t str)>) {
             out.append(&mut queue);
             mode = Mode::Number;
         } else if c == ':' {
-            out.extend(queue.drain(..).map(|(class, t)| (if class == "s2" { "nt" } else { class }, t)));
+            out.extend(
+                queue.drain(..).map(|(class, t)| (if class == "s2" { "nt" } else { class }, t)),
+            );
             mode = Mode::Punctuation;
         } else if punctuation(c) {
             out.append(&mut queue);

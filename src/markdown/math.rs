@@ -131,10 +131,8 @@ fn current_worker() -> (u64, std_mpsc::Sender<Job>) {
         let (queue, jobs) = std_mpsc::channel::<Job>();
         let retired = Arc::new(AtomicBool::new(false));
         let flag = retired.clone();
-        let spawned = std::thread::Builder::new()
-            .name("katex".into())
-            .stack_size(STACK)
-            .spawn(move || {
+        let spawned =
+            std::thread::Builder::new().name("katex".into()).stack_size(STACK).spawn(move || {
                 for job in jobs {
                     if flag.load(Ordering::Acquire) {
                         break;
