@@ -762,7 +762,10 @@ fn event_polls_are_not_rate_limited() {
 /// A server whose heavy reads wait at `gate` (`NATTER_READ_GATE`) until a
 /// `release` file appears there.
 fn gated(gate: &Path, extra: &[&str]) -> TestServer {
-    TestServer::start_with_env(extra, &[("NATTER_READ_GATE", gate.to_str().unwrap())])
+    // Every search goes to the reader pool, however few candidates.
+    let mut args = vec!["--light-read-candidates", "0"];
+    args.extend_from_slice(extra);
+    TestServer::start_with_env(&args, &[("NATTER_READ_GATE", gate.to_str().unwrap())])
 }
 
 /// A search (a heavy read) on its own connection and thread.

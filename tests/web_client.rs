@@ -425,3 +425,79 @@ fn sessions_survive_restarts() {
     let browser = Browser { addr: addr.clone(), origin, ..browser };
     assert_eq!(browser.get("/users/me").ok()["email"], HAMLET);
 }
+
+/// The page, its files and the sign-in routes are in the request log and
+/// the metrics like the API's routes: by route pattern (a static file's
+/// versioned name never makes a label of its own), status and caller.
+#[test]
+fn web_paths_are_logged_and_counted_by_route() {
+    let token = "a-metrics-token-of-some-length";
+    let mut server = TestServer::start_with(&[
+        "--metrics-token",
+        token,
+        "--log-filter",
+        "info",
+        "--log-format",
+        "json",
+    ]);
+    let addr = server.addr.clone();
+    let page = send(&addr, "GET", "/", &[], "");
+    assert_eq!(page.status, 200);
+    let html = String::from_utf8(page.body).unwrap();
+    let end = html.find("/app.js\"").expect("the script") + "/app.js".len();
+    let script = &html[html[..end].rfind('"').unwrap() + 1..end];
+    assert_eq!(send(&addr, "GET", script, &[], "").status, 200);
+    let old = script.replacen("/static/web/", "/static/web/0000", 1);
+    assert_eq!(send(&addr, "GET", &old, &[], "").status, 200);
+    send(&addr, "GET", "/login/session", &[], "").err(401, "UNAUTHORIZED");
+    let browser = Browser::sign_in(&server, HAMLET);
+    send(&addr, "GET", "/login/session", &[("Cookie", &browser.cookie)], "").ok();
+    send(&addr, "GET", "/login/nope", &[], "").err(404, "NOT_FOUND");
+
+    let auth = format!("Bearer {token}");
+    let metrics = send(&addr, "GET", "/metrics", &[("Authorization", &auth)], "");
+    assert_eq!(metrics.status, 200);
+    let body = String::from_utf8(metrics.body).unwrap();
+    let sample = |name: &str| -> f64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
+            .unwrap_or_else(|| panic!("no {name} in:\n{body}"))
+            .parse()
+            .unwrap()
+    };
+    let count = |method: &str, route: &str, status: u16| {
+        sample(&format!(
+            "natter_http_requests_total{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}}"
+        ))
+    };
+    assert_eq!(count("GET", "/", 200), 1.0);
+    assert_eq!(count("GET", "/static/web/{version}/{file}", 200), 2.0);
+    assert_eq!(count("GET", "/login/session", 401), 1.0);
+    assert_eq!(count("GET", "/login/session", 200), 1.0);
+    assert_eq!(count("POST", "/login", 200), 1.0);
+    assert_eq!(count("GET", "-", 404), 1.0);
+    assert_eq!(sample("natter_http_request_duration_seconds_count{route=\"/login/session\"}"), 2.0);
+    assert!(!body.contains("/static/web/0000"), "no label per file name:\n{body}");
+
+    let hamlet = crate::util::user_id(&server, HAMLET);
+    server.stop();
+    let log = server.stderr();
+    let lines: Vec<Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["route"].is_string())
+        .collect();
+    let line = |method: &str, route: &str, status: u16| {
+        lines
+            .iter()
+            .find(|l| l["method"] == method && l["route"] == route && l["status"] == status)
+            .unwrap_or_else(|| panic!("no {method} {route} {status} line in:\n{log}"))
+    };
+    assert!(line("GET", "/", 200)["user"].is_null());
+    line("GET", "/static/web/{version}/{file}", 200);
+    assert!(line("GET", "/login/session", 401)["user"].is_null());
+    assert_eq!(line("GET", "/login/session", 200)["user"], hamlet);
+    assert_eq!(line("POST", "/login", 200)["user"], hamlet);
+    assert!(!log.contains(&browser.cookie["natter_session=".len()..]), "no session token logged");
+    assert!(!log.contains(&browser.csrf), "no CSRF token logged");
+}

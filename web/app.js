@@ -25,8 +25,12 @@ const S = {
   loadingOlder: false,
   localId: 0,
   pending: new Map(), // local id → element
-  typing: new Map(), // user id → timer
-  presence: {},
+  typing: new Map(), // user id → { timer, key }: who types where
+  typingExpiryMs: 15_000,
+  presence: {}, // user id → { active_timestamp, idle_timestamp }
+  presencePingSecs: 60,
+  offlineSecs: 140,
+  dmTo: [], // the compose box's direct-message recipients (user ids)
   generation: 0, // bumped at every (re-)register: stale pollers stop
 };
 
@@ -115,7 +119,11 @@ function renderShell() {
           h("li", {}, h("a", { href: "#inbox", id: "nav-inbox" }, "Inbox")),
           h("li", {}, h("a", { href: "#", id: "nav-all" }, "All messages"))),
         h("h2", {}, "Channels"), h("ul", { id: "channels" }),
-        h("h2", {}, "Direct messages"), h("ul", { id: "dms" })),
+        h("div", { class: "section-head" },
+          h("h2", {}, "Direct messages"),
+          h("button", { type: "button", id: "new-dm", class: "link", onclick: newDm }, "New")),
+        h("ul", { id: "dms" }),
+        h("h2", { id: "people-title" }, "People"), h("ul", { id: "people", "aria-labelledby": "people-title" })),
       h("main", { id: "feed" },
         h("h1", { id: "narrow-title" }, ""),
         h("section", { id: "inbox", hidden: true, "aria-label": "Unread conversations" }),
@@ -123,7 +131,8 @@ function renderShell() {
         h("button", { type: "button", id: "new-messages", hidden: true, onclick: () => scrollToBottom() }, "New messages ↓"),
         h("p", { id: "typing", "aria-live": "polite" }),
         composeForm())),
-    h("p", { id: "status", role: "status" }));
+    h("p", { id: "status", role: "status" }),
+    h("p", { id: "connection", role: "alert", hidden: true }));
 }
 
 document.addEventListener("keydown", onKey);
@@ -156,7 +165,7 @@ async function register() {
     apply_markdown: true,
     client_gravatar: false,
     slim_presence: true,
-    client_capabilities: { notification_settings_null: true },
+    client_capabilities: { notification_settings_null: true, simplified_presence_events: true },
   });
   S.generation++;
   S.queueId = r.queue_id;
@@ -166,6 +175,9 @@ async function register() {
   S.realmEmoji = r.realm_emoji || {};
   S.recentDms = r.recent_private_conversations || [];
   S.presence = r.presences || {};
+  S.presencePingSecs = r.server_presence_ping_interval_seconds || 60;
+  S.offlineSecs = r.server_presence_offline_threshold_seconds || 140;
+  S.typingExpiryMs = r.server_typing_started_expiry_period_milliseconds || 15_000;
   S.unread = new Map();
   const unread = r.unread_msgs || {};
   for (const s of unread.streams || []) for (const id of s.unread_message_ids) S.unread.set(id, channelKey(s.stream_id, s.topic));
@@ -178,29 +190,103 @@ async function register() {
   }
   S.topics.clear();
   renderSidebar();
+  renderPeople();
   poll(S.generation);
+  reportPresence();
 }
 
-// Presence: active while the page is open and shown, every minute.
-setInterval(() => {
-  if (S.queueId && document.visibilityState === "visible") {
-    api("POST", "/users/me/presence", { status: "active", new_user_input: true, slim_presence: true }).catch(() => {});
+// ---- Presence ----
+
+// As Zulip's web app: the page reports every ping interval (a minute),
+// "active" while it is shown and "idle" while it is hidden, and at once
+// when it is shown or hidden. The reply carries everyone's presence.
+let presenceTimer = null;
+
+async function reportPresence() {
+  if (!S.queueId) return;
+  clearTimeout(presenceTimer);
+  presenceTimer = setTimeout(reportPresence, S.presencePingSecs * 1000);
+  const status = document.visibilityState === "visible" ? "active" : "idle";
+  try {
+    const r = await api("POST", "/users/me/presence", { status, new_user_input: status === "active", slim_presence: true });
+    Object.assign(S.presence, r.presences || {});
+  } catch {
+    // The next report tries again.
   }
-}, 60_000);
+  renderPeople();
+  renderDms();
+}
+
+document.addEventListener("visibilitychange", reportPresence);
+
+// Zulip's rule: active if reported active within the offline threshold,
+// idle if connected within it, else offline.
+function presenceOf(id) {
+  const p = S.presence[id];
+  if (!p) return "offline";
+  const now = Date.now() / 1000;
+  if (p.active_timestamp && now - p.active_timestamp < S.offlineSecs) return "active";
+  if (p.idle_timestamp && now - p.idle_timestamp < S.offlineSecs) return "idle";
+  return "offline";
+}
+
+function onPresence(event) {
+  if (event.presences) {
+    for (const [id, p] of Object.entries(event.presences)) S.presence[id] = p;
+  } else if (event.presence) {
+    // The legacy per-client form.
+    const p = (S.presence[event.user_id] = { ...S.presence[event.user_id] });
+    for (const c of Object.values(event.presence)) {
+      if (c.status === "active") p.active_timestamp = Math.max(p.active_timestamp || 0, c.timestamp);
+      p.idle_timestamp = Math.max(p.idle_timestamp || 0, c.timestamp);
+    }
+  }
+  renderPeople();
+  renderDms();
+}
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// ---- The event queue ----
+
+const RETRY_FIRST_MS = 1000;
+const RETRY_CAP_MS = 30_000;
+
+// The wait before retry number `failures`: doubling from a second up to
+// half a minute, each drawn from the upper half of its range so that
+// tabs cut off together do not come back together.
+function retryDelay(failures) {
+  const scale = Math.min(RETRY_FIRST_MS * 2 ** (failures - 1), RETRY_CAP_MS);
+  return Math.round(scale / 2 + (Math.random() * scale) / 2);
+}
+
+function showConnection(text, failures = 0, ms = 0) {
+  const el = $("#connection");
+  if (!el) return;
+  el.hidden = !text;
+  el.textContent = text;
+  el.dataset.failures = String(failures);
+  el.dataset.retryMs = String(ms);
+}
+
+async function waitToRetry(failures) {
+  const ms = retryDelay(failures);
+  showConnection(`Connection lost. Reconnecting in ${Math.ceil(ms / 1000)} s…`, failures, ms);
+  await sleep(ms);
+  if ($("#connection")) $("#connection").textContent = "Reconnecting…";
+}
 
 // Long-polls the queue. Network trouble: retried with back-off. A queue
 // the server no longer has (a restart, an idle tab): register again and
 // refetch what is shown, keeping the compose box as it is.
 async function poll(generation) {
-  let delay = 500;
+  let failures = 0;
   while (generation === S.generation) {
     try {
       const r = await api("GET", "/events", { queue_id: S.queueId, last_event_id: S.lastEventId });
       if (generation !== S.generation) return;
-      delay = 500;
-      setStatus("");
+      if (failures) showConnection("");
+      failures = 0;
       for (const event of r.events) {
         S.lastEventId = Math.max(S.lastEventId, event.id);
         try {
@@ -211,25 +297,28 @@ async function poll(generation) {
       }
     } catch (e) {
       if (generation !== S.generation) return;
-      if (e instanceof ApiError && e.code === "BAD_EVENT_QUEUE_ID") {
-        setStatus("Reconnecting…");
-        try {
-          await register();
-          await showNarrow(S.narrow, { keepCompose: true });
-          setStatus("");
-        } catch (again) {
-          setStatus("Reconnecting…");
-          await sleep(delay);
-          delay = Math.min(delay * 2, 8000);
-          if (again instanceof ApiError && again.status === 401) return showSignIn("Your session has ended.");
-          continue;
-        }
-        return;
-      }
       if (e instanceof ApiError && e.status === 401) return showSignIn("Your session has ended.");
-      setStatus("Connection lost; retrying…");
-      await sleep(delay + Math.random() * 250);
-      delay = Math.min(delay * 2, 8000);
+      if (e instanceof ApiError && e.code === "BAD_EVENT_QUEUE_ID") return reconnect(generation);
+      failures++;
+      await waitToRetry(failures);
+    }
+  }
+}
+
+// A new queue and a fresh copy of what is shown, retried with back-off.
+async function reconnect(generation) {
+  showConnection("Reconnecting…");
+  let failures = 0;
+  while (generation === S.generation) {
+    try {
+      await register();
+      showConnection("");
+      await showNarrow(S.narrow, { keepCompose: true });
+      return;
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401) return showSignIn("Your session has ended.");
+      failures++;
+      await waitToRetry(failures);
     }
   }
 }
@@ -249,8 +338,7 @@ function handleEvent(event) {
     case "typing":
       return onTyping(event);
     case "presence":
-      S.presence[event.user_id] = event.presence;
-      return renderDms();
+      return onPresence(event);
     case "subscription":
       if (event.op === "add") for (const s of event.subscriptions) S.subs.set(s.stream_id, s);
       if (event.op === "remove") for (const s of event.subscriptions) S.subs.delete(s.stream_id);
@@ -258,7 +346,8 @@ function handleEvent(event) {
     case "realm_user":
       if (event.op === "add") S.users.set(event.person.user_id, event.person);
       if (event.op === "update" && S.users.has(event.person.user_id)) Object.assign(S.users.get(event.person.user_id), event.person);
-      return;
+      if (event.op === "remove") S.users.delete(event.person.user_id);
+      return renderPeople();
     case "realm_emoji":
       S.realmEmoji = event.realm_emoji;
       return;
@@ -383,18 +472,34 @@ function renderDms() {
   const sorted = [...keys.entries()].sort((a, b) => b[1].max - a[1].max).slice(0, 20);
   list.replaceChildren(...sorted.map(([key, c]) => {
     const ids = c.ids.length ? c.ids : [S.me.user_id];
-    const active = ids.some((id) => isActive(id));
+    const states = ids.map(presenceOf);
+    const status = states.includes("active") ? "active" : states.includes("idle") ? "idle" : "offline";
     return h("li", {}, h("a", { href: toHash([{ operator: "dm", operand: ids.map(userEmail).join(",") }]) },
-      h("span", { class: active ? "dot on" : "dot", "aria-label": active ? "active" : "offline" }),
+      h("span", { class: `dot ${status}`, role: "img", "aria-label": status }),
       h("span", { class: "name" }, ids.map(userName).join(", ")), badge(byKey.get(key))));
   }));
 }
 
-function isActive(id) {
-  const p = S.presence[id];
-  if (!p) return false;
-  const seen = p.active_timestamp ?? p.aggregated?.timestamp ?? 0;
-  return Date.now() / 1000 - seen < 140;
+const PRESENCE_ORDER = { active: 0, idle: 1, offline: 2 };
+const byName = new Intl.Collator().compare;
+const PEOPLE_SHOWN = 100;
+
+// The buddy list: the realm's people (not bots), active first, then
+// idle, then offline, each by name; drawn on presence news, not on
+// every message.
+function renderPeople() {
+  const list = $("#people");
+  if (!list) return;
+  const people = [...S.users.values()]
+    .filter((u) => !u.is_bot && u.is_active !== false)
+    .map((u) => ({ u, status: presenceOf(u.user_id) }))
+    .sort((a, b) => PRESENCE_ORDER[a.status] - PRESENCE_ORDER[b.status] || byName(a.u.full_name, b.u.full_name))
+    .slice(0, PEOPLE_SHOWN);
+  list.replaceChildren(...people.map(({ u, status }) =>
+    h("li", { dataset: { userId: u.user_id, presence: status } },
+      h("a", { href: toHash([{ operator: "dm", operand: u.email }]), title: `${u.full_name} (${status})` },
+        h("span", { class: `dot ${status}`, role: "img", "aria-label": status }),
+        h("span", { class: "name" }, u.full_name)))));
 }
 
 function renderInbox() {
@@ -456,6 +561,7 @@ async function showNarrow(narrow, { keepCompose = false } = {}) {
   $("#narrow-title").textContent = title(narrow);
   $("#search").value = unparse(narrow);
   renderChannels();
+  renderTyping();
   if (!keepCompose) prefillCompose(narrow);
   const generation = S.generation;
   let r;
@@ -625,6 +731,7 @@ async function matchesNarrow(m) {
 }
 
 async function onMessage(m, flags, localId) {
+  typingEnded(m.sender_id);
   if (!flags.includes("read") && m.sender_id !== S.me.user_id) S.unread.set(m.id, keyOf(m));
   if (m.type === "private") {
     const ids = m.display_recipient.map((r) => r.id).filter((id) => id !== S.me.user_id);
@@ -701,18 +808,52 @@ function onFlags(event) {
   renderSidebar();
 }
 
+// Someone else's typing: shown until their "stop", their message, or
+// the server's expiry period without a new "start".
 function onTyping(event) {
   const id = event.sender.user_id;
   if (id === S.me.user_id) return;
-  clearTimeout(S.typing.get(id));
-  if (event.op === "start") S.typing.set(id, setTimeout(() => { S.typing.delete(id); renderTyping(); }, 15_000));
-  else S.typing.delete(id);
+  clearTimeout(S.typing.get(id)?.timer);
+  S.typing.delete(id);
+  if (event.op === "start") {
+    const key = event.message_type === "stream"
+      ? channelKey(event.stream_id, event.topic)
+      : dmKey(event.recipients.map((r) => r.user_id));
+    const timer = setTimeout(() => { S.typing.delete(id); renderTyping(); }, S.typingExpiryMs);
+    S.typing.set(id, { timer, key });
+  }
   renderTyping();
 }
 
+function typingEnded(id) {
+  if (!S.typing.has(id)) return;
+  clearTimeout(S.typing.get(id).timer);
+  S.typing.delete(id);
+  renderTyping();
+}
+
+// Whether the conversation `key` is the one shown (every conversation
+// for "All messages").
+function shownConversation(key) {
+  if (!S.narrow.length) return true;
+  const dm = S.narrow.find((t) => t.operator === "dm");
+  if (dm) return key === dmKey(String(dm.operand).split(",").map((e) => userIdOf(e.trim())).filter(Boolean));
+  const channel = narrowChannelId();
+  if (channel === null) return false;
+  const topic = S.narrow.find((t) => t.operator === "topic");
+  return topic ? key === channelKey(channel, topic.operand) : key.startsWith(`s:${channel}:`);
+}
+
+function userIdOf(email) {
+  const lower = email.toLowerCase();
+  return [...S.users.values()].find((u) => u.email.toLowerCase() === lower)?.user_id;
+}
+
 function renderTyping() {
-  const names = [...S.typing.keys()].map(userName);
-  $("#typing").textContent = names.length ? `${names.join(", ")} ${names.length > 1 ? "are" : "is"} typing…` : "";
+  const el = $("#typing");
+  if (!el) return;
+  const names = [...S.typing.entries()].filter(([, t]) => shownConversation(t.key)).map(([id]) => userName(id));
+  el.textContent = names.length ? `${names.join(", ")} ${names.length > 1 ? "are" : "is"} typing…` : "";
 }
 
 // ---- Read as seen ----
@@ -869,8 +1010,12 @@ function confirmDelete(m, button) {
 
 function composeForm() {
   const to = h("select", { id: "compose-to", onchange: recipientChanged });
-  const topic = h("input", { id: "compose-topic", autocomplete: "off", maxlength: 60 });
-  const dm = h("input", { id: "compose-dm", autocomplete: "off", placeholder: "a@example.com, b@example.com" });
+  const topic = h("input", { id: "compose-topic", autocomplete: "off", maxlength: 60, oninput: composeChanged });
+  const dm = h("input", {
+    id: "compose-dm", autocomplete: "off", placeholder: "Type a name", role: "combobox",
+    "aria-autocomplete": "list", "aria-controls": "dm-options", "aria-expanded": "false",
+    oninput: () => showPeopleOptions(dm.value), onkeydown: pickerKey, onblur: () => setTimeout(closePeopleOptions, 150),
+  });
   const text = h("textarea", { id: "compose-text", rows: 3, placeholder: "Message (Enter sends, Shift+Enter for a new line)" });
   const file = h("input", { id: "compose-file", type: "file", multiple: true, class: "visually-hidden", onchange: () => { for (const f of file.files) attach(f); file.value = ""; } });
   text.addEventListener("keydown", (ev) => {
@@ -879,7 +1024,7 @@ function composeForm() {
       $("#compose").requestSubmit();
     }
   });
-  text.addEventListener("input", typingStarted);
+  text.addEventListener("input", composeChanged);
   text.addEventListener("paste", (ev) => {
     const files = [...(ev.clipboardData?.files || [])];
     if (files.length) {
@@ -891,7 +1036,10 @@ function composeForm() {
     h("div", { class: "recipient-row" },
       h("label", { for: "compose-to" }, "To"), to,
       h("span", { class: "topic-field" }, h("label", { for: "compose-topic" }, "Topic"), topic),
-      h("span", { class: "dm-field", hidden: true }, h("label", { for: "compose-dm" }, "People"), dm)),
+      h("span", { class: "dm-field", hidden: true },
+        h("label", { for: "compose-dm" }, "People"),
+        h("span", { id: "dm-pills", class: "pills" }), dm,
+        h("ul", { id: "dm-options", role: "listbox", "aria-label": "People", hidden: true }))),
     h("label", { for: "compose-text", class: "visually-hidden" }, "Message"), text,
     h("div", { id: "preview", class: "content preview", hidden: true, "aria-live": "polite" }),
     h("div", { class: "compose-actions" },
@@ -924,6 +1072,100 @@ function recipientChanged() {
   const dm = $("#compose-to").value === "dm";
   $(".topic-field").hidden = dm;
   $(".dm-field").hidden = !dm;
+  composeChanged();
+}
+
+// ---- The people picker (direct-message recipients) ----
+
+function newDm() {
+  $("#compose-to").value = "dm";
+  setDmRecipients([]);
+  recipientChanged();
+  if (document.body.classList.contains("sidebar-open")) toggleSidebar();
+  $("#compose-dm").focus();
+}
+
+function setDmRecipients(ids) {
+  S.dmTo = [...new Set(ids)];
+  renderPills();
+}
+
+function renderPills() {
+  const pills = $("#dm-pills");
+  if (!pills) return;
+  pills.replaceChildren(...S.dmTo.map((id) => h("span", { class: "pill", dataset: { userId: id } }, userName(id),
+    h("button", { type: "button", class: "icon", "aria-label": `Remove ${userName(id)}`,
+      onclick: () => { setDmRecipients(S.dmTo.filter((x) => x !== id)); composeChanged(); $("#compose-dm").focus(); } }, "×"))));
+}
+
+// The realm's active people whose name or email matches `query` (each
+// word a prefix of a word of the name, or the email's start), not yet
+// picked.
+function matchingPeople(query) {
+  const words = query.trim().toLowerCase().split(/\s+/).filter(Boolean);
+  if (!words.length) return [];
+  return [...S.users.values()]
+    .filter((u) => u.is_active !== false && !S.dmTo.includes(u.user_id))
+    .filter((u) => {
+      const names = u.full_name.toLowerCase().split(/[\s,.'’-]+/);
+      const email = u.email.toLowerCase();
+      return words.every((w) => email.startsWith(w) || names.some((n) => n.startsWith(w)));
+    })
+    .sort((a, b) => a.full_name.localeCompare(b.full_name))
+    .slice(0, 8);
+}
+
+function showPeopleOptions(query) {
+  const list = $("#dm-options");
+  const found = matchingPeople(query);
+  list.replaceChildren(...found.map((u, i) => h("li", {
+    id: `dm-option-${u.user_id}`, role: "option", "aria-selected": String(i === 0), dataset: { userId: u.user_id },
+    onmousedown: (ev) => { ev.preventDefault(); pickPerson(u.user_id); },
+  }, `${u.full_name} `, h("span", { class: "email" }, u.email))));
+  list.hidden = !found.length;
+  if (!found.length && query.trim()) {
+    list.replaceChildren(h("li", { class: "empty", role: "option", "aria-disabled": "true" }, "Nobody matches"));
+    list.hidden = false;
+  }
+  $("#compose-dm").setAttribute("aria-expanded", String(!list.hidden));
+}
+
+function closePeopleOptions() {
+  const list = $("#dm-options");
+  if (!list) return;
+  list.hidden = true;
+  $("#compose-dm").setAttribute("aria-expanded", "false");
+}
+
+function pickPerson(id) {
+  setDmRecipients([...S.dmTo, id]);
+  const input = $("#compose-dm");
+  input.value = "";
+  closePeopleOptions();
+  input.focus();
+  composeChanged();
+}
+
+function pickerKey(ev) {
+  const list = $("#dm-options");
+  const options = [...list.querySelectorAll("[role=option][data-user-id]")];
+  const at = options.findIndex((o) => o.getAttribute("aria-selected") === "true");
+  if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
+    ev.preventDefault();
+    if (!options.length) return;
+    const next = (at + (ev.key === "ArrowDown" ? 1 : options.length - 1)) % options.length;
+    options.forEach((o, i) => o.setAttribute("aria-selected", String(i === next)));
+  } else if (ev.key === "Enter") {
+    ev.preventDefault();
+    if (!list.hidden && at >= 0) pickPerson(Number(options[at].dataset.userId));
+    else $("#compose-text").focus();
+  } else if (ev.key === "Escape" && !list.hidden) {
+    ev.stopPropagation();
+    closePeopleOptions();
+  } else if (ev.key === "Backspace" && !ev.target.value && S.dmTo.length) {
+    setDmRecipients(S.dmTo.slice(0, -1));
+    composeChanged();
+  }
 }
 
 function prefillCompose(narrow) {
@@ -936,31 +1178,57 @@ function prefillCompose(narrow) {
     $("#compose-topic").value = topic ? topic.operand : $("#compose-topic").value;
   } else if (dm) {
     $("#compose-to").value = "dm";
-    $("#compose-dm").value = dm.operand;
+    setDmRecipients(String(dm.operand).split(",").map((e) => userIdOf(e.trim())).filter(Boolean));
   }
   recipientChanged();
 }
 
 function target() {
   const to = $("#compose-to").value;
-  if (to === "dm") {
-    const emails = $("#compose-dm").value.split(",").map((e) => e.trim()).filter(Boolean);
-    const ids = emails.map((e) => [...S.users.values()].find((u) => u.email.toLowerCase() === e.toLowerCase())?.user_id);
-    return { type: "direct", to: emails, ids };
-  }
+  if (to === "dm") return { type: "direct", to: S.dmTo, ids: S.dmTo };
   const streamId = Number(to.slice(2));
   return { type: "stream", to: streamId, topic: $("#compose-topic").value.trim(), streamId };
 }
 
-let lastTyping = 0;
-function typingStarted() {
-  if (Date.now() - lastTyping < 10_000) return;
-  lastTyping = Date.now();
+// ---- Typing notices, by Zulip's timing rules ----
+
+const TYPING_START_EVERY_MS = 10_000;
+const TYPING_IDLE_MS = 5_000;
+const typingOut = { key: null, params: null, lastStart: 0, idle: null };
+
+// The conversation the compose box is addressed to, as `/typing` names
+// it; null when there is none yet.
+function typingTarget() {
+  if (!$("#compose-to")?.value) return null;
   const t = target();
-  const params = t.type === "stream"
-    ? { op: "start", type: "stream", stream_id: t.streamId, topic: t.topic }
-    : { op: "start", type: "direct", to: t.ids.filter(Boolean) };
-  if (t.type === "stream" ? t.topic : params.to.length) api("POST", "/typing", params).catch(() => {});
+  if (t.type === "stream") return t.topic && t.streamId ? { type: "stream", stream_id: t.streamId, topic: t.topic } : null;
+  return t.ids.length ? { type: "direct", to: t.ids } : null;
+}
+
+// After every change to the message, its topic or its recipients: a
+// "start" for a new conversation or every ten seconds of typing, a "stop"
+// after five idle seconds, on emptying the box or changing recipient.
+function composeChanged() {
+  const text = $("#compose-text");
+  const params = text && text.value.trim() ? typingTarget() : null;
+  const key = params && JSON.stringify(params);
+  if (typingOut.key && typingOut.key !== key) stopTyping();
+  if (!params) return;
+  const now = Date.now();
+  if (typingOut.key !== key || now - typingOut.lastStart >= TYPING_START_EVERY_MS) {
+    Object.assign(typingOut, { key, params, lastStart: now });
+    api("POST", "/typing", { op: "start", ...params }).catch(() => {});
+  }
+  clearTimeout(typingOut.idle);
+  typingOut.idle = setTimeout(stopTyping, TYPING_IDLE_MS);
+}
+
+function stopTyping() {
+  clearTimeout(typingOut.idle);
+  if (!typingOut.key) return;
+  const params = typingOut.params;
+  Object.assign(typingOut, { key: null, params: null, lastStart: 0, idle: null });
+  api("POST", "/typing", { op: "stop", ...params }).catch(() => {});
 }
 
 async function sendMessage() {
@@ -975,9 +1243,9 @@ async function sendMessage() {
   S.pending.set(localId, echo);
   $("#messages").append(echo);
   scrollToBottom();
+  stopTyping();
   text.value = "";
   togglePreview(false);
-  lastTyping = 0;
   const params = { type: t.type, to: t.type === "stream" ? t.to : t.to, content, local_id: localId, queue_id: S.queueId };
   if (t.type === "stream") params.topic = t.topic;
   try {
@@ -1006,18 +1274,36 @@ async function togglePreview(show) {
   }
 }
 
+// Uploads a dropped, pasted or chosen file. As Zulip's web app does, a
+// placeholder goes in at the cursor at once and becomes the file's link,
+// `[name](/user_uploads/…)`, when the upload is done.
 async function attach(file) {
   const text = $("#compose-text");
-  setStatus(`Uploading ${file.name}…`);
+  const name = (file.name || "pasted_image.png").replace(/[[\]]/g, "");
+  const placeholder = `[Uploading ${name}…]()`;
+  insertAtCursor(text, placeholder);
+  setStatus(`Uploading ${name}…`);
+  let link = "";
   try {
     const r = await upload(file);
-    const url = r.url ?? r.uri;
-    const name = file.name.replace(/[[\]]/g, "");
-    text.value += `${text.value && !text.value.endsWith("\n") ? "\n" : ""}[${name}](${url})`;
+    link = `[${name}](${r.url ?? r.uri})`;
     setStatus("");
   } catch (e) {
     setStatus(`Upload failed: ${e.message}`);
   }
+  const at = text.value.indexOf(placeholder);
+  if (at >= 0) text.value = text.value.slice(0, at) + link + text.value.slice(at + placeholder.length);
+  else if (link) insertAtCursor(text, link);
+}
+
+function insertAtCursor(text, insert) {
+  const start = text.selectionStart ?? text.value.length;
+  const end = text.selectionEnd ?? start;
+  const before = text.value.slice(0, start);
+  const space = before && !/\s$/.test(before) ? " " : "";
+  text.value = before + space + insert + text.value.slice(end);
+  const caret = before.length + space.length + insert.length;
+  text.setSelectionRange(caret, caret);
 }
 
 start();

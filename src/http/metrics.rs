@@ -27,6 +27,7 @@ use prometheus_client::registry::{Metric, Registry};
 use super::auth::constant_time_eq;
 use super::response::{self, Response};
 use super::router::ROUTES;
+use super::web;
 use super::Service;
 use crate::error::ApiError;
 
@@ -68,8 +69,9 @@ const STATUSES_PER_SLOT: usize = 8;
 /// once from the routing table: a request costs a few uncontended
 /// increments, no hashing of labels and no lock.
 struct RequestFigures {
-    /// One per entry of [`ROUTES`], then one per method in [`METHODS`]
-    /// for requests no route matched (route `-`).
+    /// One per entry of [`ROUTES`], then of the web client's routes
+    /// ([`web::ROUTES`]), then one per method in [`METHODS`] for requests
+    /// no route matched (route `-`).
     slots: Box<[Slot]>,
     /// Each slot's latency histogram: routes that share a pattern (one
     /// per method) share one, as the `route` label does.
@@ -88,11 +90,14 @@ struct Slot {
 
 impl RequestFigures {
     fn new() -> Self {
-        let slots = (0..ROUTES.len() + METHODS.len()).map(|_| Slot::default()).collect();
+        let slots = (0..ROUTES.len() + web::ROUTES.len() + METHODS.len())
+            .map(|_| Slot::default())
+            .collect();
         let mut patterns: Vec<&'static str> = Vec::new();
         let latency_of = ROUTES
             .iter()
             .map(|r| r.pattern)
+            .chain(web::ROUTES.iter().map(|&(_, pattern)| pattern))
             .chain(METHODS.iter().map(|_| "-"))
             .map(|pattern| {
                 patterns.iter().position(|&p| p == pattern).unwrap_or_else(|| {
@@ -112,15 +117,18 @@ impl RequestFigures {
 
     /// The slot's method and route labels.
     fn labels(&self, slot: usize) -> (&'static str, &'static str) {
-        match ROUTES.get(slot) {
-            Some(route) => (route.method, route.pattern),
-            None => (METHODS[slot - ROUTES.len()], "-"),
+        let web_slot = slot.wrapping_sub(ROUTES.len());
+        match (ROUTES.get(slot), web::ROUTES.get(web_slot)) {
+            (Some(route), _) => (route.method, route.pattern),
+            (None, Some(&web_route)) => web_route,
+            (None, None) => (METHODS[web_slot - web::ROUTES.len()], "-"),
         }
     }
 
     fn observe(&self, method: &str, route: Option<usize>, status: u16, seconds: f64) {
         let slot = route.unwrap_or_else(|| {
-            ROUTES.len() + METHODS.iter().position(|&m| m == method).unwrap_or(METHODS.len() - 1)
+            let unrouted = ROUTES.len() + web::ROUTES.len();
+            unrouted + METHODS.iter().position(|&m| m == method).unwrap_or(METHODS.len() - 1)
         });
         self.latency[self.latency_of[slot]].1.observe(seconds);
         for (held, count) in &self.slots[slot].statuses {
@@ -613,21 +621,30 @@ mod tests {
         figures.observe("GET", Some(get), 400, 0.001);
         figures.observe("BREW", None, 404, 20.0);
         figures.observe("DELETE", None, 405, 0.000_1);
+        // The web client's routes follow the API's.
+        figures.observe("GET", Some(ROUTES.len()), 200, 0.001);
         let counts = figures.counts();
         let for_get: Vec<(u16, u64)> =
             counts.iter().filter(|c| c.0 == get).map(|&(_, s, n)| (s, n)).collect();
         let mut expected: Vec<(u16, u64)> = statuses.iter().map(|&s| (s, 1)).collect();
         expected[0].1 = 2;
         assert_eq!(for_get, expected);
+        let unrouted = ROUTES.len() + web::ROUTES.len();
+        let web: Vec<_> = counts
+            .iter()
+            .filter(|c| (ROUTES.len()..unrouted).contains(&c.0))
+            .map(|&(slot, status, n)| (figures.labels(slot), status, n))
+            .collect();
+        assert_eq!(web, [(("GET", "/"), 200, 1)]);
         let unmatched: Vec<_> = counts
             .iter()
-            .filter(|c| c.0 >= ROUTES.len())
+            .filter(|c| c.0 >= unrouted)
             .map(|&(slot, status, n)| (figures.labels(slot), status, n))
             .collect();
         assert_eq!(unmatched, [(("DELETE", "-"), 405, 1), (("other", "-"), 404, 1)]);
         let of = |slot: usize| &figures.latency[figures.latency_of[slot]];
         assert_eq!(of(get).1.figures().count, statuses.len() as u64 + 1);
-        let unmatched = of(ROUTES.len());
+        let unmatched = of(unrouted);
         assert_eq!((unmatched.0, unmatched.1.figures().count), ("-", 2));
         // Routes sharing a pattern (one per method) share a histogram.
         let (one, other) = (0..ROUTES.len())
@@ -635,7 +652,7 @@ mod tests {
             .find(|&(i, j)| ROUTES[i].pattern == ROUTES[j].pattern)
             .unwrap();
         assert_eq!(figures.latency_of[one], figures.latency_of[other]);
-        assert_ne!(figures.latency_of[get], figures.latency_of[ROUTES.len()]);
+        assert_ne!(figures.latency_of[get], figures.latency_of[unrouted]);
     }
 
     #[test]

@@ -297,8 +297,13 @@ impl Service {
             web: web::WebHeaders { cookie: found[4], origin: found[5], csrf: found[6] },
             headers: req.headers,
         };
+        // The request log costs this one check while it is filtered out.
+        let logged = tracing::enabled!(target: "natter::request", tracing::Level::INFO);
+        let started = (logged || self.metrics.is_some()).then(Instant::now);
+        let mut seen = Seen::default();
         if web::owns(head.path) {
-            return web::serve(self, req, &head, session);
+            let reply = web::serve(self, req, &head, session, &mut seen);
+            return self.record(req.method, &seen, reply, started, logged);
         }
         if req.method == "OPTIONS" {
             if let Some(api_path) = head.path.strip_prefix("/api/v1") {
@@ -314,10 +319,6 @@ impl Service {
         if head.path.starts_with("/avatar/") {
             return downloads::serve_avatar(self, &head, session);
         }
-        // The request log costs this one check while it is filtered out.
-        let logged = tracing::enabled!(target: "natter::request", tracing::Level::INFO);
-        let started = (logged || self.metrics.is_some()).then(Instant::now);
-        let mut seen = Seen::default();
         let mut standing = None;
         let dispatched = self.dispatch(
             &head,
@@ -340,13 +341,26 @@ impl Service {
             web::mark_cookie_reply(&mut reply);
         }
         web::grant_cors(self, &head, &mut reply);
+        self.record(req.method, &seen, reply, started, logged)
+    }
+
+    /// Counts an answered request in the metrics and writes its line in
+    /// the request log (each when on: `started` is set for either).
+    fn record(
+        &self,
+        method: &str,
+        seen: &Seen,
+        reply: Response,
+        started: Option<Instant>,
+        logged: bool,
+    ) -> Response {
         if let Some(started) = started {
             let seconds = started.elapsed().as_secs_f64();
             if let Some(metrics) = &self.metrics {
-                metrics.observe(req.method, seen.index, reply.status, seconds);
+                metrics.observe(method, seen.index, reply.status, seconds);
             }
             if logged {
-                self.log(req.method, &seen, &reply, seconds);
+                self.log(method, seen, &reply, seconds);
             }
         }
         reply

@@ -209,15 +209,52 @@ fn cookie_session(
     Ok(Some((user, session)))
 }
 
-/// Answers a request for one of this module's paths (`owns`).
+/// The pattern of the static files' paths in the request log and
+/// metrics (a file's name carries the build's version: never a label).
+const STATIC_ROUTE: &str = "/static/web/{version}/{file}";
+
+/// This module's routes, as the request log and the metrics name them;
+/// in the metrics' tables they follow the API's routes
+/// ([`super::router::ROUTES`]).
+pub(super) const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/"),
+    ("HEAD", "/"),
+    ("GET", STATIC_ROUTE),
+    ("HEAD", STATIC_ROUTE),
+    ("POST", "/login"),
+    ("POST", "/logout"),
+    ("GET", "/login/session"),
+    ("HEAD", "/login/session"),
+    ("GET", "/login/dev_accounts"),
+    ("HEAD", "/login/dev_accounts"),
+];
+
+/// Notes the route of a request for one of this module's paths in `seen`
+/// (none, like an API path no route has, for an unknown path or method).
+fn note_route(method: &str, path: &str, seen: &mut super::Seen) {
+    let pattern = match path {
+        "/" | "/login" | "/logout" | "/login/session" | "/login/dev_accounts" => path,
+        _ if path.starts_with(STATIC_PREFIX) => STATIC_ROUTE,
+        _ => return,
+    };
+    if let Some(i) = ROUTES.iter().position(|&(m, p)| m == method && p == pattern) {
+        seen.route = ROUTES[i].1;
+        seen.index = Some(super::router::ROUTES.len() + i);
+    }
+}
+
+/// Answers a request for one of this module's paths (`owns`), noting its
+/// route and signed-in user in `seen` for the request log and metrics.
 pub(super) fn serve(
     service: &Service,
     req: &conn::Request<'_>,
     head: &super::Head<'_>,
     session: &mut Session,
+    seen: &mut super::Seen,
 ) -> Response {
+    note_route(head.method, head.path, seen);
     let mut standing = None;
-    let mut reply = match route(service, req, head, session, &mut standing) {
+    let mut reply = match route(service, req, head, session, &mut standing, seen) {
         Ok(reply) => reply,
         Err(e) => json_reply(response::error(&e), Vec::new()),
     };
@@ -231,6 +268,7 @@ fn route(
     head: &super::Head<'_>,
     session: &mut Session,
     standing: &mut Option<Standing>,
+    seen: &mut super::Seen,
 ) -> ApiResult<Response> {
     let path = head.path;
     let method = head.method;
@@ -243,10 +281,13 @@ fn route(
     let generation = service.app.state.users_generation.load(Ordering::Acquire);
     let realm = session.realm(generation, head.host, || service.realm_for_host(head.host))?;
     match (method, path) {
-        ("POST", "/login") => login(service, head, &realm, req.body, req.peer, standing),
+        ("POST", "/login") => {
+            login(service, head, &realm, (req.body, req.peer), (standing, &mut seen.user))
+        }
         ("POST", "/logout") => logout(service, head, &realm),
         ("GET" | "HEAD", "/login/session") => {
             let (user, csrf) = signed_in(service, head, &realm)?;
+            seen.user = Some(user.id.0);
             Ok(signed_in_reply(&user, &csrf, None))
         }
         ("GET" | "HEAD", "/login/dev_accounts") => {
@@ -285,9 +326,8 @@ fn login(
     service: &Service,
     head: &super::Head<'_>,
     realm: &Realm,
-    body: &[u8],
-    peer: Option<IpAddr>,
-    standing: &mut Option<Standing>,
+    (body, peer): (&[u8], Option<IpAddr>),
+    (standing, seen_user): (&mut Option<Standing>, &mut Option<u64>),
 ) -> ApiResult<Response> {
     // A cross-site page must not sign a browser in to an account of its
     // choosing: same-origin only.
@@ -322,6 +362,7 @@ fn login(
         signed_in.token
     );
     let user = Arc::new(signed_in.user);
+    *seen_user = Some(user.id.0);
     Ok(signed_in_reply(&user, &signed_in.session.csrf_token, Some(cookie)))
 }
 

@@ -12,6 +12,9 @@
 //! finds messages containing "the".
 
 use std::borrow::Cow;
+use std::cell::RefCell;
+
+use rustc_hash::FxHashMap;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
@@ -19,8 +22,18 @@ use rust_stemmers::{Algorithm, Stemmer};
 /// base64 blobs) are not words anyone types, and are skipped on both sides.
 pub const MAX_WORD_BYTES: usize = 100;
 
+/// Stems a thread remembers: chat words repeat (a few hundred make most
+/// of any text) and the stemmer takes about a thousand instructions a
+/// word, on the send path under the writer lock. Forgotten all at once
+/// when full, so the memo stays small (about 200 KiB a thread).
+const STEM_MEMO: usize = 4096;
+
+/// Longest word remembered, in bytes (longer ones are rare).
+const STEM_MEMO_WORD_BYTES: usize = 24;
+
 thread_local! {
     static ENGLISH: Stemmer = Stemmer::create(Algorithm::English);
+    static MEMO: RefCell<FxHashMap<Box<str>, Box<str>>> = RefCell::default();
 }
 
 /// The words of `text` in order, each with its byte offset in `text` (the
@@ -40,6 +53,24 @@ pub fn words(text: &str) -> impl Iterator<Item = (usize, &str)> + '_ {
 
 /// The stem of one word (any case).
 pub fn stem(word: &str) -> String {
+    if word.len() > STEM_MEMO_WORD_BYTES {
+        return stem_uncached(word);
+    }
+    MEMO.with(|memo| {
+        if let Some(stem) = memo.borrow().get(word) {
+            return String::from(&**stem);
+        }
+        let stem = stem_uncached(word);
+        let mut memo = memo.borrow_mut();
+        if memo.len() >= STEM_MEMO {
+            memo.clear();
+        }
+        memo.insert(word.into(), stem.as_str().into());
+        stem
+    })
+}
+
+fn stem_uncached(word: &str) -> String {
     let lower: Cow<'_, str> = if word.chars().any(char::is_uppercase) {
         Cow::Owned(word.to_lowercase())
     } else {
@@ -76,6 +107,23 @@ mod tests {
         );
         assert_eq!(words(&"x".repeat(MAX_WORD_BYTES + 1)).count(), 0);
         assert_eq!(words("  ").count(), 0);
+    }
+
+    #[test]
+    fn remembered_stems_are_the_stemmer_s() {
+        // Past the memo's size (it is cleared and refilled), twice over,
+        // in mixed case and past the longest remembered word.
+        let words: Vec<String> = (0..STEM_MEMO + 10)
+            .map(|i| format!("Running{i}s"))
+            .chain(["Running".into(), "x".repeat(STEM_MEMO_WORD_BYTES + 5) + "ing"])
+            .collect();
+        for _ in 0..2 {
+            for w in &words {
+                assert_eq!(stem(w), stem_uncached(w), "{w}");
+            }
+        }
+        assert!(MEMO.with(|m| m.borrow().len()) <= STEM_MEMO);
+        assert_eq!(stem("Running"), "run");
     }
 
     #[test]

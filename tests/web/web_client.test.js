@@ -1,9 +1,13 @@
 // The web client end to end: Debian's Chromium (/usr/bin/chromium),
 // driven by playwright-core, against a freshly started `natter --dev`.
 // One signed-in tab goes through a person's day — sign in, send, receive
-// live, edit, react, delete, read, search, upload by drag and drop,
-// survive a server restart without a reload, meet hostile markup as text,
-// sign out — while other accounts act through the API with HTTP Basic.
+// live, edit, react, delete, read, search, upload by drag and drop and by
+// paste, start a direct message with the people picker, survive a server
+// restart without a reload, meet hostile markup as text, sign out — while
+// other accounts act through the API with HTTP Basic. Typing notices,
+// presence and network loss each get their own browser contexts (two
+// people, or one tab whose network the test cuts), with playwright's fake
+// clock so that timing rules are checked without waiting for them.
 //
 // Screenshots of the main views go to $WEB_ARTIFACTS (default
 // tests/web/artifacts). The server binary is $NATTER_BIN if set, else
@@ -317,6 +321,302 @@ test('a server restart mid-session recovers without a reload', async () => {
   // And the tab still sends with its (durable) session.
   await page.locator('#compose-text').press('Enter');
   await message('a draft that survives').waitFor(WAIT);
+});
+
+// A tiny PNG (1×1), as a screenshot pasted from the clipboard would be.
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+
+test('an image pasted into the compose box is uploaded and linked at the cursor', async () => {
+  await page.goto(server.site + '/#narrow/' + encodeURIComponent('channel:Denmark topic:paste'));
+  await page.locator('#compose-topic').fill('paste');
+  await page.locator('#compose-text').fill('look: ');
+  // Text on the clipboard is left to the browser: no upload.
+  const textPaste = await page.evaluate(() => {
+    const data = new DataTransfer();
+    data.setData('text/plain', 'plain words');
+    const ev = new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true });
+    document.querySelector('#compose-text').dispatchEvent(ev);
+    return ev.defaultPrevented;
+  });
+  assert.equal(textPaste, false);
+  const imagePaste = await page.evaluate((b64) => {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const data = new DataTransfer();
+    data.items.add(new File([bytes], 'image.png', { type: 'image/png' }));
+    const text = document.querySelector('#compose-text');
+    text.setSelectionRange(text.value.length, text.value.length);
+    const ev = new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true });
+    text.dispatchEvent(ev);
+    return ev.defaultPrevented;
+  }, PNG.toString('base64'));
+  assert.equal(imagePaste, true);
+  await page.waitForFunction(() => /^look: \[image\.png\]\(\/user_uploads\/[^)\s]+\.png\)$/.test(document.querySelector('#compose-text').value), null, WAIT);
+  await page.locator('#compose-text').press('Enter');
+  const link = message('look:').locator('.content a', { hasText: 'image.png' });
+  await link.waitFor(WAIT);
+  const file = await context.request.get(server.site + (await link.getAttribute('href')));
+  assert.equal(file.status(), 200);
+  assert.deepEqual(Buffer.from(await file.body()), PNG);
+});
+
+test('the people picker starts a direct message', async () => {
+  await page.goto(server.site + '/#narrow/' + encodeURIComponent('channel:Denmark topic:picker'));
+  await page.locator('#compose-topic').waitFor(WAIT);
+  await page.locator('#new-dm').click();
+  assert.equal(await page.locator('#compose-to').inputValue(), 'dm');
+  const input = page.locator('#compose-dm');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'compose-dm');
+  await input.pressSequentially('zzz');
+  await page.locator('#dm-options li', { hasText: 'Nobody matches' }).waitFor(WAIT);
+  await input.fill('');
+  // A word of the name, from the start of a word.
+  await input.pressSequentially('oth');
+  const options = page.locator('#dm-options [role=option][data-user-id]');
+  await options.first().waitFor(WAIT);
+  assert.deepEqual(await options.allTextContents(), [`Othello, the Moor of Venice ${OTHELLO}`]);
+  await input.press('Enter');
+  await page.locator('#dm-pills .pill', { hasText: 'Othello' }).waitFor(WAIT);
+  assert.equal(await input.inputValue(), '');
+  // Another, picked with the mouse; Backspace in the empty field takes it back.
+  await input.pressSequentially('cord');
+  await page.locator('#dm-options [role=option]', { hasText: 'Cordelia' }).click();
+  await page.locator('#dm-pills .pill', { hasText: 'Cordelia' }).waitFor(WAIT);
+  await input.press('Backspace');
+  await page.locator('#dm-pills .pill', { hasText: 'Cordelia' }).waitFor({ state: 'detached', ...WAIT });
+  // Someone picked is not offered again.
+  await input.pressSequentially('oth');
+  await page.locator('#dm-options li', { hasText: 'Nobody matches' }).waitFor(WAIT);
+  await input.fill('');
+  await page.locator('#compose-text').fill('hello through the picker');
+  await page.locator('#compose-text').press('Enter');
+  await page.locator('#dms a', { hasText: 'Othello' }).waitFor(WAIT);
+  const r = await apiAs(OTHELLO, 'GET', '/messages', { anchor: 'newest', num_before: 1, num_after: 0, narrow: JSON.stringify([{ operator: 'dm', operand: HAMLET }]) });
+  const [sent] = r.messages;
+  assert.equal(sent.content.includes('hello through the picker'), true, sent.content);
+  assert.deepEqual(sent.display_recipient.map((u) => u.email).sort(), [HAMLET, OTHELLO]);
+});
+
+// A second browser context, signed in as `email`, with a fake clock
+// (playwright's; paused on request) and a page whose visibility the test
+// sets (`setVisibility`).
+async function openAs(email, { visibility = 'visible' } = {}) {
+  const ctx = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+  await ctx.clock.install();
+  await ctx.addInitScript((initial) => {
+    window.__visibility = initial;
+    Object.defineProperty(Document.prototype, 'visibilityState', { configurable: true, get: () => window.__visibility });
+    Object.defineProperty(Document.prototype, 'hidden', { configurable: true, get: () => window.__visibility !== 'visible' });
+    // The ops of the page's typing notices, noted as they are sent.
+    window.__typing = [];
+    const realFetch = window.fetch;
+    window.fetch = function (url, init) {
+      if (String(url).startsWith('/api/v1/typing')) window.__typing.push(new URLSearchParams(String(init.body)).get('op'));
+      return realFetch.apply(this, arguments);
+    };
+  }, visibility);
+  const r = await ctx.request.post(`${server.site}/login`, { form: { username: email }, headers: { Origin: server.site } });
+  assert.equal(r.status(), 200, await r.text());
+  const p = await ctx.newPage();
+  p.on('pageerror', (e) => { dialogs.push(`page error (${email}): ${e.message}`); });
+  // The page's own API calls, in the order it made them.
+  const calls = [];
+  p.on('request', (req) => {
+    const url = new URL(req.url());
+    if (url.pathname.startsWith('/api/v1/')) {
+      calls.push({ method: req.method(), path: url.pathname.slice(7), params: Object.fromEntries(new URLSearchParams(req.postData() || url.search)) });
+    }
+  });
+  return { ctx, page: p, calls, clock: ctx.clock };
+}
+
+function setVisibility(p, state) {
+  return p.evaluate((s) => { window.__visibility = s; document.dispatchEvent(new Event('visibilitychange')); }, state);
+}
+
+// Waits (bounded) until `check()` holds.
+async function until(check, what) {
+  const deadline = Date.now() + WAIT.timeout;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+// Pauses the page's clock where it is: timers fire only as the test
+// moves it on.
+async function pause(tab) {
+  await tab.clock.pauseAt(await tab.page.evaluate(() => Date.now() + 500));
+}
+
+test('typing notices follow Zulip\'s timing and show on the other side', async () => {
+  const watcher = await openAs(HAMLET);
+  const typist = await openAs(OTHELLO);
+  try {
+    await watcher.page.goto(server.site + '/#narrow/' + encodeURIComponent(`dm:${OTHELLO}`));
+    await typist.page.goto(server.site + '/#narrow/' + encodeURIComponent(`dm:${HAMLET}`));
+    await watcher.page.locator('#compose-text').waitFor(WAIT);
+    await typist.page.locator('#dm-pills .pill', { hasText: 'King Hamlet' }).waitFor(WAIT);
+    await pause(typist);
+    const typing = () => typist.page.evaluate(() => window.__typing);
+    const shown = watcher.page.locator('#typing', { hasText: 'Othello, the Moor of Venice is typing…' });
+    const text = typist.page.locator('#compose-text');
+
+    await text.press('h');
+    assert.deepEqual(await typing(), ['start']);
+    await shown.waitFor(WAIT);
+    await until(() => typist.calls.some((c) => c.path === '/typing'), 'the first start');
+    const first = typist.calls.find((c) => c.path === '/typing').params;
+    assert.equal(first.type, 'direct');
+    assert.equal(first.to, JSON.stringify([(await apiAs(HAMLET, 'GET', '/users/me')).user_id]));
+    // Typing on: no new "start" within ten seconds, one after.
+    await typist.clock.fastForward(4000);
+    await text.press('e');
+    await typist.clock.fastForward(4000);
+    await text.press('l');
+    assert.deepEqual(await typing(), ['start']);
+    await typist.clock.fastForward(2500);
+    await text.press('l');
+    assert.deepEqual(await typing(), ['start', 'start']);
+    // Five idle seconds: "stop", and the notice goes.
+    await typist.clock.fastForward(4900);
+    assert.deepEqual(await typing(), ['start', 'start']);
+    await typist.clock.fastForward(200);
+    assert.deepEqual(await typing(), ['start', 'start', 'stop']);
+    await shown.waitFor({ state: 'detached', ...WAIT });
+    // Typing again starts again; sending stops.
+    await text.press('o');
+    await shown.waitFor(WAIT);
+    await text.press('Enter');
+    assert.deepEqual(await typing(), ['start', 'start', 'stop', 'start', 'stop']);
+    await shown.waitFor({ state: 'detached', ...WAIT });
+    await watcher.page.locator('#messages .msg:not(.pending) .content', { hasText: /^hello$/ }).waitFor(WAIT);
+    // A "start" with no "stop" expires after the server's period.
+    await pause(watcher);
+    await apiAs(OTHELLO, 'POST', '/typing', { op: 'start', type: 'direct', to: first.to });
+    await shown.waitFor(WAIT);
+    await watcher.clock.fastForward(14_000);
+    assert.equal(await shown.count(), 1);
+    await watcher.clock.fastForward(1_100);
+    await shown.waitFor({ state: 'detached', ...WAIT });
+    // Typing in another conversation is not shown here.
+    await apiAs(OTHELLO, 'POST', '/typing', { op: 'start', type: 'stream', stream_id: String((await apiAs(OTHELLO, 'GET', '/get_stream_id', { stream: 'Denmark' })).stream_id), topic: 'elsewhere' });
+    await watcher.page.goto(server.site + '/#narrow/' + encodeURIComponent('channel:Denmark topic:elsewhere'));
+    await shown.waitFor(WAIT);
+    await watcher.page.goto(server.site + '/#narrow/' + encodeURIComponent(`dm:${OTHELLO}`));
+    await watcher.page.locator('#compose-text').waitFor(WAIT);
+    assert.equal(await shown.count(), 0);
+  } finally {
+    await watcher.ctx.close();
+    await typist.ctx.close();
+  }
+});
+
+test('presence: reported idle while hidden and active while shown, with dots in the buddy list', async () => {
+  const watcher = await openAs(HAMLET);
+  const other = await openAs('cordelia@natter.test', { visibility: 'hidden' });
+  try {
+    const reports = () => other.calls.filter((c) => c.path === '/users/me/presence').map((c) => c.params.status);
+    await other.page.goto(server.site + '/');
+    await until(() => reports().length === 1, 'the first report');
+    await pause(other);
+    assert.deepEqual(reports(), ['idle']);
+    await watcher.page.goto(server.site + '/');
+    const cordelia = (state) => watcher.page.locator(`#people li[data-presence=${state}]`, { hasText: 'Cordelia' });
+    await cordelia('idle').locator('.dot.idle').waitFor(WAIT);
+    // Shown: "active" at once, and again every minute.
+    await setVisibility(other.page, 'visible');
+    await until(() => reports().length === 2, 'the report on showing');
+    await cordelia('active').locator('.dot.active').waitFor(WAIT);
+    await other.clock.fastForward(59_000);
+    assert.equal(reports().length, 2);
+    await other.clock.fastForward(1_100);
+    await until(() => reports().length === 3, 'the minute\'s report');
+    // Hidden: "idle" at once (still shown active to others until the
+    // active report ages past the offline threshold, as in Zulip).
+    await setVisibility(other.page, 'hidden');
+    await until(() => reports().length === 4, 'the report on hiding');
+    assert.deepEqual(reports(), ['idle', 'active', 'active', 'idle']);
+    for (const c of other.calls.filter((x) => x.path === '/users/me/presence')) {
+      assert.equal(c.params.new_user_input, String(c.params.status === 'active'));
+    }
+    // Nobody reporting for longer than the threshold: offline.
+    await pause(watcher);
+    await watcher.clock.fastForward(200_000);
+    await cordelia('offline').locator('.dot.offline').waitFor(WAIT);
+    await watcher.page.locator('#people li[data-presence=offline]', { hasText: 'Othello' }).waitFor(WAIT);
+  } finally {
+    await watcher.ctx.close();
+    await other.ctx.close();
+  }
+});
+
+test('network loss: back-off with jitter, a reconnecting notice, resuming, and re-registering', async () => {
+  const tab = await openAs(HAMLET);
+  try {
+    let queueId = null;
+    tab.page.on('response', async (r) => {
+      if (new URL(r.url()).pathname === '/api/v1/register') queueId = (await r.json()).queue_id;
+    });
+    await tab.page.goto(server.site + '/#narrow/' + encodeURIComponent('channel:Denmark topic:network'));
+    await tab.page.locator('#compose-topic').fill('network');
+    await tab.page.locator('#compose-text').fill('a draft kept offline');
+    await until(() => queueId, 'the queue');
+    await pause(tab);
+    const shown = (text) => tab.page.locator('#messages .msg:not(.pending) .content', { hasText: text });
+    const notice = tab.page.locator('#connection');
+    const polls = () => tab.calls.filter((c) => c.path === '/events' && c.method === 'GET').length;
+    const registers = () => tab.calls.filter((c) => c.path === '/register').length;
+    const post = (content) => apiAs(OTHELLO, 'POST', '/messages', { type: 'stream', to: 'Denmark', topic: 'network', content });
+
+    // Cut off: the poll under way ends with a message, the next ones fail.
+    await tab.page.route((url) => url.pathname === '/api/v1/events', (route) => route.abort('internetdisconnected'));
+    await post('before the cut');
+    await shown('before the cut').waitFor(WAIT);
+    const failed = (n) => tab.page.locator(`#connection[data-failures="${n}"]`);
+    await failed(1).waitFor(WAIT);
+    assert.match(await notice.textContent(), /Reconnecting in \d+ s/);
+    const cap = 30_000;
+    for (let n = 1; n <= 7; n++) {
+      const scale = Math.min(1000 * 2 ** (n - 1), cap);
+      const wait = Number(await failed(n).getAttribute('data-retry-ms'));
+      assert.ok(wait >= scale / 2 && wait <= scale, `retry ${n}: ${wait} ms, not within [${scale / 2}, ${scale}]`);
+      const before = polls();
+      await tab.clock.fastForward(Math.max(0, wait - 50));
+      assert.equal(polls(), before, `retry ${n} waited less than its delay`);
+      await tab.clock.fastForward(60);
+      if (n < 7) await failed(n + 1).waitFor(WAIT);
+    }
+    await until(() => polls() >= 9, 'the eighth poll');
+    // Back: the same queue resumes, with what was sent meanwhile.
+    await post('while cut off');
+    await tab.page.unroute((url) => url.pathname === '/api/v1/events');
+    await tab.page.unrouteAll();
+    const wait = Number(await failed(8).getAttribute('data-retry-ms'));
+    assert.ok(wait >= cap / 2 && wait <= cap, `capped: ${wait}`);
+    await tab.clock.fastForward(wait + 10);
+    await shown('while cut off').waitFor(WAIT);
+    await notice.waitFor({ state: 'hidden', ...WAIT });
+    assert.equal(registers(), 1);
+
+    // Cut off again, and the server forgets the queue meanwhile: the page
+    // registers anew and refetches, keeping the draft.
+    await tab.page.route((url) => url.pathname === '/api/v1/events', (route) => route.abort('internetdisconnected'));
+    await post('before the second cut');
+    await shown('before the second cut').waitFor(WAIT);
+    await failed(1).waitFor(WAIT);
+    await apiAs(HAMLET, 'DELETE', '/events', { queue_id: queueId });
+    await post('after the queue went');
+    await tab.page.unrouteAll();
+    await tab.clock.fastForward(Number(await failed(1).getAttribute('data-retry-ms')) + 10);
+    await until(() => registers() === 2, 'the second register');
+    await shown('after the queue went').waitFor(WAIT);
+    await notice.waitFor({ state: 'hidden', ...WAIT });
+    assert.equal(await tab.page.locator('#compose-text').inputValue(), 'a draft kept offline');
+    await post('live again');
+    await shown('live again').waitFor(WAIT);
+  } finally {
+    await tab.ctx.close();
+  }
 });
 
 test('a phone-sized screen', async () => {
