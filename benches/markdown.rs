@@ -2,9 +2,10 @@
 //! it: a typical chat message with a mention, an emoji, a link and code;
 //! an adversarial one (deep nesting, runs of unclosed delimiters, many
 //! mentions) of the same 10,000-character maximum size; a highlighted
-//! code block of 200 lines; and a message with 20 formulas (KaTeX). The
-//! first iteration of the last two includes compiling the lexer and
-//! starting KaTeX; `first_formula` measures that start alone.
+//! Python code block of 200 lines and a JSON one; and a message with 20
+//! formulas (KaTeX). The first iteration of the code blocks includes
+//! compiling the lexer, that of the formulas starting KaTeX;
+//! `first_formula` measures that start alone.
 //!
 //! Run: `cargo bench --bench markdown`
 
@@ -64,6 +65,18 @@ fn code_block() -> String {
     s
 }
 
+/// A 200-line JSON code block (Pygments' JSON scanner, ported).
+fn json_block() -> String {
+    let mut s = String::from("```json\n[\n");
+    for i in 0..198 {
+        s.push_str(&format!(
+            "  {{\"id\": {i}, \"name\": \"user {i}\", \"score\": {i}.5, \"active\": true}},\n"
+        ));
+    }
+    s.push_str("  null\n]\n```");
+    s
+}
+
 /// Twenty formulas, inline and displayed.
 fn formulas() -> String {
     let mut s = String::new();
@@ -88,6 +101,9 @@ fn bench(c: &mut Criterion) {
     let code = code_block();
     group.throughput(Throughput::Bytes(code.len() as u64));
     group.bench_function("code_block_200_lines", |b| b.iter(|| render_message(&code, &Names)));
+    let json = json_block();
+    group.throughput(Throughput::Bytes(json.len() as u64));
+    group.bench_function("json_block_200_lines", |b| b.iter(|| render_message(&json, &Names)));
     let math = formulas();
     group.throughput(Throughput::Bytes(math.len() as u64));
     group.bench_function("formulas_20", |b| b.iter(|| render_message(&math, &Names)));

@@ -30,7 +30,10 @@ import pygments
 from pygments import highlight, lexer as plexer
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_all_lexers, get_lexer_by_name
-from pygments.token import Name, Keyword, _TokenType
+from pygments.lexers.data import JsonLexer
+from pygments.lexers.make import BaseMakefileLexer, MakefileLexer
+from pygments.lexers.php import PhpLexer
+from pygments.token import Comment, Name, Keyword, String, Text, Whitespace, _TokenType
 
 PINNED = "2.19.2"
 
@@ -42,6 +45,7 @@ CURATED = [
     "html", "xml", "css", "scss", "markdown", "tex", "diff", "toml", "ini",
     "haskell", "erlang", "r", "ocaml", "clojure",
     "nginx", "graphql", "protobuf", "powershell", "batch", "perl",
+    "json", "docker", "php", "make",
 ]
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -215,25 +219,56 @@ class Exporter:
         if qual.startswith("using."):
             env = closure(action)
             kwargs = {k: v for k, v in env.get("kwargs", {}).items() if k != "state"}
-            if kwargs:
-                raise Unsupported("using() options %r" % kwargs)
             other = env.get("_other", plexer.this)
             stack = list(env["gt_kwargs"].get("stack", ("root",)))
+            if kwargs == {"_startinline": True} and owner == "PhpLexer" and other is plexer.this:
+                stack = ["root", "php"]
+            elif kwargs:
+                raise Unsupported("using() options %r" % kwargs)
             target = owner if other is plexer.this else self.want(other)
             return {"using": target, "stack": stack}
+        if qual == "MarkdownLexer._handle_codeblock":
+            # A fenced block: the fence and language as backticks, the
+            # code by the lexer the language names (or as a string).
+            return {"codeblock": {"fence": css_class(String.Backtick),
+                                  "space": css_class(Whitespace),
+                                  "extra": css_class(Text),
+                                  "code": css_class(String)}}
         raise Unsupported("callback %s" % qual)
 
     def export(self, cls):
+        if cls is JsonLexer:
+            # A hand-written scanner, not a rule table: natter has its own
+            # port (highlight.rs, `json_tokens`).
+            return {"flags": "", "states": {}, "native": "json"}
+        if cls is MakefileLexer:
+            # Lines of directives and comments set aside, the rest lexed by
+            # BaseMakefileLexer, the set-aside lines put back (natter's port:
+            # highlight.rs, `make_tokens`).
+            return {"flags": "", "states": {}, "native": "make",
+                    "make": {"base": self.want(BaseMakefileLexer),
+                             "special": translate(cls.r_special.pattern),
+                             "comment": translate(cls.r_comment.pattern),
+                             "directive": css_class(Comment.Preproc),
+                             "remark": css_class(Comment)}}
         if not issubclass(cls, plexer.RegexLexer) or issubclass(cls, plexer.ExtendedRegexLexer):
             raise Unsupported("not a RegexLexer")
         instance = cls()
         remap = {}
+        start = None
         if cls.get_tokens_unprocessed is not plexer.RegexLexer.get_tokens_unprocessed:
             from pygments.lexers.c_cpp import CFamilyLexer
-            if not issubclass(cls, CFamilyLexer):
+            if issubclass(cls, CFamilyLexer):
+                types = set(cls.stdlib_types) | set(cls.c99_types) | set(cls.c11_atomic_types) | set(cls.linux_types)
+                remap = {"from": css_class(Name), "to": css_class(Keyword.Type), "words": sorted(types)}
+            elif cls is PhpLexer:
+                # PHP's built-in functions re-tagged; Zulip highlights with
+                # `startinline`, so a block starts inside `<?php`.
+                remap = {"from": css_class(Name.Other), "to": css_class(Name.Builtin),
+                         "words": sorted(instance._functions)}
+                start = ["root", "php"]
+            else:
                 raise Unsupported("own get_tokens_unprocessed")
-            types = set(cls.stdlib_types) | set(cls.c99_types) | set(cls.c11_atomic_types) | set(cls.linux_types)
-            remap = {"from": css_class(Name), "to": css_class(Keyword.Type), "words": sorted(types)}
         if getattr(cls, "analyse_text", None) and False:
             pass
         tokens = cls._tokens if "_tokens" in cls.__dict__ else instance._tokens
@@ -255,6 +290,8 @@ class Exporter:
         entry = {"flags": flags, "states": states}
         if remap:
             entry["remap"] = remap
+        if start:
+            entry["start"] = start
         return entry
 
     def run(self, aliases):

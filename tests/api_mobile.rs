@@ -62,6 +62,9 @@ fn the_emoji_data_document_is_served_without_credentials() {
     let names = &doc.json["code_to_names"];
     assert_eq!(names["1f44d"], json!(["+1", "thumbs_up", "like"]));
     assert_eq!(names["1f642"][0], "smile");
+    // Names from Zulip's own table, aliases after the canonical name.
+    assert_eq!(names["1fabf"], json!(["goose", "fowl", "honk", "silly"]));
+    assert_eq!(names["1f1f9-1f1f7"], json!(["flag_türkiye", "flag_turkiye"]));
     assert!(names.as_object().unwrap().len() > 1000);
     // Another method on that path is not a document.
     let post =

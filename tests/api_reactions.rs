@@ -26,6 +26,46 @@ fn me(c: &Client) -> Value {
     c.get("/users/me", &[]).ok()
 }
 
+/// Reactions read Zulip's emoji name table: its newer names and aliases
+/// resolve, a name must belong to the code sent.
+#[test]
+fn names_come_from_zulips_emoji_table() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let id = send(&hamlet, "general", "react to me");
+    let path = format!("/messages/{id}/reactions");
+    hamlet.post(&path, &[("emoji_name", "jellyfish")]).ok();
+    // An alias is the same emoji as its canonical name.
+    hamlet.post(&path, &[("emoji_name", "honk")]).ok();
+    hamlet
+        .post(
+            &path,
+            &[("emoji_name", "goose"), ("emoji_code", "1fabf"), ("reaction_type", "unicode_emoji")],
+        )
+        .err(400, "REACTION_ALREADY_EXISTS");
+    let got = reactions(&hamlet, id);
+    let pairs: Vec<(&str, &str)> = got
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["emoji_name"].as_str().unwrap(), r["emoji_code"].as_str().unwrap()))
+        .collect();
+    assert_eq!(pairs, [("jellyfish", "1fabc"), ("honk", "1fabf")]);
+    let e = hamlet
+        .post(
+            &path,
+            &[
+                ("emoji_name", "jellyfish"),
+                ("emoji_code", "1fabf"),
+                ("reaction_type", "unicode_emoji"),
+            ],
+        )
+        .err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Invalid emoji name.");
+    let e = hamlet.post(&path, &[("emoji_name", "no_such_emoji_name")]).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "Emoji 'no_such_emoji_name' does not exist");
+}
+
 #[test]
 fn add_and_remove_by_name_or_code() {
     let server = TestServer::start();

@@ -1,8 +1,9 @@
 //! Zulip's Unicode emoji names, as data.
 //!
 //! `data/zulip_emoji.tsv` is Zulip's own name → codepoint map (canonical
-//! names and aliases), generated from the server's emoji data — never typed
-//! by hand. It is parsed once, on first use, into two lookup tables:
+//! names and aliases), written by `scripts/zulip_emoji_table.py` from
+//! Zulip's emoji_names.py and iamcal's emoji-datasource (pinned versions)
+//! — never typed by hand. It is parsed once, on first use, into two lookup tables:
 //! name → code (`:smile:` → `1f642`, reactions by name) and code →
 //! canonical name (a literal 🙂 in a message).
 
@@ -147,6 +148,30 @@ mod tests {
         assert!(is_unicode_code("2764") && !is_unicode_code("zzzz"));
         let thumbs = names_by_code().find(|(code, _)| *code == "1f44d").unwrap();
         assert_eq!(thumbs.1, ["+1", "thumbs_up", "like"]);
+    }
+
+    /// Names of Zulip's emoji_names.py that the earlier table (a client's
+    /// copy) lacked, aliases, and codes without U+FE0F.
+    #[test]
+    fn the_table_is_zulips_emoji_names() {
+        assert_eq!(code_for_name("jellyfish"), Some("1fabc"));
+        assert_eq!(code_for_name("goose"), Some("1fabf"));
+        assert_eq!(code_for_name("honk"), Some("1fabf"), "an alias");
+        assert_eq!(name_for_code("1fabf"), Some("goose"), "the canonical name");
+        assert_eq!(code_for_name("flag_türkiye"), Some("1f1f9-1f1f7"));
+        assert_eq!(code_for_name("flag_turkiye"), Some("1f1f9-1f1f7"));
+        assert_eq!(code_for_name("shaking_face"), Some("1fae8"));
+        assert_eq!(code_for_name("woman_lifting_weights"), Some("1f3cb-200d-2640"));
+        let chars: Vec<char> = "🏋️‍♀️".chars().collect();
+        assert_eq!(sequence_at(&chars).1.unwrap().1, "woman_lifting_weights");
+        assert!(names_by_code().all(|(code, _)| !code.contains("fe0f")));
+        let mut names = std::collections::HashSet::new();
+        for (code, list) in names_by_code() {
+            for name in list {
+                assert!(names.insert(name), "{name} twice");
+                assert_eq!(code_for_name(name), Some(code));
+            }
+        }
     }
 
     #[test]

@@ -56,6 +56,29 @@ struct LexerData {
     states: HashMap<String, Vec<RuleData>>,
     #[serde(default)]
     remap: Option<Remap>,
+    /// The state stack a block starts with (PHP under Zulip's
+    /// `startinline`: inside `<?php`).
+    #[serde(default)]
+    start: Option<Vec<String>>,
+    /// A lexer that is a hand-written scanner in Pygments, ported here
+    /// (`json`), instead of a rule table.
+    #[serde(default)]
+    native: Option<String>,
+    /// The parts of the Makefile lexer (`native` `make`).
+    #[serde(default)]
+    make: Option<MakeData>,
+}
+
+/// Pygments' `MakefileLexer`: lines matching `special` (directives, and
+/// the lines a backslash continues) or `comment` are set aside, the rest
+/// is lexed by `base`.
+#[derive(Deserialize)]
+struct MakeData {
+    base: String,
+    special: String,
+    comment: String,
+    directive: String,
+    remark: String,
 }
 
 /// One rule: pattern, action, state change.
@@ -79,6 +102,16 @@ enum ActionData {
     Token(String),
     Groups { groups: Vec<Option<ActionData>> },
     Using { using: String, stack: Vec<String> },
+    CodeBlock { codeblock: CodeBlockData },
+}
+
+/// Markdown's fenced block: the classes of its parts.
+#[derive(Deserialize, Clone)]
+struct CodeBlockData {
+    fence: String,
+    space: String,
+    extra: String,
+    code: String,
 }
 
 #[derive(Deserialize)]
@@ -102,6 +135,23 @@ struct Lexer {
     states: Vec<Vec<Rule>>,
     ids: HashMap<String, usize>,
     remap: Option<Remap>,
+    start: Vec<String>,
+    native: Option<Native>,
+}
+
+/// Pygments lexers that are code, not tables, ported.
+enum Native {
+    Json,
+    Make(Box<Make>),
+}
+
+/// The compiled parts of Pygments' `MakefileLexer` (see `MakeData`).
+struct Make {
+    base: usize,
+    special: Regex,
+    comment: Regex,
+    directive: String,
+    remark: String,
 }
 
 struct Rule {
@@ -115,6 +165,7 @@ enum Action {
     Token(String),
     Groups(Vec<Action>),
     Using { lexer: usize, stack: Vec<String> },
+    CodeBlock(CodeBlockData),
 }
 
 enum Step {
@@ -162,12 +213,12 @@ pub(super) fn display_name(lang: &str) -> Option<&'static str> {
 pub(super) fn highlight(lang: &str, code: &str) -> Option<String> {
     let table = table();
     let index = *table.highlighted.get(&lang.to_ascii_lowercase())?;
-    lexer(table, index)?;
+    let start = &lexer(table, index)?.start;
     // Pygments' input rules: newlines at either end stripped, one added.
     let mut text = code.trim_matches('\n').to_owned();
     text.push('\n');
     let mut tokens = Vec::new();
-    run(table, index, &text, &["root".to_owned()], &mut tokens, 0);
+    run(table, index, &text, start, &mut tokens, 0);
     Some(format(&tokens))
 }
 
@@ -229,7 +280,28 @@ fn compile(table: &Table, data: &LexerData) -> Result<Lexer, String> {
         to: r.to.clone(),
         words: r.words.clone(),
     });
-    Ok(Lexer { states, ids, remap })
+    let native = match (data.native.as_deref(), &data.make) {
+        (None, _) => None,
+        (Some("json"), _) => Some(Native::Json),
+        (Some("make"), Some(make)) => {
+            let regex = |p: &str| {
+                RegexBuilder::new(p)
+                    .backtrack_limit(BACKTRACK_LIMIT)
+                    .build()
+                    .map_err(|e| e.to_string())
+            };
+            Some(Native::Make(Box::new(Make {
+                base: *table.by_name.get(&make.base).ok_or("an unknown lexer")?,
+                special: regex(&make.special)?,
+                comment: regex(&make.comment)?,
+                directive: make.directive.clone(),
+                remark: make.remark.clone(),
+            })))
+        }
+        (Some(other), _) => return Err(format!("no port of the {other} lexer")),
+    };
+    let start = data.start.clone().unwrap_or_else(|| vec!["root".to_owned()]);
+    Ok(Lexer { states, ids, remap, start, native })
 }
 
 fn step(ids: &HashMap<String, usize>, name: &str) -> Option<Step> {
@@ -250,6 +322,7 @@ fn convert_action(table: &Table, action: Option<&ActionData>) -> Option<Action> 
         Some(ActionData::Using { using, stack }) => {
             Action::Using { lexer: *table.by_name.get(using)?, stack: stack.clone() }
         }
+        Some(ActionData::CodeBlock { codeblock }) => Action::CodeBlock(codeblock.clone()),
     })
 }
 
@@ -267,6 +340,15 @@ fn run<'t>(
         out.push(("", text));
         return;
     };
+    match &lexer.native {
+        Some(Native::Json) => return json_tokens(text, out),
+        Some(Native::Make(make)) => {
+            let Make { base, special, comment, directive, remark } = &**make;
+            let classes = (directive.as_str(), remark.as_str());
+            return make_tokens(table, *base, (special, comment), classes, text, out, depth);
+        }
+        None => {}
+    }
     let Some(root) = lexer.ids.get("root").copied() else {
         out.push(("", text));
         return;
@@ -381,6 +463,336 @@ fn emit<'t>(
         Action::Using { lexer, stack } => {
             run(table, *lexer, &text[start..end], stack, out, depth + 1);
         }
+        Action::CodeBlock(classes) => code_block(table, classes, caps, out, depth),
+    }
+}
+
+/// Pygments' `MarkdownLexer._handle_codeblock`: the fence and language,
+/// the rest of the opening line, then the code by the lexer the language
+/// names (from its root state), or as one string when there is none.
+fn code_block<'t>(
+    table: &'static Table,
+    classes: &'static CodeBlockData,
+    caps: &fancy_regex::Captures<'t, str>,
+    out: &mut Vec<(&'static str, &'t str)>,
+    depth: usize,
+) {
+    let group = |name: &str| caps.name(name).map_or("", |m| m.as_str());
+    let mut push = |class: &'static str, value: &'t str| {
+        if !value.is_empty() {
+            out.push((class, value));
+        }
+    };
+    push(&classes.fence, group("initial"));
+    push(&classes.fence, group("lang"));
+    if caps.name("afterlang").is_some() {
+        push(&classes.space, group("whitespace"));
+        push(&classes.extra, group("extra"));
+    }
+    push(&classes.space, group("newline"));
+    let code = group("code");
+    let lang = group("lang").trim().to_ascii_lowercase();
+    match table.highlighted.get(&lang) {
+        Some(&index) => run(table, index, code, &["root".to_owned()], out, depth + 1),
+        None if !code.is_empty() => out.push((&classes.code, code)),
+        None => {}
+    }
+    if let Some(m) = caps.name("terminator") {
+        if !m.as_str().is_empty() {
+            out.push((&classes.fence, m.as_str()));
+        }
+    }
+}
+
+/// Pygments' `MakefileLexer`: each line (Python's `splitlines`) that is a
+/// directive, or continues one with a trailing backslash, becomes one
+/// `directive` token, each comment line one `remark` token; the other
+/// lines, joined, are lexed by `base`, and the set-aside lines are put
+/// back where they were (Pygments' `do_insertions`).
+fn make_tokens<'t>(
+    table: &'static Table,
+    base: usize,
+    (special, comment): (&Regex, &Regex),
+    (directive, remark): (&'static str, &'static str),
+    text: &'t str,
+    out: &mut Vec<(&'static str, &'t str)>,
+    depth: usize,
+) {
+    let mut rest = String::new();
+    let mut kept: Vec<&'t str> = Vec::new();
+    // (offset in `rest`, class, line)
+    let mut inserts: Vec<(usize, &'static str, &'t str)> = Vec::new();
+    let mut continued = false;
+    for line in python_lines(text) {
+        if continued || special.is_match(line).unwrap_or(false) {
+            inserts.push((rest.len(), directive, line));
+            continued = line.trim().ends_with('\\');
+        } else if comment.is_match(line).unwrap_or(false) {
+            inserts.push((rest.len(), remark, line));
+        } else {
+            rest.push_str(line);
+            kept.push(line);
+        }
+    }
+    let root = ["root".to_owned()];
+    if inserts.is_empty() {
+        return run(table, base, text, &root, out, depth + 1);
+    }
+    let mut tokens: Vec<(&'static str, &str)> = Vec::new();
+    run(table, base, &rest, &root, &mut tokens, depth + 1);
+    // The tokens are slices of `rest`, the kept lines joined: walk the
+    // kept lines alongside to hand out slices of `text` instead.
+    let mut kept = kept.into_iter();
+    let mut line: &'t str = "";
+    let mut inserts = inserts.into_iter().peekable();
+    let mut pos = 0;
+    for (class, mut value) in tokens {
+        while let Some(&(at, inserted_class, inserted)) = inserts.peek() {
+            if at > pos + value.len() {
+                break;
+            }
+            let cut = at - pos;
+            take(&mut line, &mut kept, cut, class, out);
+            out.push((inserted_class, inserted));
+            inserts.next();
+            value = &value[cut..];
+            pos = at;
+        }
+        take(&mut line, &mut kept, value.len(), class, out);
+        pos += value.len();
+    }
+    out.extend(inserts.map(|(_, class, line)| (class, line)));
+}
+
+/// Pushes the next `len` bytes of the kept lines as `class` tokens:
+/// `line` is what is left of the kept line being walked.
+fn take<'t>(
+    line: &mut &'t str,
+    kept: &mut impl Iterator<Item = &'t str>,
+    mut len: usize,
+    class: &'static str,
+    out: &mut Vec<(&'static str, &'t str)>,
+) {
+    while len > 0 {
+        if line.is_empty() {
+            match kept.next() {
+                Some(next) => *line = next,
+                None => return,
+            }
+        }
+        let n = len.min(line.len());
+        out.push((class, &line[..n]));
+        *line = &line[n..];
+        len -= n;
+    }
+}
+
+/// Python's `str.splitlines(keepends=True)`.
+fn python_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut end = rest.len();
+        let mut chars = rest.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            let breaks = matches!(
+                c,
+                '\n' | '\r'
+                    | '\u{0b}'
+                    | '\u{0c}'
+                    | '\u{1c}'
+                    | '\u{1d}'
+                    | '\u{1e}'
+                    | '\u{85}'
+                    | '\u{2028}'
+                    | '\u{2029}'
+            );
+            if breaks {
+                end = i + c.len_utf8();
+                if c == '\r' && chars.peek().is_some_and(|&(_, n)| n == '\n') {
+                    end += 1;
+                }
+                break;
+            }
+        }
+        let (line, next) = rest.split_at(end);
+        rest = next;
+        Some(line)
+    })
+}
+
+/// Pygments' `JsonLexer` (a character scanner, not a rule table): strings
+/// are `s2` unless a `:` follows (then `nt`, object keys), with the
+/// whitespace and comments between them held back until that is known;
+/// numbers, `true`/`false`/`null` runs, punctuation runs and comments; any
+/// other character is an error.
+fn json_tokens<'t>(text: &'t str, out: &mut Vec<(&'static str, &'t str)>) {
+    #[derive(PartialEq)]
+    enum Mode {
+        Idle,
+        Str,
+        Space,
+        Constant,
+        Number,
+        Punctuation,
+        LineComment,
+        BlockComment,
+        Slash,
+    }
+    fn space(c: char) -> bool {
+        matches!(c, ' ' | '\n' | '\t' | '\r')
+    }
+    fn integer(c: char) -> bool {
+        c == '-' || c.is_ascii_digit()
+    }
+    fn punctuation(c: char) -> bool {
+        matches!(c, ',' | '[' | ']' | '{' | '}')
+    }
+    let mut mode = Mode::Idle;
+    let (mut escape, mut unicode, mut float, mut star) = (false, 0u8, false, false);
+    let mut start = 0;
+    // Strings, and the whitespace and comments after them, until it is
+    // known whether a `:` follows.
+    let mut queue: Vec<(&'static str, &'t str)> = Vec::new();
+    let hold = |queue: &mut Vec<(&'static str, &'t str)>,
+                out: &mut Vec<(&'static str, &'t str)>,
+                token: (&'static str, &'t str)| {
+        if queue.is_empty() {
+            out.push(token);
+        } else {
+            queue.push(token);
+        }
+    };
+    for (stop, c) in text.char_indices() {
+        let next = stop + c.len_utf8();
+        match mode {
+            Mode::Str => {
+                if unicode > 0 {
+                    if c.is_ascii_hexdigit() {
+                        unicode -= 1;
+                        if unicode == 0 {
+                            escape = false;
+                        }
+                    } else {
+                        unicode = 0;
+                        escape = false;
+                    }
+                } else if escape {
+                    if c == 'u' {
+                        unicode = 4;
+                    } else {
+                        escape = false;
+                    }
+                } else if c == '\\' {
+                    escape = true;
+                } else if c == '"' {
+                    queue.push(("s2", &text[start..next]));
+                    mode = Mode::Idle;
+                    escape = false;
+                    unicode = 0;
+                }
+                continue;
+            }
+            Mode::Space => {
+                if space(c) {
+                    continue;
+                }
+                hold(&mut queue, out, ("w", &text[start..stop]));
+            }
+            Mode::Constant => {
+                if matches!(c, 't' | 'r' | 'u' | 'e' | 'f' | 'a' | 'l' | 's' | 'n') {
+                    continue;
+                }
+                out.push(("kc", &text[start..stop]));
+            }
+            Mode::Number => {
+                if integer(c) {
+                    continue;
+                }
+                if matches!(c, 'e' | 'E' | '+' | '.') {
+                    float = true;
+                    continue;
+                }
+                out.push((if float { "mf" } else { "mi" }, &text[start..stop]));
+                float = false;
+            }
+            Mode::Punctuation => {
+                if punctuation(c) {
+                    continue;
+                }
+                out.push(("p", &text[start..stop]));
+            }
+            Mode::LineComment => {
+                if c != '\n' {
+                    continue;
+                }
+                hold(&mut queue, out, ("c1", &text[start..stop]));
+            }
+            Mode::BlockComment => {
+                if c == '*' {
+                    star = true;
+                } else if star {
+                    star = false;
+                    if c == '/' {
+                        hold(&mut queue, out, ("cm", &text[start..next]));
+                        mode = Mode::Idle;
+                    }
+                }
+                continue;
+            }
+            Mode::Slash => {
+                if c == '/' {
+                    mode = Mode::LineComment;
+                    continue;
+                }
+                if c == '*' {
+                    mode = Mode::BlockComment;
+                    continue;
+                }
+                out.append(&mut queue);
+                out.push(("err", &text[start..stop]));
+            }
+            Mode::Idle => {}
+        }
+        mode = Mode::Idle;
+        start = stop;
+        if c == '"' {
+            mode = Mode::Str;
+        } else if space(c) {
+            mode = Mode::Space;
+        } else if matches!(c, 'f' | 'n' | 't') {
+            out.append(&mut queue);
+            mode = Mode::Constant;
+        } else if integer(c) {
+            out.append(&mut queue);
+            mode = Mode::Number;
+        } else if c == ':' {
+            out.extend(
+                queue.drain(..).map(|(class, t)| (if class == "s2" { "nt" } else { class }, t)),
+            );
+            mode = Mode::Punctuation;
+        } else if punctuation(c) {
+            out.append(&mut queue);
+            mode = Mode::Punctuation;
+        } else if c == '/' {
+            mode = Mode::Slash;
+        } else {
+            out.append(&mut queue);
+            out.push(("err", &text[stop..next]));
+        }
+    }
+    out.append(&mut queue);
+    let rest = &text[start..];
+    match mode {
+        Mode::Idle => {}
+        Mode::Str | Mode::BlockComment | Mode::Slash => out.push(("err", rest)),
+        Mode::Number => out.push((if float { "mf" } else { "mi" }, rest)),
+        Mode::Constant => out.push(("kc", rest)),
+        Mode::Space => out.push(("w", rest)),
+        Mode::Punctuation => out.push(("p", rest)),
+        Mode::LineComment => out.push(("c1", rest)),
     }
 }
 

@@ -313,10 +313,12 @@ fn channel_link(s: &str, resolver: &dyn Resolver) -> Option<(usize, Piece)> {
 /// name in Zulip's emoji table, or `:zulip:`.
 fn emoji_name(s: &str, resolver: &dyn Resolver) -> Option<(usize, Piece)> {
     let body = &s[1..];
+    // Zulip's `[\w\-\+]+` (Python's `\w` is Unicode: `:flag_türkiye:`).
     let end = body
-        .bytes()
+        .char_indices()
         .take(64)
-        .position(|b| !(b.is_ascii_alphanumeric() || b == b'_' || b == b'+' || b == b'-'))?;
+        .find(|&(_, c)| !(c.is_alphanumeric() || c == '_' || c == '+' || c == '-'))
+        .map(|(i, _)| i)?;
     if end == 0 || body.as_bytes()[end] != b':' {
         return None;
     }
