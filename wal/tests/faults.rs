@@ -19,6 +19,22 @@ fn options(fs: &Arc<SimFs>, sync: SyncMode) -> Options {
     Options { segment_bytes: 1500, sync, fs: Arc::clone(fs) as _, ..Options::default() }
 }
 
+/// Opens the log in `dir` again after the test dropped it. Another test
+/// of this binary starts a child process: until the child's `exec`, it
+/// shares this process's open files, the dropped log's directory lock
+/// among them, so the open waits (bounded) while that lock is still held.
+fn reopen(dir: &Path, options: Options) -> wal::Result<(Wal, wal::Recovery)> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match Wal::open(dir, options.clone()) {
+            Err(Error::Locked { .. }) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            opened => return opened,
+        }
+    }
+}
+
 /// Appends 40 records (about four segments), acknowledging every fourth
 /// once durable (or, in `Never` mode, once `sync` returned), and trims the
 /// log once; returns
@@ -47,7 +63,7 @@ fn workload(log: &Wal, fs: &SimFs) -> Seq {
 /// last is there, whole, in order, every acknowledged one among them, and
 /// the next append continues the seqs.
 fn check_recovered(dir: &Path, acked: Seq, cut: u64, torn: bool) {
-    let (log, _) = Wal::open(dir, Options { sync: SyncMode::Never, ..Options::default() })
+    let (log, _) = reopen(dir, Options { sync: SyncMode::Never, ..Options::default() })
         .unwrap_or_else(|e| panic!("cut at call {cut} (torn: {torn}): recovery failed: {e}"));
     let last = log.last_seq();
     assert!(last >= acked, "cut at call {cut} (torn: {torn}): acked {acked}, recovered {last}");
@@ -114,7 +130,7 @@ fn a_full_disk_refuses_an_append_and_leaves_the_log_whole() {
     fs.set_full(false);
     assert_eq!(log.append(&payload(4)).unwrap(), 4);
     log.close().unwrap();
-    let (log, recovery) = Wal::open(dir.path(), Options::default()).unwrap();
+    let (log, recovery) = reopen(dir.path(), Options::default()).unwrap();
     assert_eq!(recovery.truncated, None, "nothing to repair");
     let seqs: Vec<Seq> = log.replay_from(1).unwrap().map(|r| r.unwrap().0).collect();
     assert_eq!(seqs, [1, 2, 3, 4]);
@@ -137,7 +153,7 @@ fn a_short_write_is_cut_back() {
     assert!(log.append(&payload(2)).is_err());
     assert_eq!(log.append(&payload(2)).unwrap(), 2);
     log.close().unwrap();
-    let (log, recovery) = Wal::open(dir.path(), Options::default()).unwrap();
+    let (log, recovery) = reopen(dir.path(), Options::default()).unwrap();
     assert_eq!(recovery.truncated, None);
     let records: Vec<(Seq, Vec<u8>)> = log.replay_from(1).unwrap().map(Result::unwrap).collect();
     assert_eq!(records, [(1, payload(1)), (2, payload(2))]);
@@ -166,7 +182,7 @@ fn a_failed_seal_rename_stops_appends_and_recovery_keeps_the_records() {
     let refused = refused.expect("the failed seal stopped appends");
     assert!(log.is_poisoned());
     drop(log);
-    let (log, _) = Wal::open(dir.path(), Options::default()).unwrap();
+    let (log, _) = reopen(dir.path(), Options::default()).unwrap();
     assert_eq!(log.last_seq(), refused - 1);
     let records: Vec<(Seq, Vec<u8>)> = log.replay_from(1).unwrap().map(Result::unwrap).collect();
     let expected: Vec<(Seq, Vec<u8>)> = (1..refused).map(|seq| (seq, payload(seq))).collect();
