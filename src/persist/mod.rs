@@ -531,18 +531,29 @@ mod tests {
         32 + 8 + 4 + head_block(image).len()
     }
 
-    /// The image's own block: the image, then its organization, features
-    /// bots, web sessions, widgets and folders parts.
+    /// The parts that follow the image in its block, in the order formats
+    /// added them: organization (10), features (11), bots (12), web
+    /// sessions (13), widgets (14), folders (16), delivery tries (17). A
+    /// format's block holds a prefix of them.
+    fn image_parts(image: &crate::state::StateImage) -> Vec<Vec<u8>> {
+        fn encoded<T: serde::Serialize>(value: &T) -> Vec<u8> {
+            bincode::serde::encode_to_vec(value, bincode::config::standard()).unwrap()
+        }
+        vec![
+            encoded(&image.organization),
+            encoded(&image.features),
+            encoded(&image.bots),
+            encoded(&image.web_sessions),
+            encoded(&image.widgets),
+            encoded(&image.folders),
+            encoded(&image.bots.failed),
+        ]
+    }
+
+    /// The image's own block: the image, then every part.
     fn head_block(image: &crate::state::StateImage) -> Vec<u8> {
-        let config = bincode::config::standard();
-        let mut head = bincode::serde::encode_to_vec(image, config).unwrap();
-        head.extend(bincode::serde::encode_to_vec(&image.organization, config).unwrap());
-        head.extend(bincode::serde::encode_to_vec(&image.features, config).unwrap());
-        head.extend(bincode::serde::encode_to_vec(&image.bots, config).unwrap());
-        head.extend(bincode::serde::encode_to_vec(&image.web_sessions, config).unwrap());
-        head.extend(bincode::serde::encode_to_vec(&image.widgets, config).unwrap());
-        head.extend(bincode::serde::encode_to_vec(&image.folders, config).unwrap());
-        head.extend(bincode::serde::encode_to_vec(&image.bots.failed, config).unwrap());
+        let mut head = bincode::serde::encode_to_vec(image, bincode::config::standard()).unwrap();
+        image_parts(image).iter().for_each(|part| head.extend(part));
         head
     }
 
@@ -627,15 +638,7 @@ mod tests {
         let bytes = snapshot::encode(&image);
         let decoded = snapshot::decode(&bytes, Path::new("s")).unwrap();
         assert_eq!(decoded.folders, image.folders);
-        let config = bincode::config::standard();
-        let parts = [
-            bincode::serde::encode_to_vec(&image.organization, config).unwrap(),
-            bincode::serde::encode_to_vec(&image.features, config).unwrap(),
-            bincode::serde::encode_to_vec(&image.bots, config).unwrap(),
-            bincode::serde::encode_to_vec(&image.web_sessions, config).unwrap(),
-            bincode::serde::encode_to_vec(&image.widgets, config).unwrap(),
-        ];
-        let old = older_snapshot(&image, 14, &parts);
+        let old = older_snapshot(&image, 14, &image_parts(&image)[..5]);
         let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
         assert_eq!(decoded.folders, Default::default());
         assert_eq!(decoded.widgets, image.widgets);
@@ -653,21 +656,7 @@ mod tests {
         history(&state, 20);
         let image = state.image();
         let bytes = snapshot::encode(&image);
-        let config = bincode::config::standard();
-        let mut head = bincode::serde::encode_to_vec(&image, config).unwrap();
-        head.extend(bincode::serde::encode_to_vec(&image.organization, config).unwrap());
-        head.extend(bincode::serde::encode_to_vec(&image.features, config).unwrap());
-        head.extend(bincode::serde::encode_to_vec(&image.bots, config).unwrap());
-        head.extend(bincode::serde::encode_to_vec(&image.web_sessions, config).unwrap());
-        let mut old = bytes[..32].to_vec();
-        old[8..12].copy_from_slice(&13u32.to_le_bytes());
-        old.extend((head.len() as u64).to_le_bytes());
-        old.extend(crc32fast::hash(&head).to_le_bytes());
-        old.extend(&head);
-        old.extend(&bytes[sections_at(&image)..]);
-        let len = (old.len() - 32) as u64;
-        old[20..28].copy_from_slice(&len.to_le_bytes());
-        reseal(&mut old);
+        let old = older_snapshot(&image, 13, &image_parts(&image)[..4]);
         let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
         assert_eq!(snapshot::encode(&decoded), bytes);
         // A format-13 header over a format-14 payload is refused.
@@ -686,10 +675,8 @@ mod tests {
         history(&state, 20);
         let image = state.image();
         let bytes = snapshot::encode(&image);
-        let config = bincode::config::standard();
-        let organization = bincode::serde::encode_to_vec(&image.organization, config).unwrap();
         let sections = sections_as_format_10(&bytes, &image);
-        let old = older_snapshot_with(&image, 10, &[organization], &sections);
+        let old = older_snapshot_with(&image, 10, &image_parts(&image)[..1], &sections);
         let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
         assert_eq!(snapshot::encode(&decoded), bytes);
         // A format-10 header over a newer payload is refused.
@@ -725,10 +712,7 @@ mod tests {
         history(&state, 20);
         let image = state.image();
         let bytes = snapshot::encode(&image);
-        let config = bincode::config::standard();
-        let organization = bincode::serde::encode_to_vec(&image.organization, config).unwrap();
-        let features = bincode::serde::encode_to_vec(&image.features, config).unwrap();
-        let old = older_snapshot(&image, 11, &[organization, features]);
+        let old = older_snapshot(&image, 11, &image_parts(&image)[..2]);
         let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
         assert_eq!(snapshot::encode(&decoded), bytes);
         let mut mislabelled = bytes.clone();
@@ -771,15 +755,7 @@ mod tests {
         state.bots.apply(&BotChange::Queue(vec![delivery]));
         let image = state.image();
         let bytes = snapshot::encode(&image);
-        let config = bincode::config::standard();
-        let parts = [
-            bincode::serde::encode_to_vec(&image.organization, config).unwrap(),
-            bincode::serde::encode_to_vec(&image.features, config).unwrap(),
-            bincode::serde::encode_to_vec(&image.bots, config).unwrap(),
-            bincode::serde::encode_to_vec(&image.web_sessions, config).unwrap(),
-            bincode::serde::encode_to_vec(&image.widgets, config).unwrap(),
-        ];
-        let old = older_snapshot(&image, 14, &parts);
+        let old = older_snapshot(&image, 14, &image_parts(&image)[..5]);
         let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
         assert_eq!(snapshot::encode(&decoded), bytes);
         let mut mislabelled = bytes.clone();
@@ -821,13 +797,7 @@ mod tests {
         let bytes = snapshot::encode(&image);
         let back = snapshot::decode(&bytes, Path::new("s")).unwrap();
         assert_eq!(back.web_sessions.by_token.sorted().len(), 1);
-        let config = bincode::config::standard();
-        let parts = [
-            bincode::serde::encode_to_vec(&image.organization, config).unwrap(),
-            bincode::serde::encode_to_vec(&image.features, config).unwrap(),
-            bincode::serde::encode_to_vec(&image.bots, config).unwrap(),
-        ];
-        let old = older_snapshot(&image, 12, &parts);
+        let old = older_snapshot(&image, 12, &image_parts(&image)[..3]);
         let decoded = snapshot::decode(&old, Path::new("s")).unwrap();
         assert!(decoded.web_sessions.by_token.sorted().is_empty());
         assert_eq!(decoded.applied_seq, image.applied_seq);
