@@ -11,6 +11,10 @@
 //! one `<span class="…">` per run of text with the same class, closed at
 //! every line end.
 //!
+//! Where a Pygments table holds a Python callback, the exported table
+//! names it and this module runs a port of it (`Hook`): YAML's lexer
+//! keeps its indentation context that way.
+//!
 //! Every pattern is compiled as `\G(?:…)` (anchored where the previous
 //! token ended, with the whole text visible to lookbehind and `^`) by
 //! `fancy-regex`, with a backtrack limit: a pattern that exceeds it counts
@@ -41,6 +45,11 @@ const COMPILE_STACK: usize = 8 << 20;
 /// The state stack never grows past this (a rule that pushes in a loop).
 const MAX_STACK: usize = 256;
 
+/// Rules applied one after another without consuming text before the
+/// next character is taken as unmatched (where Pygments would loop
+/// forever: an empty match that leaves the stack as it was).
+const MAX_IDLE: usize = 2 * MAX_STACK;
+
 #[derive(Deserialize)]
 struct Data {
     /// Alias → the lexer class highlighting it.
@@ -67,6 +76,10 @@ struct LexerData {
     /// The parts of the Makefile lexer (`native` `make`).
     #[serde(default)]
     make: Option<MakeData>,
+    /// The class of a newline no rule matches: `w` (Whitespace) for a
+    /// `RegexLexer`, the empty Text class for an `ExtendedRegexLexer`.
+    #[serde(default)]
+    eol: Option<String>,
 }
 
 /// Pygments' `MakefileLexer`: lines matching `special` (directives, and
@@ -103,6 +116,28 @@ enum ActionData {
     Groups { groups: Vec<Option<ActionData>> },
     Using { using: String, stack: Vec<String> },
     CodeBlock { codeblock: CodeBlockData },
+    Hook(HookData),
+}
+
+/// A Python callback of Pygments' YAML lexer, by name, with the token
+/// classes (and flags) it was made with; ported as `Hook`.
+#[derive(Deserialize)]
+struct HookData {
+    hook: String,
+    token: String,
+    /// `save_indent`: the class of indentation past a closed level.
+    #[serde(default)]
+    error: String,
+    /// `parse_block_scalar_empty_line`: the class of the spaces past the
+    /// block scalar's indentation.
+    #[serde(default)]
+    content: String,
+    /// `save_indent`: at the start of a line.
+    #[serde(default)]
+    start: bool,
+    /// `set_indent`: the indicator does not add to the indentation.
+    #[serde(default)]
+    implicit: bool,
 }
 
 /// Markdown's fenced block: the classes of its parts.
@@ -137,6 +172,8 @@ struct Lexer {
     remap: Option<Remap>,
     start: Vec<String>,
     native: Option<Native>,
+    /// The class of a newline no rule matches.
+    eol: String,
 }
 
 /// Pygments lexers that are code, not tables, ported.
@@ -166,6 +203,50 @@ enum Action {
     Groups(Vec<Action>),
     Using { lexer: usize, stack: Vec<String> },
     CodeBlock(CodeBlockData),
+    Hook(Hook),
+}
+
+/// The callbacks of Pygments' `YamlLexer`, which keep an indentation
+/// context (`Indentation`) and may pop the state stack. Each emits the
+/// matched text (or parts of it) and tells where lexing goes on: the end
+/// of the match, or — when the callback returns early, as Pygments'
+/// `ExtendedRegexLexer` callbacks may — the same position.
+enum Hook {
+    /// `something`: no token for an empty match.
+    Something(String),
+    /// `reset_indent`: a directive or document marker forgets the levels.
+    ResetIndent(String),
+    /// `save_indent`: a possible indentation level; at a line start, the
+    /// levels deeper than the line are closed.
+    SaveIndent { token: String, error: String, start: bool },
+    /// `set_indent`: the saved level becomes the current one.
+    SetIndent { token: String, implicit: bool },
+    /// `set_block_scalar_indent`: a block scalar header's explicit
+    /// indentation indicator.
+    SetBlockScalarIndent(String),
+    /// `parse_block_scalar_empty_line`.
+    BlockScalarEmptyLine { indent: String, content: String },
+    /// `parse_block_scalar_indent`: a line indented less than the block
+    /// scalar ends it.
+    BlockScalarIndent(String),
+    /// `parse_plain_scalar_indent`: a line indented no deeper than the
+    /// current level ends a multi-line plain scalar.
+    PlainScalarIndent(String),
+}
+
+/// The YAML lexer's context (Pygments' `YamlLexerContext`), in
+/// characters; `-1` is no level.
+struct Indentation {
+    levels: Vec<i64>,
+    indent: i64,
+    next: i64,
+    block_scalar: Option<i64>,
+}
+
+impl Default for Indentation {
+    fn default() -> Self {
+        Indentation { levels: Vec::new(), indent: -1, next: 0, block_scalar: None }
+    }
 }
 
 enum Step {
@@ -262,7 +343,8 @@ fn compile(table: &Table, data: &LexerData) -> Result<Lexer, String> {
                 .backtrack_limit(BACKTRACK_LIMIT)
                 .build()
                 .map_err(|e| format!("{source}: {e}"))?;
-            let action = convert_action(table, action.as_ref()).ok_or("an unknown lexer")?;
+            let action =
+                convert_action(table, action.as_ref()).ok_or("an unknown lexer or callback")?;
             let next = match next {
                 None => Next::Stay,
                 Some(NextData::Pop(n)) => Next::Pop(n.unsigned_abs() as usize),
@@ -301,7 +383,8 @@ fn compile(table: &Table, data: &LexerData) -> Result<Lexer, String> {
         (Some(other), _) => return Err(format!("no port of the {other} lexer")),
     };
     let start = data.start.clone().unwrap_or_else(|| vec!["root".to_owned()]);
-    Ok(Lexer { states, ids, remap, start, native })
+    let eol = data.eol.clone().unwrap_or_else(|| "w".to_owned());
+    Ok(Lexer { states, ids, remap, start, native, eol })
 }
 
 fn step(ids: &HashMap<String, usize>, name: &str) -> Option<Step> {
@@ -323,11 +406,31 @@ fn convert_action(table: &Table, action: Option<&ActionData>) -> Option<Action> 
             Action::Using { lexer: *table.by_name.get(using)?, stack: stack.clone() }
         }
         Some(ActionData::CodeBlock { codeblock }) => Action::CodeBlock(codeblock.clone()),
+        Some(ActionData::Hook(data)) => Action::Hook(convert_hook(data)?),
     })
 }
 
-/// Pygments' `RegexLexer.get_tokens_unprocessed`: appends `(class, text)`
-/// tokens for `text`, starting with the state stack `start`.
+fn convert_hook(data: &HookData) -> Option<Hook> {
+    let token = data.token.clone();
+    Some(match data.hook.as_str() {
+        "something" => Hook::Something(token),
+        "reset_indent" => Hook::ResetIndent(token),
+        "save_indent" => Hook::SaveIndent { token, error: data.error.clone(), start: data.start },
+        "set_indent" => Hook::SetIndent { token, implicit: data.implicit },
+        "set_block_scalar_indent" => Hook::SetBlockScalarIndent(token),
+        "parse_block_scalar_empty_line" => {
+            Hook::BlockScalarEmptyLine { indent: token, content: data.content.clone() }
+        }
+        "parse_block_scalar_indent" => Hook::BlockScalarIndent(token),
+        "parse_plain_scalar_indent" => Hook::PlainScalarIndent(token),
+        _ => return None,
+    })
+}
+
+/// Pygments' `RegexLexer.get_tokens_unprocessed` (and its
+/// `ExtendedRegexLexer` twin, whose callbacks are the `Hook`s): appends
+/// `(class, text)` tokens for `text`, starting with the state stack
+/// `start`.
 fn run<'t>(
     table: &'static Table,
     index: usize,
@@ -358,60 +461,77 @@ fn run<'t>(
         stack.push(root);
     }
     let mut pos = 0;
+    let mut context = Indentation::default();
+    // Rules applied since text was last consumed.
+    let mut idle = 0;
     'text: loop {
-        let state = *stack.last().expect("the stack keeps one state");
-        for rule in &lexer.states[state] {
-            let Ok(Some(caps)) = rule.regex.captures_from_pos(text, pos) else {
-                continue;
-            };
-            let whole = caps.get(0).expect("group 0");
-            let first = out.len();
-            emit(table, &rule.action, text, &caps, whole.start(), whole.end(), out, depth);
-            if let Some(remap) = &lexer.remap {
-                for token in &mut out[first..] {
-                    if token.0 == remap.from && remap.words.contains(token.1) {
-                        token.0 = &remap.to;
-                    }
-                }
-            }
-            let moved = whole.end() > pos;
-            pos = whole.end();
-            match &rule.next {
-                Next::Stay => {
-                    if !moved {
-                        // Pygments would loop forever here; move on.
-                        break;
-                    }
-                }
-                Next::Pop(n) => {
-                    if *n >= stack.len() {
-                        stack.truncate(1);
-                    } else {
-                        stack.truncate(stack.len() - n);
-                    }
-                }
-                Next::Steps(steps) => {
-                    for step in steps {
-                        match step {
-                            Step::Pop => {
-                                if stack.len() > 1 {
-                                    stack.pop();
-                                }
-                            }
-                            Step::Dup => {
-                                let top = *stack.last().expect("a state");
-                                stack.push(top);
-                            }
-                            Step::Push(s) => stack.push(*s),
+        if idle <= MAX_IDLE {
+            let state = *stack.last().expect("the stack keeps one state");
+            for rule in &lexer.states[state] {
+                let Ok(Some(caps)) = rule.regex.captures_from_pos(text, pos) else {
+                    continue;
+                };
+                let whole = caps.get(0).expect("group 0");
+                let first = out.len();
+                let depth_before = stack.len();
+                let matched = Matched {
+                    text,
+                    caps: &caps,
+                    start: whole.start(),
+                    end: whole.end(),
+                    whole: true,
+                };
+                let mut lexing = Lexing { stack: &mut stack, context: &mut context };
+                let next =
+                    emit(table, &rule.action, &matched, &mut lexing, out, depth).unwrap_or(pos);
+                if let Some(remap) = &lexer.remap {
+                    for token in &mut out[first..] {
+                        if token.0 == remap.from && remap.words.contains(token.1) {
+                            token.0 = &remap.to;
                         }
                     }
-                    if stack.len() > MAX_STACK {
-                        stack.drain(1..stack.len() - MAX_STACK);
+                }
+                let moved = next > pos;
+                pos = next;
+                idle = if moved { 0 } else { idle + 1 };
+                match &rule.next {
+                    Next::Stay => {
+                        if !moved && stack.len() == depth_before {
+                            // Pygments would loop forever here; move on.
+                            break;
+                        }
+                    }
+                    Next::Pop(n) => {
+                        if *n >= stack.len() {
+                            stack.truncate(1);
+                        } else {
+                            stack.truncate(stack.len() - n);
+                        }
+                    }
+                    Next::Steps(steps) => {
+                        for step in steps {
+                            match step {
+                                Step::Pop => {
+                                    if stack.len() > 1 {
+                                        stack.pop();
+                                    }
+                                }
+                                Step::Dup => {
+                                    let top = *stack.last().expect("a state");
+                                    stack.push(top);
+                                }
+                                Step::Push(s) => stack.push(*s),
+                            }
+                        }
+                        if stack.len() > MAX_STACK {
+                            stack.drain(1..stack.len() - MAX_STACK);
+                        }
                     }
                 }
+                continue 'text;
             }
-            continue 'text;
         }
+        idle = 0;
         let Some(c) = text[pos..].chars().next() else {
             break;
         };
@@ -419,7 +539,7 @@ fn run<'t>(
         if c == '\n' {
             stack.clear();
             stack.push(root);
-            out.push(("w", &text[pos..end]));
+            out.push((lexer.eol.as_str(), &text[pos..end]));
         } else {
             out.push(("err", &text[pos..end]));
         }
@@ -427,18 +547,35 @@ fn run<'t>(
     }
 }
 
-/// The tokens of one matched rule.
-#[allow(clippy::too_many_arguments)]
+/// The text a rule (or one of its groups) matched: `text[start..end]`,
+/// within the rule's match `caps`; `whole` when it is the rule's match,
+/// not a group of it.
+struct Matched<'m, 't> {
+    text: &'t str,
+    caps: &'m fancy_regex::Captures<'t, str>,
+    start: usize,
+    end: usize,
+    whole: bool,
+}
+
+/// What the callbacks of an `ExtendedRegexLexer` may change: the state
+/// stack and the YAML indentation context.
+struct Lexing<'l> {
+    stack: &'l mut Vec<usize>,
+    context: &'l mut Indentation,
+}
+
+/// The tokens of one matched rule; the position lexing goes on from
+/// (`None`: where it was, a callback having returned early).
 fn emit<'t>(
     table: &'static Table,
     action: &'static Action,
-    text: &'t str,
-    caps: &fancy_regex::Captures<'t, str>,
-    start: usize,
-    end: usize,
+    matched: &Matched<'_, 't>,
+    lexing: &mut Lexing<'_>,
     out: &mut Vec<(&'static str, &'t str)>,
     depth: usize,
-) {
+) -> Option<usize> {
+    let &Matched { text, caps, start, end, .. } = matched;
     match action {
         Action::Skip => {}
         Action::Token(class) => {
@@ -456,7 +593,11 @@ fn emit<'t>(
                             out.push((class, m.as_str()));
                         }
                     }
-                    _ => emit(table, group, text, caps, m.start(), m.end(), out, depth),
+                    _ => {
+                        let part =
+                            Matched { text, caps, start: m.start(), end: m.end(), whole: false };
+                        emit(table, group, &part, lexing, out, depth);
+                    }
                 }
             }
         }
@@ -464,7 +605,135 @@ fn emit<'t>(
             run(table, *lexer, &text[start..end], stack, out, depth + 1);
         }
         Action::CodeBlock(classes) => code_block(table, classes, caps, out, depth),
+        Action::Hook(hook) => return yaml_hook(hook, matched, lexing, out),
     }
+    Some(end)
+}
+
+/// Pygments' `YamlLexer` callbacks (see `Hook`), on the indentation
+/// context and the state stack.
+fn yaml_hook<'t>(
+    hook: &'static Hook,
+    matched: &Matched<'_, 't>,
+    lexing: &mut Lexing<'_>,
+    out: &mut Vec<(&'static str, &'t str)>,
+) -> Option<usize> {
+    let value = &matched.text[matched.start..matched.end];
+    let len = value.chars().count() as i64;
+    let context = &mut *lexing.context;
+    let mut push = |class: &'static String, value: &'t str| {
+        if !value.is_empty() {
+            out.push((class.as_str(), value));
+        }
+    };
+    // The callbacks' `context.stack.pop()` twice: the scalar and the
+    // block line both end.
+    let leave = |stack: &mut Vec<usize>| {
+        for _ in 0..2 {
+            if stack.len() > 1 {
+                stack.pop();
+            }
+        }
+    };
+    match hook {
+        Hook::Something(class) => {
+            if value.is_empty() {
+                return None;
+            }
+            push(class, value);
+        }
+        Hook::ResetIndent(class) => {
+            *context = Indentation::default();
+            push(class, value);
+        }
+        Hook::SaveIndent { token, error, start } => {
+            let (mut kept, mut extra) = (value, "");
+            if *start {
+                context.next = len;
+                if context.next < context.indent {
+                    while context.next < context.indent {
+                        context.indent = context.levels.pop().unwrap_or(-1);
+                    }
+                    if context.next > context.indent {
+                        // Python's `text[:indent]`, `text[indent:]`: a
+                        // level of -1 cuts before the last character.
+                        let cut = python_cut(value, context.indent);
+                        (kept, extra) = value.split_at(cut);
+                    }
+                }
+            } else {
+                context.next += len;
+            }
+            push(token, kept);
+            push(error, extra);
+        }
+        Hook::SetIndent { token, implicit } => {
+            if context.indent < context.next {
+                context.levels.push(context.indent);
+                context.indent = context.next;
+            }
+            if !implicit {
+                context.next += len;
+            }
+            push(token, value);
+        }
+        Hook::SetBlockScalarIndent(class) => {
+            context.block_scalar = None;
+            if value.is_empty() {
+                return None;
+            }
+            let increment = matched.caps.get(1).filter(|_| matched.whole);
+            if let Some(digit) = increment.and_then(|m| m.as_str().parse::<i64>().ok()) {
+                context.block_scalar = Some(context.indent.max(0) + digit);
+            }
+            push(class, value);
+        }
+        Hook::BlockScalarEmptyLine { indent, content } => match context.block_scalar {
+            Some(level) if len > level => {
+                let (spaces, rest) = value.split_at(python_cut(value, level));
+                push(indent, spaces);
+                push(content, rest);
+            }
+            _ => push(indent, value),
+        },
+        Hook::BlockScalarIndent(class) => {
+            match context.block_scalar {
+                None if len <= context.indent.max(0) => {
+                    leave(lexing.stack);
+                    return None;
+                }
+                None => context.block_scalar = Some(len),
+                Some(level) if len < level => {
+                    leave(lexing.stack);
+                    return None;
+                }
+                Some(_) => {}
+            }
+            if value.is_empty() {
+                return None;
+            }
+            push(class, value);
+        }
+        Hook::PlainScalarIndent(class) => {
+            if len <= context.indent {
+                leave(lexing.stack);
+                return None;
+            }
+            if value.is_empty() {
+                return None;
+            }
+            push(class, value);
+        }
+    }
+    Some(matched.end)
+}
+
+/// The byte offset of Python's `text[:at]` / `text[at:]` cut, `at` in
+/// characters (negative: from the end).
+fn python_cut(text: &str, at: i64) -> usize {
+    let chars = text.chars().count() as i64;
+    let at = if at < 0 { (chars + at).max(0) } else { at.min(chars) };
+    text.char_indices().nth(at as usize).map_or(text.len(), |(i, _)| i)
 }
 
 /// Pygments' `MarkdownLexer._handle_codeblock`: the fence and language,
