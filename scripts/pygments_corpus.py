@@ -373,3 +373,79 @@ matrix:
     - os: ubuntu-latest  # comment
       rust: [stable, nightly]
 ''')
+add("ruby", '''# frozen_string_literal: true
+require 'json'
+
+module Natter::Chat
+  class Message < Base
+    attr_reader :id, :content
+    @@count = 0
+
+    def initialize(id, content = "", **opts)
+      @id = id
+      @content = content.strip
+      $stderr.puts "new #{self.class.name} #{id}" if opts[:verbose]
+    end
+
+    def self.parse(text) = new(0, text)
+
+    def to_s
+      format('%05d: %s', @id, @content[0..10])
+    end
+
+    def <=>(other)
+      id <=> other.id
+    end
+  end
+end
+
+x = [1, 2.5, 0x1F, 0b101, 0o17, 1_000, :sym, :"quoted sym", nil, true]
+h = { key: 'value', "str" => 42, sym: :other }
+x.each_with_index { |v, i| puts "#{i}: #{v}" unless v.nil? }
+case x.first
+when Integer then puts 'int'
+when /ab+c/i then puts $~[0]
+else raise ArgumentError, "bad"
+end
+''')
+add("rb", '''text = <<~HEREDOC
+  indented #{interpolated} heredoc
+  second line
+HEREDOC
+raw = <<-'RAW'
+    no #{interpolation} here
+    RAW
+a, b = <<ONE, <<TWO
+first
+ONE
+second
+TWO
+call(<<~A.strip, 1)
+  arg
+A
+missing = <<NEVER
+this heredoc never ends
+''')
+add("ruby", '''w = %w[one two three]
+s = %Q{braces {nested} #{x}}
+q = %q(parens (nested) #{not})
+r = %r{^/path/(\\d+)$}i
+i = %i<a b>
+o = %(plain #{interp} string)
+x = %x`ls -la`
+bang = %!bang #{string}!
+pipe = %r|a|b|x
+re = /line #{re} regex/m
+c = ?a + ?\\n
+=begin
+block comment
+=end
+__END__
+data after end
+''')
+add("ruby", '''str = "unterminated #{open
+s = %Q[#{[1, [2]].map { |x| "#{x}" }}]
+def method_missing(name, *args, &block) = super
+puts(<<~EOS)
+EOS
+''')

@@ -33,7 +33,9 @@ from pygments.lexers import get_all_lexers, get_lexer_by_name
 from pygments.lexers.data import JsonLexer, YamlLexer
 from pygments.lexers.make import BaseMakefileLexer, MakefileLexer
 from pygments.lexers.php import PhpLexer
-from pygments.token import Comment, Name, Keyword, String, Text, Whitespace, _TokenType
+from pygments.lexers.ruby import RubyLexer
+from pygments.token import (Comment, Error, Name, Keyword, Operator, String, Text, Whitespace,
+                            _TokenType)
 
 PINNED = "2.19.2"
 
@@ -45,7 +47,7 @@ CURATED = [
     "html", "xml", "css", "scss", "markdown", "tex", "diff", "toml", "ini",
     "haskell", "erlang", "r", "ocaml", "clojure",
     "nginx", "graphql", "protobuf", "powershell", "batch", "perl",
-    "json", "docker", "php", "make", "yaml",
+    "json", "docker", "php", "make", "yaml", "ruby",
 ]
 
 # The YAML lexer's callbacks (Python functions keeping an indentation
@@ -56,6 +58,10 @@ YAML_HOOKS = {
     "set_block_scalar_indent", "parse_block_scalar_empty_line",
     "parse_block_scalar_indent", "parse_plain_scalar_indent",
 }
+
+# The lexers whose callbacks keep a context of their own (an
+# ExtendedRegexLexer), each exported with its callbacks as hooks.
+EXTENDED = {"YamlLexer", "RubyLexer"}
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 FORMATTER = HtmlFormatter()
@@ -259,6 +265,17 @@ class Exporter:
             if parts[1] == "set_indent":
                 hook["implicit"] = bool(env["implicit"])
             return hook
+        if qual == "RubyLexer.heredoc_callback":
+            # The token types are those the callback's code yields.
+            return {"hook": "heredoc", "token": css_class(Operator),
+                    "heredoc": css_class(String.Heredoc),
+                    "delimiter": css_class(String.Delimiter), "error": css_class(Error)}
+        for name, ttype, state in (("intp_regex_callback", String.Regex, "interpolated-regex"),
+                                   ("intp_string_callback", String.Other, "interpolated-string")):
+            if qual == "RubyLexer.gen_rubystrings_rules.<locals>." + name:
+                # Group 1 and 4 as `token`, group 3 lexed on its own from
+                # `state`.
+                return {"hook": "interpolated", "token": css_class(ttype), "state": state}
         raise Unsupported("callback %s" % qual)
 
     def export(self, cls):
@@ -277,7 +294,7 @@ class Exporter:
                              "directive": css_class(Comment.Preproc),
                              "remark": css_class(Comment)}}
         extended = issubclass(cls, plexer.ExtendedRegexLexer)
-        if not issubclass(cls, plexer.RegexLexer) or (extended and cls is not YamlLexer):
+        if not issubclass(cls, plexer.RegexLexer) or (extended and cls.__name__ not in EXTENDED):
             raise Unsupported("not a RegexLexer")
         instance = cls()
         remap = {}
@@ -295,6 +312,8 @@ class Exporter:
                 start = ["root", "php"]
             elif cls is YamlLexer:
                 # It only starts the indentation context its callbacks keep.
+                pass
+            elif cls.get_tokens_unprocessed is plexer.ExtendedRegexLexer.get_tokens_unprocessed:
                 pass
             else:
                 raise Unsupported("own get_tokens_unprocessed")

@@ -13,7 +13,8 @@
 //!
 //! Where a Pygments table holds a Python callback, the exported table
 //! names it and this module runs a port of it (`Hook`): YAML's lexer
-//! keeps its indentation context that way.
+//! keeps its indentation context that way, Ruby's reads its heredocs and
+//! interpolated strings.
 //!
 //! Every pattern is compiled as `\G(?:…)` (anchored where the previous
 //! token ended, with the whole text visible to lookbehind and `^`) by
@@ -22,6 +23,7 @@
 //! parsed on first use and each lexer's patterns compiled on first use of
 //! that lexer.
 
+use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
@@ -38,6 +40,11 @@ const BACKTRACK_LIMIT: usize = 100_000;
 /// Sub-lexers (`using`) nested deeper than this emit their text as one
 /// plain token.
 const MAX_NESTING: usize = 8;
+
+/// Ruby's heredocs never closed have their following lines lexed again
+/// (as Pygments does): at most this many times the block's size in all,
+/// past which the block is shown unhighlighted.
+const RELEX_FACTOR: usize = 8;
 
 /// The stack of the thread compiling a lexer (`off_stack`).
 const COMPILE_STACK: usize = 8 << 20;
@@ -119,8 +126,8 @@ enum ActionData {
     Hook(HookData),
 }
 
-/// A Python callback of Pygments' YAML lexer, by name, with the token
-/// classes (and flags) it was made with; ported as `Hook`.
+/// A Python callback of Pygments' YAML or Ruby lexer, by name, with the
+/// token classes (and flags) it was made with; ported as `Hook`.
 #[derive(Deserialize)]
 struct HookData {
     hook: String,
@@ -138,6 +145,15 @@ struct HookData {
     /// `set_indent`: the indicator does not add to the indentation.
     #[serde(default)]
     implicit: bool,
+    /// `heredoc`: the class of a heredoc's body and quotes.
+    #[serde(default)]
+    heredoc: String,
+    /// `heredoc`: the class of a heredoc's name and closing line.
+    #[serde(default)]
+    delimiter: String,
+    /// `interpolated`: the state the string's content is lexed from.
+    #[serde(default)]
+    state: String,
 }
 
 /// Markdown's fenced block: the classes of its parts.
@@ -207,9 +223,10 @@ enum Action {
 }
 
 /// The callbacks of Pygments' `YamlLexer`, which keep an indentation
-/// context (`Indentation`) and may pop the state stack. Each emits the
-/// matched text (or parts of it) and tells where lexing goes on: the end
-/// of the match, or — when the callback returns early, as Pygments'
+/// context (`Indentation`) and may pop the state stack, and of its
+/// `RubyLexer` (heredocs, interpolated strings). Each emits the matched
+/// text (or parts of it) and tells where lexing goes on: the end of the
+/// match, or — when the callback returns early, as Pygments'
 /// `ExtendedRegexLexer` callbacks may — the same position.
 enum Hook {
     /// `something`: no token for an empty match.
@@ -232,7 +249,19 @@ enum Hook {
     /// `parse_plain_scalar_indent`: a line indented no deeper than the
     /// current level ends a multi-line plain scalar.
     PlainScalarIndent(String),
+    /// Ruby's `heredoc_callback`: `<<~NAME` (groups 1–4: operator, quote,
+    /// name, quote), the rest of its line lexed as code, then the
+    /// heredocs of the line read up to their closing lines.
+    Heredoc { operator: String, heredoc: String, delimiter: String, error: String },
+    /// Ruby's `intp_regex_callback` / `intp_string_callback`: groups 1
+    /// and 4 (the delimiters) as `token`, group 3 lexed on its own from
+    /// `state`.
+    Interpolated { token: String, state: Vec<String> },
 }
+
+/// Ruby's heredocs never nest deeper than this on one line (Pygments'
+/// limit): past it, the rest of the line is one heredoc token.
+const MAX_HEREDOCS: usize = 100;
 
 /// The YAML lexer's context (Pygments' `YamlLexerContext`), in
 /// characters; `-1` is no level.
@@ -299,8 +328,25 @@ pub(super) fn highlight(lang: &str, code: &str) -> Option<String> {
     let mut text = code.trim_matches('\n').to_owned();
     text.push('\n');
     let mut tokens = Vec::new();
-    run(table, index, &text, start, &mut tokens, 0);
+    let relex = Cell::new(Some(RELEX_FACTOR * text.len()));
+    run(table, index, &text, start, &mut tokens, Depth { level: 0, relex: &relex });
+    relex.get()?;
     Some(format(&tokens))
+}
+
+/// How deep a run is nested in others (`using`, a callback's own
+/// lexing), and how much text never-closed heredocs may still have lexed
+/// again in the whole block (`None`: past the bound, see `RELEX_FACTOR`).
+#[derive(Clone, Copy)]
+struct Depth<'b> {
+    level: usize,
+    relex: &'b Cell<Option<usize>>,
+}
+
+impl Depth<'_> {
+    fn deeper(self) -> Self {
+        Depth { level: self.level + 1, ..self }
+    }
 }
 
 /// The compiled lexer at `index`; `None` if one of its patterns does not
@@ -423,6 +469,13 @@ fn convert_hook(data: &HookData) -> Option<Hook> {
         }
         "parse_block_scalar_indent" => Hook::BlockScalarIndent(token),
         "parse_plain_scalar_indent" => Hook::PlainScalarIndent(token),
+        "heredoc" => Hook::Heredoc {
+            operator: token,
+            heredoc: data.heredoc.clone(),
+            delimiter: data.delimiter.clone(),
+            error: data.error.clone(),
+        },
+        "interpolated" => Hook::Interpolated { token, state: vec![data.state.clone()] },
         _ => return None,
     })
 }
@@ -437,9 +490,9 @@ fn run<'t>(
     text: &'t str,
     start: &[String],
     out: &mut Vec<(&'static str, &'t str)>,
-    depth: usize,
+    depth: Depth<'_>,
 ) {
-    let Some(lexer) = lexer(table, index).filter(|_| depth < MAX_NESTING) else {
+    let Some(lexer) = lexer(table, index).filter(|_| depth.level < MAX_NESTING) else {
         out.push(("", text));
         return;
     };
@@ -460,20 +513,29 @@ fn run<'t>(
     if stack.is_empty() {
         stack.push(root);
     }
+    let mut lexing = Lexing {
+        index,
+        stack,
+        context: Indentation::default(),
+        end: text.len(),
+        heredocs: Vec::new(),
+        bodies: [""; 3],
+    };
     let mut pos = 0;
-    let mut context = Indentation::default();
     // Rules applied since text was last consumed.
     let mut idle = 0;
     'text: loop {
         if idle <= MAX_IDLE {
-            let state = *stack.last().expect("the stack keeps one state");
+            // Patterns see the text up to `end` (Python's `endpos`).
+            let visible = &text[..lexing.end];
+            let state = *lexing.stack.last().expect("the stack keeps one state");
             for rule in &lexer.states[state] {
-                let Ok(Some(caps)) = rule.regex.captures_from_pos(text, pos) else {
+                let Ok(Some(caps)) = rule.regex.captures_from_pos(visible, pos) else {
                     continue;
                 };
                 let whole = caps.get(0).expect("group 0");
                 let first = out.len();
-                let depth_before = stack.len();
+                let depth_before = lexing.stack.len();
                 let matched = Matched {
                     text,
                     caps: &caps,
@@ -481,7 +543,6 @@ fn run<'t>(
                     end: whole.end(),
                     whole: true,
                 };
-                let mut lexing = Lexing { stack: &mut stack, context: &mut context };
                 let next =
                     emit(table, &rule.action, &matched, &mut lexing, out, depth).unwrap_or(pos);
                 if let Some(remap) = &lexer.remap {
@@ -496,12 +557,13 @@ fn run<'t>(
                 idle = if moved { 0 } else { idle + 1 };
                 match &rule.next {
                     Next::Stay => {
-                        if !moved && stack.len() == depth_before {
+                        if !moved && lexing.stack.len() == depth_before {
                             // Pygments would loop forever here; move on.
                             break;
                         }
                     }
                     Next::Pop(n) => {
+                        let stack = &mut lexing.stack;
                         if *n >= stack.len() {
                             stack.truncate(1);
                         } else {
@@ -509,6 +571,7 @@ fn run<'t>(
                         }
                     }
                     Next::Steps(steps) => {
+                        let stack = &mut lexing.stack;
                         for step in steps {
                             match step {
                                 Step::Pop => {
@@ -532,13 +595,27 @@ fn run<'t>(
             }
         }
         idle = 0;
-        let Some(c) = text[pos..].chars().next() else {
+        if pos >= lexing.end && !lexing.heredocs.is_empty() {
+            // The line that opened heredocs is lexed: their bodies follow.
+            let Some(next) = heredoc_bodies(lexing.bodies, text, pos, &lexing.heredocs, depth, out)
+            else {
+                // Past the bound on text lexed again: the block will be
+                // shown unhighlighted.
+                out.push(("", &text[pos..]));
+                return;
+            };
+            pos = next;
+            lexing.heredocs.clear();
+            lexing.end = text.len();
+            continue;
+        }
+        let Some(c) = text[pos..lexing.end].chars().next() else {
             break;
         };
         let end = pos + c.len_utf8();
         if c == '\n' {
-            stack.clear();
-            stack.push(root);
+            lexing.stack.clear();
+            lexing.stack.push(root);
             out.push((lexer.eol.as_str(), &text[pos..end]));
         } else {
             out.push(("err", &text[pos..end]));
@@ -558,11 +635,21 @@ struct Matched<'m, 't> {
     whole: bool,
 }
 
-/// What the callbacks of an `ExtendedRegexLexer` may change: the state
-/// stack and the YAML indentation context.
-struct Lexing<'l> {
-    stack: &'l mut Vec<usize>,
-    context: &'l mut Indentation,
+/// One run of a lexer, as far as its callbacks (those of an
+/// `ExtendedRegexLexer`) see and change it: the state stack, YAML's
+/// indentation context, where the patterns' view of the text ends
+/// (Pygments' `ctx.end`), and Ruby's heredocs opened on the current line
+/// (`(tolerant of indentation, name)`).
+struct Lexing<'t> {
+    /// The lexer running (a callback lexes parts of the text with it).
+    index: usize,
+    stack: Vec<usize>,
+    context: Indentation,
+    end: usize,
+    heredocs: Vec<(bool, &'t str)>,
+    /// The classes of the heredocs' bodies: body, closing line, a body
+    /// never closed.
+    bodies: [&'static str; 3],
 }
 
 /// The tokens of one matched rule; the position lexing goes on from
@@ -571,9 +658,9 @@ fn emit<'t>(
     table: &'static Table,
     action: &'static Action,
     matched: &Matched<'_, 't>,
-    lexing: &mut Lexing<'_>,
+    lexing: &mut Lexing<'t>,
     out: &mut Vec<(&'static str, &'t str)>,
-    depth: usize,
+    depth: Depth<'_>,
 ) -> Option<usize> {
     let &Matched { text, caps, start, end, .. } = matched;
     match action {
@@ -602,25 +689,28 @@ fn emit<'t>(
             }
         }
         Action::Using { lexer, stack } => {
-            run(table, *lexer, &text[start..end], stack, out, depth + 1);
+            run(table, *lexer, &text[start..end], stack, out, depth.deeper());
         }
         Action::CodeBlock(classes) => code_block(table, classes, caps, out, depth),
-        Action::Hook(hook) => return yaml_hook(hook, matched, lexing, out),
+        Action::Hook(hook) => return callback(table, hook, matched, lexing, out, depth),
     }
     Some(end)
 }
 
-/// Pygments' `YamlLexer` callbacks (see `Hook`), on the indentation
-/// context and the state stack.
-fn yaml_hook<'t>(
+/// Pygments' `YamlLexer` and `RubyLexer` callbacks (see `Hook`), on the
+/// run's context and state stack.
+fn callback<'t>(
+    table: &'static Table,
     hook: &'static Hook,
     matched: &Matched<'_, 't>,
-    lexing: &mut Lexing<'_>,
+    lexing: &mut Lexing<'t>,
     out: &mut Vec<(&'static str, &'t str)>,
+    depth: Depth<'_>,
 ) -> Option<usize> {
     let value = &matched.text[matched.start..matched.end];
     let len = value.chars().count() as i64;
-    let context = &mut *lexing.context;
+    let group = |i: usize| matched.caps.get(i).filter(|_| matched.whole);
+    let context = &mut lexing.context;
     let mut push = |class: &'static String, value: &'t str| {
         if !value.is_empty() {
             out.push((class.as_str(), value));
@@ -682,8 +772,7 @@ fn yaml_hook<'t>(
             if value.is_empty() {
                 return None;
             }
-            let increment = matched.caps.get(1).filter(|_| matched.whole);
-            if let Some(digit) = increment.and_then(|m| m.as_str().parse::<i64>().ok()) {
+            if let Some(digit) = group(1).and_then(|m| m.as_str().parse::<i64>().ok()) {
                 context.block_scalar = Some(context.indent.max(0) + digit);
             }
             push(class, value);
@@ -699,12 +788,12 @@ fn yaml_hook<'t>(
         Hook::BlockScalarIndent(class) => {
             match context.block_scalar {
                 None if len <= context.indent.max(0) => {
-                    leave(lexing.stack);
+                    leave(&mut lexing.stack);
                     return None;
                 }
                 None => context.block_scalar = Some(len),
                 Some(level) if len < level => {
-                    leave(lexing.stack);
+                    leave(&mut lexing.stack);
                     return None;
                 }
                 Some(_) => {}
@@ -716,7 +805,7 @@ fn yaml_hook<'t>(
         }
         Hook::PlainScalarIndent(class) => {
             if len <= context.indent {
-                leave(lexing.stack);
+                leave(&mut lexing.stack);
                 return None;
             }
             if value.is_empty() {
@@ -724,8 +813,92 @@ fn yaml_hook<'t>(
             }
             push(class, value);
         }
+        Hook::Heredoc { operator, heredoc, delimiter, error } => {
+            let (Some(op), Some(name), Some(rest)) = (group(1), group(3), group(5)) else {
+                return Some(matched.end);
+            };
+            push(operator, op.as_str());
+            push(heredoc, group(2).map_or("", |m| m.as_str()));
+            push(delimiter, name.as_str());
+            push(heredoc, group(4).map_or("", |m| m.as_str()));
+            lexing.heredocs.push((matches!(op.as_str(), "<<-" | "<<~"), name.as_str()));
+            lexing.bodies = [heredoc.as_str(), delimiter.as_str(), error.as_str()];
+            if lexing.heredocs.len() >= MAX_HEREDOCS {
+                push(heredoc, rest.as_str());
+                return Some(rest.end());
+            }
+            // Pygments lexes the rest of the line (ending where the match
+            // ends) with the same context, recursively; the loop goes on
+            // instead, its view of the text ending there, and reads the
+            // bodies once that part is lexed (`heredoc_bodies`).
+            lexing.end = rest.end();
+            return Some(rest.start());
+        }
+        Hook::Interpolated { token, state } => {
+            let (Some(open), Some(content), Some(close)) = (group(1), group(3), group(4)) else {
+                return Some(matched.end);
+            };
+            out.push((token.as_str(), open.as_str()));
+            run(table, lexing.index, content.as_str(), state, out, depth.deeper());
+            out.push((token.as_str(), close.as_str()));
+        }
     }
     Some(matched.end)
+}
+
+/// The bodies of the heredocs a line opened, in order, from `pos` (the
+/// next line): each body's lines up to the one that is its name (only
+/// trailing whitespace ignored; leading whitespace too for `<<-` and
+/// `<<~`) as `heredoc`, that line as `delimiter`. A heredoc never closed
+/// makes every following line an `error` token and leaves the position
+/// where it was, so those lines are lexed again, as Pygments does.
+/// Returns where lexing goes on, or `None` past the bound on text lexed
+/// again (`RELEX_FACTOR`).
+fn heredoc_bodies<'t>(
+    [heredoc, delimiter, error]: [&'static str; 3],
+    text: &'t str,
+    mut pos: usize,
+    heredocs: &[(bool, &str)],
+    depth: Depth<'_>,
+    out: &mut Vec<(&'static str, &'t str)>,
+) -> Option<usize> {
+    for &(tolerant, name) in heredocs {
+        let body = pos;
+        let mut closed = false;
+        let mut line_start = pos;
+        // Python's `.*?\n` over the text: lines ending in a newline.
+        while let Some(newline) = text[line_start..].find('\n') {
+            let line_end = line_start + newline + 1;
+            let line = &text[line_start..line_end];
+            let check = if tolerant {
+                line.trim_matches(python_space)
+            } else {
+                line.trim_end_matches(python_space)
+            };
+            if check == name {
+                if line_start > body {
+                    out.push((heredoc, &text[body..line_start]));
+                }
+                out.push((delimiter, line));
+                pos = line_end;
+                closed = true;
+                break;
+            }
+            line_start = line_end;
+        }
+        if !closed && line_start > body {
+            let left = depth.relex.get().and_then(|left| left.checked_sub(line_start - body));
+            depth.relex.set(left);
+            left?;
+            out.push((error, &text[body..line_start]));
+        }
+    }
+    Some(pos)
+}
+
+/// Python's `str.isspace` (what `strip` removes).
+fn python_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
 /// The byte offset of Python's `text[:at]` / `text[at:]` cut, `at` in
@@ -744,7 +917,7 @@ fn code_block<'t>(
     classes: &'static CodeBlockData,
     caps: &fancy_regex::Captures<'t, str>,
     out: &mut Vec<(&'static str, &'t str)>,
-    depth: usize,
+    depth: Depth<'_>,
 ) {
     let group = |name: &str| caps.name(name).map_or("", |m| m.as_str());
     let mut push = |class: &'static str, value: &'t str| {
@@ -762,7 +935,7 @@ fn code_block<'t>(
     let code = group("code");
     let lang = group("lang").trim().to_ascii_lowercase();
     match table.highlighted.get(&lang) {
-        Some(&index) => run(table, index, code, &["root".to_owned()], out, depth + 1),
+        Some(&index) => run(table, index, code, &["root".to_owned()], out, depth.deeper()),
         None if !code.is_empty() => out.push((&classes.code, code)),
         None => {}
     }
@@ -785,7 +958,7 @@ fn make_tokens<'t>(
     (directive, remark): (&'static str, &'static str),
     text: &'t str,
     out: &mut Vec<(&'static str, &'t str)>,
-    depth: usize,
+    depth: Depth<'_>,
 ) {
     let mut rest = String::new();
     let mut kept: Vec<&'t str> = Vec::new();
@@ -805,10 +978,10 @@ fn make_tokens<'t>(
     }
     let root = ["root".to_owned()];
     if inserts.is_empty() {
-        return run(table, base, text, &root, out, depth + 1);
+        return run(table, base, text, &root, out, depth.deeper());
     }
     let mut tokens: Vec<(&'static str, &str)> = Vec::new();
-    run(table, base, &rest, &root, &mut tokens, depth + 1);
+    run(table, base, &rest, &root, &mut tokens, depth.deeper());
     // The tokens are slices of `rest`, the kept lines joined: walk the
     // kept lines alongside to hand out slices of `text` instead.
     let mut kept = kept.into_iter();
@@ -1154,6 +1327,25 @@ mod tests {
                 panic!("{name} does not compile: {e}");
             }
         }
+    }
+
+    /// A Ruby heredoc never closed: the lines after it are error tokens,
+    /// then lexed again (Pygments' output); many such heredocs would lex
+    /// the text again and again, so past `RELEX_FACTOR` times its size
+    /// the block is not highlighted.
+    #[test]
+    fn heredocs_never_closed_are_lexed_again_within_a_bound() {
+        let once = highlight("ruby", "x = <<END\ny\n").unwrap();
+        assert_eq!(
+            once,
+            "<span class=\"n\">x</span><span class=\"w\"> </span><span class=\"o\">=</span>\
+             <span class=\"w\"> </span><span class=\"o\">&lt;&lt;</span><span class=\"dl\">END</span>\n\
+             <span class=\"err\">y</span>\n<span class=\"n\">y</span>\n"
+        );
+        let within = "x = <<END\n".repeat(RELEX_FACTOR / 2);
+        assert!(highlight("ruby", &within).is_some());
+        let past = "x = <<END\n".repeat(4 * RELEX_FACTOR);
+        assert_eq!(highlight("ruby", &past), None);
     }
 
     #[test]

@@ -163,7 +163,7 @@ fn hostile_math_and_code_stay_bounded() {
     let soup = r#""\'/*<!--`${([{#"""'''x$$\"#.repeat(500);
     for lang in [
         "python", "js", "ts", "rust", "go", "java", "c", "cpp", "bash", "sql", "html", "css",
-        "yaml",
+        "yaml", "ruby",
     ] {
         let r = run(format!("```{lang}\n{soup}\n{soup}"));
         assert!(r.html.starts_with("<div class=\"codehilite\""), "{lang}");
@@ -180,6 +180,18 @@ fn hostile_math_and_code_stay_bounded() {
         let r = run(format!("```yaml\n{soup}"));
         assert!(r.html.starts_with("<div class=\"codehilite\" data-code-language=\"YAML\""));
     }
+    // Ruby: heredocs opened by the hundred on one line, interpolation
+    // nested in interpolation, and heredocs never closed, whose following
+    // lines Pygments lexes again each time: past a bound on that, the
+    // block is shown unhighlighted.
+    let many = "x = ".to_owned() + &"<<A, ".repeat(5_000) + "\n" + &"A\n".repeat(5_000);
+    assert!(run(format!("```ruby\n{many}```")).html.contains("<span class=\"dl\">A</span>"));
+    let nested = "%Q{#{".repeat(5_000);
+    assert!(run(format!("```ruby\n{nested}```")).html.contains("<span class=\"sx\">"));
+    let unclosed = "x = <<NEVER\n".repeat(20_000);
+    let r = run(format!("```ruby\n{unclosed}```"));
+    assert!(r.html.starts_with("<div class=\"codehilite\" data-code-language=\"Ruby\">"));
+    assert!(!r.html.contains("<span class="), "shown unhighlighted");
 }
 
 #[test]
