@@ -33,7 +33,6 @@ from pygments.lexers import get_all_lexers, get_lexer_by_name
 from pygments.lexers.data import JsonLexer, YamlLexer
 from pygments.lexers.make import BaseMakefileLexer, MakefileLexer
 from pygments.lexers.php import PhpLexer
-from pygments.lexers.ruby import RubyLexer
 from pygments.token import (Comment, Error, Name, Keyword, Operator, String, Text, Whitespace,
                             _TokenType)
 
