@@ -573,7 +573,7 @@ fn gitlab_events_have_zulips_topics() {
     assert_eq!(newest_id(&hamlet), before);
     // Errors.
     hook(&hamlet, "gitlab", &query, &[], &mr).err(400, "MISSING_HTTP_EVENT_HEADER");
-    hook(&hamlet, "gitlab", &query, &[("X-Gitlab-Event", "Wiki Page Hook")], &mr)
+    hook(&hamlet, "gitlab", &query, &[("X-Gitlab-Event", "Member Hook")], &mr)
         .err(200, "UNSUPPORTED_WEBHOOK_EVENT_TYPE");
     hook(
         &hamlet,

@@ -1,8 +1,9 @@
 //! `gitlab`: GitLab's project webhooks, the event named by the
 //! `X-Gitlab-Event` header. Topics as Zulip's: `<project> / <branch>` for
-//! pushes and pipelines, `<project> / MR #<iid> <title>` and
+//! pushes, pipelines and jobs, `<project> / MR #<iid> <title>` and
 //! `<project> / issue #<iid> <title>` for merge requests, issues and their
-//! comments, `<project>` for tags and commit comments.
+//! comments, `<project>` for tags, commit comments, wiki pages and the
+//! test GitLab sends from the hook's settings.
 //!
 //! When the URL names the topic (`topic=`), each message starts with a
 //! link to the project (`[[<project>](<homepage>)] …`) and names the
@@ -11,7 +12,8 @@
 //!
 //! Event names the filters see: `Push Hook`, `Tag Push Hook`,
 //! `Merge Request Hook <action>`, `Issue Hook <action>`,
-//! `Note Hook <noteable type>`, `Pipeline Hook`.
+//! `Note Hook <noteable type>`, `Pipeline Hook`, `Job Hook` (also sent as
+//! `Build Hook` by older GitLabs), `Wiki Page Hook <action>`, `Test Hook`.
 
 use serde_json::Value;
 
@@ -25,7 +27,11 @@ const EVENT_HEADER: &str = "X-Gitlab-Event";
 pub fn handle(request: &mut Request) -> ApiResult<Vec<Notification>> {
     let header = request.event_header(EVENT_HEADER)?;
     let p = request.json_object()?;
-    let project = text(&p, &["project", "name"]);
+    // Job payloads name the project under `repository` only.
+    let project = match text(&p, &["project", "name"]) {
+        name if name.is_empty() => text(&p, &["repository", "name"]),
+        name => name,
+    };
     if project.is_empty() {
         return Err(request.anomalous());
     }
@@ -41,6 +47,13 @@ pub fn handle(request: &mut Request) -> ApiResult<Vec<Notification>> {
         "Issue Hook" | "Confidential Issue Hook" => issue(&p, &at),
         "Note Hook" | "Confidential Note Hook" => note(&p, &at),
         "Pipeline Hook" => pipeline(&p, &at),
+        "Job Hook" | "Build Hook" => job(&p, &at, &header),
+        "Wiki Page Hook" => wiki_page(&p, &at),
+        "Test Hook" => Made::Message(
+            "Test Hook".to_owned(),
+            project.clone(),
+            format!("Webhook for **{project}** has been configured successfully! :tada:"),
+        ),
         other => return Err(request.unsupported(other)),
     };
     match made {
@@ -268,6 +281,49 @@ fn note(p: &Value, at: &At) -> Made {
         _ => return Made::Nothing,
     };
     Made::Message(format!("Note Hook {kind}"), topic, body)
+}
+
+/// A job's new status, in Zulip's words.
+fn job(p: &Value, at: &At, header: &str) -> Made {
+    let status = text(p, &["build_status"]);
+    let action = match status.as_str() {
+        "created" => "was created".to_owned(),
+        "running" => "started".to_owned(),
+        other => format!("changed status to {other}"),
+    };
+    let body = format!(
+        "Build {} from {} stage {action}.",
+        text(p, &["build_name"]),
+        text(p, &["build_stage"])
+    );
+    let reference = text(p, &["ref"]);
+    let branch = reference.strip_prefix("refs/heads/").unwrap_or(&reference);
+    // The topic names the job's repository (as Zulip's does).
+    let repository = match text(p, &["repository", "name"]) {
+        name if name.is_empty() => at.project.to_owned(),
+        name => name,
+    };
+    Made::Message(header.to_owned(), format!("{repository} / {branch}"), body)
+}
+
+/// A wiki page created or updated.
+fn wiki_page(p: &Value, at: &At) -> Made {
+    let Some(page) = p.get("object_attributes") else {
+        return Made::Anomalous;
+    };
+    let action = text(page, &["action"]);
+    let verb = match action.as_str() {
+        "create" => "created",
+        "update" => "updated",
+        _ => return Made::Nothing,
+    };
+    let body = format!(
+        "{} {verb} [wiki page \"{}\"]({}).",
+        at.user,
+        text(page, &["title"]),
+        text(page, &["url"])
+    );
+    Made::Message(format!("Wiki Page Hook {action}"), at.project.to_owned(), body)
 }
 
 /// A pipeline's new status, with each of its jobs (and the artifacts it
@@ -687,5 +743,56 @@ mod tests {
         assert!(titled("Pipeline Hook", pipeline("success", json!([]))).starts_with(
             "[[my-awesome-project](https://gitlab.com/TomaszKolek/my-awesome-project)] [Pipeline (4414206)]"
         ));
+    }
+
+    #[test]
+    fn jobs_wiki_pages_and_the_test_hook() {
+        // Zulip's `build_*` and `job_hook__build_created` fixtures: the
+        // project is named under `repository` only.
+        let build = |status: &str| {
+            json!({"object_kind": "build", "ref": "master", "build_name": "job_name",
+                   "build_stage": "test", "build_status": status, "user": {"name": "Tomasz Kolek"},
+                   "repository": {"name": "my-awesome-project",
+                                  "homepage": "https://gitlab.com/tomaszkolek0/my-awesome-project"}})
+        };
+        for (event, status, message) in [
+            ("Job Hook", "created", "Build job_name from test stage was created."),
+            ("Job Hook", "running", "Build job_name from test stage started."),
+            ("Build Hook", "success", "Build job_name from test stage changed status to success."),
+        ] {
+            assert_eq!(
+                made(event, build(status)),
+                ("my-awesome-project / master".to_owned(), message.to_owned())
+            );
+        }
+        assert_eq!(
+            titled("Job Hook", build("created")),
+            "[[my-awesome-project](https://gitlab.com/tomaszkolek0/my-awesome-project)] Build \
+             job_name from test stage was created."
+        );
+        let wiki = |action: &str| {
+            json!({"object_kind": "wiki_page", "user": {"name": "Tomasz Kolek"},
+                   "project": {"name": "my-awesome-project", "web_url": PROJECT},
+                   "object_attributes": {"title": "how to", "action": action,
+                                         "url": format!("{PROJECT}/wikis/how-to")}})
+        };
+        assert_eq!(
+            made("Wiki Page Hook", wiki("create")),
+            (
+                "my-awesome-project".to_owned(),
+                format!("Tomasz Kolek created [wiki page \"how to\"]({PROJECT}/wikis/how-to).")
+            )
+        );
+        assert_eq!(
+            made("Wiki Page Hook", wiki("update")).1,
+            format!("Tomasz Kolek updated [wiki page \"how to\"]({PROJECT}/wikis/how-to).")
+        );
+        assert_eq!(
+            made("Test Hook", json!({"object_kind": "push", "project": {"name": "public-repo"}})),
+            (
+                "public-repo".to_owned(),
+                "Webhook for **public-repo** has been configured successfully! :tada:".to_owned()
+            )
+        );
     }
 }
