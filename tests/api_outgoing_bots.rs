@@ -834,10 +834,8 @@ fn a_bots_answer_is_sent_as_any_message_is_with_mentions_follows_and_events() {
     let hamlet = server.client(HAMLET);
     let cordelia = server.client(CORDELIA); // in general
     let (bot_id, _, _, _) = create_bot(&hamlet, "relay", &bot.url, "1");
-    let (queue, registered) = crate::api_events::register(
-        &cordelia,
-        &[("event_types", r#"["message", "user_topic"]"#)],
-    );
+    let (queue, registered) =
+        crate::api_events::register(&cordelia, &[("event_types", r#"["message", "user_topic"]"#)]);
     let last = registered["last_event_id"].as_i64().unwrap();
 
     send_channel(&hamlet, "general", "handover", "@**relay bot** please take this");

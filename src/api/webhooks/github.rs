@@ -316,7 +316,8 @@ fn issue_comment(p: &Value, repo: &str, user: &str, titled: bool) -> Made {
     let issue = p.get("issue")?;
     let comment = p.get("comment")?;
     let quote = quoted(&text(comment, &["body"]));
-    let (topic, link, end) = issue_topic(repo, issue, titled, if quote.is_empty() { "." } else { ":" });
+    let (topic, link, end) =
+        issue_topic(repo, issue, titled, if quote.is_empty() { "." } else { ":" });
     let url = text(comment, &["html_url"]);
     let what = match text(p, &["action"]).as_str() {
         "created" => format!("[commented]({url})"),
@@ -853,7 +854,10 @@ mod tests {
             format!("baxterthehacker closed without merge {link}.")
         );
         assert_eq!(
-            titled("pull_request", pr("assigned", json!({"assignee": {"login": "baxterthehacker"}}))),
+            titled(
+                "pull_request",
+                pr("assigned", json!({"assignee": {"login": "baxterthehacker"}}))
+            ),
             format!("baxterthehacker assigned baxterthehacker to {link}.")
         );
         let baxter_issue = json!({"number": 2, "title": "Spelling error in the README file",
@@ -909,7 +913,9 @@ mod tests {
             )
         );
         // Events about no issue or pull request are unchanged.
-        let push = push_of(vec![commit(json!({"name": "baxterthehacker", "username": "baxterthehacker"}))]);
+        let push = push_of(vec![commit(
+            json!({"name": "baxterthehacker", "username": "baxterthehacker"}),
+        )]);
         assert_eq!(titled("push", push.clone()), made("push", push).unwrap().1);
     }
 

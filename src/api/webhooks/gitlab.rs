@@ -260,7 +260,8 @@ fn note(p: &Value, at: &At) -> Made {
     let commented = format!("{} [commented]({url}) on", at.user);
     let (topic, body) = match kind.as_str() {
         "MergeRequest" | "Issue" => {
-            let (key, word) = if kind == "Issue" { ("issue", "issue") } else { ("merge_request", "MR") };
+            let (key, word) =
+                if kind == "Issue" { ("issue", "issue") } else { ("merge_request", "MR") };
             let Some(item) = p.get(key) else {
                 return Made::Anomalous;
             };
@@ -358,7 +359,8 @@ fn pipeline(p: &Value, at: &At) -> Made {
     }
     // The list ends the sentence: its last line break gives way to ".".
     builds.pop();
-    let body = format!("[Pipeline ({id})]({home}/-/pipelines/{id}) {action} with build(s):\n{builds}.");
+    let body =
+        format!("[Pipeline ({id})]({home}/-/pipelines/{id}) {action} with build(s):\n{builds}.");
     let reference = text(pipeline, &["ref"]);
     let branch = reference.strip_prefix("refs/heads/").unwrap_or(&reference);
     Made::Message("Pipeline Hook".to_owned(), format!("{} / {branch}", at.project), body)
@@ -559,7 +561,10 @@ mod tests {
                 "Pipeline Hook",
                 pipeline(
                     "success",
-                    json!([job(4541113, "job_name2", "success"), job(4541112, "job_name", "success")])
+                    json!([
+                        job(4541113, "job_name2", "success"),
+                        job(4541112, "job_name", "success")
+                    ])
                 )
             ),
             (
@@ -606,7 +611,8 @@ mod tests {
         // created, skipped…
         for status in ["failed", "canceled", "created", "skipped"] {
             assert_eq!(
-                made("Pipeline Hook", pipeline(status, json!([job(4541112, "job_name", status)]))).1,
+                made("Pipeline Hook", pipeline(status, json!([job(4541112, "job_name", status)])))
+                    .1,
                 format!(
                     "{run} changed status to {status} with build(s):\n* [job_name]({}) - {status}.",
                     one(4541112)
