@@ -238,7 +238,11 @@ fn issue(p: &Value, at: &At) -> Made {
             format!(
                 "{user} created {link}{}{}",
                 assigned(&names),
-                described(title, !names.is_empty(), &text(issue, &["description"]))
+                described(
+                    title,
+                    !names.is_empty(),
+                    &without_hidden_comments(&text(issue, &["description"]))
+                )
             )
         }
         "reopen" => format!("{user} reopened {link}{end}"),
@@ -282,6 +286,22 @@ fn note(p: &Value, at: &At) -> Made {
         _ => return Made::Nothing,
     };
     Made::Message(format!("Note Hook {kind}"), topic, body)
+}
+
+/// `text` without its HTML comments (`<!-- … -->`, which GitLab's issue
+/// templates leave in descriptions and GitLab does not show), trailing
+/// white space trimmed, as Zulip shows a new issue's description.
+fn without_hidden_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("<!--") {
+        let Some(len) = rest[start + 4..].find("-->") else { break };
+        out.push_str(&rest[..start]);
+        rest = &rest[start + 4 + len + 3..];
+    }
+    out.push_str(rest);
+    out.truncate(out.trim_end().len());
+    out
 }
 
 /// A job's new status, in Zulip's words.
@@ -800,5 +820,27 @@ mod tests {
                 "Webhook for **public-repo** has been configured successfully! :tada:".to_owned()
             )
         );
+    }
+
+    #[test]
+    fn a_new_issues_hidden_comments_are_left_out() {
+        // Zulip's `issue_created_with_hidden_comment_in_description`.
+        let payload = json!({"object_kind": "issue", "user": {"name": "Eeshan Garg"},
+            "project": {"name": "public-repo"},
+            "object_attributes": {"iid": 3, "title": "New Issue with hidden comment", "action": "open",
+                "url": "https://gitlab.com/eeshangarg/public-repo/issues/3",
+                "description": "This description actually has a hidden comment in it!\n\
+                                <!-- This is a hidden comment\nover two lines -->\n"}});
+        assert_eq!(
+            made("Issue Hook", payload),
+            (
+                "public-repo / issue #3 New Issue with hidden comment".to_owned(),
+                "Eeshan Garg created [issue #3](https://gitlab.com/eeshangarg/public-repo/issues/3):\
+                 \n\n~~~ quote\nThis description actually has a hidden comment in it!\n~~~"
+                    .to_owned()
+            )
+        );
+        assert_eq!(without_hidden_comments("a <!-- b --> c <!-- d"), "a  c <!-- d");
+        assert_eq!(without_hidden_comments("<!-- only -->"), "");
     }
 }
