@@ -283,14 +283,13 @@ fn issues(p: &Value, repo: &str, user: &str, titled: bool) -> Made {
         false => format!("[Issue #{number}]({url})"),
     };
     let body = match action.as_str() {
-        "opened" => format!("{user} opened {link}{end}{body}"),
-        "closed" | "reopened" | "edited" | "deleted" | "pinned" | "unpinned" | "locked"
-        | "unlocked" => format!("{user} {action} {link}{period}"),
-        "assigned" | "unassigned" => {
-            let assignee = text(p, &["assignee", "login"]);
-            let to = if action == "assigned" { "to" } else { "from" };
-            format!("{user} {action} {assignee} {to} {link}{period}")
-        }
+        "assigned" | "unassigned" => match text(p, &["assignee", "login"]) {
+            assignee if assignee.is_empty() => format!("{user} {action} {link}{period}"),
+            assignee => {
+                let to = if action == "assigned" { "to" } else { "from" };
+                format!("{user} {action} {assignee} {to} {link}{period}")
+            }
+        },
         "labeled" => format!(
             "{} added the {} label to {label_link}.",
             user_link(p, user),
@@ -307,7 +306,11 @@ fn issues(p: &Value, repo: &str, user: &str, titled: bool) -> Made {
         "demilestoned" => {
             format!("{} removed milestone {} from {link}.", user_link(p, user), milestone())
         }
-        _ => return None,
+        "" => return None,
+        // Opened, closed, reopened, edited, transferred…: the action as
+        // GitHub names it, and the issue's description (as Zulip's
+        // message for every other action).
+        _ => format!("{user} {action} {link}{end}{body}"),
     };
     Some(("issues".to_owned(), topic, body))
 }
@@ -759,7 +762,32 @@ mod tests {
                       \n\n~~~ quote\nSome comment\n~~~"
             ),
         );
+        // Any other action: GitHub's name for it, and the description.
+        says(
+            "issues",
+            json!({"action": "closed", "issue": baxter_issue, "repository": {"name": "public-repo"},
+                   "sender": {"login": "baxterthehacker"}}),
+            TOPIC,
+            &format!(
+                "baxterthehacker closed [issue #2]({BAXTER}/issues/2):\n\n~~~ quote\nIt looks \
+                      like you accidentally spelled 'commit' with two 't's.\n~~~"
+            ),
+        );
         let url = "https://github.com/sbansal1999/testing-gh/issues";
+        for action in ["closed", "reopened", "transferred"] {
+            says(
+                "issues",
+                issue(action, json!({})),
+                "testing-gh / issue #9 idk man",
+                &format!("sbansal1999 {action} [issue #9]({url}/9)."),
+            );
+        }
+        says(
+            "issues",
+            issue("assigned", json!({})),
+            "testing-gh / issue #9 idk man",
+            &format!("sbansal1999 assigned [issue #9]({url}/9)."),
+        );
         says(
             "issues",
             json!({"action": "assigned", "repository": {"name": "testing-gh"}, "sender": {"login": "sbansal1999"},
