@@ -825,3 +825,60 @@ fn retries_counted_before_a_crash_are_not_made_again_after_it() {
     assert!(contents(&owner)[0].contains("The server restarted while the last try"));
     assert!(last.seen.try_recv().is_err(), "no fifth try");
 }
+
+#[test]
+fn a_bots_answer_is_sent_as_any_message_is_with_mentions_follows_and_events() {
+    let server = TestServer::start_with(ALLOW);
+    let answer = r#"{"content": "Thanks @**King Hamlet**! Over to @**Cordelia, Lear's daughter**: **done**, says @**relay bot**"}"#;
+    let bot = BotServer::start(move |_| Answer::Reply(200, answer));
+    let hamlet = server.client(HAMLET);
+    let cordelia = server.client(CORDELIA); // in general
+    let (bot_id, _, _, _) = create_bot(&hamlet, "relay", &bot.url, "1");
+    let (queue, registered) =
+        crate::api_events::register(&cordelia, &[("event_types", r#"["message", "user_topic"]"#)]);
+    let last = registered["last_event_id"].as_i64().unwrap();
+
+    send_channel(&hamlet, "general", "handover", "@**relay bot** please take this");
+    bot.next();
+    let narrow = topic_narrow("general", "handover");
+    let topic = wait_for(&hamlet, &narrow, 2);
+    let answer_id = topic[1]["id"].as_u64().unwrap();
+    assert_eq!(topic[1]["sender_id"], bot_id);
+
+    // Rendered by the send path's renderer, mentions resolved.
+    let p = [("apply_markdown", "true")];
+    let shown = hamlet.get(&format!("/messages/{answer_id}"), &p).ok();
+    let html = shown["message"]["content"].as_str().unwrap();
+    assert!(html.contains(r#"class="user-mention" data-user-id=""#), "{html}");
+    assert!(html.contains("<strong>done</strong>"), "{html}");
+    // Each mentioned user's flags say so.
+    let flags = |c: &Client| {
+        let found = messages(c, &narrow);
+        let answer = found.iter().find(|m| m["id"] == answer_id).expect("the answer").clone();
+        answer["flags"].as_array().unwrap().clone()
+    };
+    assert!(flags(&cordelia).contains(&"mentioned".into()));
+    assert!(flags(&hamlet).contains(&"mentioned".into()));
+
+    // Cordelia's queue got the message event with its mention flag, and
+    // the topic was followed for her because she was mentioned (her
+    // `automatically_follow_topics_where_mentioned`), as for any message.
+    let events = crate::api_events::events(&cordelia, &queue, last);
+    let message = events
+        .iter()
+        .find(|e| e["type"] == "message" && e["message"]["id"] == answer_id)
+        .expect("a message event for the bot's answer");
+    assert!(message["flags"].as_array().unwrap().contains(&"mentioned".into()));
+    let followed = events.iter().find(|e| e["type"] == "user_topic").expect("a user_topic event");
+    assert_eq!(followed["topic_name"], "handover");
+    assert_eq!(followed["visibility_policy"], 3);
+    let register = cordelia.post("/register", &[("fetch_event_types", r#"["user_topic"]"#)]).ok();
+    let topics = register["user_topics"].as_array().unwrap();
+    assert!(topics.iter().any(|t| t["topic_name"] == "handover" && t["visibility_policy"] == 3));
+
+    // The answer mentions the bot itself, yet a bot's message triggers no
+    // bot: the next request the bot's server gets is for the next
+    // person's mention.
+    let next = send_channel(&hamlet, "general", "handover", "@**relay bot** once more");
+    assert_eq!(bot.next().json()["message"]["id"], next);
+}

@@ -554,8 +554,10 @@ fn gitlab_events_have_zulips_topics() {
         send("Pipeline Hook", "gitlab_pipeline_failed"),
         (
             "Gitlab Test / master".into(),
-            "[Pipeline #31](https://gitlab.example.com/gitlab-org/gitlab-test/-/pipelines/31) on branch \
-             `master` is **failed**.\n* compile (build): success\n* rspec (test): failed"
+            "[Pipeline (31)](https://gitlab.example.com/gitlab-org/gitlab-test/-/pipelines/31) changed \
+             status to failed with build(s):\n\
+             * [compile](https://gitlab.example.com/gitlab-org/gitlab-test/-/jobs/380) - success\n\
+             * [rspec](https://gitlab.example.com/gitlab-org/gitlab-test/-/jobs/381) - failed."
                 .into()
         )
     );
@@ -571,7 +573,7 @@ fn gitlab_events_have_zulips_topics() {
     assert_eq!(newest_id(&hamlet), before);
     // Errors.
     hook(&hamlet, "gitlab", &query, &[], &mr).err(400, "MISSING_HTTP_EVENT_HEADER");
-    hook(&hamlet, "gitlab", &query, &[("X-Gitlab-Event", "Wiki Page Hook")], &mr)
+    hook(&hamlet, "gitlab", &query, &[("X-Gitlab-Event", "Member Hook")], &mr)
         .err(200, "UNSUPPORTED_WEBHOOK_EVENT_TYPE");
     hook(
         &hamlet,
@@ -582,6 +584,62 @@ fn gitlab_events_have_zulips_topics() {
     )
     .err(400, "ANOMALOUS_WEBHOOK_PAYLOAD");
     assert_eq!(newest_id(&hamlet), before);
+}
+
+#[test]
+fn a_topic_in_the_url_links_the_project_in_gitlab_and_titles_issues_in_both() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let (_, key) = webhook_bot(&hamlet, "fixedtopic");
+    let send = |integration: &str, header: (&str, &str), name: &str, topic: Option<&str>| {
+        let mut query = vec![("api_key", key.as_str()), ("stream", "Denmark")];
+        query.extend(topic.map(|t| ("topic", t)));
+        hook(&hamlet, integration, &query, &[header], &fixture(name)).ok();
+        let m = newest(&hamlet);
+        (m["subject"].as_str().unwrap().to_owned(), m["content"].as_str().unwrap().to_owned())
+    };
+    let issue = ("X-Gitlab-Event", "Issue Hook");
+    let link = "[issue #23](https://gitlab.example.com/gitlabhq/gitlab-test/-/issues/23)";
+    assert_eq!(
+        send("gitlab", issue, "gitlab_issue_close", None),
+        (
+            "Gitlab Test / issue #23 New API: create/update/delete file".into(),
+            format!("Administrator closed {link}.")
+        )
+    );
+    assert_eq!(
+        send("gitlab", issue, "gitlab_issue_close", Some("notifications")),
+        (
+            "notifications".into(),
+            "[[Gitlab Test](https://gitlab.example.com/gitlabhq/gitlab-test)] Administrator closed \
+             [issue #23 New API: create/update/delete file]\
+             (https://gitlab.example.com/gitlabhq/gitlab-test/-/issues/23)."
+                .into()
+        )
+    );
+    let (topic, content) = send(
+        "gitlab",
+        ("X-Gitlab-Event", "Pipeline Hook"),
+        "gitlab_pipeline_failed",
+        Some("builds"),
+    );
+    assert_eq!(topic, "builds");
+    assert!(
+        content.starts_with(
+            "[[Gitlab Test](https://gitlab.example.com/gitlab-org/gitlab-test)] [Pipeline (31)]"
+        ),
+        "{content}"
+    );
+    // GitHub names the issue in full; it adds no repository link.
+    let (topic, content) =
+        send("github", ("X-GitHub-Event", "issues"), "github_issues_opened", Some("notifications"));
+    assert_eq!(topic, "notifications");
+    let (plain_topic, plain) =
+        send("github", ("X-GitHub-Event", "issues"), "github_issues_opened", None);
+    assert_eq!(plain_topic, "hello-world / issue #7 Greeting is doubled");
+    assert!(plain.contains("[issue #7]("), "{plain}");
+    assert!(content.contains("[issue #7 Greeting is doubled]("), "{content}");
+    assert_eq!(content.replace("[issue #7 Greeting is doubled](", "[issue #7]("), plain);
 }
 
 #[test]

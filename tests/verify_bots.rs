@@ -1,7 +1,9 @@
 //! The `realm_bots` register section and `realm_bot` events, on
 //! the register-vs-events harness: a bot's owner and the administrators
 //! see it created, renamed, re-keyed, re-owned, deactivated and
-//! reactivated; other users see only `realm_user` events.
+//! reactivated; other users see only `realm_user` events. Messages bots
+//! send (an incoming webhook's, an outgoing-webhook bot's answer) are
+//! message events like any other.
 
 use serde_json::Value;
 
@@ -212,4 +214,37 @@ fn incoming_webhook_messages_are_message_events() {
     // The notice is the owner's alone.
     h.verify_action(HAMLET, all, post("nowhere"), &["message"]);
     h.verify_action(OTHELLO, all, post("nowhere"), &[]);
+}
+
+/// An outgoing-webhook bot's answer is sent as any message is: the
+/// subscribers get its message event, and a member it mentions also the
+/// `user_topic` event of the topic followed for her.
+#[test]
+fn an_outgoing_bots_answer_is_a_message_and_follows_the_topic_for_whom_it_mentions() {
+    use natter::api::messages::{send_as, Conversation};
+    let h = Harness::new();
+    let p = [
+        ("full_name", "Relay Bot"),
+        ("short_name", "relay"),
+        ("bot_type", "3"),
+        ("payload_url", "\"https://bots.example.com/relay\""),
+    ];
+    let bot = call(&h, HAMLET, api::accounts::create_bot, &[], &p).unwrap();
+    let bot = h.user(bot["email"].as_str().unwrap());
+    let denmark = h.app.state.channel_by_name.get(&(bot.realm, "denmark".to_owned())).unwrap();
+    let answer = move |content: &'static str| {
+        let bot = bot.clone();
+        move |h: &Harness| {
+            let to = Conversation::Channel { channel: denmark, topic: "answers".into() };
+            send_as(&h.app, &bot, to, content, "OutgoingWebhookResponse", Vec::new(), None)
+                .unwrap();
+        }
+    };
+    let fetch: &[(&str, &str)] = &[("event_types", "[\"message\", \"user_topic\"]")];
+    let mention = "Done, @**Othello, the Moor of Venice**.";
+    let events = h.verify_action(OTHELLO, fetch, answer(mention), &["message", "user_topic"]);
+    assert!(events[0]["flags"].as_array().unwrap().contains(&"mentioned".into()));
+    assert_eq!(events[1]["visibility_policy"], 3);
+    // Someone it does not mention gets the message alone.
+    h.verify_action(HAMLET, fetch, answer(mention), &["message"]);
 }

@@ -120,13 +120,26 @@ pub(super) fn commit_draft(
     draft: &Draft,
     local_echo: Option<(String, String)>,
 ) -> ApiResult<(MessageId, Option<u8>)> {
+    commit_draft_with(app, sender, draft, local_echo, &[])
+}
+
+/// `commit_draft`, logging `extra` in the message's record too (an
+/// outgoing-webhook bot's answer carries the end of its delivery).
+fn commit_draft_with(
+    app: &App,
+    sender: &User,
+    draft: &Draft,
+    local_echo: Option<(String, String)>,
+    extra: &[Mutation],
+) -> ApiResult<(MessageId, Option<u8>)> {
     let (id, outcome) = app.committer.commit(|state| {
         let new = draft.build(state, sender)?;
         let id = new.message.id;
         if let Some((queue_id, local_id)) = local_echo {
             app.hub.realtime().queues.note_local_id(id, queue_id, local_id);
         }
-        let (parts, outcome) = with_message(state, sender, draft, &new);
+        let (mut parts, outcome) = with_message(state, sender, draft, &new);
+        parts.extend(extra.iter().cloned());
         Ok((auto_topics::batch(Mutation::SendMessage(new), parts), (id, outcome)))
     })?;
     Ok((id, outcome.sent(app)))
@@ -151,10 +164,11 @@ impl SendOutcome {
 
 /// The mutations logged with a message `sender` sends from `draft` (built
 /// as `new`, under the writer lock): automatic topic follows, claimed
-/// attachments, a widget's first submessage and the outgoing-webhook
-/// deliveries it triggers. The one list for every way a message is sent
-/// on a person's behalf: `POST /messages`, incoming webhooks and
-/// scheduled messages falling due.
+/// attachments, a widget's first submessage (the draft's named widget,
+/// or the one its content makes) and the outgoing-webhook deliveries it
+/// triggers. The one list for every way a message is sent: `POST
+/// /messages`, incoming webhooks, scheduled messages falling due and
+/// outgoing-webhook bots' answers (`send_as`).
 pub(super) fn with_message(
     state: &State,
     sender: &User,
@@ -170,7 +184,7 @@ pub(super) fn with_message(
     if !attachments.is_empty() {
         parts.push(Mutation::LinkAttachments { message: new.message.id, attachments });
     }
-    parts.extend(crate::send::widgets::first_submessage(state, new));
+    parts.extend(crate::send::widgets::first_submessage_with(state, new, draft.widget.as_ref()));
     parts.extend(crate::send::outgoing::queue(&deliveries));
     (parts, SendOutcome { automatic, deliveries })
 }
@@ -189,13 +203,15 @@ pub enum Conversation {
     Direct(Vec<UserId>),
 }
 
-/// Sends `content` as `sender` to `to` through the ordinary send rules,
-/// with the `client` name given, logging `extra` in the same record: an
-/// outgoing-webhook bot's answer, with the end of the delivery that
-/// brought it, and the message's widget: `widget` (a checked
-/// `widget_content`) or the one its content makes. Blocks on the write
-/// path: for an OS thread or a handler.
-/// Triggers no outgoing-webhook bot when `sender` is a bot.
+/// Sends `content` as `sender` to `to` through the send path
+/// `POST /messages` takes (`Draft`, `commit_draft`: the same send rules,
+/// mentions, automatic topic follows, attachments, events and
+/// outgoing-webhook triggers), with the `client` name given, logging
+/// `extra` in the same record: an outgoing-webhook bot's answer, with the
+/// end of the delivery that brought it, and the message's widget:
+/// `widget` (a checked `widget_content`) or the one its content makes.
+/// Blocks on the write path: for an OS thread or a handler. A bot's
+/// message triggers no outgoing-webhook bot (`send::outgoing::triggered`).
 pub fn send_as(
     app: &App,
     sender: &User,
@@ -221,18 +237,9 @@ pub fn send_as(
         }
     };
     let url = super::realm::realm_url_of(app, sender.realm);
-    let draft = Draft::new(&app.state, sender, target, content, true, client, url);
-    let (id, deliveries) = app.committer.commit(|state| {
-        let new = draft.build(state, sender)?;
-        let id = new.message.id;
-        let mentioned = draft.personal_mentions();
-        let deliveries = crate::send::outgoing::triggered(state, sender, &new, &mentioned);
-        let mut parts = extra.clone();
-        parts.extend(crate::send::widgets::first_submessage_with(state, &new, widget));
-        parts.extend(crate::send::outgoing::queue(&deliveries));
-        Ok((auto_topics::batch(Mutation::SendMessage(new), parts), (id, deliveries)))
-    })?;
-    app.outbox.push(deliveries);
+    let draft = Draft::new(&app.state, sender, target, content, true, client, url)
+        .with_widget(widget.cloned());
+    let (id, _) = commit_draft_with(app, sender, &draft, None, &extra)?;
     Ok(id)
 }
 
@@ -282,6 +289,9 @@ pub(super) struct Draft {
     /// Shared with the message built (an `Arc` clone, not a copy per build).
     client: Arc<str>,
     read_by_sender: bool,
+    /// The widget its sender named (a checked `widget_content`), if any:
+    /// else the one its content makes, if any.
+    widget: Option<Value>,
 }
 
 impl Draft {
@@ -305,7 +315,15 @@ impl Draft {
             timestamp: entropy::now(),
             client: client.into(),
             read_by_sender,
+            widget: None,
         }
+    }
+
+    /// The draft, its message to be `widget` (a checked `widget_content`)
+    /// if given.
+    pub(super) fn with_widget(mut self, widget: Option<Value>) -> Draft {
+        self.widget = widget;
+        self
     }
 
     /// The ids of the users the content mentions by name (not silently).

@@ -9,11 +9,6 @@ use crate::mutation::{Mutation, NewMessage};
 use crate::state::widgets::{widget_for, Submessage};
 use crate::state::State;
 
-/// The widget's first submessage for `new`, if its content makes one.
-pub(crate) fn first_submessage(state: &State, new: &NewMessage) -> Option<Mutation> {
-    first_submessage_with(state, new, None)
-}
-
 /// The widget's first submessage for `new`: `widget` (a checked
 /// `widget_content` its sender named) if given, else the one its content
 /// makes, if any.

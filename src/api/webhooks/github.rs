@@ -5,13 +5,15 @@
 //! `<repo> / issue #<n> <title>` for pull requests, issues and their
 //! comments, `<repo>` for releases, tag pushes and the `ping` GitHub sends
 //! when the hook is set up, `<repo> / <workflow>` for workflow runs.
+//! When the URL names the topic (`topic=`), links to issues and pull
+//! requests carry their titles, as Zulip's do.
 //!
 //! Event names the filters see: `ping`, `push_commits`, `push_tags`,
 //! `pull_request`, `issues`, `issue_comment`, `release`, `workflow_run`.
 
 use serde_json::Value;
 
-use super::{quoted, text, Notification, Request};
+use super::{after_link, item_link, quoted, text, Notification, Request};
 use crate::error::ApiResult;
 
 /// The header naming the event.
@@ -43,9 +45,9 @@ pub fn handle(request: &mut Request) -> ApiResult<Vec<Notification>> {
             Some(("ping".to_owned(), topic, body))
         }
         "push" => push(&p, &repo, &user),
-        "pull_request" => pull_request(&p, &repo, &user),
-        "issues" => issues(&p, &repo, &user),
-        "issue_comment" => issue_comment(&p, &repo, &user),
+        "pull_request" => pull_request(&p, &repo, &user, request.topic_given),
+        "issues" => issues(&p, &repo, &user, request.topic_given),
+        "issue_comment" => issue_comment(&p, &repo, &user, request.topic_given),
         "release" => release(&p, &repo, &user),
         "workflow_run" => workflow_run(&p, &repo),
         other => return Err(request.unsupported(other)),
@@ -174,42 +176,51 @@ fn user_link(p: &Value, user: &str) -> String {
     format!("[{user}]({})", text(p, &["sender", "html_url"]))
 }
 
-fn pull_request(p: &Value, repo: &str, user: &str) -> Made {
+fn pull_request(p: &Value, repo: &str, user: &str, titled: bool) -> Made {
     let pr = p.get("pull_request")?;
     let number = text(pr, &["number"]);
     let title = text(pr, &["title"]);
     let url = text(pr, &["html_url"]);
     let topic = format!("{repo} / PR #{number} {title}");
-    let link = format!("[PR #{number}]({url})");
+    let plain = format!("[PR #{number}]({url})");
+    let title = titled.then_some(title.as_str());
+    let link = item_link("PR", &number, title, &url);
+    let end = after_link(title, false, ".");
     let action = text(p, &["action"]);
+    // Opened, reopened, updated and edited pull requests name their
+    // assignee; an opened one its branches and description, an edited one
+    // its new description.
+    let assignee = match text(pr, &["assignee", "login"]) {
+        login if login.is_empty() => String::new(),
+        login => format!(" (assigned to {login})"),
+    };
+    let described = |quote: String, more: bool| match quote {
+        quote if quote.is_empty() => after_link(title, more, ".").to_owned(),
+        quote => format!("{}{quote}", after_link(title, more, ":")),
+    };
+    let assigned = !assignee.is_empty();
     let body = match action.as_str() {
-        "opened" | "reopened" => {
+        "opened" => {
             let (head, base) = (text(pr, &["head", "label"]), text(pr, &["base", "label"]));
-            let assignee = match text(pr, &["assignee", "login"]) {
-                login if login.is_empty() => String::new(),
-                login => format!(" (assigned to {login})"),
-            };
-            let tail = match quoted(&text(pr, &["body"])) {
-                quote if quote.is_empty() => ".".to_owned(),
-                quote => format!(":{quote}"),
-            };
-            format!("{user} {action} {link} from `{head}` to `{base}`{assignee}{tail}")
+            let tail = described(quoted(&text(pr, &["body"])), true);
+            format!("{user} opened {link} from `{head}` to `{base}`{assignee}{tail}")
+        }
+        "reopened" | "synchronize" | "edited" => {
+            let verb = if action == "synchronize" { "updated" } else { action.as_str() };
+            let changed = p.get("changes").and_then(|c| c.get("body")).is_some();
+            let quote = if changed { quoted(&text(pr, &["body"])) } else { String::new() };
+            format!("{user} {verb} {link}{assignee}{}", described(quote, assigned))
         }
         "closed" if pr.get("merged").and_then(Value::as_bool) == Some(true) => {
-            format!("{user} merged {link}.")
+            format!("{user} merged {link}{end}")
         }
-        "closed" => format!("{user} closed without merge {link}."),
-        "synchronize" => format!("{user} updated {link}."),
-        "edited" => match p.get("changes").and_then(|c| c.get("body")) {
-            Some(_) => format!("{user} edited {link}:{}", quoted(&text(pr, &["body"]))),
-            None => format!("{user} edited {link}."),
-        },
-        "ready_for_review" => format!("**{user}** has marked {link} as ready for review."),
+        "closed" => format!("{user} closed without merge {link}{end}"),
+        "ready_for_review" => format!("**{user}** has marked {plain} as ready for review."),
         "assigned" => {
             let assignee = text(p, &["assignee", "login"]);
-            format!("{user} assigned {assignee} to {link}.")
+            format!("{user} assigned {assignee} to {link}{end}")
         }
-        "unassigned" => format!("{user} unassigned {link}."),
+        "unassigned" => format!("{user} unassigned {link}{end}"),
         "review_requested" => {
             let (name, profile) = match p.get("requested_team") {
                 Some(team) => (text(team, &["name"]), text(team, &["html_url"])),
@@ -223,12 +234,12 @@ fn pull_request(p: &Value, repo: &str, user: &str) -> Made {
         "locked" => {
             let reason = text(pr, &["active_lock_reason"]);
             format!(
-                "{user} has locked {link} as {reason} and limited conversation to collaborators."
+                "{user} has locked {plain} as {reason} and limited conversation to collaborators."
             )
         }
-        "unlocked" => format!("{user} has unlocked {link}."),
-        "auto_merge_enabled" => format!("{user} has enabled auto merge for {link}."),
-        "auto_merge_disabled" => format!("{user} has disabled auto merge for {link}."),
+        "unlocked" => format!("{user} has unlocked {plain}."),
+        "auto_merge_enabled" => format!("{user} has enabled auto merge for {plain}."),
+        "auto_merge_disabled" => format!("{user} has disabled auto merge for {plain}."),
         // Drafts, labels, approvals and removed review requests: no
         // message, as Zulip.
         _ => return None,
@@ -236,45 +247,56 @@ fn pull_request(p: &Value, repo: &str, user: &str) -> Made {
     Some(("pull_request".to_owned(), topic, body))
 }
 
-/// The topic of an issue (or of the PR an issue comment is on), and its
-/// link with `kind` spelled as given.
-fn issue_topic(repo: &str, issue: &Value) -> (String, String) {
+/// The topic of an issue (or of the PR an issue comment is on), its
+/// link with `kind` spelled as given (and its title, if `titled`), and
+/// the mark (`mark`, "." or ":") that follows the link.
+fn issue_topic(
+    repo: &str,
+    issue: &Value,
+    titled: bool,
+    mark: &'static str,
+) -> (String, String, &'static str) {
     let number = text(issue, &["number"]);
     let kind = if issue.get("pull_request").is_some() { "PR" } else { "issue" };
-    let topic = format!("{repo} / {kind} #{number} {}", text(issue, &["title"]));
-    let link = format!("[{kind} #{number}]({})", text(issue, &["html_url"]));
-    (topic, link)
+    let title = text(issue, &["title"]);
+    let topic = format!("{repo} / {kind} #{number} {title}");
+    let title = titled.then_some(title.as_str());
+    let link = item_link(kind, &number, title, &text(issue, &["html_url"]));
+    (topic, link, after_link(title, false, mark))
 }
 
-fn issues(p: &Value, repo: &str, user: &str) -> Made {
+fn issues(p: &Value, repo: &str, user: &str, titled: bool) -> Made {
     let issue = p.get("issue")?;
-    let (topic, link) = issue_topic(repo, issue);
+    let body = quoted(&text(issue, &["body"]));
+    let mark = if body.is_empty() { "." } else { ":" };
+    let (topic, link, end) = issue_topic(repo, issue, titled, mark);
+    let (_, _, period) = issue_topic(repo, issue, titled, ".");
     let action = text(p, &["action"]);
     let number = text(issue, &["number"]);
     let url = text(issue, &["html_url"]);
     let milestone = || {
         format!("[{}]({})", text(p, &["milestone", "title"]), text(p, &["milestone", "html_url"]))
     };
+    // Zulip capitalises the issue in its label messages.
+    let label_link = match titled {
+        true => format!("[Issue #{number} {}]({url})", text(issue, &["title"])),
+        false => format!("[Issue #{number}]({url})"),
+    };
     let body = match action.as_str() {
-        "opened" => match quoted(&text(issue, &["body"])) {
-            quote if quote.is_empty() => format!("{user} opened {link}."),
-            quote => format!("{user} opened {link}:{quote}"),
+        "assigned" | "unassigned" => match text(p, &["assignee", "login"]) {
+            assignee if assignee.is_empty() => format!("{user} {action} {link}{period}"),
+            assignee => {
+                let to = if action == "assigned" { "to" } else { "from" };
+                format!("{user} {action} {assignee} {to} {link}{period}")
+            }
         },
-        "closed" | "reopened" | "edited" | "deleted" | "pinned" | "unpinned" | "locked"
-        | "unlocked" => format!("{user} {action} {link}."),
-        "assigned" | "unassigned" => {
-            let assignee = text(p, &["assignee", "login"]);
-            let to = if action == "assigned" { "to" } else { "from" };
-            format!("{user} {action} {assignee} {to} {link}.")
-        }
-        // Zulip capitalises the issue in its label messages.
         "labeled" => format!(
-            "{} added the {} label to [Issue #{number}]({url}).",
+            "{} added the {} label to {label_link}.",
             user_link(p, user),
             text(p, &["label", "name"])
         ),
         "unlabeled" => format!(
-            "{} removed the {} label from [Issue #{number}]({url}).",
+            "{} removed the {} label from {label_link}.",
             user_link(p, user),
             text(p, &["label", "name"])
         ),
@@ -284,15 +306,21 @@ fn issues(p: &Value, repo: &str, user: &str) -> Made {
         "demilestoned" => {
             format!("{} removed milestone {} from {link}.", user_link(p, user), milestone())
         }
-        _ => return None,
+        "" => return None,
+        // Opened, closed, reopened, edited, transferred…: the action as
+        // GitHub names it, and the issue's description (as Zulip's
+        // message for every other action).
+        _ => format!("{user} {action} {link}{end}{body}"),
     };
     Some(("issues".to_owned(), topic, body))
 }
 
-fn issue_comment(p: &Value, repo: &str, user: &str) -> Made {
+fn issue_comment(p: &Value, repo: &str, user: &str, titled: bool) -> Made {
     let issue = p.get("issue")?;
-    let (topic, link) = issue_topic(repo, issue);
     let comment = p.get("comment")?;
+    let quote = quoted(&text(comment, &["body"]));
+    let (topic, link, end) =
+        issue_topic(repo, issue, titled, if quote.is_empty() { "." } else { ":" });
     let url = text(comment, &["html_url"]);
     let what = match text(p, &["action"]).as_str() {
         "created" => format!("[commented]({url})"),
@@ -300,7 +328,7 @@ fn issue_comment(p: &Value, repo: &str, user: &str) -> Made {
         "deleted" => format!("deleted a [comment]({url})"),
         _ => return None,
     };
-    let body = format!("{user} {what} on {link}:{}", quoted(&text(comment, &["body"])));
+    let body = format!("{user} {what} on {link}{end}{quote}");
     Some(("issue_comment".to_owned(), topic, body))
 }
 
@@ -359,12 +387,22 @@ mod tests {
     /// The topic and message natter makes of `payload` as GitHub event
     /// `event` (`None`: no message).
     fn made(event: &str, payload: Value) -> Option<(String, String)> {
+        read(event, payload, false)
+    }
+
+    /// The message of `payload` when the URL names the topic.
+    fn titled(event: &str, payload: Value) -> String {
+        read(event, payload, true).expect("a message").1
+    }
+
+    fn read(event: &str, payload: Value, topic_given: bool) -> Option<(String, String)> {
         let mut params = Params::from_pairs(std::iter::empty());
         let payload = Payload {
             body: payload.to_string().into_bytes(),
             headers: vec![(EVENT_HEADER.to_owned(), event.to_owned())],
         };
-        let mut request = Request { display: "GitHub", params: &mut params, payload: &payload };
+        let mut request =
+            Request { display: "GitHub", params: &mut params, payload: &payload, topic_given };
         let made = handle(&mut request).expect("a supported event");
         made.into_iter().next().map(|n| (n.topic, n.body))
     }
@@ -547,6 +585,30 @@ mod tests {
             TOPIC,
             &format!("baxterthehacker updated {link}."),
         );
+        // Reopened: no branches, no description; an assignee is named on
+        // every update (Zulip's message for these actions).
+        says(
+            "pull_request",
+            pr("reopened", json!({})),
+            TOPIC,
+            &format!("baxterthehacker reopened {link}."),
+        );
+        says(
+            "pull_request",
+            pr("synchronize", json!({"pull_request": {"assignee": {"login": "eeshangarg"}}})),
+            TOPIC,
+            &format!("baxterthehacker updated {link} (assigned to eeshangarg)."),
+        );
+        says(
+            "pull_request",
+            pr(
+                "edited",
+                json!({"changes": {"body": {"from": "old"}},
+                       "pull_request": {"body": "New body", "assignee": {"login": "eeshangarg"}}}),
+            ),
+            TOPIC,
+            &format!("baxterthehacker edited {link} (assigned to eeshangarg):\n\n~~~ quote\nNew body\n~~~"),
+        );
         says(
             "pull_request",
             pr("closed", json!({})),
@@ -700,7 +762,32 @@ mod tests {
                       \n\n~~~ quote\nSome comment\n~~~"
             ),
         );
+        // Any other action: GitHub's name for it, and the description.
+        says(
+            "issues",
+            json!({"action": "closed", "issue": baxter_issue, "repository": {"name": "public-repo"},
+                   "sender": {"login": "baxterthehacker"}}),
+            TOPIC,
+            &format!(
+                "baxterthehacker closed [issue #2]({BAXTER}/issues/2):\n\n~~~ quote\nIt looks \
+                      like you accidentally spelled 'commit' with two 't's.\n~~~"
+            ),
+        );
         let url = "https://github.com/sbansal1999/testing-gh/issues";
+        for action in ["closed", "reopened", "transferred"] {
+            says(
+                "issues",
+                issue(action, json!({})),
+                "testing-gh / issue #9 idk man",
+                &format!("sbansal1999 {action} [issue #9]({url}/9)."),
+            );
+        }
+        says(
+            "issues",
+            issue("assigned", json!({})),
+            "testing-gh / issue #9 idk man",
+            &format!("sbansal1999 assigned [issue #9]({url}/9)."),
+        );
         says(
             "issues",
             json!({"action": "assigned", "repository": {"name": "testing-gh"}, "sender": {"login": "sbansal1999"},
@@ -776,5 +863,123 @@ mod tests {
             "zulip-test-org",
             "GitHub webhook has been successfully configured by eeshangarg.",
         );
+    }
+
+    #[test]
+    fn a_topic_in_the_url_titles_the_issue_or_pull_request() {
+        // Zulip's `*_with_custom_topic_in_url` tests.
+        let link = format!("[PR #1 Update the README with new information]({BAXTER}/pull/1)");
+        assert_eq!(
+            titled("pull_request", pr("opened", json!({}))),
+            format!(
+                "baxterthehacker opened {link} from `baxterthehacker:changes` to \
+                 `baxterthehacker:master`:\n\n~~~ quote\nThis is a pretty simple change that we \
+                 need to pull into master.\n~~~"
+            )
+        );
+        assert_eq!(
+            titled("pull_request", pr("closed", json!({}))),
+            format!("baxterthehacker closed without merge {link}.")
+        );
+        assert_eq!(
+            titled(
+                "pull_request",
+                pr("assigned", json!({"assignee": {"login": "baxterthehacker"}}))
+            ),
+            format!("baxterthehacker assigned baxterthehacker to {link}.")
+        );
+        let baxter_issue = json!({"number": 2, "title": "Spelling error in the README file",
+            "html_url": format!("{BAXTER}/issues/2"),
+            "body": "It looks like you accidentally spelled 'commit' with two 't's."});
+        let issue_link = format!("[issue #2 Spelling error in the README file]({BAXTER}/issues/2)");
+        assert_eq!(
+            titled(
+                "issues",
+                json!({"action": "opened", "issue": baxter_issue, "repository": {"name": "public-repo"},
+                       "sender": {"login": "baxterthehacker"}})
+            ),
+            format!(
+                "baxterthehacker opened {issue_link}:\n\n~~~ quote\nIt looks like you \
+                 accidentally spelled 'commit' with two 't's.\n~~~"
+            )
+        );
+        assert_eq!(
+            titled(
+                "issue_comment",
+                json!({"action": "created", "issue": baxter_issue, "repository": {"name": "public-repo"},
+                       "sender": {"login": "baxterthehacker"},
+                       "comment": {"html_url": format!("{BAXTER}/issues/2#issuecomment-99262140"),
+                                   "body": "You are totally right! I'll get this fixed right away."}})
+            ),
+            format!(
+                "baxterthehacker [commented]({BAXTER}/issues/2#issuecomment-99262140) on \
+                 {issue_link}:\n\n~~~ quote\nYou are totally right! I'll get this fixed right \
+                 away.\n~~~"
+            )
+        );
+        let url = "https://github.com/sbansal1999/testing-gh/issues";
+        // A title ending in punctuation takes no period after it.
+        assert_eq!(
+            titled(
+                "issues",
+                json!({"action": "assigned", "repository": {"name": "testing-gh"},
+                       "sender": {"login": "sbansal1999"}, "assignee": {"login": "sbansal1999"},
+                       "issue": {"number": 7, "title": "Testing when issue assigned!",
+                                 "html_url": format!("{url}/7")}})
+            ),
+            format!("sbansal1999 assigned sbansal1999 to [issue #7 Testing when issue assigned!]({url}/7)")
+        );
+        assert_eq!(
+            titled("issues", issue("unassigned", json!({"assignee": {"login": "sbansal1999"}}))),
+            format!("sbansal1999 unassigned sbansal1999 from [issue #9 idk man]({url}/9).")
+        );
+        assert_eq!(
+            titled("issues", issue("labeled", json!({"label": {"name": "bug"}}))),
+            format!(
+                "[sbansal1999](https://github.com/sbansal1999) added the bug label to \
+                 [Issue #9 idk man]({url}/9)."
+            )
+        );
+        // Events about no issue or pull request are unchanged.
+        let push = push_of(vec![commit(
+            json!({"name": "baxterthehacker", "username": "baxterthehacker"}),
+        )]);
+        assert_eq!(titled("push", push.clone()), made("push", push).unwrap().1);
+    }
+
+    fn run(action: &str, conclusion: Value) -> Value {
+        json!({"action": action, "repository": {"name": "public-repo"},
+               "sender": {"login": "baxterthehacker"},
+               "workflow_run": {"name": "CI", "run_number": 42, "head_branch": "main",
+                                "event": "push", "conclusion": conclusion,
+                                "html_url": format!("{BAXTER}/actions/runs/7")}})
+    }
+
+    #[test]
+    fn workflow_runs() {
+        let told = |conclusion: &str, icon: &str| {
+            format!(
+                "[CI]({BAXTER}/actions/runs/7) workflow run #42 on branch `main` (push) \
+                 completed: {icon} **{conclusion}**."
+            )
+        };
+        for (conclusion, icon) in [
+            ("success", ":check:"),
+            ("failure", ":cross_mark:"),
+            ("timed_out", ":cross_mark:"),
+            ("cancelled", ":warning:"),
+            ("skipped", ":warning:"),
+        ] {
+            says(
+                "workflow_run",
+                run("completed", json!(conclusion)),
+                "public-repo / CI",
+                &told(conclusion, icon),
+            );
+        }
+        // Requested and in-progress runs make no message.
+        for action in ["requested", "in_progress"] {
+            assert_eq!(made("workflow_run", run(action, Value::Null)), None, "{action}");
+        }
     }
 }

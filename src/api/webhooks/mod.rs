@@ -9,7 +9,9 @@
 //! - `api_key` (query or form) must be an active incoming-webhook bot's of
 //!   this realm; any other account's key is refused.
 //! - `stream` (a name, or an id) and `topic` (overrides the integration's
-//!   topic) choose the channel; without `stream` the message is a direct
+//!   topic; the git hosts then name the issue or merge request in the
+//!   message instead, and GitLab's messages start with a link to the
+//!   project, as Zulip's do) choose the channel; without `stream` the message is a direct
 //!   message to the bot's owner. A channel that does not exist (or that the
 //!   bot cannot see) gets no message: the Notification Bot tells the owner,
 //!   in Zulip's words, and the reply is still a success.
@@ -111,6 +113,10 @@ pub struct Request<'a> {
     pub params: &'a mut super::params::Params,
     /// The raw body and headers.
     pub payload: &'a Payload,
+    /// Whether the URL names the topic (`topic`): the message is then read
+    /// without the topic the integration would have chosen, so it names
+    /// what that topic would have (Zulip's integrations do likewise).
+    pub topic_given: bool,
 }
 
 impl Request<'_> {
@@ -173,8 +179,12 @@ pub fn receive(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let only = filter_list(call, "only_events")?;
     let exclude = filter_list(call, "exclude_events")?;
     let payload = call.params.take_payload().unwrap_or_default();
-    let mut request =
-        Request { display: integration.display, params: &mut call.params, payload: &payload };
+    let mut request = Request {
+        display: integration.display,
+        params: &mut call.params,
+        payload: &payload,
+        topic_given: topic.is_some(),
+    };
     let notifications = (integration.handle)(&mut request)?;
     for notification in notifications {
         if let Some(event) = &notification.event {
@@ -351,6 +361,29 @@ pub(super) fn quoted(body: &str) -> String {
         String::new()
     } else {
         format!("\n\n~~~ quote\n{body}\n~~~")
+    }
+}
+
+/// `[<kind> #<number>](<url>)`, or with the title after the number when
+/// the URL names the topic (`title` given): the git hosts' link to an
+/// issue, pull or merge request, as Zulip writes it.
+pub(super) fn item_link(kind: &str, number: &str, title: Option<&str>, url: &str) -> String {
+    match title {
+        Some(title) => format!("[{kind} #{number} {title}]({url})"),
+        None => format!("[{kind} #{number}]({url})"),
+    }
+}
+
+/// The mark after a sentence ending in `item_link`: `mark` ("." or ":"),
+/// left out where the link's title already ends in punctuation and
+/// nothing (`more`: an assignee, branches) follows the link, as Zulip
+/// does.
+pub(super) fn after_link(title: Option<&str>, more: bool, mark: &'static str) -> &'static str {
+    let punctuated = title.and_then(|t| t.chars().last()).is_some_and(|c| c.is_ascii_punctuation());
+    if more || !punctuated {
+        mark
+    } else {
+        ""
     }
 }
 
