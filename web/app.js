@@ -172,7 +172,12 @@ async function register() {
   S.generation++;
   S.queueId = r.queue_id;
   S.lastEventId = r.last_event_id;
-  S.users = new Map(r.realm_users.map((u) => [u.user_id, u]));
+  // Deactivated accounts too (marked so): their names still label old
+  // messages, and a reactivation brings them back.
+  S.users = new Map([
+    ...(r.realm_non_active_users || []).map((u) => [u.user_id, { ...u, is_active: false }]),
+    ...r.realm_users.map((u) => [u.user_id, u]),
+  ]);
   S.subs = new Map(r.subscriptions.map((s) => [s.stream_id, s]));
   S.realmEmoji = r.realm_emoji || {};
   S.recentDms = r.recent_private_conversations || [];
@@ -346,14 +351,31 @@ function handleEvent(event) {
       if (event.op === "remove") for (const s of event.subscriptions) S.subs.delete(s.stream_id);
       return renderSidebar();
     case "realm_user":
-      if (event.op === "add") S.users.set(event.person.user_id, event.person);
-      if (event.op === "update" && S.users.has(event.person.user_id)) Object.assign(S.users.get(event.person.user_id), event.person);
-      if (event.op === "remove") S.users.delete(event.person.user_id);
-      return renderPeople();
+      return onRealmUser(event);
     case "realm_emoji":
       S.realmEmoji = event.realm_emoji;
       return;
   }
+}
+
+// Someone joined, changed (a name, an address, deactivated or
+// reactivated) or went out of sight: the buddy list, the direct-message
+// list, the picked recipients and an open people picker follow at once.
+function onRealmUser(event) {
+  const person = event.person;
+  const known = S.users.get(person.user_id);
+  if (event.op === "add") S.users.set(person.user_id, person);
+  if (event.op === "update" && known) {
+    const { new_email: email, ...rest } = person;
+    Object.assign(known, rest);
+    if (email !== undefined) known.email = email;
+  }
+  if (event.op === "remove") S.users.delete(person.user_id);
+  renderPeople();
+  renderDms();
+  renderPills();
+  const list = $("#dm-options");
+  if (list && !list.hidden) showPeopleOptions($("#compose-dm").value);
 }
 
 // ---- Conversations and unread counts ----
