@@ -1,6 +1,6 @@
 // Building DOM nodes. Every string becomes a text node: the only HTML
 // the client ever inserts is the server's rendered message content
-// (`setRendered`).
+// (`setRendered`, and render.js parsing a list's worth at once).
 
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
@@ -27,6 +27,12 @@ export function append(el, children) {
 // the sender typed; the Content-Security-Policy runs no script in it.
 export function setRendered(el, html) {
   el.innerHTML = html;
+  linksApart(el);
+}
+
+// The links in rendered markup under `el` open in a new tab, without
+// access to this one.
+export function linksApart(el) {
   for (const a of el.querySelectorAll("a[href]")) {
     a.target = "_blank";
     a.rel = "noopener noreferrer";

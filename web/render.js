@@ -3,7 +3,7 @@
 // for all its buttons), no layout read, timestamps from formatters made
 // once. The server's rendered HTML is the only markup inserted.
 
-import { h, setRendered } from "./dom.js";
+import { h, setRendered, linksApart } from "./dom.js";
 import { toHash } from "./narrow.js";
 
 const TIME = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit" });
@@ -43,27 +43,57 @@ export function recipientNarrow(m, me) {
   return [{ operator: "dm", operand: others(m, me).map((r) => r.email).join(",") }];
 }
 
+// A conversation's link and label, shared by the entries of one
+// insertion (`seen`: a Map, or null).
+function conversation(m, me, seen) {
+  const key = m.type === "stream"
+    ? `s${m.stream_id}\u0000${m.subject ?? m.topic}`
+    : `d${m.display_recipient.map((r) => r.id).join(",")}`;
+  let found = seen?.get(key);
+  if (!found) {
+    found = { href: toHash(recipientNarrow(m, me)), label: recipientLabel(m, me) };
+    seen?.set(key, found);
+  }
+  return found;
+}
+
 // One message's entry. `view`: { me (user id), unread (has(id)),
-// userName(id), realmEmoji (by id) }.
-export function messageRow(m, view) {
+// userName(id), realmEmoji (by id) }; `content`: its rendered HTML
+// already parsed into a div.content, if it was.
+export function messageRow(m, view, content = null, seen = null) {
   const li = skeleton(m.sender_id === view.me).cloneNode(true);
-  li.dataset.id = m.id;
-  if (view.unread.has(m.id)) li.classList.add("unread");
+  li.setAttribute("data-id", m.id);
+  if (view.unread.has(m.id)) li.className = "msg unread";
   const head = li.firstChild;
   const sender = head.firstChild;
   const recipient = sender.nextSibling;
   const time = recipient.nextSibling;
   sender.textContent = m.sender_full_name;
-  recipient.setAttribute("href", toHash(recipientNarrow(m, view.me)));
-  recipient.textContent = recipientLabel(m, view.me);
+  const where = conversation(m, view.me, seen);
+  recipient.setAttribute("href", where.href);
+  recipient.textContent = where.label;
   const when = new Date(m.timestamp * 1000);
   time.dateTime = when.toISOString();
   time.title = FULL.format(when);
   time.textContent = TIME.format(when);
   if (m.last_edit_timestamp) head.append(h("span", { class: "edited" }, "(edited)"));
-  setRendered(head.nextSibling, m.content);
+  if (content) head.nextSibling.replaceWith(content);
+  else setRendered(head.nextSibling, m.content);
   if (m.reactions?.length) renderReactions(m, li, view);
   return li;
+}
+
+// The rendered HTML of `messages` parsed in one pass, a div.content
+// each; null when some message's markup did not stay inside its own div
+// (then each is parsed alone).
+function parseContents(messages) {
+  const holder = document.createElement("div");
+  holder.innerHTML = messages.map((m) => `<div class="content">${m.content}</div>`).join("");
+  const divs = [...holder.childNodes];
+  if (divs.length !== messages.length) return null;
+  for (const d of divs) if (d.nodeName !== "DIV" || d.className !== "content") return null;
+  linksApart(holder);
+  return divs;
 }
 
 // The list is a run of blocks (`ol.block`) of up to BLOCK entries, then
@@ -90,7 +120,9 @@ function blocks(list) {
 // of `list`, filling the block there before starting new ones; each
 // message's entry is left in its `el`.
 export function insertRows(list, messages, where, view) {
-  const rows = messages.map((m) => (m.el = messageRow(m, view)));
+  const contents = parseContents(messages);
+  const seen = new Map();
+  const rows = messages.map((m, i) => (m.el = messageRow(m, view, contents?.[i], seen)));
   const all = blocks(list);
   if (where === "start") {
     const first = all[0];
