@@ -2,9 +2,9 @@
 // of a narrow, compose, and live updates from one event queue per tab.
 
 import { api, web, upload, setCsrfToken, ApiError } from "./api.js";
-import { h, append, setRendered, $ } from "./dom.js";
+import { h, append, setRendered, toggleSpoiler, emojiChar, $ } from "./dom.js";
 import { parse, unparse, toHash, fromHash } from "./narrow.js";
-import { messageRow, insertRows, removeRow, reveal, renderReactions, emojiChar } from "./render.js";
+import { messageRow, insertRows, removeRow, reveal, renderReactions } from "./render.js";
 
 const PAGE = 50;
 const S = {
@@ -138,6 +138,19 @@ function renderShell() {
 }
 
 document.addEventListener("keydown", onKey);
+
+// Spoilers, in the list and the preview alike: a click, Enter or Space
+// on the header shows or hides the content.
+document.addEventListener("click", (ev) => {
+  const header = ev.target.closest?.(".spoiler-header");
+  if (header) toggleSpoiler(header);
+});
+document.addEventListener("keydown", (ev) => {
+  if ((ev.key === "Enter" || ev.key === " ") && ev.target.classList?.contains("spoiler-header")) {
+    ev.preventDefault();
+    toggleSpoiler(ev.target);
+  }
+});
 
 function toggleSidebar() {
   const open = document.body.classList.toggle("sidebar-open");
@@ -920,7 +933,7 @@ async function react(m, name, add) {
 async function emojiList() {
   if (!S.emoji) {
     const r = await fetch("/static/generated/emoji/emoji_api.json").then((x) => x.json());
-    S.emoji = Object.entries(r.code_to_names).flatMap(([code, names]) => names.map((name) => ({ name, char: emojiChar(code) })));
+    S.emoji = Object.entries(r.code_to_names).flatMap(([code, names]) => names.map((name) => ({ name, char: emojiChar(code) ?? "?" })));
   }
   const custom = Object.values(S.realmEmoji).filter((e) => !e.deactivated).map((e) => ({ name: e.name, url: e.source_url }));
   return custom.concat(S.emoji);

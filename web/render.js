@@ -3,7 +3,7 @@
 // for all its buttons), no layout read, timestamps from formatters made
 // once. The server's rendered HTML is the only markup inserted.
 
-import { h, setRendered, linksApart } from "./dom.js";
+import { h, setRendered, finishRendered, emojiChar } from "./dom.js";
 import { toHash } from "./narrow.js";
 
 const TIME = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit" });
@@ -92,7 +92,7 @@ function parseContents(messages) {
   const divs = [...holder.childNodes];
   if (divs.length !== messages.length) return null;
   for (const d of divs) if (d.nodeName !== "DIV" || d.className !== "content") return null;
-  linksApart(holder);
+  finishRendered(holder);
   return divs;
 }
 
@@ -170,21 +170,13 @@ export function reveal(row) {
   row.closest(".block")?.classList.add("shown");
 }
 
-export function emojiChar(code) {
-  try {
-    return String.fromCodePoint(...code.split("-").map((x) => parseInt(x, 16)));
-  } catch {
-    return "?";
-  }
-}
-
 function emojiFace(r, view) {
   if (r.reaction_type === "realm_emoji") {
     const e = view.realmEmoji[r.emoji_code];
     return e ? h("img", { src: e.source_url, alt: `:${r.emoji_name}:`, class: "emoji" }) : `:${r.emoji_name}:`;
   }
   if (r.reaction_type === "zulip_extra_emoji") return `:${r.emoji_name}:`;
-  return emojiChar(r.emoji_code);
+  return emojiChar(r.emoji_code) ?? "?";
 }
 
 // The reaction buttons under a message, one per emoji with its count.

@@ -4,11 +4,12 @@
 // live, edit, react, delete, read, search, upload by drag and drop and by
 // paste, start a direct message with the people picker, see a person
 // deactivated and reactivated leave it and come back, survive a server
-// restart without a reload, meet hostile markup as text, sign out — while
-// other accounts act through the API with HTTP Basic. Typing notices,
-// presence and network loss each get their own browser contexts (two
-// people, or one tab whose network the test cuts), with playwright's fake
-// clock so that timing rules are checked without waiting for them.
+// restart without a reload, meet hostile markup as text, open a spoiler,
+// see emoji, sign out — while other accounts act through the API with
+// HTTP Basic. Typing notices, presence and network loss each get their
+// own browser contexts (two people, or one tab whose network the test
+// cuts), with playwright's fake clock so that timing rules are checked
+// without waiting for them.
 //
 // Screenshots of the main views go to $WEB_ARTIFACTS (default
 // tests/web/artifacts). The server binary is $NATTER_BIN if set, else
@@ -270,6 +271,28 @@ test('markup in a message and a file named like HTML show as text', async () => 
   assert.equal(await page.evaluate(() => window.__xss), undefined);
   assert.deepEqual(dialogs, []);
   await shot('hostile-markup');
+});
+
+test('spoilers stay closed until opened; emoji show as their characters', async () => {
+  await page.goto(server.site + '/#narrow/' + encodeURIComponent('channel:Denmark topic:rendering'));
+  await page.locator('#compose-topic').waitFor(WAIT);
+  await apiAs(OTHELLO, 'POST', '/messages', { type: 'stream', to: 'Denmark', topic: 'rendering', content: '```spoiler Who did it\nthe butler did it\n```\n:octopus: and :flag_denmark:' });
+  const shown = message('Who did it');
+  await shown.waitFor(WAIT);
+  const header = shown.locator('.spoiler-header');
+  const content = shown.locator('.spoiler-content', { hasText: 'the butler did it' });
+  assert.equal(await header.getAttribute('role'), 'button');
+  assert.equal(await header.getAttribute('aria-expanded'), 'false');
+  assert.equal(await content.isVisible(), false);
+  await header.click();
+  await content.waitFor(WAIT);
+  assert.equal(await header.getAttribute('aria-expanded'), 'true');
+  assert.equal(await content.getAttribute('aria-hidden'), 'false');
+  await header.press('Enter');
+  await content.waitFor({ state: 'hidden', ...WAIT });
+  assert.equal(await content.getAttribute('aria-hidden'), 'true');
+  assert.deepEqual(await shown.locator('.content span.emoji').evaluateAll((spans) => spans.map((e) => [e.textContent, e.getAttribute('aria-label')])),
+    [['\u{1F419}', 'octopus'], ['\u{1F1E9}\u{1F1F0}', 'flag denmark']]);
 });
 
 test('older history loads on scroll', async () => {
