@@ -33,12 +33,12 @@ function others(m, me) {
   return rest.length ? rest : m.display_recipient;
 }
 
-export function recipientLabel(m, me) {
+function recipientLabel(m, me) {
   if (m.type === "stream") return `#${m.display_recipient} › ${m.subject ?? m.topic}`;
   return `Direct: ${others(m, me).map((r) => r.full_name).join(", ")}`;
 }
 
-export function recipientNarrow(m, me) {
+function recipientNarrow(m, me) {
   if (m.type === "stream") return [{ operator: "channel", operand: m.display_recipient }, { operator: "topic", operand: m.subject ?? m.topic }];
   return [{ operator: "dm", operand: others(m, me).map((r) => r.email).join(",") }];
 }
