@@ -102,12 +102,12 @@ pub fn get_messages(app: &App, call: &mut Call) -> ApiResult<Reply> {
     let light_up_to = app.config.light_read_candidates;
     let (reply, params) = match app.readers.run_light(move || {
         match is_heavy(&read.state, &read.viewer, &read.narrow, light_up_to) {
-            true => Err(read),
+            true => Err(Box::new(read)),
             false => Ok(read.fetch()),
         }
     })? {
         Ok(done) => done,
-        Err(heavy) => app.readers.run(user, move || heavy.fetch())?,
+        Err(heavy) => app.readers.run(user, move || (*heavy).fetch())?,
     };
     call.params = params;
     let reply = reply?;
