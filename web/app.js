@@ -2,8 +2,9 @@
 // of a narrow, compose, and live updates from one event queue per tab.
 
 import { api, web, upload, setCsrfToken, ApiError } from "./api.js";
-import { h, append, setRendered, $ } from "./dom.js";
+import { h, append, setRendered, toggleSpoiler, emojiChar, $ } from "./dom.js";
 import { parse, unparse, toHash, fromHash } from "./narrow.js";
+import { messageRow, insertRows, removeRow, reveal, renderReactions } from "./render.js";
 
 const PAGE = 50;
 const S = {
@@ -127,7 +128,8 @@ function renderShell() {
       h("main", { id: "feed" },
         h("h1", { id: "narrow-title" }, ""),
         h("section", { id: "inbox", hidden: true, "aria-label": "Unread conversations" }),
-        h("ol", { id: "messages", "aria-live": "polite", onscroll: onScroll }),
+        h("div", { id: "messages", "aria-live": "polite", onscroll: onScroll, onclick: onListClick },
+          h("ol", { id: "outbox", class: "outbox", "aria-label": "Sending" })),
         h("button", { type: "button", id: "new-messages", hidden: true, onclick: () => scrollToBottom() }, "New messages ↓"),
         h("p", { id: "typing", "aria-live": "polite" }),
         composeForm())),
@@ -136,6 +138,19 @@ function renderShell() {
 }
 
 document.addEventListener("keydown", onKey);
+
+// Spoilers, in the list and the preview alike: a click, Enter or Space
+// on the header shows or hides the content.
+document.addEventListener("click", (ev) => {
+  const header = ev.target.closest?.(".spoiler-header");
+  if (header) toggleSpoiler(header);
+});
+document.addEventListener("keydown", (ev) => {
+  if ((ev.key === "Enter" || ev.key === " ") && ev.target.classList?.contains("spoiler-header")) {
+    ev.preventDefault();
+    toggleSpoiler(ev.target);
+  }
+});
 
 function toggleSidebar() {
   const open = document.body.classList.toggle("sidebar-open");
@@ -149,10 +164,10 @@ function setStatus(text) {
 
 function onKey(ev) {
   if (ev.key !== "Escape" || !S.queueId) return;
-  const picker = $("#emoji-picker");
-  if (picker) return picker.remove();
+  if ($("#emoji-picker")) return closePicker();
   const editing = $(".msg .edit-form");
-  if (editing) return editing.closest(".msg").dispatchEvent(new Event("edit-cancel"));
+  const edited = editing && S.byId.get(Number(editing.closest(".msg").dataset.id));
+  if (edited) return endEdit(edited);
   const preview = $("#preview");
   if (preview && !preview.hidden) return togglePreview(false);
   if (document.body.classList.contains("sidebar-open")) toggleSidebar();
@@ -170,7 +185,12 @@ async function register() {
   S.generation++;
   S.queueId = r.queue_id;
   S.lastEventId = r.last_event_id;
-  S.users = new Map(r.realm_users.map((u) => [u.user_id, u]));
+  // Deactivated accounts too (marked so): their names still label old
+  // messages, and a reactivation brings them back.
+  S.users = new Map([
+    ...(r.realm_non_active_users || []).map((u) => [u.user_id, { ...u, is_active: false }]),
+    ...r.realm_users.map((u) => [u.user_id, u]),
+  ]);
   S.subs = new Map(r.subscriptions.map((s) => [s.stream_id, s]));
   S.realmEmoji = r.realm_emoji || {};
   S.recentDms = r.recent_private_conversations || [];
@@ -344,14 +364,31 @@ function handleEvent(event) {
       if (event.op === "remove") for (const s of event.subscriptions) S.subs.delete(s.stream_id);
       return renderSidebar();
     case "realm_user":
-      if (event.op === "add") S.users.set(event.person.user_id, event.person);
-      if (event.op === "update" && S.users.has(event.person.user_id)) Object.assign(S.users.get(event.person.user_id), event.person);
-      if (event.op === "remove") S.users.delete(event.person.user_id);
-      return renderPeople();
+      return onRealmUser(event);
     case "realm_emoji":
       S.realmEmoji = event.realm_emoji;
       return;
   }
+}
+
+// Someone joined, changed (a name, an address, deactivated or
+// reactivated) or went out of sight: the buddy list, the direct-message
+// list, the picked recipients and an open people picker follow at once.
+function onRealmUser(event) {
+  const person = event.person;
+  const known = S.users.get(person.user_id);
+  if (event.op === "add") S.users.set(person.user_id, person);
+  if (event.op === "update" && known) {
+    const { new_email: email, ...rest } = person;
+    Object.assign(known, rest);
+    if (email !== undefined) known.email = email;
+  }
+  if (event.op === "remove") S.users.delete(person.user_id);
+  renderPeople();
+  renderDms();
+  renderPills();
+  const list = $("#dm-options");
+  if (list && !list.hidden) showPeopleOptions($("#compose-dm").value);
 }
 
 // ---- Conversations and unread counts ----
@@ -568,7 +605,7 @@ async function showNarrow(narrow, { keepCompose = false } = {}) {
   try {
     r = await api("GET", "/messages", { anchor: "first_unread", num_before: PAGE, num_after: PAGE, narrow, apply_markdown: true });
   } catch (e) {
-    list.replaceChildren(h("li", { class: "empty", role: "alert" }, e.message));
+    list.replaceChildren(h("p", { class: "empty", role: "alert" }, e.message), $("#outbox"));
     return;
   }
   if (generation !== S.generation || narrow !== S.narrow) return;
@@ -576,13 +613,16 @@ async function showNarrow(narrow, { keepCompose = false } = {}) {
   S.byId = new Map();
   S.foundOldest = r.found_oldest;
   S.foundNewest = r.found_newest;
-  list.replaceChildren();
-  for (const m of r.messages) addMessage(m, "end");
-  for (const el of S.pending.values()) list.append(el);
-  if (!r.messages.length) list.append(h("li", { class: "empty" }, "No messages here yet."));
+  list.replaceChildren($("#outbox"));
+  addMessages(r.messages, "end");
+  if (!r.messages.length) list.prepend(h("p", { class: "empty" }, "No messages here yet."));
   const firstUnread = S.messages.find((m) => S.unread.has(m.id));
-  if (firstUnread) firstUnread.el.scrollIntoView({ block: "center" });
-  else scrollToBottom();
+  if (firstUnread) {
+    reveal(firstUnread.el);
+    firstUnread.el.scrollIntoView({ block: "center" });
+  } else {
+    scrollToBottom();
+  }
   if (!S.foundNewest) loadNewer();
 }
 
@@ -593,7 +633,7 @@ async function loadNewer() {
     const r = await api("GET", "/messages", { anchor: last, num_before: 0, num_after: PAGE, include_anchor: false, narrow, apply_markdown: true });
     if (narrow !== S.narrow) return;
     S.foundNewest = r.found_newest;
-    for (const m of r.messages) addMessage(m, "end");
+    addMessages(r.messages, "end");
   }
 }
 
@@ -606,9 +646,11 @@ async function loadOlder() {
     const r = await api("GET", "/messages", { anchor: S.messages[0].id, num_before: PAGE, num_after: 0, include_anchor: false, narrow, apply_markdown: true });
     if (narrow !== S.narrow) return;
     S.foundOldest = r.found_oldest;
-    const before = list.scrollHeight;
-    for (const m of r.messages.reverse()) addMessage(m, "start");
-    list.scrollTop += list.scrollHeight - before;
+    // The entry at the top stays where it is on the screen.
+    const anchor = S.messages[0].el;
+    const top = anchor.getBoundingClientRect().top;
+    addMessages(r.messages, "start");
+    list.scrollTop += anchor.getBoundingClientRect().top - top;
   } finally {
     S.loadingOlder = false;
   }
@@ -631,56 +673,46 @@ function scrollToBottom() {
   $("#new-messages").hidden = true;
 }
 
-function addMessage(m, where) {
-  if (S.byId.has(m.id)) return;
-  m.el = messageEl(m);
-  S.byId.set(m.id, m);
-  const list = $("#messages");
-  list.querySelector(".empty")?.remove();
-  if (where === "start") {
-    S.messages.unshift(m);
-    list.prepend(m.el);
-  } else {
-    S.messages.push(m);
-    const firstPending = list.querySelector(".msg.pending");
-    list.insertBefore(m.el, firstPending);
+// What the entries need to know of the page's state.
+function view() {
+  return { me: S.me.user_id, unread: S.unread, userName, realmEmoji: S.realmEmoji };
+}
+
+// Adds `messages` (ascending, any already shown skipped) at the start or
+// the end of the list (before the local echoes).
+function addMessages(messages, where) {
+  const fresh = [];
+  for (const m of messages) {
+    if (S.byId.has(m.id)) continue;
+    m.reactions ??= [];
+    S.byId.set(m.id, m);
+    fresh.push(m);
   }
-  if (S.unread.has(m.id)) seen.observe(m.el);
+  if (!fresh.length) return;
+  const list = $("#messages");
+  list.querySelector(":scope > .empty")?.remove();
+  insertRows(list, fresh, where, view());
+  if (where === "start") S.messages.unshift(...fresh);
+  else S.messages.push(...fresh);
+  for (const m of fresh) if (S.unread.has(m.id)) seen.observe(m.el);
 }
 
-function recipientLabel(m) {
-  if (m.type === "stream") return `#${m.display_recipient} › ${m.subject ?? m.topic}`;
-  const others = m.display_recipient.filter((r) => r.id !== S.me.user_id);
-  return `Direct: ${(others.length ? others : m.display_recipient).map((r) => r.full_name).join(", ")}`;
-}
-
-function recipientNarrow(m) {
-  if (m.type === "stream") return [{ operator: "channel", operand: m.display_recipient }, { operator: "topic", operand: m.subject ?? m.topic }];
-  const others = m.display_recipient.filter((r) => r.id !== S.me.user_id);
-  return [{ operator: "dm", operand: (others.length ? others : m.display_recipient).map((r) => r.email).join(",") }];
-}
-
-function messageEl(m) {
-  const when = new Date(m.timestamp * 1000);
-  const content = h("div", { class: "content" });
-  setRendered(content, m.content);
-  const mine = m.sender_id === S.me.user_id;
-  const el = h("li", { class: "msg" + (S.unread.has(m.id) ? " unread" : ""), dataset: { id: m.id } },
-    h("div", { class: "msg-head" },
-      h("span", { class: "sender" }, m.sender_full_name),
-      h("a", { class: "recipient", href: toHash(recipientNarrow(m)) }, recipientLabel(m)),
-      h("time", { datetime: when.toISOString(), title: when.toLocaleString() }, when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })),
-      m.last_edit_timestamp ? h("span", { class: "edited" }, "(edited)") : null),
-    content,
-    h("div", { class: "reactions" }),
-    h("div", { class: "actions" },
-      h("button", { type: "button", class: "react", "aria-label": "Add reaction", onclick: (ev) => openPicker(m, ev.currentTarget) }, "☺+"),
-      mine ? h("button", { type: "button", class: "edit", onclick: () => startEdit(m) }, "Edit") : null,
-      mine ? h("button", { type: "button", class: "delete", onclick: (ev) => confirmDelete(m, ev.currentTarget) }, "Delete") : null));
-  el.addEventListener("edit-cancel", () => endEdit(m));
-  m.reactions = m.reactions || [];
-  renderReactions(m, el);
-  return el;
+// The buttons of every entry: one listener for the list.
+function onListClick(ev) {
+  const button = ev.target.closest("button[data-action]");
+  const row = button?.closest(".msg[data-id]");
+  const m = row && S.byId.get(Number(row.dataset.id));
+  if (!m) return;
+  switch (button.dataset.action) {
+    case "react":
+      return openPicker(m, button);
+    case "edit":
+      return startEdit(m);
+    case "delete":
+      return confirmDelete(m, button);
+    case "reaction":
+      return react(m, button.dataset.emoji, button.getAttribute("aria-pressed") !== "true");
+  }
 }
 
 // ---- Live changes ----
@@ -747,7 +779,7 @@ async function onMessage(m, flags, localId) {
   const narrow = S.narrow;
   if (!$("#messages").hidden && S.foundNewest && (await matchesNarrow(m)) && narrow === S.narrow) {
     const stick = atBottom();
-    addMessage(m, "end");
+    addMessages([m], "end");
     if (stick || pending) scrollToBottom();
     else $("#new-messages").hidden = false;
   }
@@ -759,7 +791,7 @@ function onUpdate(event) {
   if (event.rendered_content !== undefined) m.content = event.rendered_content;
   if (event.subject !== undefined || event.topic !== undefined) m.subject = event.subject ?? event.topic;
   if (event.edit_timestamp) m.last_edit_timestamp = event.edit_timestamp;
-  const el = messageEl(m);
+  const el = messageRow(m, view());
   m.el.replaceWith(el);
   m.el = el;
   if (S.unread.has(m.id)) seen.observe(el);
@@ -770,7 +802,7 @@ function onDelete(ids) {
     S.unread.delete(id);
     const m = S.byId.get(id);
     if (m) {
-      m.el.remove();
+      removeRow(m.el);
       S.byId.delete(id);
       S.messages = S.messages.filter((x) => x.id !== id);
     }
@@ -787,7 +819,7 @@ function onReaction(event) {
   } else {
     m.reactions = m.reactions.filter((r) => !same(r));
   }
-  renderReactions(m, m.el);
+  renderReactions(m, m.el, view());
 }
 
 function onFlags(event) {
@@ -890,41 +922,6 @@ async function flushRead() {
 
 // ---- Reactions and the emoji picker ----
 
-function emojiChar(code) {
-  try {
-    return String.fromCodePoint(...code.split("-").map((x) => parseInt(x, 16)));
-  } catch {
-    return "?";
-  }
-}
-
-function emojiFace(r) {
-  if (r.reaction_type === "realm_emoji") {
-    const e = S.realmEmoji[r.emoji_code];
-    return e ? h("img", { src: e.source_url, alt: `:${r.emoji_name}:`, class: "emoji" }) : `:${r.emoji_name}:`;
-  }
-  if (r.reaction_type === "zulip_extra_emoji") return `:${r.emoji_name}:`;
-  return emojiChar(r.emoji_code);
-}
-
-function renderReactions(m, el) {
-  const box = el.querySelector(".reactions");
-  const groups = new Map();
-  for (const r of m.reactions) {
-    const key = `${r.reaction_type}:${r.emoji_code}`;
-    if (!groups.has(key)) groups.set(key, { r, users: [] });
-    groups.get(key).users.push(r.user_id ?? r.user?.id);
-  }
-  box.replaceChildren(...[...groups.values()].map(({ r, users }) => {
-    const mine = users.includes(S.me.user_id);
-    return h("button", {
-      type: "button", class: "reaction", "aria-pressed": String(mine), title: users.map(userName).join(", "),
-      "aria-label": `${r.emoji_name}: ${users.length}`, dataset: { emoji: r.emoji_name },
-      onclick: () => react(m, r.emoji_name, !mine),
-    }, emojiFace(r), " ", String(users.length));
-  }));
-}
-
 async function react(m, name, add) {
   try {
     await api(add ? "POST" : "DELETE", `/messages/${m.id}/reactions`, { emoji_name: name });
@@ -936,29 +933,38 @@ async function react(m, name, add) {
 async function emojiList() {
   if (!S.emoji) {
     const r = await fetch("/static/generated/emoji/emoji_api.json").then((x) => x.json());
-    S.emoji = Object.entries(r.code_to_names).flatMap(([code, names]) => names.map((name) => ({ name, char: emojiChar(code) })));
+    S.emoji = Object.entries(r.code_to_names).flatMap(([code, names]) => names.map((name) => ({ name, char: emojiChar(code) ?? "?" })));
   }
   const custom = Object.values(S.realmEmoji).filter((e) => !e.deactivated).map((e) => ({ name: e.name, url: e.source_url }));
   return custom.concat(S.emoji);
 }
 
 async function openPicker(m, anchor) {
-  $("#emoji-picker")?.remove();
+  closePicker();
   const all = await emojiList();
   const grid = h("div", { class: "grid", role: "listbox", "aria-label": "Emoji" });
   const fill = (filter) => {
     const f = filter.trim().toLowerCase();
     grid.replaceChildren(...all.filter((e) => !f || e.name.includes(f)).slice(0, 80).map((e) =>
       h("button", { type: "button", role: "option", title: e.name, "aria-label": e.name, dataset: { name: e.name },
-        onclick: () => { picker.remove(); react(m, e.name, true); } },
+        onclick: () => { closePicker(); react(m, e.name, true); } },
       e.url ? h("img", { src: e.url, alt: e.name, class: "emoji" }) : e.char)));
   };
   const search = h("input", { id: "emoji-search", type: "search", autocomplete: "off", oninput: () => fill(search.value) });
   const picker = h("div", { id: "emoji-picker", role: "dialog", "aria-label": "Choose an emoji" },
     h("label", { for: "emoji-search" }, "Find an emoji"), search, grid);
   fill("");
-  anchor.closest(".msg").append(picker);
+  const row = anchor.closest(".msg");
+  row.append(picker);
+  // Its block unclipped while it is open.
+  row.closest(".block")?.classList.add("open");
   search.focus();
+}
+
+function closePicker() {
+  const picker = $("#emoji-picker");
+  picker?.closest(".block")?.classList.remove("open");
+  picker?.remove();
 }
 
 // ---- Edit and delete ----
@@ -1241,7 +1247,7 @@ async function sendMessage() {
     h("div", { class: "msg-head" }, h("span", { class: "sender" }, S.me.full_name), h("span", { class: "recipient" }, "sending…")),
     h("div", { class: "content" }, h("p", {}, content)));
   S.pending.set(localId, echo);
-  $("#messages").append(echo);
+  $("#outbox").append(echo);
   scrollToBottom();
   stopTyping();
   text.value = "";

@@ -8,8 +8,10 @@
 //   and separately of the API replies of the first screen;
 // - time to a usable list: navigation start to the first message shown
 //   (signed in already, so register and GET /messages included);
-// - render of 1,000 messages: building the list entries with the client's
-//   own DOM helpers and the server's rendered HTML, then a forced layout;
+// - render of 1,000 messages: the client's own list code (render.js)
+//   building the entries from the server's rendered HTML and putting
+//   them in the list, then a forced layout; median, lowest and highest
+//   of $BENCH_RENDERS (7) on one page;
 // - live latency: from the reply to a send through the API (another
 //   account) to the message shown in the tab, median of $BENCH_LIVE (20).
 //
@@ -30,6 +32,7 @@ const REPO = path.resolve(HERE, '..', '..');
 const USERS = Number(process.env.BENCH_USERS || 10000);
 const MESSAGES = Number(process.env.BENCH_MESSAGES || 1000);
 const LIVE = Number(process.env.BENCH_LIVE || 20);
+const RENDERS = Number(process.env.BENCH_RENDERS || 7);
 const bin = path.resolve(REPO, process.env.NATTER_BIN || 'target/debug/natter');
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'natter-web-bench-'));
@@ -91,22 +94,30 @@ await page.waitForLoadState('networkidle').catch(() => {});
 console.log(`first load: ${(sizes.files / 1024).toFixed(1)} KiB of page and files, ${(sizes.api / 1024).toFixed(1)} KiB of API replies`);
 console.log(`usable list: ${usable.toFixed(0)} ms from navigation (${USERS} extra users)`);
 
-const render = await page.evaluate(async (count) => {
-  const { h, setRendered } = await import(document.querySelector('script[type=module]').src.replace('app.js', 'dom.js'));
+// The client's own path (render.js `insertRows`): the entries built and
+// put in their blocks, then a forced layout; RENDERS times on one page,
+// the list emptied and a frame let pass between.
+const render = await page.evaluate(async ({ count, runs }) => {
+  const { insertRows } = await import(document.querySelector('script[type=module]').src.replace('app.js', 'render.js'));
   const query = new URLSearchParams({ anchor: 'newest', num_before: String(count), num_after: '0', narrow: JSON.stringify([{ operator: 'channel', operand: 'Denmark' }]) });
   const { messages } = await (await fetch(`/api/v1/messages?${query}`)).json();
+  const me = (await (await fetch('/api/v1/users/me')).json()).user_id;
+  const view = { me, unread: new Map(), userName: String, realmEmoji: {} };
   const list = document.querySelector('#messages');
-  const start = performance.now();
-  const items = messages.map((m) => {
-    const content = h('div', { class: 'content' });
-    setRendered(content, m.content);
-    return h('li', { class: 'msg' }, h('div', { class: 'msg-head' }, h('span', { class: 'sender' }, m.sender_full_name), h('time', {}, new Date(m.timestamp * 1000).toLocaleTimeString())), content, h('div', { class: 'reactions' }));
-  });
-  list.replaceChildren(...items);
-  void list.scrollHeight; // layout
-  return { ms: performance.now() - start, count: messages.length };
-}, MESSAGES);
-console.log(`render: ${render.count} messages in ${render.ms.toFixed(1)} ms`);
+  const times = [];
+  for (let run = 0; run < runs; run++) {
+    list.replaceChildren(document.querySelector('#outbox'));
+    await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 100)));
+    const copies = messages.map((m) => ({ ...m }));
+    const start = performance.now();
+    insertRows(list, copies, 'end', view);
+    void list.scrollHeight; // layout
+    times.push(performance.now() - start);
+  }
+  return { times, count: messages.length };
+}, { count: MESSAGES, runs: RENDERS });
+const renders = [...render.times].sort((a, b) => a - b);
+console.log(`render: ${render.count} messages in ${renders[Math.floor(renders.length / 2)].toFixed(1)} ms (median of ${RENDERS}; ${renders[0].toFixed(1)}–${renders[renders.length - 1].toFixed(1)} ms; each: ${render.times.map((x) => x.toFixed(1)).join(', ')})`);
 
 await page.reload();
 await page.locator('#messages .msg').first().waitFor({ timeout: 60000 });

@@ -2,12 +2,14 @@
 // driven by playwright-core, against a freshly started `natter --dev`.
 // One signed-in tab goes through a person's day — sign in, send, receive
 // live, edit, react, delete, read, search, upload by drag and drop and by
-// paste, start a direct message with the people picker, survive a server
-// restart without a reload, meet hostile markup as text, sign out — while
-// other accounts act through the API with HTTP Basic. Typing notices,
-// presence and network loss each get their own browser contexts (two
-// people, or one tab whose network the test cuts), with playwright's fake
-// clock so that timing rules are checked without waiting for them.
+// paste, start a direct message with the people picker, see a person
+// deactivated and reactivated leave it and come back, survive a server
+// restart without a reload, meet hostile markup as text, open a spoiler,
+// see emoji, sign out — while other accounts act through the API with
+// HTTP Basic. Typing notices, presence and network loss each get their
+// own browser contexts (two people, or one tab whose network the test
+// cuts), with playwright's fake clock so that timing rules are checked
+// without waiting for them.
 //
 // Screenshots of the main views go to $WEB_ARTIFACTS (default
 // tests/web/artifacts). The server binary is $NATTER_BIN if set, else
@@ -29,6 +31,7 @@ const REPO_ROOT = path.resolve(__dirname, '..', '..');
 const ARTIFACTS = process.env.WEB_ARTIFACTS || path.join(__dirname, 'artifacts');
 const HAMLET = 'hamlet@natter.test';
 const OTHELLO = 'othello@natter.test';
+const IAGO = 'iago@natter.test'; // an administrator
 const STARTUP_MS = 60000;
 const WAIT = { timeout: 30000 };
 
@@ -100,7 +103,7 @@ function message(text) {
 
 before(async () => {
   server = await startServer();
-  for (const email of [HAMLET, OTHELLO]) {
+  for (const email of [HAMLET, OTHELLO, IAGO]) {
     const r = await fetch(`${server.site}/api/v1/dev_fetch_api_key`, { method: 'POST', body: new URLSearchParams({ username: email }) });
     keys[email] = (await r.json()).api_key;
   }
@@ -270,6 +273,28 @@ test('markup in a message and a file named like HTML show as text', async () => 
   await shot('hostile-markup');
 });
 
+test('spoilers stay closed until opened; emoji show as their characters', async () => {
+  await page.goto(server.site + '/#narrow/' + encodeURIComponent('channel:Denmark topic:rendering'));
+  await page.locator('#compose-topic').waitFor(WAIT);
+  await apiAs(OTHELLO, 'POST', '/messages', { type: 'stream', to: 'Denmark', topic: 'rendering', content: '```spoiler Who did it\nthe butler did it\n```\n:octopus: and :flag_denmark:' });
+  const shown = message('Who did it');
+  await shown.waitFor(WAIT);
+  const header = shown.locator('.spoiler-header');
+  const content = shown.locator('.spoiler-content', { hasText: 'the butler did it' });
+  assert.equal(await header.getAttribute('role'), 'button');
+  assert.equal(await header.getAttribute('aria-expanded'), 'false');
+  assert.equal(await content.isVisible(), false);
+  await header.click();
+  await content.waitFor(WAIT);
+  assert.equal(await header.getAttribute('aria-expanded'), 'true');
+  assert.equal(await content.getAttribute('aria-hidden'), 'false');
+  await header.press('Enter');
+  await content.waitFor({ state: 'hidden', ...WAIT });
+  assert.equal(await content.getAttribute('aria-hidden'), 'true');
+  assert.deepEqual(await shown.locator('.content span.emoji').evaluateAll((spans) => spans.map((e) => [e.textContent, e.getAttribute('aria-label')])),
+    [['\u{1F419}', 'octopus'], ['\u{1F1E9}\u{1F1F0}', 'flag denmark']]);
+});
+
 test('older history loads on scroll', async () => {
   const ids = [];
   for (let i = 0; i < 120; i++) {
@@ -279,11 +304,20 @@ test('older history loads on scroll', async () => {
   await page.goto(server.site + '/#narrow/' + encodeURIComponent('channel:Denmark topic:history'));
   await message('history number 119').waitFor(WAIT);
   assert.equal(await message('history number 0').count(), 0, 'only the newest page at first');
-  // Scrolling up fetches older pages until the first message.
+  // Scrolling up fetches older pages until the first message, the entry
+  // at the top staying where it was on the screen.
   while ((await message('history number 0').count()) === 0) {
     const shown = await page.locator('#messages .msg').count();
-    await page.locator('#messages').evaluate((list) => { list.scrollTop = 0; list.dispatchEvent(new Event('scroll')); });
+    const top = await page.locator('#messages').evaluate((list) => {
+      list.scrollTop = 0;
+      const first = list.querySelector('.msg');
+      const at = { id: first.dataset.id, y: first.getBoundingClientRect().top };
+      list.dispatchEvent(new Event('scroll'));
+      return at;
+    });
     await page.waitForFunction((n) => document.querySelectorAll('#messages .msg').length > n, shown, WAIT);
+    const y = await page.evaluate((id) => document.querySelector(`#messages .msg[data-id="${id}"]`).getBoundingClientRect().top, top.id);
+    assert.ok(Math.abs(y - top.y) <= 1, `the top entry moved from ${top.y} to ${y}`);
   }
   await message('history number 0').waitFor(WAIT);
   assert.equal(await page.locator('#messages .msg', { hasText: 'history number' }).count(), 120);
@@ -394,6 +428,49 @@ test('the people picker starts a direct message', async () => {
   const [sent] = r.messages;
   assert.equal(sent.content.includes('hello through the picker'), true, sent.content);
   assert.deepEqual(sent.display_recipient.map((u) => u.email).sort(), [HAMLET, OTHELLO]);
+});
+
+test('a deactivated person leaves the people picker and the buddy list at once, and a reactivated one comes back', async () => {
+  // Deactivated before the page loads.
+  const { user_id: id } = await apiAs(IAGO, 'POST', '/users', { email: 'rosalind@natter.test', password: 'rosalind-password', full_name: 'Rosalind Ganymede' });
+  await apiAs(IAGO, 'DELETE', `/users/${id}`);
+  await page.goto(server.site + '/#narrow/' + encodeURIComponent('channel:Denmark topic:people'));
+  await page.reload();
+  await page.locator('#people li', { hasText: 'Othello' }).waitFor(WAIT);
+  await page.evaluate(() => { window.__sameDocument = true; });
+  const buddy = page.locator(`#people li[data-user-id="${id}"]`);
+  const offered = page.locator(`#dm-options [role=option][data-user-id="${id}"]`);
+  const nobody = page.locator('#dm-options li', { hasText: 'Nobody matches' });
+  const input = page.locator('#compose-dm');
+  assert.equal(await buddy.count(), 0);
+  await page.locator('#new-dm').click();
+  await input.pressSequentially('rosa');
+  await nobody.waitFor(WAIT);
+
+  // Reactivated: offered in the open picker and listed, without a reload.
+  await apiAs(IAGO, 'POST', `/users/${id}/reactivate`);
+  await offered.waitFor(WAIT);
+  assert.deepEqual(await page.locator('#dm-options [role=option][data-user-id]').allTextContents(), ['Rosalind Ganymede rosalind@natter.test']);
+  await buddy.filter({ hasText: 'Rosalind Ganymede' }).waitFor(WAIT);
+
+  // Deactivated while the picker shows them: gone from both at once.
+  await apiAs(IAGO, 'DELETE', `/users/${id}`);
+  await offered.waitFor({ state: 'detached', ...WAIT });
+  await nobody.waitFor(WAIT);
+  await buddy.waitFor({ state: 'detached', ...WAIT });
+  await input.fill('');
+  await input.pressSequentially('ganymede');
+  await nobody.waitFor(WAIT);
+
+  // And back once more: someone this page saw go.
+  await apiAs(IAGO, 'POST', `/users/${id}/reactivate`);
+  await offered.waitFor(WAIT);
+  await buddy.waitFor(WAIT);
+  await input.press('Enter');
+  await page.locator('#dm-pills .pill', { hasText: 'Rosalind' }).waitFor(WAIT);
+  assert.equal(await page.evaluate(() => window.__sameDocument), true, 'no reload');
+  await input.press('Backspace');
+  await page.locator('#dm-pills .pill').waitFor({ state: 'detached', ...WAIT });
 });
 
 // A second browser context, signed in as `email`, with a fake clock
