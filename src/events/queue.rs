@@ -880,12 +880,23 @@ impl Queues {
         let mut cells: Vec<(String, Arc<QueueCell>)> =
             self.registry.read().by_id.iter().map(|(id, c)| (id.clone(), Arc::clone(c))).collect();
         cells.sort_by(|a, b| a.0.cmp(&b.0));
-        let published = self.published.load(Ordering::Relaxed);
+        // Under the delivery lock: every event of the mutations up to
+        // `published` has reached its queues.
+        let published = {
+            let _delivering = self.delivering();
+            self.published.load(Ordering::Relaxed)
+        };
         for (_, cell) in cells {
             let q = cell.lock();
             if q.dead {
                 continue;
             }
+            // How far the client has everything: its acknowledgement, or,
+            // since events leave a queue only when acknowledged, up to the
+            // first event still queued (to every mutation published when
+            // none is). An idle queue's need follows the log's head.
+            let delivered = q.events.front().map_or(first_id(published + 1), |e| e.id);
+            let acked = q.acked.max(delivered - 1);
             let pending = if all_events {
                 Some((q.render_all().values(), published.max(q.floor_seq)))
             } else if q.restored_through > 0 {
@@ -900,7 +911,7 @@ impl Queues {
                 realm: q.realm,
                 options: &q.options,
                 floor_seq: q.floor_seq,
-                acked: q.acked,
+                acked,
                 pending,
             });
         }
