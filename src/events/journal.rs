@@ -309,16 +309,8 @@ impl Journal {
     ) -> std::io::Result<Journal> {
         let path = dir.join(JOURNAL_FILE);
         let (file, len, known) = Self::rewrite(&*fs, &path, queues, false)?;
-        let journal = Journal {
-            fs,
-            path,
-            file,
-            len,
-            compacted_len: len,
-            known,
-            broken: false,
-            retention,
-        };
+        let journal =
+            Journal { fs, path, file, len, compacted_len: len, known, broken: false, retention };
         journal.publish();
         Ok(journal)
     }
