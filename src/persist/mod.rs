@@ -269,13 +269,8 @@ pub fn open_resuming(
         return Err(PersistError::LogBehindSnapshot { snapshot: from, log: wal.last_seq() });
     }
     // Without events up to `need`: the caller delivers the rest's.
-    let end = match need {
-        Some(need) if need <= wal.last_seq() => {
-            report.events_from = Some(need.max(from + 1));
-            need.max(from + 1) - 1
-        }
-        _ => wal.last_seq(),
-    };
+    report.events_from = need.map(|need| need.max(from + 1)).filter(|&s| s <= wal.last_seq());
+    let end = report.events_from.map_or(wal.last_seq(), |start| start - 1);
     let mut replay = progress::Replay::new(progress, end - from);
     let mut applier = crate::apply::replay::Replay::new(&state);
     if end > from {
@@ -576,6 +571,86 @@ mod tests {
         let (state, _wal, report) = open(dir.path(), Options::default()).unwrap();
         assert_eq!(report.snapshot_seq, Some(20));
         assert_eq!(report.replayed, log.len() as u64 - 20);
+        assert_eq!(snapshot::encode(&state.image()), expected);
+    }
+
+    /// The state after the first `n` records of `log`.
+    fn prefix(log: &[Mutation], n: usize) -> State {
+        let state = State::new();
+        for (i, m) in log.iter().take(n).enumerate() {
+            apply(&state, i as u64 + 1, m);
+        }
+        state
+    }
+
+    /// While a journaled event queue needs the log from a seq at or below
+    /// a new snapshot's, the previous snapshot and the log after it stay
+    /// (and `natter verify` accepts the two); recovery for that queue
+    /// starts from the kept snapshot and stops where its events begin.
+    #[test]
+    fn the_snapshot_a_queue_needs_and_the_log_after_it_are_kept_and_recovery_starts_there() {
+        use crate::events::journal::Retention;
+        use crate::persist::schedule::{write_snapshot, SnapshotPolicy};
+        let live = State::new();
+        let log = history(&live, 30);
+        let last = log.len();
+        assert!(last >= 30);
+        let expected = snapshot::encode(&live.image());
+        let dir = tempfile::tempdir().unwrap();
+        let small = || Options { segment_bytes: 256, ..Options::default() };
+        write_log(dir.path(), &log, small());
+        let retention = Retention::default();
+        let policy = SnapshotPolicy {
+            retention: retention.clone(),
+            ..SnapshotPolicy::every(snapshot_dir(dir.path()), 0)
+        };
+        let seqs = |dir: &Path| -> Vec<u64> {
+            snapshot::list(&snapshot_dir(dir)).unwrap().into_iter().map(|(seq, _)| seq).collect()
+        };
+        let (wal, _) = Wal::open(wal_dir(dir.path()), small()).unwrap();
+        write_snapshot(&wal, &policy, &prefix(&log, 10).image(), &mut || {}).unwrap();
+        assert_eq!(seqs(dir.path()), [10]);
+        assert!(wal.first_seq() > 1, "no queue needs it: trimmed");
+        // A queue needs the events from seq 15: snapshot 10 and the log
+        // after it stay.
+        retention.set(Some(15));
+        write_snapshot(&wal, &policy, &prefix(&log, 20).image(), &mut || {}).unwrap();
+        assert_eq!(seqs(dir.path()), [20, 10]);
+        assert!(wal.first_seq() <= 11 && wal.first_seq() > 1);
+        wal.close().unwrap();
+        let verified = verify::verify(dir.path()).unwrap();
+        assert_eq!((verified.snapshots.len(), verified.seq), (2, last as u64));
+
+        let opened = open_resuming(dir.path(), small(), &mut std::io::sink(), Some(15));
+        let (state, wal, report) = opened.unwrap();
+        assert_eq!((report.snapshot_seq, report.base_seq), (Some(10), 10));
+        assert_eq!((report.events_from, state.applied_seq(), report.replayed), (Some(15), 14, 4));
+        replay_log(&wal, 15, |seq, m| drop(apply(&state, seq, &m))).unwrap();
+        assert_eq!(snapshot::encode(&state.image()), expected);
+        drop((state, wal, report));
+        // Needed from after the newest snapshot: the newest serves.
+        let opened = open_resuming(dir.path(), small(), &mut std::io::sink(), Some(25));
+        let (state, wal, report) = opened.unwrap();
+        assert_eq!(
+            (report.snapshot_seq, report.events_from, state.applied_seq()),
+            (Some(20), Some(25), 24)
+        );
+        drop(state);
+        // At most two: the next snapshot keeps 20, not 10.
+        retention.set(Some(25));
+        write_snapshot(&wal, &policy, &prefix(&log, 30).image(), &mut || {}).unwrap();
+        assert_eq!(seqs(dir.path()), [30, 20]);
+        assert!(wal.first_seq() <= 21 && wal.first_seq() > 11);
+        // Nothing needed: the newest alone, the log trimmed.
+        retention.set(None);
+        write_snapshot(&wal, &policy, &live.image(), &mut || {}).unwrap();
+        assert_eq!(seqs(dir.path()), [last as u64]);
+        drop((wal, report));
+        // A queue needing what no snapshot kept: recovery starts from the
+        // newest, and the caller drops the queue (its need ≤ base_seq).
+        let opened = open_resuming(dir.path(), small(), &mut std::io::sink(), Some(15));
+        let (state, _wal, report) = opened.unwrap();
+        assert_eq!((report.base_seq, report.events_from), (last as u64, None));
         assert_eq!(snapshot::encode(&state.image()), expected);
     }
 

@@ -73,7 +73,7 @@ impl Schedule {
     pub fn new(policy: SnapshotPolicy, applied_seq: u64) -> Self {
         let size = snapshot::list(&policy.dir)
             .ok()
-            .and_then(|all| all.last().and_then(|(_, path)| std::fs::metadata(path).ok()));
+            .and_then(|all| all.first().and_then(|(_, path)| std::fs::metadata(path).ok()));
         let written_at = size
             .as_ref()
             .and_then(|m| m.modified().ok())
