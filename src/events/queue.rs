@@ -245,7 +245,7 @@ pub struct Polled {
 }
 
 impl Polled {
-    /// The events as values (tests, the clean-shutdown file).
+    /// The events as values (tests, the journal at clean shutdown).
     pub fn values(&self) -> Vec<Value> {
         serde_json::from_str(&self.json).expect("queued events are JSON")
     }
