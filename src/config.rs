@@ -77,9 +77,9 @@ pub struct Cli {
 
     /// A read that tests at most this many candidate messages one by one
     /// (the shortest index list of its narrow: an absent search word has
-    /// none) is light and answered on the HTTP worker; past it, the read
-    /// goes to the reader pool. 0: every read an index does not answer
-    /// exactly goes to the pool.
+    /// none) is light: it runs in the reader threads' light lane, never
+    /// refused; past it, the read is heavy and goes to the bounded heavy
+    /// lane. 0: every read an index does not answer exactly is heavy.
     #[arg(long, default_value_t = 1_000)]
     pub light_read_candidates: usize,
 

@@ -66,6 +66,7 @@ pub mod mutation;
 pub mod narrow;
 pub mod outgoing;
 pub mod persist;
+pub mod priority;
 pub mod realm_create;
 pub mod scheduler;
 pub mod seed;

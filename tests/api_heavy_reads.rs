@@ -95,22 +95,22 @@ fn a_held_search_does_not_delay_a_send_on_a_one_worker_server() {
 }
 
 #[test]
-fn a_search_with_few_candidates_is_answered_on_the_worker() {
+fn a_search_with_few_candidates_is_light() {
     let gate = tempfile::tempdir().unwrap();
     let server =
         gated_server_with(gate.path(), &["--workers", "1", "--light-read-candidates", "3"]);
     let hamlet = server.client(HAMLET);
     // A fresh server's word lists cover every message from the first
     // (only a restart builds them, in the background).
-    // An absent word has no candidates: answered at once, though the
-    // gate holds every read that reaches the pool.
+    // An absent word has no candidates: a light read, answered at once,
+    // though the gate holds every read of the heavy lane.
     let absent = search(&server, HAMLET, "zyzzyva").join().unwrap().ok();
     assert!(ids(&absent).is_empty());
     let sent: Vec<u64> = (0..3).map(|i| post(&hamlet, &format!("zyzzyva number {i}"))).collect();
     let rare = search(&server, HAMLET, "zyzzyva").join().unwrap().ok();
     assert_eq!(ids(&rare), sent);
-    assert!(!gate.path().join("started-0").exists(), "a light search reached the pool");
-    // A fourth makes the word's list longer than the bound: the pool.
+    assert!(!gate.path().join("started-0").exists(), "a light search reached the heavy lane");
+    // A fourth makes the word's list longer than the bound: heavy.
     let fourth = post(&hamlet, "zyzzyva again");
     let reader = search(&server, HAMLET, "zyzzyva");
     wait_started(gate.path(), 1);

@@ -18,6 +18,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("config", 0),
     ("logging", 0),
     ("markdown", 0),
+    ("priority", 0),
     ("state", 1),
     ("error", 2),
     ("mutation", 2),

@@ -1,21 +1,31 @@
-//! Heavy reads off the HTTP workers: a fixed pool of reader OS threads.
+//! Reads off the HTTP workers: pools of reader OS threads at low priority.
 //!
 //! A narrow that no index answers exactly (a `search`, a sparse filter
-//! over a user's whole history) may look at millions of messages. Run on
-//! an HTTP worker, that scan would hold every connection sharing the
-//! worker's thread for its whole length. Instead the handler hands the
-//! read to `Readers::run`: the job goes to one of `READER_THREADS` plain
-//! OS threads while the calling coroutine parks on a may channel, so the
-//! worker keeps serving its other connections; the reader threads and the
-//! workers then share the CPUs through the OS scheduler.
+//! over a user's whole history) may look at millions of messages, and even
+//! an indexed window of 100 messages is a few hundred microseconds of JSON.
+//! Run on an HTTP worker, that work would hold every connection sharing
+//! the worker's thread, sends included, and share the cores with them as
+//! an equal. Instead the handler hands the read to `Readers`: the job goes
+//! to a reader thread while the calling coroutine parks on a may channel,
+//! so the worker keeps serving its other connections. Reader threads run
+//! at nice 19 (`crate::priority::Priority::Background`): when the workers
+//! want the cores they get them, and reads take what is left (about 1.5%
+//! of a busy core each, all of an idle one). A server that is not
+//! saturated answers reads as fast as before; a saturated one keeps its
+//! writes' latency and slows its reads.
 //!
-//! Admission is bounded, never an unbounded queue: at most
-//! `MAX_PER_USER` heavy reads of one user and `max_total` in all are in
-//! the pool (running or waiting for a thread) at once; past either bound
-//! the caller gets Zulip's rate-limit error (429 `RATE_LIMIT_HIT`, with
-//! `retry-after`).
+//! Two lanes of `READER_THREADS` threads each:
+//! - **heavy** (`Readers::run`): reads no index answers within
+//!   `--light-read-candidates`. Admission is bounded, never an unbounded
+//!   queue: at most `MAX_PER_USER` heavy reads of one user and
+//!   `max_total` in all are in the lane (running or waiting for a
+//!   thread) at once; past either bound the caller gets Zulip's
+//!   rate-limit error (429 `RATE_LIMIT_HIT`, with `retry-after`).
+//! - **light** (`Readers::run_light`): every other read. Each is short, and
+//!   each connection has at most one in flight, so this lane needs no
+//!   bound; having its own threads, it never waits behind a heavy read.
 //!
-//! `NATTER_READ_GATE` (tests only): a directory. A reader thread then
+//! `NATTER_READ_GATE` (tests only): a directory. A heavy-lane thread then
 //! announces each job by creating `started-<n>` there and holds it until
 //! a file named `release` appears, so a test can prove that other requests
 //! complete while a heavy read is still in progress.
@@ -30,8 +40,8 @@ use std::time::Duration;
 use crate::error::ApiError;
 use crate::state::UserId;
 
-/// Reader OS threads (the machines natter targets have few cores; more
-/// threads would only take CPU from the HTTP workers).
+/// Reader OS threads per lane (the machines natter targets have few
+/// cores; more threads would only take CPU from the HTTP workers).
 pub const READER_THREADS: usize = 2;
 /// Most heavy reads of one user in the pool at once.
 pub const MAX_PER_USER: usize = 2;
@@ -42,10 +52,80 @@ const RETRY_AFTER_SECS: f64 = 1.0;
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
-/// The pool and its admission counts.
+/// The two lanes and the heavy lane's admission counts.
 pub struct Readers {
-    jobs: Mutex<mpsc::Sender<Job>>,
+    heavy: Lane,
+    light: Lane,
     admitted: Arc<Admitted>,
+}
+
+/// One lane: the queue its threads take jobs from.
+struct Lane {
+    jobs: Mutex<mpsc::Sender<Job>>,
+}
+
+impl Lane {
+    /// Starts `READER_THREADS` threads named `natter-<name>-<i>`; with a
+    /// `gate`, each holds every job there first (tests).
+    fn start(name: &str, gate: Option<Arc<PathBuf>>) -> Lane {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        let started = Arc::new(AtomicU64::new(0));
+        for i in 0..READER_THREADS {
+            let rx = Arc::clone(&rx);
+            let gate = gate.clone();
+            let started = Arc::clone(&started);
+            std::thread::Builder::new()
+                .name(format!("natter-{name}-{i}"))
+                .spawn(move || {
+                    if !crate::priority::Priority::Background.apply() {
+                        tracing::warn!("could not lower a reader thread's priority");
+                    }
+                    loop {
+                        // Plain OS threads: a std lock and a blocking
+                        // receive are what they are for.
+                        let job = match rx.lock() {
+                            Ok(rx) => rx.recv(),
+                            Err(_) => return,
+                        };
+                        let Ok(job) = job else { return };
+                        if let Some(dir) = &gate {
+                            hold_at_gate(dir, started.fetch_add(1, Ordering::SeqCst));
+                        }
+                        job();
+                    }
+                })
+                .expect("spawn a reader thread");
+        }
+        Lane { jobs: Mutex::new(tx) }
+    }
+
+    /// Runs `read` on one of the lane's threads and returns its result
+    /// (`None` if it panicked); a coroutine caller parks (a may channel)
+    /// until it is done. `ticket` is dropped before the caller wakes.
+    fn run<T: Send + 'static>(
+        &self,
+        ticket: Option<Ticket>,
+        read: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let (tx, rx) = may::sync::mpsc::channel();
+        let job: Job = Box::new(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read));
+            drop(ticket);
+            let _ = tx.send(result.ok());
+        });
+        let sent = match self.jobs.lock() {
+            Ok(jobs) => jobs.send(job).is_ok(),
+            Err(_) => false,
+        };
+        if !sent {
+            return Err(ApiError::internal());
+        }
+        match rx.recv() {
+            Ok(Some(value)) => Ok(value),
+            _ => Err(ApiError::internal()),
+        }
+    }
 }
 
 /// Heavy reads in the pool, in total and per user.
@@ -89,33 +169,10 @@ impl Readers {
     /// Starts the reader threads; at most `max_total` heavy reads are
     /// admitted at once.
     pub fn start(max_total: usize) -> Readers {
-        let (tx, rx) = mpsc::channel::<Job>();
-        let rx = Arc::new(Mutex::new(rx));
         let gate = std::env::var_os("NATTER_READ_GATE").map(PathBuf::from).map(Arc::new);
-        let started = Arc::new(AtomicU64::new(0));
-        for i in 0..READER_THREADS {
-            let rx = Arc::clone(&rx);
-            let gate = gate.clone();
-            let started = Arc::clone(&started);
-            std::thread::Builder::new()
-                .name(format!("natter-reader-{i}"))
-                .spawn(move || loop {
-                    // Plain OS threads: a std lock and a blocking receive
-                    // are what they are for.
-                    let job = match rx.lock() {
-                        Ok(rx) => rx.recv(),
-                        Err(_) => return,
-                    };
-                    let Ok(job) = job else { return };
-                    if let Some(dir) = &gate {
-                        hold_at_gate(dir, started.fetch_add(1, Ordering::SeqCst));
-                    }
-                    job();
-                })
-                .expect("spawn a reader thread");
-        }
         Readers {
-            jobs: Mutex::new(tx),
+            heavy: Lane::start("reader", gate),
+            light: Lane::start("light-reader", None),
             admitted: Arc::new(Admitted {
                 max_total: max_total.max(1),
                 total: AtomicUsize::new(0),
@@ -149,36 +206,28 @@ impl Readers {
         Ok(ticket)
     }
 
-    /// Runs `read` on a reader thread for `user` and returns its result;
-    /// a coroutine caller parks (a may channel) until it is done. Refused
-    /// with the rate-limit error past the bounds.
+    /// Runs the heavy read `read` on a heavy-lane thread for `user` and
+    /// returns its result; a coroutine caller parks until it is done.
+    /// Refused with the rate-limit error past the bounds.
     pub fn run<T: Send + 'static>(
         &self,
         user: Option<UserId>,
         read: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, ApiError> {
         let ticket = self.admit(user)?;
-        let (tx, rx) = may::sync::mpsc::channel();
-        let job: Job = Box::new(move || {
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read));
-            // The place is given back before the caller wakes.
-            drop(ticket);
-            let _ = tx.send(result.ok());
-        });
-        let sent = match self.jobs.lock() {
-            Ok(jobs) => jobs.send(job).is_ok(),
-            Err(_) => false,
-        };
-        if !sent {
-            return Err(ApiError::internal());
-        }
-        match rx.recv() {
-            Ok(Some(value)) => Ok(value),
-            _ => Err(ApiError::internal()),
-        }
+        self.heavy.run(Some(ticket), read)
     }
 
-    /// Heavy reads in the pool now (running or waiting for a thread).
+    /// Runs the light read `read` on a light-lane thread and returns its
+    /// result; a coroutine caller parks until it is done. Never refused.
+    pub fn run_light<T: Send + 'static>(
+        &self,
+        read: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        self.light.run(None, read)
+    }
+
+    /// Heavy reads in their lane now (running or waiting for a thread).
     pub fn in_flight(&self) -> usize {
         self.admitted.total.load(Ordering::Acquire)
     }
@@ -202,6 +251,17 @@ mod tests {
         let readers = Readers::start(4);
         assert_eq!(readers.run(Some(UserId(1)), || 6 * 7).unwrap(), 42);
         assert_eq!(readers.in_flight(), 0);
+        assert_eq!(readers.run_light(|| "light").unwrap(), "light");
+        #[cfg(target_os = "linux")]
+        {
+            let nice = |r: &Readers, heavy: bool| match heavy {
+                true => r.run(None, crate::priority::nice_and_policy).unwrap(),
+                false => r.run_light(crate::priority::nice_and_policy).unwrap(),
+            };
+            assert_eq!(nice(&readers, true), (19, 0), "heavy reads at nice 19");
+            assert_eq!(nice(&readers, false), (19, 0), "light reads at nice 19");
+        }
+        assert_eq!(readers.run_light(|| -> u8 { panic!("boom") }).unwrap_err().status, 500);
         // A read that panics is an internal error, and gives its place back.
         let e = readers.run(None, || -> u8 { panic!("boom") }).unwrap_err();
         assert_eq!(e.status, 500);

@@ -85,23 +85,23 @@ pub fn get_messages(app: &App, call: &mut Call) -> ApiResult<Reply> {
             (me, narrow)
         }
     };
-    let reply = if is_heavy(&app.state, &viewer, &narrow, app.config.light_read_candidates) {
-        // No index answers the narrow exactly: the read may look at many
-        // messages, so it runs on a reader thread while this coroutine
-        // parks (`api::readers`), and the parameters travel with it.
-        let state = Arc::clone(&app.state);
-        let realm = Arc::clone(&call.realm);
-        let user = (!crate::state::access::is_spectator(&viewer)).then_some(viewer.id);
-        let mut params = std::mem::take(&mut call.params);
-        let (reply, params) = app.readers.run(user, move || {
-            let reply = fetch(&state, &realm, &viewer, &narrow, &mut params);
-            (reply, params)
-        })?;
-        call.params = params;
-        reply?
-    } else {
-        fetch(&app.state, &call.realm, &viewer, &narrow, &mut call.params)?
+    // The read runs on a reader thread at low priority while this
+    // coroutine parks (`api::readers`), and the parameters travel with it:
+    // in the heavy lane if no index answers the narrow exactly within
+    // `--light-read-candidates`, else in the light one.
+    let heavy = is_heavy(&app.state, &viewer, &narrow, app.config.light_read_candidates);
+    let state = Arc::clone(&app.state);
+    let realm = Arc::clone(&call.realm);
+    let user = (!crate::state::access::is_spectator(&viewer)).then_some(viewer.id);
+    let mut params = std::mem::take(&mut call.params);
+    let read = move || {
+        let reply = fetch(&state, &realm, &viewer, &narrow, &mut params);
+        (reply, params)
     };
+    let (reply, params) =
+        if heavy { app.readers.run(user, read)? } else { app.readers.run_light(read)? };
+    call.params = params;
+    let reply = reply?;
     call.sorted_reply = Some(reply);
     Ok(Reply::new())
 }

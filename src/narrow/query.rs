@@ -277,6 +277,9 @@ fn term_lists(
         Filter::Has(has) if ready => {
             vec![List::Set(lookup.with_feature(viewer.realm, has.feature()))]
         }
+        // A search with no word left (only stop words or punctuation)
+        // matches nothing: its list is empty.
+        Filter::Search(terms) if ready && terms.is_empty() => vec![List::Set(IdSet::new())],
         Filter::Search(terms) if ready => terms
             .iter()
             .flatten()

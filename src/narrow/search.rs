@@ -10,8 +10,8 @@
 use crate::state::words::{self, has_phrase};
 
 /// Splits a search operand into its terms: each word, and each `"quoted
-/// phrase"` as the stems of its words in order. Terms without a word
-/// (punctuation only) are dropped: they constrain nothing.
+/// phrase"` as the stems of its words in order. Stop words are dropped
+/// (`state::words`), and so are terms left without a word.
 pub(crate) fn search_terms(text: &str) -> Vec<Vec<String>> {
     let mut terms = Vec::new();
     for (i, chunk) in text.split('"').enumerate() {
@@ -27,10 +27,12 @@ pub(crate) fn search_terms(text: &str) -> Vec<Vec<String>> {
     terms
 }
 
-/// Whether every term occurs in the content's or the topic's stems.
+/// Whether every term occurs in the content's or the topic's stems. No
+/// term at all (a search of stop words or punctuation only) matches
+/// nothing, as an empty PostgreSQL text query does.
 pub fn text_matches(content: &str, topic: &str, terms: &[Vec<String>]) -> bool {
     if terms.is_empty() {
-        return true;
+        return false;
     }
     let content = words::stems(content);
     let mut topic_stems: Option<Vec<String>> = None;
@@ -78,7 +80,7 @@ pub fn highlight(html: &str, stems: &[&str]) -> String {
 
 fn highlight_text(text: &str, stems: &[&str], out: &mut String) {
     let mut at = 0;
-    for (start, word) in words::words(text) {
+    for (start, word) in words::search_words(text) {
         if stems.contains(&words::stem(word).as_str()) {
             out.push_str(&text[at..start]);
             out.push_str("<span class=\"highlight\">");
@@ -111,10 +113,14 @@ mod tests {
         assert!(text_matches("soup at noon", "Lunch", &terms("lunches soup")));
         assert!(!text_matches("soup at noon", "Lunch", &terms("oup")));
         assert!(text_matches("soup at noon", "", &terms("\"soups at\"")));
-        assert!(!text_matches("soup at noon", "", &terms("\"at soup\"")));
+        assert!(!text_matches("soup at noon", "", &terms("\"noon soup\"")));
         assert!(!text_matches("number 14", "", &terms("4")));
         assert!(text_matches("Ünïcode WÖRDS", "", &terms("wörds")));
-        assert!(text_matches("anything", "", &terms("++")));
+        // Stop words are not searched; with no word left, nothing matches.
+        assert!(!text_matches("anything", "", &terms("++")));
+        assert!(!text_matches("the cat", "", &terms("the")));
+        assert!(text_matches("the cat", "", &terms("THE Cats")));
+        assert!(text_matches("soup at noon", "", &terms("\"soups for noon\"")));
     }
 
     #[test]
@@ -133,8 +139,10 @@ mod tests {
             highlight("<p>number 4, not 14 or 40</p>", &["4"]),
             "<p>number <span class=\"highlight\">4</span>, not 14 or 40</p>"
         );
-        assert_eq!(highlight("a & b", &["b"]), "a & <span class=\"highlight\">b</span>");
-        assert_eq!(highlight("ünï & b", &["b"]), "ünï & <span class=\"highlight\">b</span>");
+        assert_eq!(highlight("a & bee", &["bee"]), "a & <span class=\"highlight\">bee</span>");
+        assert_eq!(highlight("ünï & bee", &["bee"]), "ünï & <span class=\"highlight\">bee</span>");
+        // A stop word is never marked, even if asked for.
+        assert_eq!(highlight("the b", &["the", "b"]), "the b");
         assert_eq!(highlight("& ü", &["ü"]), "& <span class=\"highlight\">ü</span>");
     }
 }

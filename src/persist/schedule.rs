@@ -119,12 +119,12 @@ impl Schedule {
     /// the copy-on-write shards and chunks, so writers meanwhile copy only
     /// what they touch. Runs on the snapshot thread, at low priority.
     pub fn write(&self, wal: &Wal, cut: Cut) {
-        SnapshotPriority::Idle.apply();
+        lower_priority(crate::priority::Priority::Idle);
         let started = std::time::Instant::now();
         let mut raised = false;
         let mut progress = || {
             if !raised && started.elapsed() >= IDLE_FOR {
-                SnapshotPriority::Background.apply();
+                lower_priority(crate::priority::Priority::Background);
                 raised = true;
             }
         };
@@ -216,7 +216,7 @@ impl SnapshotPolicy {
 }
 
 /// How long a snapshot runs in the idle scheduling class before it is
-/// raised to nice 19 (`SnapshotPriority`).
+/// raised to nice 19 (`crate::priority`).
 const IDLE_FOR: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The snapshot thread's scheduling, on Linux (elsewhere nothing).
@@ -234,34 +234,9 @@ const IDLE_FOR: std::time::Duration = std::time::Duration::from_secs(10);
 /// competing thread; the next snapshot starts idle again. It holds no
 /// lock a request needs while it encodes (it never takes the writer lock;
 /// the cut is taken by a committer).
-#[derive(Clone, Copy)]
-enum SnapshotPriority {
-    Idle,
-    Background,
-}
-
-impl SnapshotPriority {
-    /// Puts the calling thread in this class.
-    fn apply(self) {
-        #[cfg(target_os = "linux")]
-        {
-            use thread_priority::{
-                set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy,
-                ThreadPriority, ThreadSchedulePolicy,
-            };
-            let policy = match self {
-                SnapshotPriority::Idle => NormalThreadSchedulePolicy::Idle,
-                SnapshotPriority::Background => NormalThreadSchedulePolicy::Other,
-            };
-            let policy = ThreadSchedulePolicy::Normal(policy);
-            if set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, policy)
-                .is_err()
-            {
-                tracing::warn!("could not lower the snapshot thread's priority");
-            }
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = self;
+fn lower_priority(priority: crate::priority::Priority) {
+    if !priority.apply() {
+        tracing::warn!("could not lower the snapshot thread's priority");
     }
 }
 

@@ -93,9 +93,9 @@ pub fn word_key(realm: RealmId, stem: &str) -> u64 {
 /// lists are).
 pub fn message_stems(message: &Message) -> FxHashSet<String> {
     let mut stems: FxHashSet<String> =
-        words::words(message.content()).map(|(_, w)| words::stem(w)).collect();
+        words::search_words(message.content()).map(|(_, w)| words::stem(w)).collect();
     if let Destination::Channel { topic, .. } = &message.destination {
-        stems.extend(words::words(topic).map(|(_, w)| words::stem(w)));
+        stems.extend(words::search_words(topic).map(|(_, w)| words::stem(w)));
     }
     stems
 }

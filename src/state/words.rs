@@ -8,8 +8,12 @@
 //! the Snowball English (Porter2) stemmer — the stemmer of PostgreSQL's
 //! `english` text search configuration, which Zulip's search uses — so
 //! "run", "runs" and "running" are one stem, and "Running" finds "run".
-//! Unlike PostgreSQL, no stop words are dropped: searching for "the"
-//! finds messages containing "the".
+//! Stop words are dropped on both sides, as Zulip's search configuration
+//! drops them: its list is PostgreSQL's English one plus every single
+//! letter. They are neither indexed (about a third of the words of English
+//! chat, and the longest lists) nor searched; a search made only of them
+//! has no word left and, as in PostgreSQL ("an empty query matches
+//! nothing"), finds nothing.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -17,6 +21,163 @@ use std::cell::RefCell;
 use rustc_hash::FxHashMap;
 
 use rust_stemmers::{Algorithm, Stemmer};
+
+/// Zulip's English stop words, sorted (its PostgreSQL search
+/// configuration's list: PostgreSQL's English stop words and the letters).
+const STOP_WORDS: [&str; 149] = [
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "b",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "c",
+    "can",
+    "d",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "don",
+    "down",
+    "during",
+    "e",
+    "each",
+    "f",
+    "few",
+    "for",
+    "from",
+    "further",
+    "g",
+    "h",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "j",
+    "just",
+    "k",
+    "l",
+    "m",
+    "me",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "n",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "o",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "p",
+    "q",
+    "r",
+    "s",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "t",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "u",
+    "under",
+    "until",
+    "up",
+    "v",
+    "very",
+    "w",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "x",
+    "y",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+    "z",
+];
+
+/// Longest stop word, in bytes.
+const LONGEST_STOP_WORD: usize = 10;
 
 /// Longest word indexed or searched, in bytes: longer runs (hashes,
 /// base64 blobs) are not words anyone types, and are skipped on both sides.
@@ -51,6 +212,24 @@ pub fn words(text: &str) -> impl Iterator<Item = (usize, &str)> + '_ {
     })
 }
 
+/// Whether `word` (any case) is a stop word: never indexed nor searched.
+pub fn is_stop_word(word: &str) -> bool {
+    if word.len() > LONGEST_STOP_WORD || !word.is_ascii() {
+        return false;
+    }
+    let mut buf = [0u8; LONGEST_STOP_WORD];
+    let lower = &mut buf[..word.len()];
+    lower.copy_from_slice(word.as_bytes());
+    lower.make_ascii_lowercase();
+    STOP_WORDS.binary_search_by(|stop| stop.as_bytes().cmp(lower)).is_ok()
+}
+
+/// The words of `text` that are indexed and searched: [`words`] without
+/// the stop words.
+pub fn search_words(text: &str) -> impl Iterator<Item = (usize, &str)> + '_ {
+    words(text).filter(|(_, word)| !is_stop_word(word))
+}
+
 /// The stem of one word (any case).
 pub fn stem(word: &str) -> String {
     if word.len() > STEM_MEMO_WORD_BYTES {
@@ -79,9 +258,9 @@ fn stem_uncached(word: &str) -> String {
     ENGLISH.with(|s| s.stem(&lower).into_owned())
 }
 
-/// The stems of `text`'s words, in order.
+/// The stems of `text`'s searched words, in order.
 pub fn stems(text: &str) -> Vec<String> {
-    words(text).map(|(_, w)| stem(w)).collect()
+    search_words(text).map(|(_, w)| stem(w)).collect()
 }
 
 /// Whether `phrase` (stems, in order) occurs in `stems` as consecutive
@@ -127,12 +306,27 @@ mod tests {
     }
 
     #[test]
+    fn stop_words_are_zulip_s_in_any_case() {
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]), "sorted, no twins");
+        assert_eq!(STOP_WORDS.iter().map(|w| w.len()).max(), Some(LONGEST_STOP_WORD));
+        for word in ["the", "The", "THEMSELVES", "b", "z", "don", "Should"] {
+            assert!(is_stop_word(word), "{word}");
+        }
+        for word in ["theme", "4", "ünï", "runs", "themselvesx", "", "can't"] {
+            assert!(!is_stop_word(word), "{word}");
+        }
+        let found: Vec<_> = search_words("The cat and I sat ON a mat").collect();
+        assert_eq!(found, [(4, "cat"), (14, "sat"), (23, "mat")]);
+        assert_eq!(stems("the a of"), Vec::<String>::new());
+    }
+
+    #[test]
     fn english_stems_join_inflections() {
         for (a, b) in [("run", "running"), ("Run", "runs"), ("connection", "connected")] {
             assert_eq!(stem(a), stem(b), "{a} / {b}");
         }
         assert_ne!(stem("soup"), stem("soap"));
-        let text = stems("We were Running late");
+        let text = stems("Kids Running late");
         assert!(has_phrase(&text, &stems("run late")));
         assert!(!has_phrase(&text, &stems("late run")));
         assert!(has_phrase(&text, &[]));
