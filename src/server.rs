@@ -90,6 +90,21 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
             torn.offset
         );
     }
+    let state = Arc::new(state);
+    let hub = Arc::new(Hub::new());
+    let realtime = Arc::new(Realtime::new(Arc::clone(&state), config.queues.clone()));
+    realtime.queues.set_published(state.applied_seq());
+    let retention = resume_queues(&config, &fs, &wal, &report, journaled, &hub, &realtime)?;
+    let recovery = recovering.elapsed();
+    durable.advance(wal.durable_seq().max(state.applied_seq()));
+    tracing::info!(
+        "recovered state at seq {} (snapshot {}, {} log records replayed)",
+        state.applied_seq(),
+        report.snapshot_seq.map_or("none".to_owned(), |s| s.to_string()),
+        report.replayed + report.events_from.map_or(0, |from| state.applied_seq() + 1 - from)
+    );
+    spawn_queue_ticker(&realtime);
+    // Only now is every logged record applied (the queues' replay included).
     let store = crate::files::LocalStore::open_on(&config.data_dir, Arc::clone(&fs))
         .map_err(|e| format!("cannot open the file store in {}: {e}", config.data_dir.display()))?;
     let reconciled = crate::files::reconcile(&store, &state)
@@ -106,7 +121,6 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
             config.data_dir.join("uploads").display()
         );
     }
-    let state = Arc::new(state);
     if !state.lookup.ready() {
         // The sender, feature and word lists are derived: built from the
         // messages while requests are served (reads scan until then).
@@ -124,19 +138,6 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
             })
             .map_err(|e| format!("cannot start the lookup build: {e}"))?;
     }
-    let hub = Arc::new(Hub::new());
-    let realtime = Arc::new(Realtime::new(Arc::clone(&state), config.queues.clone()));
-    realtime.queues.set_published(state.applied_seq());
-    let retention = resume_queues(&config, &fs, &wal, &report, journaled, &hub, &realtime)?;
-    let recovery = recovering.elapsed();
-    durable.advance(wal.durable_seq().max(state.applied_seq()));
-    tracing::info!(
-        "recovered state at seq {} (snapshot {}, {} log records replayed)",
-        state.applied_seq(),
-        report.snapshot_seq.map_or("none".to_owned(), |s| s.to_string()),
-        report.replayed + report.events_from.map_or(0, |from| state.applied_seq() + 1 - from)
-    );
-    spawn_queue_ticker(&realtime);
     let policy = SnapshotPolicy {
         dir: persist::snapshot_dir(&config.data_dir),
         every: config.snapshots.every,

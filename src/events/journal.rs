@@ -44,7 +44,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::queue::{QueueOptions, Queues, SLOT};
+pub use super::queue::{need_seq, QueueRecord, View};
+use super::queue::{QueueOptions, Queues};
 use crate::state::{RealmId, UserId};
 
 /// The journal's name inside the data dir.
@@ -103,44 +104,6 @@ pub enum Entry {
         /// The queue's id.
         id: String,
     },
-}
-
-/// A queue as the journal describes it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct QueueRecord {
-    /// The queue's id.
-    pub id: String,
-    /// Its owner.
-    pub user: UserId,
-    /// The owner's realm.
-    pub realm: RealmId,
-    /// Register options (narrow unparsed).
-    pub options: QueueOptions,
-    /// The register floor.
-    pub floor_seq: u64,
-    /// The highest id acknowledged (-1: none).
-    pub acked: i64,
-    /// Events kept in the journal, and the seq they cover through (0 and
-    /// empty when none).
-    pub pending: Vec<Value>,
-    /// See `Entry::Pending::through_seq`.
-    pub pending_through: u64,
-}
-
-impl QueueRecord {
-    /// The first seq whose events this queue may still lack: after its
-    /// floor, after the events kept with it, and no earlier than the
-    /// mutation of the id acknowledged (a later event of the same mutation
-    /// may be unacknowledged).
-    pub fn need_seq(&self) -> u64 {
-        need_seq(self.floor_seq, self.acked, self.pending_through)
-    }
-}
-
-/// `QueueRecord::need_seq` from its parts.
-pub fn need_seq(floor_seq: u64, acked: i64, pending_through: u64) -> u64 {
-    let acked_seq = u64::try_from(acked.div_euclid(SLOT as i64)).unwrap_or(0);
-    (floor_seq.max(pending_through) + 1).max(acked_seq)
 }
 
 /// The lowest seq of the mutation log that some journaled queue still
@@ -276,25 +239,6 @@ fn frame(entry: &Entry, out: &mut Vec<u8>) {
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     out.extend_from_slice(&payload);
-}
-
-/// One live queue as the journal sees it (`Queues::journal_view`).
-pub struct View<'a> {
-    /// The queue's id.
-    pub id: &'a str,
-    /// Its owner.
-    pub user: UserId,
-    /// The owner's realm.
-    pub realm: RealmId,
-    /// Register options.
-    pub options: &'a QueueOptions,
-    /// Register floor.
-    pub floor_seq: u64,
-    /// Highest id acknowledged.
-    pub acked: i64,
-    /// Events from before the floor that the log may not derive (a queue
-    /// restored at a clean restart), and the seq they cover through.
-    pub pending: Option<(Vec<Value>, u64)>,
 }
 
 impl Journal {

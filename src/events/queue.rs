@@ -876,7 +876,7 @@ impl Queues {
     /// with every unacknowledged event if `all_events` (a clean shutdown,
     /// after the last commit), else with the events a restored queue still
     /// holds from the journal (`Queue::restored_through`). In id order.
-    pub fn journal_view(&self, all_events: bool, mut each: impl FnMut(super::journal::View<'_>)) {
+    pub fn journal_view(&self, all_events: bool, mut each: impl FnMut(View<'_>)) {
         let mut cells: Vec<(String, Arc<QueueCell>)> =
             self.registry.read().by_id.iter().map(|(id, c)| (id.clone(), Arc::clone(c))).collect();
         cells.sort_by(|a, b| a.0.cmp(&b.0));
@@ -905,7 +905,7 @@ impl Queues {
             } else {
                 None
             };
-            each(super::journal::View {
+            each(View {
                 id: &q.id,
                 user: q.user,
                 realm: q.realm,
@@ -924,7 +924,7 @@ impl Queues {
     /// parses (its channel or user is gone) drops the queue: false.
     pub fn restore(
         &self,
-        record: super::journal::QueueRecord,
+        record: QueueRecord,
         reparse: &dyn Fn(UserId, &Value) -> Option<crate::narrow::Narrow>,
     ) -> bool {
         let Some(filter) = reparse(record.user, &record.options.narrow) else { return false };
@@ -975,6 +975,63 @@ impl Queues {
             q.ack(acked);
         }
     }
+}
+
+/// A queue as the journal (`journal`) describes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueRecord {
+    /// The queue's id.
+    pub id: String,
+    /// Its owner.
+    pub user: UserId,
+    /// The owner's realm.
+    pub realm: RealmId,
+    /// Register options (narrow unparsed).
+    pub options: QueueOptions,
+    /// The register floor.
+    pub floor_seq: u64,
+    /// The highest id acknowledged (-1: none).
+    pub acked: i64,
+    /// Events kept in the journal, and the seq they cover through (0 and
+    /// empty when none).
+    pub pending: Vec<Value>,
+    /// See `journal::Entry::Pending`'s `through_seq`.
+    pub pending_through: u64,
+}
+
+impl QueueRecord {
+    /// The first seq whose events this queue may still lack: after its
+    /// floor, after the events kept with it, and no earlier than the
+    /// mutation of the id acknowledged (a later event of the same mutation
+    /// may be unacknowledged).
+    pub fn need_seq(&self) -> u64 {
+        need_seq(self.floor_seq, self.acked, self.pending_through)
+    }
+}
+
+/// `QueueRecord::need_seq` from its parts.
+pub fn need_seq(floor_seq: u64, acked: i64, pending_through: u64) -> u64 {
+    let acked_seq = u64::try_from(acked.div_euclid(SLOT as i64)).unwrap_or(0);
+    (floor_seq.max(pending_through) + 1).max(acked_seq)
+}
+
+/// One live queue as the journal sees it (`Queues::journal_view`).
+pub struct View<'a> {
+    /// The queue's id.
+    pub id: &'a str,
+    /// Its owner.
+    pub user: UserId,
+    /// The owner's realm.
+    pub realm: RealmId,
+    /// Register options.
+    pub options: &'a QueueOptions,
+    /// Register floor.
+    pub floor_seq: u64,
+    /// Highest id acknowledged.
+    pub acked: i64,
+    /// Events from before the floor that the log may not derive (a queue
+    /// restored at a clean restart), and the seq they cover through.
+    pub pending: Option<(Vec<Value>, u64)>,
 }
 
 /// A fresh, unguessable queue id: `<unix seconds>:<random>`, like Zulip's
