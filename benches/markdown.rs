@@ -1,17 +1,20 @@
 //! Markdown rendering (`markdown::render_message`), as the send path runs
 //! it: a typical chat message with a mention, an emoji, a link and code;
 //! an adversarial one (deep nesting, runs of unclosed delimiters, many
-//! mentions) of the same 10,000-character maximum size; a highlighted
-//! Python code block of 200 lines and a JSON one; and a message with 20
-//! formulas (KaTeX). The first iteration of the code blocks includes
-//! compiling the lexer, that of the formulas starting KaTeX;
-//! `first_formula` measures that start alone.
+//! mentions) of the same 10,000-character maximum size; highlighted code
+//! blocks of 200 lines (Python, JSON, and YAML, whose lexer keeps an
+//! indentation context); and a message with 20 formulas (KaTeX), warm and
+//! as the first message after KaTeX starts (`formulas_20_after_start`: a
+//! new KaTeX thread for each). The first iteration of a code block
+//! includes compiling its lexer.
 //!
 //! Run: `cargo bench --bench markdown`
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use natter::markdown::{render_message, Resolver};
+use std::time::{Duration, Instant};
+
+use natter::markdown::{render_message, restart_katex, Resolver};
 
 /// A realm with a few names, like the send handler's resolver answers.
 struct Names;
@@ -77,6 +80,19 @@ fn json_block() -> String {
     s
 }
 
+/// A 200-line YAML block: nested mappings, sequences, block scalars.
+fn yaml_block() -> String {
+    let mut s = String::from("```yaml\n");
+    for i in 0..20 {
+        s.push_str(&format!("service_{i}:\n  image: \"natter:{i}.0\"  # pinned\n"));
+        s.push_str("  ports: [8080, 9991]\n  env:\n    - RUST_LOG=info\n");
+        s.push_str(&format!("    - ID={i}\n  command: |\n    natter --port {i}\n"));
+        s.push_str("    --data /var/lib/natter\n  restart: always\n");
+    }
+    s.push_str("```");
+    s
+}
+
 /// Twenty formulas, inline and displayed.
 fn formulas() -> String {
     let mut s = String::new();
@@ -88,10 +104,6 @@ fn formulas() -> String {
 }
 
 fn bench(c: &mut Criterion) {
-    // Measured once, before anything else starts the KaTeX thread.
-    let start = std::time::Instant::now();
-    render_message("$$x$$", &Names);
-    eprintln!("first_formula (KaTeX thread start + one formula): {:?}", start.elapsed());
     let mut group = c.benchmark_group("markdown");
     group.throughput(Throughput::Bytes(TYPICAL.len() as u64));
     group.bench_function("typical", |b| b.iter(|| render_message(TYPICAL, &Names)));
@@ -104,10 +116,30 @@ fn bench(c: &mut Criterion) {
     let json = json_block();
     group.throughput(Throughput::Bytes(json.len() as u64));
     group.bench_function("json_block_200_lines", |b| b.iter(|| render_message(&json, &Names)));
+    let yaml = yaml_block();
+    group.throughput(Throughput::Bytes(yaml.len() as u64));
+    group.bench_function("yaml_block_200_lines", |b| b.iter(|| render_message(&yaml, &Names)));
     let math = formulas();
     group.throughput(Throughput::Bytes(math.len() as u64));
     group.bench_function("formulas_20", |b| b.iter(|| render_message(&math, &Names)));
     group.finish();
+    // Each iteration starts a new KaTeX thread (QuickJS and KaTeX loaded
+    // again): fewer samples.
+    let mut cold = c.benchmark_group("markdown_cold");
+    cold.sample_size(10);
+    cold.bench_function("formulas_20_after_start", |b| {
+        b.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                restart_katex();
+                let start = Instant::now();
+                render_message(&math, &Names);
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    cold.finish();
 }
 
 criterion_group!(benches, bench);

@@ -255,3 +255,197 @@ add("markdown", '# Title\n\nSome *emphasis*, **strong** and `code`.\n\n- item\n-
 add("md", '1. one\n2. two\n\n~~~json extra words\n{"a": 1}\n~~~\n\n---\n![image](x.png)\n')
 add("make", '# comment\nCC ?= gcc\nCFLAGS := -O2 -Wall\nSRC = $(wildcard *.c)\n\nifeq ($(DEBUG),1)\n  CFLAGS += -g\nendif\n\n.PHONY: all clean\nall: app\n\napp: $(SRC:.c=.o)\n\t$(CC) $(CFLAGS) -o $@ $^\n\t@echo "built $@"\n\nclean:\n\trm -f *.o app\ninclude other.mk\ndefine LONG \\\n  continued\nendef\n')
 add("makefile", 'x:\n\t# recipe comment\n\techo $(x)\n')
+add("yaml", '''%YAML 1.2
+%TAG !e! tag:example.com,2000:app/
+---
+# a mapping
+name: natter
+version: 1.0
+enabled: true
+nothing: ~
+nested:
+  key: value   # trailing comment
+  deeper:
+    list:
+      - one
+      - two: 2
+        three: 3
+      -   spaced
+back: at the top
+...
+''')
+add("yaml", '''- item
+- - nested sequence
+  - second
+-
+  key: in a sequence
+- ? complex key
+  : complex value
+? |
+  block key
+: value
+''')
+add("YAML", '''literal: |
+  line one
+    indented more
+
+  after a blank line
+folded: >-
+  folded text
+  continues here
+keep: |+
+  kept
+
+strip: >2
+   two spaces of indentation, then one more
+indicator: |1-
+  one
+next: after the block scalars
+''')
+add("yaml", '''base: &base
+  adapter: postgres
+  host: localhost
+dev:
+  <<: *base
+  database: dev
+tagged: !!str 123
+custom: !e!thing value
+local: !local {a: 1}
+full: !<tag:yaml.org,2002:int> 42
+set: !!set {? a, ? b}
+''')
+add("yaml", '''single: 'it''s quoted'
+double: "tab\\t, newline\\n, unicode \\u00e9 and \\x41"
+multi: "first line
+  continued line"
+flow_seq: [a, b, 'c', "d", [nested, list], {k: v}]
+flow_map: { one: 1, two: [2, 2], "three": 3 }
+empty_seq: []
+empty_map: {}
+plain multi word: a plain scalar
+  that continues
+url: http://example.com:8080/path?q=1#frag
+time: 12:30:00
+''')
+add("yaml", '''---
+first: document
+---
+second: document
+--- !!map
+third: 3
+...
+# only a comment
+--- |
+  a block scalar document
+''')
+add("yaml", '''key:
+	tab indented
+bad: [unclosed
+  sequence
+other: "unclosed
+''')
+add("yaml", '''outer:
+    inner:
+        deepest: 1
+  misaligned: 2
+ less: 3
+top: 4
+list:
+- a
+-    b
+    c
+''')
+add("yaml", '''script:
+  - |
+    echo "hello"
+    if [ -f x ]; then
+      cat x
+    fi
+  - >
+    folded
+    lines
+
+    with a blank line
+  - plain
+env: {HOME: /root, PATH: "/bin:/usr/bin"}
+matrix:
+  include:
+    - os: ubuntu-latest  # comment
+      rust: [stable, nightly]
+''')
+add("ruby", '''# frozen_string_literal: true
+require 'json'
+
+module Natter::Chat
+  class Message < Base
+    attr_reader :id, :content
+    @@count = 0
+
+    def initialize(id, content = "", **opts)
+      @id = id
+      @content = content.strip
+      $stderr.puts "new #{self.class.name} #{id}" if opts[:verbose]
+    end
+
+    def self.parse(text) = new(0, text)
+
+    def to_s
+      format('%05d: %s', @id, @content[0..10])
+    end
+
+    def <=>(other)
+      id <=> other.id
+    end
+  end
+end
+
+x = [1, 2.5, 0x1F, 0b101, 0o17, 1_000, :sym, :"quoted sym", nil, true]
+h = { key: 'value', "str" => 42, sym: :other }
+x.each_with_index { |v, i| puts "#{i}: #{v}" unless v.nil? }
+case x.first
+when Integer then puts 'int'
+when /ab+c/i then puts $~[0]
+else raise ArgumentError, "bad"
+end
+''')
+add("rb", '''text = <<~HEREDOC
+  indented #{interpolated} heredoc
+  second line
+HEREDOC
+raw = <<-'RAW'
+    no #{interpolation} here
+    RAW
+a, b = <<ONE, <<TWO
+first
+ONE
+second
+TWO
+call(<<~A.strip, 1)
+  arg
+A
+missing = <<NEVER
+this heredoc never ends
+''')
+add("ruby", '''w = %w[one two three]
+s = %Q{braces {nested} #{x}}
+q = %q(parens (nested) #{not})
+r = %r{^/path/(\\d+)$}i
+i = %i<a b>
+o = %(plain #{interp} string)
+x = %x`ls -la`
+bang = %!bang #{string}!
+pipe = %r|a|b|x
+re = /line #{re} regex/m
+c = ?a + ?\\n
+=begin
+block comment
+=end
+__END__
+data after end
+''')
+add("ruby", '''str = "unterminated #{open
+s = %Q[#{[1, [2]].map { |x| "#{x}" }}]
+def method_missing(name, *args, &block) = super
+puts(<<~EOS)
+EOS
+''')

@@ -30,10 +30,11 @@ import pygments
 from pygments import highlight, lexer as plexer
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_all_lexers, get_lexer_by_name
-from pygments.lexers.data import JsonLexer
+from pygments.lexers.data import JsonLexer, YamlLexer
 from pygments.lexers.make import BaseMakefileLexer, MakefileLexer
 from pygments.lexers.php import PhpLexer
-from pygments.token import Comment, Name, Keyword, String, Text, Whitespace, _TokenType
+from pygments.token import (Comment, Error, Name, Keyword, Operator, String, Text, Whitespace,
+                            _TokenType)
 
 PINNED = "2.19.2"
 
@@ -45,8 +46,21 @@ CURATED = [
     "html", "xml", "css", "scss", "markdown", "tex", "diff", "toml", "ini",
     "haskell", "erlang", "r", "ocaml", "clojure",
     "nginx", "graphql", "protobuf", "powershell", "batch", "perl",
-    "json", "docker", "php", "make",
+    "json", "docker", "php", "make", "yaml", "ruby",
 ]
+
+# The YAML lexer's callbacks (Python functions keeping an indentation
+# context), exported by name with their arguments; highlight.rs has their
+# ports (`Hook`).
+YAML_HOOKS = {
+    "something", "reset_indent", "save_indent", "set_indent",
+    "set_block_scalar_indent", "parse_block_scalar_empty_line",
+    "parse_block_scalar_indent", "parse_plain_scalar_indent",
+}
+
+# The lexers whose callbacks keep a context of their own (an
+# ExtendedRegexLexer), each exported with its callbacks as hooks.
+EXTENDED = {"YamlLexer", "RubyLexer"}
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 FORMATTER = HtmlFormatter()
@@ -234,6 +248,33 @@ class Exporter:
                                   "space": css_class(Whitespace),
                                   "extra": css_class(Text),
                                   "code": css_class(String)}}
+        parts = qual.split(".")
+        if (owner == "YamlLexer" and len(parts) == 4 and parts[0] == owner
+                and parts[1] in YAML_HOOKS and parts[2:] == ["<locals>", "callback"]):
+            env = closure(action)
+            hook = {"hook": parts[1]}
+            if parts[1] == "parse_block_scalar_empty_line":
+                hook["token"] = css_class(env["indent_token_class"])
+                hook["content"] = css_class(env["content_token_class"])
+            else:
+                hook["token"] = css_class(env["token_class"])
+            if parts[1] == "save_indent":
+                hook["error"] = css_class(env["token_class"].Error)
+                hook["start"] = bool(env["start"])
+            if parts[1] == "set_indent":
+                hook["implicit"] = bool(env["implicit"])
+            return hook
+        if qual == "RubyLexer.heredoc_callback":
+            # The token types are those the callback's code yields.
+            return {"hook": "heredoc", "token": css_class(Operator),
+                    "heredoc": css_class(String.Heredoc),
+                    "delimiter": css_class(String.Delimiter), "error": css_class(Error)}
+        for name, ttype, state in (("intp_regex_callback", String.Regex, "interpolated-regex"),
+                                   ("intp_string_callback", String.Other, "interpolated-string")):
+            if qual == "RubyLexer.gen_rubystrings_rules.<locals>." + name:
+                # Group 1 and 4 as `token`, group 3 lexed on its own from
+                # `state`.
+                return {"hook": "interpolated", "token": css_class(ttype), "state": state}
         raise Unsupported("callback %s" % qual)
 
     def export(self, cls):
@@ -251,7 +292,8 @@ class Exporter:
                              "comment": translate(cls.r_comment.pattern),
                              "directive": css_class(Comment.Preproc),
                              "remark": css_class(Comment)}}
-        if not issubclass(cls, plexer.RegexLexer) or issubclass(cls, plexer.ExtendedRegexLexer):
+        extended = issubclass(cls, plexer.ExtendedRegexLexer)
+        if not issubclass(cls, plexer.RegexLexer) or (extended and cls.__name__ not in EXTENDED):
             raise Unsupported("not a RegexLexer")
         instance = cls()
         remap = {}
@@ -267,10 +309,13 @@ class Exporter:
                 remap = {"from": css_class(Name.Other), "to": css_class(Name.Builtin),
                          "words": sorted(instance._functions)}
                 start = ["root", "php"]
+            elif cls is YamlLexer:
+                # It only starts the indentation context its callbacks keep.
+                pass
+            elif cls.get_tokens_unprocessed is plexer.ExtendedRegexLexer.get_tokens_unprocessed:
+                pass
             else:
                 raise Unsupported("own get_tokens_unprocessed")
-        if getattr(cls, "analyse_text", None) and False:
-            pass
         tokens = cls._tokens if "_tokens" in cls.__dict__ else instance._tokens
         flags = flag_string(cls.flags)
         states = {}
@@ -292,6 +337,10 @@ class Exporter:
             entry["remap"] = remap
         if start:
             entry["start"] = start
+        if extended:
+            # An ExtendedRegexLexer writes the newline no rule matches as
+            # Text, a RegexLexer as Whitespace.
+            entry["eol"] = css_class(Text)
         return entry
 
     def run(self, aliases):

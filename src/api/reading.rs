@@ -85,25 +85,51 @@ pub fn get_messages(app: &App, call: &mut Call) -> ApiResult<Reply> {
             (me, narrow)
         }
     };
-    // The read runs on a reader thread at low priority while this
-    // coroutine parks (`api::readers`), and the parameters travel with it:
-    // in the heavy lane if no index answers the narrow exactly within
-    // `--light-read-candidates`, else in the light one.
-    let heavy = is_heavy(&app.state, &viewer, &narrow, app.config.light_read_candidates);
-    let state = Arc::clone(&app.state);
-    let realm = Arc::clone(&call.realm);
+    // The read runs on reader threads at low priority while this
+    // coroutine parks (`api::readers`), and the parameters travel with it.
+    // Even deciding whether it is heavy takes copying its index lists
+    // (`is_heavy`), so that too happens in the light lane, which answers
+    // the read itself unless no index answers the narrow exactly within
+    // `--light-read-candidates`; such a read goes on to the heavy lane.
     let user = (!crate::state::access::is_spectator(&viewer)).then_some(viewer.id);
-    let mut params = std::mem::take(&mut call.params);
-    let read = move || {
-        let reply = fetch(&state, &realm, &viewer, &narrow, &mut params);
-        (reply, params)
+    let read = Read {
+        state: Arc::clone(&app.state),
+        realm: Arc::clone(&call.realm),
+        viewer,
+        narrow,
+        params: std::mem::take(&mut call.params),
     };
-    let (reply, params) =
-        if heavy { app.readers.run(user, read)? } else { app.readers.run_light(read)? };
+    let light_up_to = app.config.light_read_candidates;
+    let (reply, params) = match app.readers.run_light(move || {
+        match is_heavy(&read.state, &read.viewer, &read.narrow, light_up_to) {
+            true => Err(Box::new(read)),
+            false => Ok(read.fetch()),
+        }
+    })? {
+        Ok(done) => done,
+        Err(heavy) => app.readers.run(user, move || (*heavy).fetch())?,
+    };
     call.params = params;
     let reply = reply?;
     call.sorted_reply = Some(reply);
     Ok(Reply::new())
+}
+
+/// One `GET /messages` read, as it travels to a reader thread.
+struct Read {
+    state: Arc<State>,
+    realm: Arc<Realm>,
+    viewer: Arc<User>,
+    narrow: Narrow,
+    params: Params,
+}
+
+impl Read {
+    /// The reply, and the parameters back for the handler.
+    fn fetch(mut self) -> (ApiResult<SortedMembers>, Params) {
+        let reply = fetch(&self.state, &self.realm, &self.viewer, &self.narrow, &mut self.params);
+        (reply, self.params)
+    }
 }
 
 /// `GET /messages` against a `State` (the handler, minus HTTP; benches

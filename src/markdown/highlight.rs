@@ -11,6 +11,11 @@
 //! one `<span class="…">` per run of text with the same class, closed at
 //! every line end.
 //!
+//! Where a Pygments table holds a Python callback, the exported table
+//! names it and this module runs a port of it (`Hook`): YAML's lexer
+//! keeps its indentation context that way, Ruby's reads its heredocs and
+//! interpolated strings.
+//!
 //! Every pattern is compiled as `\G(?:…)` (anchored where the previous
 //! token ended, with the whole text visible to lookbehind and `^`) by
 //! `fancy-regex`, with a backtrack limit: a pattern that exceeds it counts
@@ -18,6 +23,7 @@
 //! parsed on first use and each lexer's patterns compiled on first use of
 //! that lexer.
 
+use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
@@ -35,11 +41,21 @@ const BACKTRACK_LIMIT: usize = 100_000;
 /// plain token.
 const MAX_NESTING: usize = 8;
 
+/// Ruby's heredocs never closed have their following lines lexed again
+/// (as Pygments does): at most this many times the block's size in all,
+/// past which the block is shown unhighlighted.
+const RELEX_FACTOR: usize = 8;
+
 /// The stack of the thread compiling a lexer (`off_stack`).
 const COMPILE_STACK: usize = 8 << 20;
 
 /// The state stack never grows past this (a rule that pushes in a loop).
 const MAX_STACK: usize = 256;
+
+/// Rules applied one after another without consuming text before the
+/// next character is taken as unmatched (where Pygments would loop
+/// forever: an empty match that leaves the stack as it was).
+const MAX_IDLE: usize = 2 * MAX_STACK;
 
 #[derive(Deserialize)]
 struct Data {
@@ -67,6 +83,10 @@ struct LexerData {
     /// The parts of the Makefile lexer (`native` `make`).
     #[serde(default)]
     make: Option<MakeData>,
+    /// The class of a newline no rule matches: `w` (Whitespace) for a
+    /// `RegexLexer`, the empty Text class for an `ExtendedRegexLexer`.
+    #[serde(default)]
+    eol: Option<String>,
 }
 
 /// Pygments' `MakefileLexer`: lines matching `special` (directives, and
@@ -103,6 +123,37 @@ enum ActionData {
     Groups { groups: Vec<Option<ActionData>> },
     Using { using: String, stack: Vec<String> },
     CodeBlock { codeblock: CodeBlockData },
+    Hook(HookData),
+}
+
+/// A Python callback of Pygments' YAML or Ruby lexer, by name, with the
+/// token classes (and flags) it was made with; ported as `Hook`.
+#[derive(Deserialize)]
+struct HookData {
+    hook: String,
+    token: String,
+    /// `save_indent`: the class of indentation past a closed level.
+    #[serde(default)]
+    error: String,
+    /// `parse_block_scalar_empty_line`: the class of the spaces past the
+    /// block scalar's indentation.
+    #[serde(default)]
+    content: String,
+    /// `save_indent`: at the start of a line.
+    #[serde(default)]
+    start: bool,
+    /// `set_indent`: the indicator does not add to the indentation.
+    #[serde(default)]
+    implicit: bool,
+    /// `heredoc`: the class of a heredoc's body and quotes.
+    #[serde(default)]
+    heredoc: String,
+    /// `heredoc`: the class of a heredoc's name and closing line.
+    #[serde(default)]
+    delimiter: String,
+    /// `interpolated`: the state the string's content is lexed from.
+    #[serde(default)]
+    state: String,
 }
 
 /// Markdown's fenced block: the classes of its parts.
@@ -137,6 +188,8 @@ struct Lexer {
     remap: Option<Remap>,
     start: Vec<String>,
     native: Option<Native>,
+    /// The class of a newline no rule matches.
+    eol: String,
 }
 
 /// Pygments lexers that are code, not tables, ported.
@@ -166,6 +219,63 @@ enum Action {
     Groups(Vec<Action>),
     Using { lexer: usize, stack: Vec<String> },
     CodeBlock(CodeBlockData),
+    Hook(Hook),
+}
+
+/// The callbacks of Pygments' `YamlLexer`, which keep an indentation
+/// context (`Indentation`) and may pop the state stack, and of its
+/// `RubyLexer` (heredocs, interpolated strings). Each emits the matched
+/// text (or parts of it) and tells where lexing goes on: the end of the
+/// match, or — when the callback returns early, as Pygments'
+/// `ExtendedRegexLexer` callbacks may — the same position.
+enum Hook {
+    /// `something`: no token for an empty match.
+    Something(String),
+    /// `reset_indent`: a directive or document marker forgets the levels.
+    ResetIndent(String),
+    /// `save_indent`: a possible indentation level; at a line start, the
+    /// levels deeper than the line are closed.
+    SaveIndent { token: String, error: String, start: bool },
+    /// `set_indent`: the saved level becomes the current one.
+    SetIndent { token: String, implicit: bool },
+    /// `set_block_scalar_indent`: a block scalar header's explicit
+    /// indentation indicator.
+    SetBlockScalarIndent(String),
+    /// `parse_block_scalar_empty_line`.
+    BlockScalarEmptyLine { indent: String, content: String },
+    /// `parse_block_scalar_indent`: a line indented less than the block
+    /// scalar ends it.
+    BlockScalarIndent(String),
+    /// `parse_plain_scalar_indent`: a line indented no deeper than the
+    /// current level ends a multi-line plain scalar.
+    PlainScalarIndent(String),
+    /// Ruby's `heredoc_callback`: `<<~NAME` (groups 1–4: operator, quote,
+    /// name, quote), the rest of its line lexed as code, then the
+    /// heredocs of the line read up to their closing lines.
+    Heredoc { operator: String, heredoc: String, delimiter: String, error: String },
+    /// Ruby's `intp_regex_callback` / `intp_string_callback`: groups 1
+    /// and 4 (the delimiters) as `token`, group 3 lexed on its own from
+    /// `state`.
+    Interpolated { token: String, state: Vec<String> },
+}
+
+/// Ruby's heredocs never nest deeper than this on one line (Pygments'
+/// limit): past it, the rest of the line is one heredoc token.
+const MAX_HEREDOCS: usize = 100;
+
+/// The YAML lexer's context (Pygments' `YamlLexerContext`), in
+/// characters; `-1` is no level.
+struct Indentation {
+    levels: Vec<i64>,
+    indent: i64,
+    next: i64,
+    block_scalar: Option<i64>,
+}
+
+impl Default for Indentation {
+    fn default() -> Self {
+        Indentation { levels: Vec::new(), indent: -1, next: 0, block_scalar: None }
+    }
 }
 
 enum Step {
@@ -218,8 +328,25 @@ pub(super) fn highlight(lang: &str, code: &str) -> Option<String> {
     let mut text = code.trim_matches('\n').to_owned();
     text.push('\n');
     let mut tokens = Vec::new();
-    run(table, index, &text, start, &mut tokens, 0);
+    let relex = Cell::new(Some(RELEX_FACTOR * text.len()));
+    run(table, index, &text, start, &mut tokens, Depth { level: 0, relex: &relex });
+    relex.get()?;
     Some(format(&tokens))
+}
+
+/// How deep a run is nested in others (`using`, a callback's own
+/// lexing), and how much text never-closed heredocs may still have lexed
+/// again in the whole block (`None`: past the bound, see `RELEX_FACTOR`).
+#[derive(Clone, Copy)]
+struct Depth<'b> {
+    level: usize,
+    relex: &'b Cell<Option<usize>>,
+}
+
+impl Depth<'_> {
+    fn deeper(self) -> Self {
+        Depth { level: self.level + 1, ..self }
+    }
 }
 
 /// The compiled lexer at `index`; `None` if one of its patterns does not
@@ -262,7 +389,8 @@ fn compile(table: &Table, data: &LexerData) -> Result<Lexer, String> {
                 .backtrack_limit(BACKTRACK_LIMIT)
                 .build()
                 .map_err(|e| format!("{source}: {e}"))?;
-            let action = convert_action(table, action.as_ref()).ok_or("an unknown lexer")?;
+            let action =
+                convert_action(table, action.as_ref()).ok_or("an unknown lexer or callback")?;
             let next = match next {
                 None => Next::Stay,
                 Some(NextData::Pop(n)) => Next::Pop(n.unsigned_abs() as usize),
@@ -301,7 +429,8 @@ fn compile(table: &Table, data: &LexerData) -> Result<Lexer, String> {
         (Some(other), _) => return Err(format!("no port of the {other} lexer")),
     };
     let start = data.start.clone().unwrap_or_else(|| vec!["root".to_owned()]);
-    Ok(Lexer { states, ids, remap, start, native })
+    let eol = data.eol.clone().unwrap_or_else(|| "w".to_owned());
+    Ok(Lexer { states, ids, remap, start, native, eol })
 }
 
 fn step(ids: &HashMap<String, usize>, name: &str) -> Option<Step> {
@@ -323,20 +452,47 @@ fn convert_action(table: &Table, action: Option<&ActionData>) -> Option<Action> 
             Action::Using { lexer: *table.by_name.get(using)?, stack: stack.clone() }
         }
         Some(ActionData::CodeBlock { codeblock }) => Action::CodeBlock(codeblock.clone()),
+        Some(ActionData::Hook(data)) => Action::Hook(convert_hook(data)?),
     })
 }
 
-/// Pygments' `RegexLexer.get_tokens_unprocessed`: appends `(class, text)`
-/// tokens for `text`, starting with the state stack `start`.
+fn convert_hook(data: &HookData) -> Option<Hook> {
+    let token = data.token.clone();
+    Some(match data.hook.as_str() {
+        "something" => Hook::Something(token),
+        "reset_indent" => Hook::ResetIndent(token),
+        "save_indent" => Hook::SaveIndent { token, error: data.error.clone(), start: data.start },
+        "set_indent" => Hook::SetIndent { token, implicit: data.implicit },
+        "set_block_scalar_indent" => Hook::SetBlockScalarIndent(token),
+        "parse_block_scalar_empty_line" => {
+            Hook::BlockScalarEmptyLine { indent: token, content: data.content.clone() }
+        }
+        "parse_block_scalar_indent" => Hook::BlockScalarIndent(token),
+        "parse_plain_scalar_indent" => Hook::PlainScalarIndent(token),
+        "heredoc" => Hook::Heredoc {
+            operator: token,
+            heredoc: data.heredoc.clone(),
+            delimiter: data.delimiter.clone(),
+            error: data.error.clone(),
+        },
+        "interpolated" => Hook::Interpolated { token, state: vec![data.state.clone()] },
+        _ => return None,
+    })
+}
+
+/// Pygments' `RegexLexer.get_tokens_unprocessed` (and its
+/// `ExtendedRegexLexer` twin, whose callbacks are the `Hook`s): appends
+/// `(class, text)` tokens for `text`, starting with the state stack
+/// `start`.
 fn run<'t>(
     table: &'static Table,
     index: usize,
     text: &'t str,
     start: &[String],
     out: &mut Vec<(&'static str, &'t str)>,
-    depth: usize,
+    depth: Depth<'_>,
 ) {
-    let Some(lexer) = lexer(table, index).filter(|_| depth < MAX_NESTING) else {
+    let Some(lexer) = lexer(table, index).filter(|_| depth.level < MAX_NESTING) else {
         out.push(("", text));
         return;
     };
@@ -357,69 +513,110 @@ fn run<'t>(
     if stack.is_empty() {
         stack.push(root);
     }
+    let mut lexing = Lexing {
+        index,
+        stack,
+        context: Indentation::default(),
+        end: text.len(),
+        heredocs: Vec::new(),
+        bodies: [""; 3],
+    };
     let mut pos = 0;
+    // Rules applied since text was last consumed.
+    let mut idle = 0;
     'text: loop {
-        let state = *stack.last().expect("the stack keeps one state");
-        for rule in &lexer.states[state] {
-            let Ok(Some(caps)) = rule.regex.captures_from_pos(text, pos) else {
-                continue;
-            };
-            let whole = caps.get(0).expect("group 0");
-            let first = out.len();
-            emit(table, &rule.action, text, &caps, whole.start(), whole.end(), out, depth);
-            if let Some(remap) = &lexer.remap {
-                for token in &mut out[first..] {
-                    if token.0 == remap.from && remap.words.contains(token.1) {
-                        token.0 = &remap.to;
-                    }
-                }
-            }
-            let moved = whole.end() > pos;
-            pos = whole.end();
-            match &rule.next {
-                Next::Stay => {
-                    if !moved {
-                        // Pygments would loop forever here; move on.
-                        break;
-                    }
-                }
-                Next::Pop(n) => {
-                    if *n >= stack.len() {
-                        stack.truncate(1);
-                    } else {
-                        stack.truncate(stack.len() - n);
-                    }
-                }
-                Next::Steps(steps) => {
-                    for step in steps {
-                        match step {
-                            Step::Pop => {
-                                if stack.len() > 1 {
-                                    stack.pop();
-                                }
-                            }
-                            Step::Dup => {
-                                let top = *stack.last().expect("a state");
-                                stack.push(top);
-                            }
-                            Step::Push(s) => stack.push(*s),
+        if idle <= MAX_IDLE {
+            // Patterns see the text up to `end` (Python's `endpos`).
+            let visible = &text[..lexing.end];
+            let state = *lexing.stack.last().expect("the stack keeps one state");
+            for rule in &lexer.states[state] {
+                let Ok(Some(caps)) = rule.regex.captures_from_pos(visible, pos) else {
+                    continue;
+                };
+                let whole = caps.get(0).expect("group 0");
+                let first = out.len();
+                let depth_before = lexing.stack.len();
+                let matched = Matched {
+                    text,
+                    caps: &caps,
+                    start: whole.start(),
+                    end: whole.end(),
+                    whole: true,
+                };
+                let next =
+                    emit(table, &rule.action, &matched, &mut lexing, out, depth).unwrap_or(pos);
+                if let Some(remap) = &lexer.remap {
+                    for token in &mut out[first..] {
+                        if token.0 == remap.from && remap.words.contains(token.1) {
+                            token.0 = &remap.to;
                         }
                     }
-                    if stack.len() > MAX_STACK {
-                        stack.drain(1..stack.len() - MAX_STACK);
+                }
+                let moved = next > pos;
+                pos = next;
+                idle = if moved { 0 } else { idle + 1 };
+                match &rule.next {
+                    Next::Stay => {
+                        if !moved && lexing.stack.len() == depth_before {
+                            // Pygments would loop forever here; move on.
+                            break;
+                        }
+                    }
+                    Next::Pop(n) => {
+                        let stack = &mut lexing.stack;
+                        if *n >= stack.len() {
+                            stack.truncate(1);
+                        } else {
+                            stack.truncate(stack.len() - n);
+                        }
+                    }
+                    Next::Steps(steps) => {
+                        let stack = &mut lexing.stack;
+                        for step in steps {
+                            match step {
+                                Step::Pop => {
+                                    if stack.len() > 1 {
+                                        stack.pop();
+                                    }
+                                }
+                                Step::Dup => {
+                                    let top = *stack.last().expect("a state");
+                                    stack.push(top);
+                                }
+                                Step::Push(s) => stack.push(*s),
+                            }
+                        }
+                        if stack.len() > MAX_STACK {
+                            stack.drain(1..stack.len() - MAX_STACK);
+                        }
                     }
                 }
+                continue 'text;
             }
-            continue 'text;
         }
-        let Some(c) = text[pos..].chars().next() else {
+        idle = 0;
+        if pos >= lexing.end && !lexing.heredocs.is_empty() {
+            // The line that opened heredocs is lexed: their bodies follow.
+            let Some(next) = heredoc_bodies(lexing.bodies, text, pos, &lexing.heredocs, depth, out)
+            else {
+                // Past the bound on text lexed again: the block will be
+                // shown unhighlighted.
+                out.push(("", &text[pos..]));
+                return;
+            };
+            pos = next;
+            lexing.heredocs.clear();
+            lexing.end = text.len();
+            continue;
+        }
+        let Some(c) = text[pos..lexing.end].chars().next() else {
             break;
         };
         let end = pos + c.len_utf8();
         if c == '\n' {
-            stack.clear();
-            stack.push(root);
-            out.push(("w", &text[pos..end]));
+            lexing.stack.clear();
+            lexing.stack.push(root);
+            out.push((lexer.eol.as_str(), &text[pos..end]));
         } else {
             out.push(("err", &text[pos..end]));
         }
@@ -427,18 +624,45 @@ fn run<'t>(
     }
 }
 
-/// The tokens of one matched rule.
-#[allow(clippy::too_many_arguments)]
+/// The text a rule (or one of its groups) matched: `text[start..end]`,
+/// within the rule's match `caps`; `whole` when it is the rule's match,
+/// not a group of it.
+struct Matched<'m, 't> {
+    text: &'t str,
+    caps: &'m fancy_regex::Captures<'t, str>,
+    start: usize,
+    end: usize,
+    whole: bool,
+}
+
+/// One run of a lexer, as far as its callbacks (those of an
+/// `ExtendedRegexLexer`) see and change it: the state stack, YAML's
+/// indentation context, where the patterns' view of the text ends
+/// (Pygments' `ctx.end`), and Ruby's heredocs opened on the current line
+/// (`(tolerant of indentation, name)`).
+struct Lexing<'t> {
+    /// The lexer running (a callback lexes parts of the text with it).
+    index: usize,
+    stack: Vec<usize>,
+    context: Indentation,
+    end: usize,
+    heredocs: Vec<(bool, &'t str)>,
+    /// The classes of the heredocs' bodies: body, closing line, a body
+    /// never closed.
+    bodies: [&'static str; 3],
+}
+
+/// The tokens of one matched rule; the position lexing goes on from
+/// (`None`: where it was, a callback having returned early).
 fn emit<'t>(
     table: &'static Table,
     action: &'static Action,
-    text: &'t str,
-    caps: &fancy_regex::Captures<'t, str>,
-    start: usize,
-    end: usize,
+    matched: &Matched<'_, 't>,
+    lexing: &mut Lexing<'t>,
     out: &mut Vec<(&'static str, &'t str)>,
-    depth: usize,
-) {
+    depth: Depth<'_>,
+) -> Option<usize> {
+    let &Matched { text, caps, start, end, .. } = matched;
     match action {
         Action::Skip => {}
         Action::Token(class) => {
@@ -456,15 +680,233 @@ fn emit<'t>(
                             out.push((class, m.as_str()));
                         }
                     }
-                    _ => emit(table, group, text, caps, m.start(), m.end(), out, depth),
+                    _ => {
+                        let part =
+                            Matched { text, caps, start: m.start(), end: m.end(), whole: false };
+                        emit(table, group, &part, lexing, out, depth);
+                    }
                 }
             }
         }
         Action::Using { lexer, stack } => {
-            run(table, *lexer, &text[start..end], stack, out, depth + 1);
+            run(table, *lexer, &text[start..end], stack, out, depth.deeper());
         }
         Action::CodeBlock(classes) => code_block(table, classes, caps, out, depth),
+        Action::Hook(hook) => return callback(table, hook, matched, lexing, out, depth),
     }
+    Some(end)
+}
+
+/// Pygments' `YamlLexer` and `RubyLexer` callbacks (see `Hook`), on the
+/// run's context and state stack.
+fn callback<'t>(
+    table: &'static Table,
+    hook: &'static Hook,
+    matched: &Matched<'_, 't>,
+    lexing: &mut Lexing<'t>,
+    out: &mut Vec<(&'static str, &'t str)>,
+    depth: Depth<'_>,
+) -> Option<usize> {
+    let value = &matched.text[matched.start..matched.end];
+    let len = value.chars().count() as i64;
+    let group = |i: usize| matched.caps.get(i).filter(|_| matched.whole);
+    let context = &mut lexing.context;
+    let mut push = |class: &'static String, value: &'t str| {
+        if !value.is_empty() {
+            out.push((class.as_str(), value));
+        }
+    };
+    // The callbacks' `context.stack.pop()` twice: the scalar and the
+    // block line both end.
+    let leave = |stack: &mut Vec<usize>| {
+        for _ in 0..2 {
+            if stack.len() > 1 {
+                stack.pop();
+            }
+        }
+    };
+    match hook {
+        Hook::Something(class) => {
+            if value.is_empty() {
+                return None;
+            }
+            push(class, value);
+        }
+        Hook::ResetIndent(class) => {
+            *context = Indentation::default();
+            push(class, value);
+        }
+        Hook::SaveIndent { token, error, start } => {
+            let (mut kept, mut extra) = (value, "");
+            if *start {
+                context.next = len;
+                if context.next < context.indent {
+                    while context.next < context.indent {
+                        context.indent = context.levels.pop().unwrap_or(-1);
+                    }
+                    if context.next > context.indent {
+                        // Python's `text[:indent]`, `text[indent:]`: a
+                        // level of -1 cuts before the last character.
+                        let cut = python_cut(value, context.indent);
+                        (kept, extra) = value.split_at(cut);
+                    }
+                }
+            } else {
+                context.next += len;
+            }
+            push(token, kept);
+            push(error, extra);
+        }
+        Hook::SetIndent { token, implicit } => {
+            if context.indent < context.next {
+                context.levels.push(context.indent);
+                context.indent = context.next;
+            }
+            if !implicit {
+                context.next += len;
+            }
+            push(token, value);
+        }
+        Hook::SetBlockScalarIndent(class) => {
+            context.block_scalar = None;
+            if value.is_empty() {
+                return None;
+            }
+            if let Some(digit) = group(1).and_then(|m| m.as_str().parse::<i64>().ok()) {
+                context.block_scalar = Some(context.indent.max(0) + digit);
+            }
+            push(class, value);
+        }
+        Hook::BlockScalarEmptyLine { indent, content } => match context.block_scalar {
+            Some(level) if len > level => {
+                let (spaces, rest) = value.split_at(python_cut(value, level));
+                push(indent, spaces);
+                push(content, rest);
+            }
+            _ => push(indent, value),
+        },
+        Hook::BlockScalarIndent(class) => {
+            match context.block_scalar {
+                None if len <= context.indent.max(0) => {
+                    leave(&mut lexing.stack);
+                    return None;
+                }
+                None => context.block_scalar = Some(len),
+                Some(level) if len < level => {
+                    leave(&mut lexing.stack);
+                    return None;
+                }
+                Some(_) => {}
+            }
+            if value.is_empty() {
+                return None;
+            }
+            push(class, value);
+        }
+        Hook::PlainScalarIndent(class) => {
+            if len <= context.indent {
+                leave(&mut lexing.stack);
+                return None;
+            }
+            if value.is_empty() {
+                return None;
+            }
+            push(class, value);
+        }
+        Hook::Heredoc { operator, heredoc, delimiter, error } => {
+            let (Some(op), Some(name), Some(rest)) = (group(1), group(3), group(5)) else {
+                return Some(matched.end);
+            };
+            push(operator, op.as_str());
+            push(heredoc, group(2).map_or("", |m| m.as_str()));
+            push(delimiter, name.as_str());
+            push(heredoc, group(4).map_or("", |m| m.as_str()));
+            lexing.heredocs.push((matches!(op.as_str(), "<<-" | "<<~"), name.as_str()));
+            lexing.bodies = [heredoc.as_str(), delimiter.as_str(), error.as_str()];
+            if lexing.heredocs.len() >= MAX_HEREDOCS {
+                push(heredoc, rest.as_str());
+                return Some(rest.end());
+            }
+            // Pygments lexes the rest of the line (ending where the match
+            // ends) with the same context, recursively; the loop goes on
+            // instead, its view of the text ending there, and reads the
+            // bodies once that part is lexed (`heredoc_bodies`).
+            lexing.end = rest.end();
+            return Some(rest.start());
+        }
+        Hook::Interpolated { token, state } => {
+            let (Some(open), Some(content), Some(close)) = (group(1), group(3), group(4)) else {
+                return Some(matched.end);
+            };
+            out.push((token.as_str(), open.as_str()));
+            run(table, lexing.index, content.as_str(), state, out, depth.deeper());
+            out.push((token.as_str(), close.as_str()));
+        }
+    }
+    Some(matched.end)
+}
+
+/// The bodies of the heredocs a line opened, in order, from `pos` (the
+/// next line): each body's lines up to the one that is its name (only
+/// trailing whitespace ignored; leading whitespace too for `<<-` and
+/// `<<~`) as `heredoc`, that line as `delimiter`. A heredoc never closed
+/// makes every following line an `error` token and leaves the position
+/// where it was, so those lines are lexed again, as Pygments does.
+/// Returns where lexing goes on, or `None` past the bound on text lexed
+/// again (`RELEX_FACTOR`).
+fn heredoc_bodies<'t>(
+    [heredoc, delimiter, error]: [&'static str; 3],
+    text: &'t str,
+    mut pos: usize,
+    heredocs: &[(bool, &str)],
+    depth: Depth<'_>,
+    out: &mut Vec<(&'static str, &'t str)>,
+) -> Option<usize> {
+    for &(tolerant, name) in heredocs {
+        let body = pos;
+        let mut closed = false;
+        let mut line_start = pos;
+        // Python's `.*?\n` over the text: lines ending in a newline.
+        while let Some(newline) = text[line_start..].find('\n') {
+            let line_end = line_start + newline + 1;
+            let line = &text[line_start..line_end];
+            let check = if tolerant {
+                line.trim_matches(python_space)
+            } else {
+                line.trim_end_matches(python_space)
+            };
+            if check == name {
+                if line_start > body {
+                    out.push((heredoc, &text[body..line_start]));
+                }
+                out.push((delimiter, line));
+                pos = line_end;
+                closed = true;
+                break;
+            }
+            line_start = line_end;
+        }
+        if !closed && line_start > body {
+            let left = depth.relex.get().and_then(|left| left.checked_sub(line_start - body));
+            depth.relex.set(left);
+            left?;
+            out.push((error, &text[body..line_start]));
+        }
+    }
+    Some(pos)
+}
+
+/// Python's `str.isspace` (what `strip` removes).
+fn python_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// The byte offset of Python's `text[:at]` / `text[at:]` cut, `at` in
+/// characters (negative: from the end).
+fn python_cut(text: &str, at: i64) -> usize {
+    let chars = text.chars().count() as i64;
+    let at = if at < 0 { (chars + at).max(0) } else { at.min(chars) };
+    text.char_indices().nth(at as usize).map_or(text.len(), |(i, _)| i)
 }
 
 /// Pygments' `MarkdownLexer._handle_codeblock`: the fence and language,
@@ -475,7 +917,7 @@ fn code_block<'t>(
     classes: &'static CodeBlockData,
     caps: &fancy_regex::Captures<'t, str>,
     out: &mut Vec<(&'static str, &'t str)>,
-    depth: usize,
+    depth: Depth<'_>,
 ) {
     let group = |name: &str| caps.name(name).map_or("", |m| m.as_str());
     let mut push = |class: &'static str, value: &'t str| {
@@ -493,7 +935,7 @@ fn code_block<'t>(
     let code = group("code");
     let lang = group("lang").trim().to_ascii_lowercase();
     match table.highlighted.get(&lang) {
-        Some(&index) => run(table, index, code, &["root".to_owned()], out, depth + 1),
+        Some(&index) => run(table, index, code, &["root".to_owned()], out, depth.deeper()),
         None if !code.is_empty() => out.push((&classes.code, code)),
         None => {}
     }
@@ -516,7 +958,7 @@ fn make_tokens<'t>(
     (directive, remark): (&'static str, &'static str),
     text: &'t str,
     out: &mut Vec<(&'static str, &'t str)>,
-    depth: usize,
+    depth: Depth<'_>,
 ) {
     let mut rest = String::new();
     let mut kept: Vec<&'t str> = Vec::new();
@@ -536,10 +978,10 @@ fn make_tokens<'t>(
     }
     let root = ["root".to_owned()];
     if inserts.is_empty() {
-        return run(table, base, text, &root, out, depth + 1);
+        return run(table, base, text, &root, out, depth.deeper());
     }
     let mut tokens: Vec<(&'static str, &str)> = Vec::new();
-    run(table, base, &rest, &root, &mut tokens, depth + 1);
+    run(table, base, &rest, &root, &mut tokens, depth.deeper());
     // The tokens are slices of `rest`, the kept lines joined: walk the
     // kept lines alongside to hand out slices of `text` instead.
     let mut kept = kept.into_iter();
@@ -885,6 +1327,25 @@ mod tests {
                 panic!("{name} does not compile: {e}");
             }
         }
+    }
+
+    /// A Ruby heredoc never closed: the lines after it are error tokens,
+    /// then lexed again (Pygments' output); many such heredocs would lex
+    /// the text again and again, so past `RELEX_FACTOR` times its size
+    /// the block is not highlighted.
+    #[test]
+    fn heredocs_never_closed_are_lexed_again_within_a_bound() {
+        let once = highlight("ruby", "x = <<END\ny\n").unwrap();
+        assert_eq!(
+            once,
+            "<span class=\"n\">x</span><span class=\"w\"> </span><span class=\"o\">=</span>\
+             <span class=\"w\"> </span><span class=\"o\">&lt;&lt;</span><span class=\"dl\">END</span>\n\
+             <span class=\"err\">y</span>\n<span class=\"n\">y</span>\n"
+        );
+        let within = "x = <<END\n".repeat(RELEX_FACTOR / 2);
+        assert!(highlight("ruby", &within).is_some());
+        let past = "x = <<END\n".repeat(4 * RELEX_FACTOR);
+        assert_eq!(highlight("ruby", &past), None);
     }
 
     #[test]

@@ -166,6 +166,15 @@ fn retire(id: u64) {
     }
 }
 
+/// Takes the KaTeX thread in service out of service: it exits once its
+/// queue is done, and the next formula starts a new thread.
+pub(super) fn restart() {
+    let mut current = workers().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(worker) = current.take() {
+        worker.retired.store(true, Ordering::Release);
+    }
+}
+
 /// `katex.renderToString(tex, {displayMode})`, on the KaTeX thread.
 fn katex_html(tex: &str, display: bool) -> Option<String> {
     let opts = katex::Opts::builder().display_mode(display).build().ok()?;
@@ -213,6 +222,17 @@ mod tests {
         assert_ne!(before, after, "a new thread");
         let html = typeset("x^2", false).expect("typeset by the new thread");
         assert!(html.starts_with("<span class=\"katex\">"), "{html}");
+    }
+
+    #[test]
+    fn a_restart_starts_a_new_thread() {
+        assert!(typeset("y", false).is_some());
+        let (before, _) = current_worker();
+        restart();
+        let html = typeset("x^2", false).expect("typeset by a new thread");
+        assert!(html.starts_with("<span class=\"katex\">"), "{html}");
+        let (after, _) = current_worker();
+        assert_ne!(before, after, "a new thread");
     }
 
     #[test]

@@ -161,14 +161,37 @@ fn hostile_math_and_code_stay_bounded() {
     // Unterminated fences, and code every exported lexer reads to the end
     // of a long block: strings, comments and brackets never closed.
     let soup = r#""\'/*<!--`${([{#"""'''x$$\"#.repeat(500);
-    for lang in
-        ["python", "js", "ts", "rust", "go", "java", "c", "cpp", "bash", "sql", "html", "css"]
-    {
+    for lang in [
+        "python", "js", "ts", "rust", "go", "java", "c", "cpp", "bash", "sql", "html", "css",
+        "yaml", "ruby",
+    ] {
         let r = run(format!("```{lang}\n{soup}\n{soup}"));
         assert!(r.html.starts_with("<div class=\"codehilite\""), "{lang}");
     }
     let r = run("```python\n".to_owned() + &"(".repeat(100_000));
     assert!(r.html.contains("<span class=\"p\">"));
+    // YAML's indentation context: 1,000 nested levels, then a line back
+    // at the start; flow collections never closed; block scalars and
+    // plain scalars opened on every line.
+    let deep: String = (0..1_000).map(|i| format!("{}k{i}:\n", " ".repeat(i / 2))).collect();
+    let r = run(format!("```yaml\n{deep}top: 1\n```"));
+    assert!(r.html.contains("<span class=\"nt\">top</span>"));
+    for soup in ["- [{? ".repeat(20_000), "a: |2-\n".repeat(20_000), "- x\n  y\n".repeat(20_000)] {
+        let r = run(format!("```yaml\n{soup}"));
+        assert!(r.html.starts_with("<div class=\"codehilite\" data-code-language=\"YAML\""));
+    }
+    // Ruby: heredocs opened by the hundred on one line, interpolation
+    // nested in interpolation, and heredocs never closed, whose following
+    // lines Pygments lexes again each time: past a bound on that, the
+    // block is shown unhighlighted.
+    let many = "x = ".to_owned() + &"<<A, ".repeat(5_000) + "\n" + &"A\n".repeat(5_000);
+    assert!(run(format!("```ruby\n{many}```")).html.contains("<span class=\"dl\">A</span>"));
+    let nested = "%Q{#{".repeat(5_000);
+    assert!(run(format!("```ruby\n{nested}```")).html.contains("<span class=\"sx\">"));
+    let unclosed = "x = <<NEVER\n".repeat(20_000);
+    let r = run(format!("```ruby\n{unclosed}```"));
+    assert!(r.html.starts_with("<div class=\"codehilite\" data-code-language=\"Ruby\">"));
+    assert!(!r.html.contains("<span class="), "shown unhighlighted");
 }
 
 #[test]
