@@ -540,7 +540,7 @@ impl Committer {
         }
         let writer = self.shared.writer.lock().expect("writer lock poisoned");
         let image = self.shared.state.image();
-        write_snapshot(&self.shared.wal, &self.shared.schedule.policy.dir, &image, &mut || {});
+        write_snapshot(&self.shared.wal, &self.shared.schedule.policy, &image, &mut || {});
         // Never released: the process exits after a clean shutdown.
         std::mem::forget(writer);
     }
@@ -680,6 +680,7 @@ mod tests {
             log_ratio: 1.0,
             min_log_bytes: 1,
             min_interval: std::time::Duration::ZERO,
+            retention: Default::default(),
         };
         let c = committer_with(dir.path(), policy);
         // Nothing is snapshotted yet, so the first commit is due at once.

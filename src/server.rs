@@ -9,6 +9,7 @@ use crate::commit::{Committer, Durable};
 use crate::config::Config;
 use crate::entropy;
 use crate::error::ApiResult;
+use crate::events::journal::{self, Journal, QueueRecord, Retention, JOURNAL_FILE};
 use crate::events::{Hub, Realtime};
 use crate::http::{conn, Service};
 use crate::mutation::Mutation;
@@ -59,14 +60,28 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
         fs: Arc::clone(&fs),
     };
     let recovering = std::time::Instant::now();
-    let (state, wal, report) = persist::open_reporting(
+    // The journaled event queues, and the log they need (`events::journal`).
+    let journal_path = config.data_dir.join(JOURNAL_FILE);
+    let journaled = match journal::read(&journal_path) {
+        Ok((queues, torn)) => {
+            if torn > 0 {
+                tracing::warn!("cut a torn tail of {torn} bytes off {}", journal_path.display());
+            }
+            queues
+        }
+        Err(e) => {
+            tracing::warn!("cannot read {}: {e}; event queues are lost", journal_path.display());
+            Vec::new()
+        }
+    };
+    let need = journaled.iter().map(QueueRecord::need_seq).min();
+    let (state, wal, report) = persist::open_resuming(
         &config.data_dir,
         options,
         &mut crate::logging::ProgressLines::default(),
+        need,
     )
     .map_err(|e| format!("cannot open data dir {}: {e}", config.data_dir.display()))?;
-    let recovery = recovering.elapsed();
-    durable.advance(wal.durable_seq().max(state.applied_seq()));
     if let Some(torn) = &report.torn_tail {
         tracing::warn!(
             "recovered: cut a torn log tail of {} bytes at {} offset {}",
@@ -75,13 +90,22 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
             torn.offset
         );
     }
+    let state = Arc::new(state);
+    let hub = Arc::new(Hub::new());
+    let realtime = Arc::new(Realtime::new(Arc::clone(&state), config.queues.clone()));
+    realtime.queues.set_published(state.applied_seq());
+    let retention = resume_queues(&config, &fs, &wal, &report, journaled, &hub, &realtime)?;
+    let recovery = recovering.elapsed();
+    durable.advance(wal.durable_seq().max(state.applied_seq()));
     tracing::info!(
         "recovered state at seq {} (snapshot {}, {} log records replayed)",
         state.applied_seq(),
         report.snapshot_seq.map_or("none".to_owned(), |s| s.to_string()),
-        report.replayed
+        report.replayed + report.events_from.map_or(0, |from| state.applied_seq() + 1 - from)
     );
-    let store = crate::files::LocalStore::open_on(&config.data_dir, fs)
+    spawn_queue_ticker(&realtime);
+    // Only now is every logged record applied (the queues' replay included).
+    let store = crate::files::LocalStore::open_on(&config.data_dir, Arc::clone(&fs))
         .map_err(|e| format!("cannot open the file store in {}: {e}", config.data_dir.display()))?;
     let reconciled = crate::files::reconcile(&store, &state)
         .map_err(|e| format!("cannot read the file store: {e}"))?;
@@ -97,7 +121,6 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
             config.data_dir.join("uploads").display()
         );
     }
-    let state = Arc::new(state);
     if !state.lookup.ready() {
         // The sender, feature and word lists are derived: built from the
         // messages while requests are served (reads scan until then).
@@ -115,26 +138,13 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
             })
             .map_err(|e| format!("cannot start the lookup build: {e}"))?;
     }
-    let hub = Arc::new(Hub::new());
-    let realtime = Arc::new(Realtime::new(Arc::clone(&state), config.queues.clone()));
-    let reparse = |user, narrow: &serde_json::Value| {
-        let user = state.users.get(&user).filter(|u| u.is_active)?;
-        crate::narrow::Narrow::parse(&state, &user, narrow).ok()
-    };
-    realtime.queues.set_published(state.applied_seq());
-    match realtime.queues.load(&config.data_dir, &reparse) {
-        Ok(0) => {}
-        Ok(n) => tracing::info!("restored {n} event queues saved at the last clean shutdown"),
-        Err(e) => tracing::warn!("could not restore saved event queues: {e}"),
-    }
-    hub.attach(Arc::clone(&realtime));
-    spawn_queue_collector(&realtime);
     let policy = SnapshotPolicy {
         dir: persist::snapshot_dir(&config.data_dir),
         every: config.snapshots.every,
         log_ratio: config.snapshots.log_ratio,
         min_log_bytes: config.snapshots.min_log_bytes,
         min_interval: config.snapshots.min_interval,
+        retention,
     };
     let committer =
         Committer::new(Arc::clone(&state), Arc::new(wal), durable, Arc::clone(&hub), policy);
@@ -157,32 +167,111 @@ pub fn open_app_on(config: Config, fs: Arc<dyn wal::Fs>) -> Result<Arc<App>, Str
     Ok(app)
 }
 
+/// Restores the journaled event queues at start-up: each queue whose log
+/// is still there is attached, the log's tail after the recovered state
+/// is applied with its events delivered to them (`events_from`), the
+/// events their clients acknowledged are dropped, and the journal is
+/// written afresh from the queues now live. Returns the retention the
+/// snapshots must keep for them.
+fn resume_queues(
+    config: &Config,
+    fs: &Arc<dyn wal::Fs>,
+    wal: &wal::Wal,
+    report: &persist::OpenReport,
+    journaled: Vec<QueueRecord>,
+    hub: &Arc<Hub>,
+    realtime: &Arc<Realtime>,
+) -> Result<Retention, String> {
+    let state = &realtime.state;
+    let reparse = |user, narrow: &serde_json::Value| {
+        let user = state.users.get(&user).filter(|u| u.is_active)?;
+        crate::narrow::Narrow::parse(state, &user, narrow).ok()
+    };
+    let (mut restored, mut lost) = (0, 0);
+    for record in journaled {
+        // A queue needing records the recovered state already holds (the
+        // snapshot it needed is gone: past the retention bound) cannot be
+        // served; its client registers again.
+        if record.need_seq() > report.base_seq && realtime.queues.restore(record, &reparse) {
+            restored += 1;
+        } else {
+            lost += 1;
+        }
+    }
+    hub.attach(Arc::clone(realtime));
+    if let Some(from) = report.events_from {
+        // The log's tail, applied as the committer applied it, each
+        // mutation's events delivered in seq order (the same ids).
+        persist::replay_log(wal, from, |seq, mutation| {
+            let events = crate::apply::apply(state, seq, &mutation);
+            hub.publish_committed(seq, events);
+        })
+        .map_err(|e| format!("cannot replay the log for the event queues: {e}"))?;
+    }
+    realtime.queues.drop_acknowledged();
+    if restored + lost > 0 {
+        tracing::info!(
+            "restored {restored} event queues from {JOURNAL_FILE} ({lost} could not be resumed)"
+        );
+    }
+    let retention = Retention::default();
+    match Journal::create(Arc::clone(fs), &config.data_dir, &realtime.queues, retention.clone()) {
+        Ok(journal) => *realtime.journal.lock() = Some(journal),
+        Err(e) => tracing::warn!(
+            "cannot write {JOURNAL_FILE}: {e}; event queues will not survive a crash"
+        ),
+    }
+    Ok(retention)
+}
+
+/// How often the queue ticker brings the journal up to date.
+const JOURNAL_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The event queues' clock, a plain OS thread that sleeps: heartbeats for
-/// long-polls parked for the heartbeat interval, and collection of idle
-/// queues (polls also check expiry, so collection only frees memory).
-fn spawn_queue_collector(realtime: &Arc<Realtime>) {
+/// long-polls parked for the heartbeat interval, collection of idle
+/// queues (polls also check expiry, so collection only frees memory), and
+/// about once a second the journal's sync (one write and one `fdatasync`
+/// if any queue was registered, acknowledged or gone since the last).
+fn spawn_queue_ticker(realtime: &Arc<Realtime>) {
     let weak = Arc::downgrade(realtime);
     let period = realtime.queues.tick_period();
+    let nap = period.min(JOURNAL_EVERY);
     std::thread::Builder::new()
         .name("natter-queue-tick".into())
-        .spawn(move || loop {
-            std::thread::sleep(period);
-            match weak.upgrade() {
-                Some(realtime) => realtime.queues.tick(),
-                None => return,
+        .spawn(move || {
+            let mut next_tick = std::time::Instant::now() + period;
+            loop {
+                std::thread::sleep(nap);
+                let Some(realtime) = weak.upgrade() else { return };
+                let now = std::time::Instant::now();
+                if now >= next_tick {
+                    realtime.queues.tick();
+                    next_tick = now + period;
+                }
+                let mut journal = realtime.journal.lock();
+                if let Some(Err(e)) = journal.as_mut().map(|j| j.sync(&realtime.queues)) {
+                    tracing::warn!("cannot write {JOURNAL_FILE}: {e}; rewriting it next");
+                }
             }
         })
         .expect("spawn queue ticker");
 }
 
 /// Clean shutdown: the final snapshot (after which nothing commits), then
-/// the live event queues, so clients resume them after the restart.
+/// the journal rewritten with every live queue's unacknowledged events, so
+/// clients resume them after the restart without the log.
 pub fn shutdown(app: &App) {
     tracing::info!("{}", app.committer.summary());
     app.committer.shutdown();
-    match app.hub.realtime().queues.save(&app.config.data_dir) {
-        Ok(n) => tracing::info!("saved {n} event queues"),
-        Err(e) => tracing::warn!("could not save event queues: {e}"),
+    let realtime = app.hub.realtime();
+    realtime.queues.collect_expired();
+    // Taken: the ticker writes nothing after this.
+    let journal = realtime.journal.lock().take();
+    if let Some(mut journal) = journal {
+        match journal.compact(&realtime.queues, true) {
+            Ok(()) => tracing::info!("saved {} event queues", realtime.queues.len()),
+            Err(e) => tracing::warn!("could not save event queues: {e}"),
+        }
     }
 }
 

@@ -91,6 +91,9 @@ mod markdown_send;
 mod ops;
 /// Role × channel kind × action, against the real handlers; the table is data.
 mod permission_matrix;
+/// Event queues resumed after SIGKILL under a concurrent poller and
+/// sender: the received stream is the committed history.
+mod queue_recovery;
 /// Crash (SIGKILL) and clean restarts, snapshots, torn and corrupt logs.
 mod recovery;
 /// Every route of the routing table × eight callers (owner, member,

@@ -12,6 +12,7 @@
 //! a case in `tests/verify_action.rs`.
 
 pub mod fanout;
+pub mod journal;
 pub mod presence;
 pub mod queue;
 
@@ -134,6 +135,9 @@ pub struct Realtime {
     pub presence: presence::Presences,
     /// Register's user lists, cached per realm and users generation.
     pub user_lists: crate::view::user_lists::UserLists,
+    /// The queues' journal, once recovery wrote it; written by the queue
+    /// ticker (and taken by a clean shutdown). Never touched by a request.
+    pub journal: Mutex<Option<journal::Journal>>,
 }
 
 impl Realtime {
@@ -144,6 +148,7 @@ impl Realtime {
             queues: queue::Queues::new(config),
             presence: presence::Presences::default(),
             user_lists: crate::view::user_lists::UserLists::default(),
+            journal: Mutex::new(None),
         }
     }
 }

@@ -27,14 +27,13 @@
 //!
 //! Queues are ephemeral: never logged as mutations. A queue not polled for
 //! `QueueConfig::timeout` is collected; a queue that overflows
-//! `max_events` is dropped (its client re-registers). At clean shutdown the
-//! live queues are written to `<data dir>/event-queues.json` and read back
-//! (then deleted) at start-up, so a client polling its old `queue_id` with
-//! its `last_event_id` gets exactly the events it had not acknowledged.
+//! `max_events` is dropped (its client re-registers). What a queue must
+//! keep across a crash — its registration and how far its client has
+//! acknowledged — is journaled by the queue ticker (`journal`); its events
+//! are derived again from the log at recovery (`restore`, then the log's
+//! tail delivered as it was, then `drop_acknowledged`), with the same ids.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::io::Write;
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -246,7 +245,7 @@ pub struct Polled {
 }
 
 impl Polled {
-    /// The events as values (tests, the clean-shutdown file).
+    /// The events as values (tests, the journal at clean shutdown).
     pub fn values(&self) -> Vec<Value> {
         serde_json::from_str(&self.json).expect("queued events are JSON")
     }
@@ -290,6 +289,11 @@ pub struct Queue {
     poll_started: Instant,
     /// Set when the queue is deleted, expired or overflowed.
     dead: bool,
+    /// A queue restored with events the journal kept (a clean restart):
+    /// its events of mutations up to this seq came from the journal, not
+    /// the log, and the journal keeps them while the queue holds them. 0
+    /// for any other queue.
+    restored_through: u64,
 }
 
 impl Queue {
@@ -343,17 +347,27 @@ impl Queue {
     }
 
     fn render_all(&self) -> Polled {
-        let size: usize = self.events.iter().map(|e| e.shared.len() + 32).sum();
+        self.render_below(i64::MAX)
+    }
+
+    /// The queued events with ids below `limit`.
+    fn render_below(&self, limit: i64) -> Polled {
+        let events = || self.events.iter().take_while(|e| e.id < limit);
+        let size: usize = events().map(|e| e.shared.len() + 32).sum();
         let mut json = String::with_capacity(2 + size);
         json.push('[');
-        for (i, event) in self.events.iter().enumerate() {
-            if i > 0 {
+        let mut count = 0;
+        let mut newest = None;
+        for event in events() {
+            if count > 0 {
                 json.push(',');
             }
             event.write(&mut json);
+            count += 1;
+            newest = Some(event.id);
         }
         json.push(']');
-        Polled { json, count: self.events.len(), newest: self.events.back().map(|e| e.id) }
+        Polled { json, count, newest }
     }
 
     fn expired(&self, now: Instant, timeout: Duration) -> bool {
@@ -461,17 +475,6 @@ pub struct QueueFigures {
     pub events_dropped: AtomicU64,
 }
 
-/// The form of a queue in the clean-shutdown file.
-#[derive(Serialize, Deserialize)]
-struct SavedQueue {
-    id: String,
-    user: UserId,
-    realm: RealmId,
-    options: QueueOptions,
-    last_id: i64,
-    events: Vec<Value>,
-}
-
 /// Ids each mutation's slot holds: committed events of mutation `seq` have
 /// ids from `seq × SLOT`.
 pub const SLOT: u64 = 1024;
@@ -486,9 +489,6 @@ pub fn committed_id(seq: u64, k: u64) -> i64 {
 pub fn first_id(seq: u64) -> i64 {
     committed_id(seq, 0)
 }
-
-/// The clean-shutdown file's name inside the data dir.
-pub const SAVED_QUEUES_FILE: &str = "event-queues.json";
 
 impl Queues {
     /// No queues yet.
@@ -572,6 +572,7 @@ impl Queues {
             waiter: None,
             poll_started: Instant::now(),
             dead: false,
+            restored_through: 0,
         };
         registry.insert(id.clone(), user, Arc::new(Mutex::new(queue)));
         Ok(id)
@@ -871,102 +872,166 @@ impl Queues {
         }
     }
 
-    /// Writes every live queue to `dir/event-queues.json` (tmp, fsync,
-    /// rename). Called at clean shutdown, after the last commit.
-    pub fn save(&self, dir: &Path) -> std::io::Result<usize> {
-        self.collect_expired();
-        let saved: Vec<SavedQueue> = {
-            let registry = self.registry.read();
-            let mut list: Vec<SavedQueue> = registry
-                .by_id
-                .values()
-                .map(|cell| {
-                    let q = cell.lock();
-                    SavedQueue {
-                        id: q.id.clone(),
-                        user: q.user,
-                        realm: q.realm,
-                        options: q.options.clone(),
-                        last_id: q.last_id,
-                        events: q.render_all().values(),
-                    }
-                })
-                .collect();
-            list.sort_by(|a, b| a.id.cmp(&b.id));
-            list
+    /// Calls `each` with every live queue as the journal records it:
+    /// with every unacknowledged event if `all_events` (a clean shutdown,
+    /// after the last commit), else with the events a restored queue still
+    /// holds from the journal (`Queue::restored_through`). In id order.
+    pub fn journal_view(&self, all_events: bool, mut each: impl FnMut(View<'_>)) {
+        let mut cells: Vec<(String, Arc<QueueCell>)> =
+            self.registry.read().by_id.iter().map(|(id, c)| (id.clone(), Arc::clone(c))).collect();
+        cells.sort_by(|a, b| a.0.cmp(&b.0));
+        // Under the delivery lock: every event of the mutations up to
+        // `published` has reached its queues.
+        let published = {
+            let _delivering = self.delivering();
+            self.published.load(Ordering::Relaxed)
         };
-        let bytes = serde_json::to_vec(&saved).map_err(std::io::Error::other)?;
-        let tmp = dir.join(format!("{SAVED_QUEUES_FILE}.tmp"));
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(&bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, dir.join(SAVED_QUEUES_FILE))?;
-        std::fs::File::open(dir)?.sync_all()?;
-        Ok(saved.len())
+        for (_, cell) in cells {
+            let q = cell.lock();
+            if q.dead {
+                continue;
+            }
+            // How far the client has everything: its acknowledgement, or,
+            // since events leave a queue only when acknowledged, up to the
+            // first event still queued (to every mutation published when
+            // none is). An idle queue's need follows the log's head.
+            let delivered = q.events.front().map_or(first_id(published + 1), |e| e.id);
+            let acked = q.acked.max(delivered - 1);
+            let pending = if all_events {
+                Some((q.render_all().values(), published.max(q.floor_seq)))
+            } else if q.restored_through > 0 {
+                let kept = q.render_below(first_id(q.restored_through + 1));
+                (kept.count > 0).then(|| (kept.values(), q.restored_through))
+            } else {
+                None
+            };
+            each(View {
+                id: &q.id,
+                user: q.user,
+                realm: q.realm,
+                options: &q.options,
+                floor_seq: q.floor_seq,
+                acked,
+                pending,
+            });
+        }
     }
 
-    /// Loads the queues a clean shutdown saved, then deletes the file so a
-    /// later crash can never resurrect them with events missing. Their
-    /// expiry clock restarts now. Call after `set_published` with the
-    /// recovered seq. Returns how many were loaded.
-    pub fn load(
+    /// Restores a journaled queue at start-up, before the log's tail is
+    /// delivered: it takes the events of mutations from the record's
+    /// `need_seq` on (those before are in its fetched state, acknowledged,
+    /// or among the events the journal kept). A narrow that no longer
+    /// parses (its channel or user is gone) drops the queue: false.
+    pub fn restore(
         &self,
-        dir: &Path,
+        record: QueueRecord,
         reparse: &dyn Fn(UserId, &Value) -> Option<crate::narrow::Narrow>,
-    ) -> std::io::Result<usize> {
-        let path = dir.join(SAVED_QUEUES_FILE);
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-            Err(e) => return Err(e),
+    ) -> bool {
+        let Some(filter) = reparse(record.user, &record.options.narrow) else { return false };
+        let floor = record.need_seq() - 1;
+        let mut options = record.options;
+        options.narrow_filter = filter;
+        let events: VecDeque<Queued> = record
+            .pending
+            .into_iter()
+            .filter_map(|v| match v {
+                Value::Object(mut map) => {
+                    let id = map.remove("id")?.as_i64()?;
+                    Some(Queued { id, shared: members(&map), own: None })
+                }
+                _ => None,
+            })
+            .collect();
+        let newest = events.back().map_or(i64::MIN, |e| e.id);
+        let queue = Queue {
+            id: record.id.clone(),
+            user: record.user,
+            realm: record.realm,
+            options,
+            events,
+            last_id: (first_id(record.floor_seq) - 1).max(record.acked).max(newest),
+            acked: record.acked,
+            floor_seq: floor,
+            slot_seq: floor,
+            slot_k: 0,
+            bare_wake: false,
+            last_active: Instant::now(),
+            waiter: None,
+            poll_started: Instant::now(),
+            dead: false,
+            restored_through: record.pending_through,
         };
-        let saved: Vec<SavedQueue> = serde_json::from_slice(&bytes)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        let mut count = 0;
-        // Everything up to here was committed before the shutdown that
-        // saved the file; later mutations' events are new to every queue.
-        let recovered = self.published.load(Ordering::Relaxed);
-        let mut registry = self.registry.write();
-        for mut s in saved {
-            // A narrow that no longer parses (its channel or user is gone)
-            // drops the queue: its client registers again.
-            let Some(filter) = reparse(s.user, &s.options.narrow) else { continue };
-            s.options.narrow_filter = filter;
-            count += 1;
-            let events = s
-                .events
-                .into_iter()
-                .filter_map(|v| match v {
-                    Value::Object(mut map) => {
-                        let id = map.remove("id")?.as_i64()?;
-                        Some(Queued { id, shared: members(&map), own: None })
-                    }
-                    _ => None,
-                })
-                .collect();
-            let queue = Queue {
-                id: s.id.clone(),
-                user: s.user,
-                realm: s.realm,
-                options: s.options,
-                events,
-                last_id: s.last_id,
-                acked: -1,
-                floor_seq: recovered,
-                slot_seq: recovered,
-                slot_k: 0,
-                bare_wake: false,
-                last_active: Instant::now(),
-                waiter: None,
-                poll_started: Instant::now(),
-                dead: false,
-            };
-            registry.insert(s.id, s.user, Arc::new(Mutex::new(queue)));
-        }
-        drop(registry);
-        std::fs::remove_file(&path)?;
-        Ok(count)
+        self.registry.write().insert(record.id, record.user, Arc::new(Mutex::new(queue)));
+        true
     }
+
+    /// Drops from every queue the events its client acknowledged: after
+    /// the log's tail was delivered to restored queues, the events of the
+    /// acknowledged mutation that came before the acknowledged id.
+    pub fn drop_acknowledged(&self) {
+        for cell in self.registry.read().by_id.values() {
+            let mut q = cell.lock();
+            let acked = q.acked;
+            q.ack(acked);
+        }
+    }
+}
+
+/// A queue as the journal (`journal`) describes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueRecord {
+    /// The queue's id.
+    pub id: String,
+    /// Its owner.
+    pub user: UserId,
+    /// The owner's realm.
+    pub realm: RealmId,
+    /// Register options (narrow unparsed).
+    pub options: QueueOptions,
+    /// The register floor.
+    pub floor_seq: u64,
+    /// The highest id acknowledged (-1: none).
+    pub acked: i64,
+    /// Events kept in the journal, and the seq they cover through (0 and
+    /// empty when none).
+    pub pending: Vec<Value>,
+    /// See `journal::Entry::Pending`'s `through_seq`.
+    pub pending_through: u64,
+}
+
+impl QueueRecord {
+    /// The first seq whose events this queue may still lack: after its
+    /// floor, after the events kept with it, and no earlier than the
+    /// mutation of the id acknowledged (a later event of the same mutation
+    /// may be unacknowledged).
+    pub fn need_seq(&self) -> u64 {
+        need_seq(self.floor_seq, self.acked, self.pending_through)
+    }
+}
+
+/// `QueueRecord::need_seq` from its parts.
+pub fn need_seq(floor_seq: u64, acked: i64, pending_through: u64) -> u64 {
+    let acked_seq = u64::try_from(acked.div_euclid(SLOT as i64)).unwrap_or(0);
+    (floor_seq.max(pending_through) + 1).max(acked_seq)
+}
+
+/// One live queue as the journal sees it (`Queues::journal_view`).
+pub struct View<'a> {
+    /// The queue's id.
+    pub id: &'a str,
+    /// Its owner.
+    pub user: UserId,
+    /// The owner's realm.
+    pub realm: RealmId,
+    /// Register options.
+    pub options: &'a QueueOptions,
+    /// Register floor.
+    pub floor_seq: u64,
+    /// Highest id acknowledged.
+    pub acked: i64,
+    /// Events from before the floor that the log may not derive (a queue
+    /// restored at a clean restart), and the seq they cover through.
+    pub pending: Option<(Vec<Value>, u64)>,
 }
 
 /// A fresh, unguessable queue id: `<unix seconds>:<random>`, like Zulip's
@@ -1118,27 +1183,6 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert_eq!(got[0]["type"], "heartbeat");
         assert_eq!(got[0]["id"], 0);
-    }
-
-    #[test]
-    fn saved_queues_load_with_their_unacknowledged_events() {
-        let dir = tempfile::tempdir().unwrap();
-        let qs = queues();
-        let id = qs.create(UserId(1), RealmId(1), QueueOptions::default(), 0).unwrap();
-        let targets = qs.of_users([UserId(1)]);
-        qs.deliver(None, &targets, |_| Some(body("a")));
-        qs.deliver(None, &targets, |_| Some(body("b")));
-        qs.poll(&id, UserId(1), Some(0), true).unwrap();
-        assert_eq!(qs.save(dir.path()).unwrap(), 1);
-        let again = queues();
-        assert_eq!(again.load(dir.path(), &|_, _| Some(Default::default())).unwrap(), 1);
-        assert!(!dir.path().join(SAVED_QUEUES_FILE).exists(), "loaded once, then deleted");
-        let got = again.poll(&id, UserId(1), Some(0), true).unwrap();
-        assert_eq!(got, vec![serde_json::json!({"type": "b", "id": 1})]);
-        let targets = again.of_users([UserId(1)]);
-        again.deliver(Some(1), &targets, |_| Some(body("c")));
-        let got = again.poll(&id, UserId(1), Some(1), true).unwrap();
-        assert_eq!(got, vec![serde_json::json!({"type": "c", "id": 1024})]);
     }
 
     fn roomy() -> Queues {

@@ -107,8 +107,15 @@ pub struct OpenReport {
     pub snapshot_seq: Option<u64>,
     /// Log records replayed after it.
     pub replayed: u64,
+    /// The seq of the state recovery started from (the snapshot loaded,
+    /// or 0).
+    pub base_seq: u64,
     /// A torn log tail that was cut off.
     pub torn_tail: Option<wal::TornTail>,
+    /// With `open_resuming`: the first seq left to replay (through
+    /// `apply`, with its events), if the log goes on past the state
+    /// returned.
+    pub events_from: Option<u64>,
 }
 
 /// Paths inside a data dir.
@@ -186,6 +193,24 @@ pub fn open_reporting(
     options: Options,
     progress: &mut dyn std::io::Write,
 ) -> Result<(State, Wal, OpenReport), PersistError> {
+    open_resuming(data_dir, options, progress, None)
+}
+
+/// `open_reporting` for a recovery whose event queues need the events of
+/// the log from seq `need` on (the lowest seq a journaled queue needs).
+/// If `need` is at or below the newest snapshot's seq, recovery starts
+/// from the snapshot before it (kept for this, `schedule::write_snapshot`;
+/// or from the empty state when the log starts at seq 1), if it is there
+/// with the log after it. The log is replayed (without events) up to
+/// `need`; the state returned is there, and `OpenReport::events_from` is
+/// the seq the caller replays from, delivering the events. The queues
+/// that need an earlier seq than `snapshot_seq + 1` cannot be served.
+pub fn open_resuming(
+    data_dir: &Path,
+    options: Options,
+    progress: &mut dyn std::io::Write,
+    need: Option<u64>,
+) -> Result<(State, Wal, OpenReport), PersistError> {
     std::fs::create_dir_all(data_dir)?;
     let mut report = OpenReport::default();
     // Two processes appending to one log would interleave records; an
@@ -198,9 +223,28 @@ pub fn open_reporting(
         Err(std::fs::TryLockError::WouldBlock) => return Err(PersistError::Locked(lock_path)),
         Err(std::fs::TryLockError::Error(e)) => return Err(PersistError::Io(e)),
     }
+    let (wal, recovery) = Wal::open(wal_dir(data_dir), options)?;
+    report.torn_tail = recovery.truncated;
     let snapshots = snapshot_dir(data_dir);
+    let mut candidates = snapshot::list(&snapshots)?;
+    // The log holds every record after `base` (or holds none at all).
+    let covered = |base: u64| wal.first_seq() == 0 || wal.first_seq() <= base + 1;
+    let newest = candidates.first().map_or(0, |(seq, _)| *seq);
+    let mut from_empty = false;
+    if let Some(need) = need.filter(|&need| need <= newest) {
+        match candidates.iter().position(|(seq, _)| *seq < need) {
+            Some(older) if covered(candidates[older].0) => {
+                // Start from the kept snapshot; the newer ones stay as the
+                // fallback if it does not decode.
+                let kept = candidates.remove(older);
+                candidates.insert(0, kept);
+            }
+            None if covered(0) => from_empty = true,
+            _ => {}
+        }
+    }
     let mut state = State::new();
-    for (seq, path) in snapshot::list(&snapshots)? {
+    for (seq, path) in candidates.into_iter().filter(|_| !from_empty) {
         let size = std::fs::metadata(&path)?.len();
         let started = std::time::Instant::now();
         // Read a block at a time by the decoding threads: the file is
@@ -219,22 +263,46 @@ pub fn open_reporting(
             Err(e) => tracing::warn!("skipping {e}"),
         }
     }
-    let (wal, recovery) = Wal::open(wal_dir(data_dir), options)?;
-    report.torn_tail = recovery.truncated;
     let from = state.applied_seq();
+    report.base_seq = from;
     if wal.last_seq() < from {
         return Err(PersistError::LogBehindSnapshot { snapshot: from, log: wal.last_seq() });
     }
-    let mut replay = progress::Replay::new(progress, wal.last_seq() - from);
+    // Without events up to `need`: the caller delivers the rest's.
+    report.events_from = need.map(|need| need.max(from + 1)).filter(|&s| s <= wal.last_seq());
+    let end = report.events_from.map_or(wal.last_seq(), |start| start - 1);
+    let mut replay = progress::Replay::new(progress, end - from);
     let mut applier = crate::apply::replay::Replay::new(&state);
-    replay_log(&wal, from + 1, |seq, mutation| {
-        applier.apply(seq, mutation);
-        replay.record();
-    })?;
+    if end > from {
+        replay_log_through(&wal, from + 1, end, |seq, mutation| {
+            applier.apply(seq, mutation);
+            replay.record();
+        })?;
+    }
     applier.finish();
     report.replayed = replay.finish();
     state.rebuild_holder_hints();
     Ok((state, wal, report))
+}
+
+/// `replay_log` of the records from `from` through `through`.
+fn replay_log_through(
+    wal: &Wal,
+    from: u64,
+    through: u64,
+    mut each: impl FnMut(u64, Mutation),
+) -> Result<(), PersistError> {
+    if through >= wal.last_seq() {
+        return replay_log(wal, from, each);
+    }
+    // The reader stops at the end of the log, not at `through`: the
+    // records after it are decoded and dropped (at most the log a queue
+    // needs, one snapshot interval).
+    replay_log(wal, from, |seq, mutation| {
+        if seq <= through {
+            each(seq, mutation);
+        }
+    })
 }
 
 /// Mutations per batch handed from the log reader to the applier.
@@ -503,6 +571,86 @@ mod tests {
         let (state, _wal, report) = open(dir.path(), Options::default()).unwrap();
         assert_eq!(report.snapshot_seq, Some(20));
         assert_eq!(report.replayed, log.len() as u64 - 20);
+        assert_eq!(snapshot::encode(&state.image()), expected);
+    }
+
+    /// The state after the first `n` records of `log`.
+    fn prefix(log: &[Mutation], n: usize) -> State {
+        let state = State::new();
+        for (i, m) in log.iter().take(n).enumerate() {
+            apply(&state, i as u64 + 1, m);
+        }
+        state
+    }
+
+    /// While a journaled event queue needs the log from a seq at or below
+    /// a new snapshot's, the previous snapshot and the log after it stay
+    /// (and `natter verify` accepts the two); recovery for that queue
+    /// starts from the kept snapshot and stops where its events begin.
+    #[test]
+    fn the_snapshot_a_queue_needs_and_the_log_after_it_are_kept_and_recovery_starts_there() {
+        use crate::events::journal::Retention;
+        use crate::persist::schedule::{write_snapshot, SnapshotPolicy};
+        let live = State::new();
+        let log = history(&live, 30);
+        let last = log.len();
+        assert!(last >= 30);
+        let expected = snapshot::encode(&live.image());
+        let dir = tempfile::tempdir().unwrap();
+        let small = || Options { segment_bytes: 256, ..Options::default() };
+        write_log(dir.path(), &log, small());
+        let retention = Retention::default();
+        let policy = SnapshotPolicy {
+            retention: retention.clone(),
+            ..SnapshotPolicy::every(snapshot_dir(dir.path()), 0)
+        };
+        let seqs = |dir: &Path| -> Vec<u64> {
+            snapshot::list(&snapshot_dir(dir)).unwrap().into_iter().map(|(seq, _)| seq).collect()
+        };
+        let (wal, _) = Wal::open(wal_dir(dir.path()), small()).unwrap();
+        write_snapshot(&wal, &policy, &prefix(&log, 10).image(), &mut || {}).unwrap();
+        assert_eq!(seqs(dir.path()), [10]);
+        assert!(wal.first_seq() > 1, "no queue needs it: trimmed");
+        // A queue needs the events from seq 15: snapshot 10 and the log
+        // after it stay.
+        retention.set(Some(15));
+        write_snapshot(&wal, &policy, &prefix(&log, 20).image(), &mut || {}).unwrap();
+        assert_eq!(seqs(dir.path()), [20, 10]);
+        assert!(wal.first_seq() <= 11 && wal.first_seq() > 1);
+        wal.close().unwrap();
+        let verified = verify::verify(dir.path()).unwrap();
+        assert_eq!((verified.snapshots.len(), verified.seq), (2, last as u64));
+
+        let opened = open_resuming(dir.path(), small(), &mut std::io::sink(), Some(15));
+        let (state, wal, report) = opened.unwrap();
+        assert_eq!((report.snapshot_seq, report.base_seq), (Some(10), 10));
+        assert_eq!((report.events_from, state.applied_seq(), report.replayed), (Some(15), 14, 4));
+        replay_log(&wal, 15, |seq, m| drop(apply(&state, seq, &m))).unwrap();
+        assert_eq!(snapshot::encode(&state.image()), expected);
+        drop((state, wal, report));
+        // Needed from after the newest snapshot: the newest serves.
+        let opened = open_resuming(dir.path(), small(), &mut std::io::sink(), Some(25));
+        let (state, wal, report) = opened.unwrap();
+        assert_eq!(
+            (report.snapshot_seq, report.events_from, state.applied_seq()),
+            (Some(20), Some(25), 24)
+        );
+        drop(state);
+        // At most two: the next snapshot keeps 20, not 10.
+        retention.set(Some(25));
+        write_snapshot(&wal, &policy, &prefix(&log, 30).image(), &mut || {}).unwrap();
+        assert_eq!(seqs(dir.path()), [30, 20]);
+        assert!(wal.first_seq() <= 21 && wal.first_seq() > 11);
+        // Nothing needed: the newest alone, the log trimmed.
+        retention.set(None);
+        write_snapshot(&wal, &policy, &live.image(), &mut || {}).unwrap();
+        assert_eq!(seqs(dir.path()), [last as u64]);
+        drop((wal, report));
+        // A queue needing what no snapshot kept: recovery starts from the
+        // newest, and the caller drops the queue (its need ≤ base_seq).
+        let opened = open_resuming(dir.path(), small(), &mut std::io::sink(), Some(15));
+        let (state, _wal, report) = opened.unwrap();
+        assert_eq!((report.base_seq, report.events_from), (last as u64, None));
         assert_eq!(snapshot::encode(&state.image()), expected);
     }
 

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use wal::Wal;
 
+use crate::events::journal::Retention;
 use crate::persist::snapshot;
 
 /// Free space on the log's file system below which commits are refused
@@ -72,7 +73,7 @@ impl Schedule {
     pub fn new(policy: SnapshotPolicy, applied_seq: u64) -> Self {
         let size = snapshot::list(&policy.dir)
             .ok()
-            .and_then(|all| all.last().and_then(|(_, path)| std::fs::metadata(path).ok()));
+            .and_then(|all| all.first().and_then(|(_, path)| std::fs::metadata(path).ok()));
         let written_at = size
             .as_ref()
             .and_then(|m| m.modified().ok())
@@ -127,7 +128,7 @@ impl Schedule {
                 raised = true;
             }
         };
-        let size = write_snapshot(wal, &self.policy.dir, &cut.image, &mut progress);
+        let size = write_snapshot(wal, &self.policy, &cut.image, &mut progress);
         self.last_snapshot_logged.store(cut.logged, Ordering::Release);
         if let Some(size) = size {
             self.last_snapshot_size.store(size, Ordering::Release);
@@ -176,6 +177,10 @@ pub struct SnapshotPolicy {
     pub min_log_bytes: u64,
     /// The least time from the end of one snapshot to the next.
     pub min_interval: std::time::Duration,
+    /// The lowest seq a journaled event queue still needs the log from
+    /// (`events::journal`): while it is at or below a new snapshot's seq,
+    /// the previous snapshot and the log after it are kept.
+    pub retention: Retention,
 }
 
 impl SnapshotPolicy {
@@ -187,6 +192,7 @@ impl SnapshotPolicy {
             log_ratio: 0.0,
             min_log_bytes: 0,
             min_interval: std::time::Duration::ZERO,
+            retention: Retention::default(),
         }
     }
 
@@ -240,12 +246,21 @@ fn lower_priority(priority: crate::priority::Priority) {
 /// size of the newest one and a quarter. Runs on a plain OS thread (or at
 /// shutdown), never on a coroutine.
 /// `progress` is called as the file is written (`snapshot::write_with`).
+///
+/// **Retention.** While a journaled event queue needs the log's events
+/// from a seq at or below this snapshot's (`policy.retention`), the
+/// previous snapshot stays and the log is trimmed only through it, so a
+/// recovery can start there and derive the queue's events again; older
+/// snapshots go. So at most two snapshots and the log after the older one
+/// are kept: a queue needing the log from before the older one is dropped
+/// at recovery (its client registers again).
 pub fn write_snapshot(
     wal: &Wal,
-    dir: &std::path::Path,
+    policy: &SnapshotPolicy,
     image: &StateImage,
     progress: &mut dyn FnMut(),
 ) -> Option<u64> {
+    let dir = &policy.dir;
     let seq = image.applied_seq;
     if seq == 0 {
         return None;
@@ -266,10 +281,20 @@ pub fn write_snapshot(
         tracing::warn!("snapshot at seq {seq} skipped: {why}");
         return None;
     }
-    match snapshot::write_on(&**wal.fs(), dir, image, progress) {
-        Ok(path) => {
-            if let Err(e) = wal.remove_through(seq) {
-                tracing::warn!("could not trim the log through seq {seq}: {e}");
+    let retain = policy.retention.needed_from().is_some_and(|need| need <= seq);
+    match snapshot::write_on(&**wal.fs(), dir, image, progress, retain) {
+        Ok((path, kept)) => {
+            // The log from the kept snapshot on (from the start when the
+            // queues need it and no snapshot came before this one).
+            let through = match (retain, kept) {
+                (false, _) => Some(seq),
+                (true, Some(previous)) => Some(previous),
+                (true, None) => None,
+            };
+            if let Some(through) = through {
+                if let Err(e) = wal.remove_through(through) {
+                    tracing::warn!("could not trim the log through seq {through}: {e}");
+                }
             }
             let size = std::fs::metadata(&path).ok().map(|m| m.len());
             tracing::info!(
@@ -326,14 +351,15 @@ mod tests {
         let mut image = crate::state::State::new().image();
         image.applied_seq = seq;
         let snapshots = dir.path().join("snapshots");
+        let policy = SnapshotPolicy::every(snapshots.clone(), 0);
         // Under the reserve: skipped, and the log keeps the change.
         fs.set_free(Some(DISK_RESERVE - 1));
-        assert_eq!(write_snapshot(&wal, &snapshots, &image, &mut || {}), None);
+        assert_eq!(write_snapshot(&wal, &policy, &image, &mut || {}), None);
         assert!(snapshot::list(&snapshots).unwrap().is_empty());
         assert_eq!(wal.last_seq(), seq);
         // Room for the file and the reserve: written.
         fs.set_free(None);
-        assert!(write_snapshot(&wal, &snapshots, &image, &mut || {}).is_some());
+        assert!(write_snapshot(&wal, &policy, &image, &mut || {}).is_some());
         assert_eq!(snapshot::list(&snapshots).unwrap().len(), 1);
     }
 
@@ -345,6 +371,7 @@ mod tests {
             log_ratio: 0.5,
             min_log_bytes: 1_000,
             min_interval: std::time::Duration::from_secs(10),
+            retention: Retention::default(),
         };
         let long_ago = || std::time::Duration::from_secs(60);
         // The floor, then half of the last snapshot's size.

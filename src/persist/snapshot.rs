@@ -773,16 +773,20 @@ pub fn write_with(
     image: &StateImage,
     progress: &mut dyn FnMut(),
 ) -> io::Result<PathBuf> {
-    write_on(&wal::RealFs, dir, image, progress)
+    write_on(&wal::RealFs, dir, image, progress, false).map(|(path, _)| path)
 }
 
-/// `write_with`, changing and flushing files through `fs`.
+/// `write_with`, changing and flushing files through `fs`. With
+/// `keep_previous`, the newest older snapshot is kept (the event queues'
+/// recovery may need to start from it) and only those before it are
+/// removed; returns the new file and the seq of the snapshot kept, if any.
 pub fn write_on(
     fs: &dyn Fs,
     dir: &Path,
     image: &StateImage,
     progress: &mut dyn FnMut(),
-) -> io::Result<PathBuf> {
+    keep_previous: bool,
+) -> io::Result<(PathBuf, Option<u64>)> {
     fs.create_dir_all(dir)?;
     let seq = image.applied_seq;
     let final_path = path_for(dir, seq);
@@ -799,10 +803,16 @@ pub fn write_on(
         return Err(err);
     }
     fs.sync_dir(dir)?;
+    let mut kept = None;
     for (old_seq, old_path) in list(dir)? {
-        if old_seq < seq {
-            fs.remove_file(&old_path)?;
+        if old_seq >= seq {
+            continue;
         }
+        if keep_previous && kept.is_none() {
+            kept = Some(old_seq);
+            continue;
+        }
+        fs.remove_file(&old_path)?;
     }
-    Ok(final_path)
+    Ok((final_path, kept))
 }
