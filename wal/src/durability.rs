@@ -151,13 +151,17 @@ impl Durability {
     }
 
     /// Notes that an fsync made everything up to `seq` durable, wakes the
-    /// waiters and reports, if that advanced *durable*.
-    /// Returns how many records became durable that were not before.
-    pub(crate) fn record_synced(&self, seq: Seq) -> u64 {
+    /// waiters and reports, if that advanced *durable*. `count` is told
+    /// how many records became durable that were not before, under the
+    /// lock, before any waiter wakes.
+    pub(crate) fn record_synced(&self, seq: Seq, count: impl FnOnce(u64)) {
         let newly = {
             let mut progress = lock(&self.progress);
             progress.synced = progress.synced.max(seq);
             let newly = seq.saturating_sub(progress.durable);
+            // Counted before any waiter wakes, so a writer that saw its
+            // record durable also sees the flush in the figures.
+            count(newly);
             if newly > 0 {
                 progress.durable = seq;
                 if progress.waiters > 0 {
@@ -169,7 +173,6 @@ impl Durability {
         if newly > 0 {
             self.report(seq);
         }
-        newly
     }
 
     /// Tells `on_durable` that everything up to `seq` is durable.
@@ -244,8 +247,7 @@ fn group_commit(shared: &Shared) {
         last_batch = target - synced;
         let started = Instant::now();
         fsync::data(&*shared.fs, &file, &path);
-        let newly = durability.record_synced(target);
-        shared.stats.synced(started.elapsed(), newly);
+        durability.record_synced(target, |newly| shared.stats.synced(started.elapsed(), newly));
     }
 }
 
@@ -272,8 +274,7 @@ fn sync_periodically(shared: &Shared, period: Duration) {
             let (file, path) = shared.active_file();
             let started = Instant::now();
             fsync::data(&*shared.fs, &file, &path);
-            let newly = durability.record_synced(target);
-            shared.stats.synced(started.elapsed(), newly);
+            durability.record_synced(target, |newly| shared.stats.synced(started.elapsed(), newly));
         }
         if shutdown {
             return;

@@ -423,8 +423,10 @@ impl Wal {
         let (file, path) = flush.once_sealed();
         let started = std::time::Instant::now();
         fsync::data(&*self.shared.fs, &file, &path);
-        let newly = self.shared.durability.record_synced(target);
-        self.shared.stats.synced(started.elapsed(), newly);
+        let stats = &self.shared.stats;
+        self.shared
+            .durability
+            .record_synced(target, |newly| stats.synced(started.elapsed(), newly));
         Ok(())
     }
 
