@@ -200,11 +200,13 @@ impl Plan {
                 Direction::Older => x,
                 Direction::Newer => MessageId(x.0 + 1),
             };
-            if let ([List::Set(only)], List::Set(excluding)) = (&self.lists[..], excluding) {
-                // One list minus another (a channel minus its busiest
-                // sender): walk the two together past the ids they share,
-                // a step each, instead of a search per excluded id.
-                let y = first_not_in(only, excluding, x, direction)?;
+            if let (List::Set(first), List::Set(excluding)) = (&self.lists[0], excluding) {
+                // A list minus another (a channel minus its busiest
+                // sender): walk the shortest list and the excluded one
+                // together past the ids they share, a step each, instead
+                // of a search per excluded id. No skipped id can be in
+                // the answer; the other lists are intersected from there.
+                let y = first_not_in(first, excluding, x, direction)?;
                 cursor = match direction {
                     Direction::Older => MessageId(y.0 + 1),
                     Direction::Newer => y,
