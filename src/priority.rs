@@ -42,45 +42,6 @@ impl Priority {
     }
 }
 
-/// A thread as another thread names it, to raise it ([`Handle::raise`]).
-#[derive(Clone, Copy, Debug)]
-pub struct Handle {
-    #[cfg(target_os = "linux")]
-    native: thread_priority::ThreadId,
-}
-
-impl Handle {
-    /// The calling thread's handle.
-    pub fn current() -> Handle {
-        Handle {
-            #[cfg(target_os = "linux")]
-            native: thread_priority::thread_native_id(),
-        }
-    }
-
-    /// Moves the thread from the idle class to the normal one at nice 0
-    /// (entering the idle class set its nice value to 0), where it shares
-    /// the cores with the process's other threads as an equal. Called from
-    /// another thread, which must itself run at nice 19: the library sets
-    /// the caller's nice value as it changes the target's class.
-    pub fn raise(self) -> bool {
-        #[cfg(target_os = "linux")]
-        {
-            use thread_priority::{
-                set_thread_priority_and_policy, NormalThreadSchedulePolicy, ThreadPriority,
-                ThreadSchedulePolicy,
-            };
-            let policy = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Other);
-            set_thread_priority_and_policy(self.native, ThreadPriority::Min, policy).is_ok()
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = self;
-            true
-        }
-    }
-}
-
 /// The calling thread's nice value and scheduling policy (proc(5)).
 #[cfg(all(test, target_os = "linux"))]
 pub(crate) fn nice_and_policy() -> (i64, i64) {

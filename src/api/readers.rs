@@ -8,16 +8,11 @@
 //! an equal. Instead the handler hands the read to `Readers`: the job goes
 //! to a reader thread while the calling coroutine parks on a may channel,
 //! so the worker keeps serving its other connections. Reader threads run
-//! in the idle scheduling class (`crate::priority::Priority::Idle`): a
-//! worker that wakes takes the core from a reader at once, and reads get
-//! what the workers leave. A server that is not saturated answers reads
-//! as fast as before; a busy one keeps its writes' latency and slows its
-//! reads. So that a saturated one cannot starve a read, a read still
-//! running after `RAISE_AFTER` is raised to the normal class (`watch`),
-//! sharing the cores with the workers as an equal for the rest of it, and
-//! its thread goes back to the idle class at its next read. Reads at
-//! scale take milliseconds (docs/PERFORMANCE.md), so only a read that the
-//! box left waiting, or a pathological narrow, is ever raised.
+//! at nice 19 (`crate::priority::Priority::Background`): when the workers
+//! want the cores they get them, and reads take what is left (about 1.5%
+//! of a busy core each, all of an idle one). A server that is not
+//! saturated answers reads as fast as before; a saturated one keeps its
+//! writes' latency and slows its reads.
 //!
 //! Two lanes of `READER_THREADS` threads each:
 //! - **heavy** (`Readers::run`): reads no index answers within
@@ -52,11 +47,6 @@ pub const READER_THREADS: usize = 2;
 pub const MAX_PER_USER: usize = 2;
 /// Default for `--max-heavy-reads`: most heavy reads in the pool at once.
 pub const DEFAULT_MAX_TOTAL: usize = 16;
-/// How long a read runs in the idle class before it is raised.
-const RAISE_AFTER: Duration = Duration::from_millis(250);
-/// How often `watch` looks for reads to raise.
-const WATCH_EVERY: Duration = Duration::from_millis(25);
-
 /// Seconds a refused caller is told to wait (`retry-after`).
 const RETRY_AFTER_SECS: f64 = 1.0;
 
@@ -69,81 +59,15 @@ pub struct Readers {
     admitted: Arc<Admitted>,
 }
 
-/// What `watch` knows of one reader thread.
-#[derive(Default)]
-struct Slot {
-    /// Milliseconds since `Busy::epoch` (plus one) when its current read
-    /// started; 0 between reads.
-    since: AtomicU64,
-    /// Whether `watch` raised it out of the idle class.
-    raised: std::sync::atomic::AtomicBool,
-    handle: std::sync::OnceLock<crate::priority::Handle>,
-}
-
-/// Every reader thread's slot, and the clock their times count from.
-struct Busy {
-    epoch: std::time::Instant,
-    slots: Vec<Slot>,
-}
-
-impl Busy {
-    fn now(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64 + 1
-    }
-
-    /// Runs on reader thread `i`: into the idle class, and known to `watch`.
-    fn enter(&self, i: usize) {
-        if !crate::priority::Priority::Idle.apply() {
-            tracing::warn!("could not lower a reader thread's priority");
-        }
-        let _ = self.slots[i].handle.set(crate::priority::Handle::current());
-    }
-
-    /// Runs `job` on reader thread `i`, back in the idle class first if
-    /// the last one was raised.
-    fn run(&self, i: usize, job: Job) {
-        let slot = &self.slots[i];
-        if slot.raised.swap(false, Ordering::AcqRel) {
-            crate::priority::Priority::Idle.apply();
-        }
-        slot.since.store(self.now(), Ordering::Release);
-        job();
-        slot.since.store(0, Ordering::Release);
-    }
-}
-
-/// Raises every read that has run for `RAISE_AFTER` in the idle class,
-/// until the readers are gone (a plain OS thread at nice 19).
-fn watch(busy: std::sync::Weak<Busy>) {
-    crate::priority::Priority::Background.apply();
-    loop {
-        std::thread::sleep(WATCH_EVERY);
-        let Some(busy) = busy.upgrade() else { return };
-        let now = busy.now();
-        for slot in &busy.slots {
-            let since = slot.since.load(Ordering::Acquire);
-            let overdue = since != 0 && now - since >= RAISE_AFTER.as_millis() as u64;
-            if overdue && !slot.raised.load(Ordering::Acquire) {
-                if let Some(handle) = slot.handle.get() {
-                    if handle.raise() {
-                        slot.raised.store(true, Ordering::Release);
-                    }
-                }
-            }
-        }
-    }
-}
-
 /// One lane: the queue its threads take jobs from.
 struct Lane {
     jobs: Mutex<mpsc::Sender<Job>>,
 }
 
 impl Lane {
-    /// Starts `READER_THREADS` threads named `natter-<name>-<i>`, whose
-    /// slots in `busy` start at `first`; with a `gate`, each holds every
-    /// job there first (tests).
-    fn start(name: &str, busy: &Arc<Busy>, first: usize, gate: Option<Arc<PathBuf>>) -> Lane {
+    /// Starts `READER_THREADS` threads named `natter-<name>-<i>`; with a
+    /// `gate`, each holds every job there first (tests).
+    fn start(name: &str, gate: Option<Arc<PathBuf>>) -> Lane {
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
         let started = Arc::new(AtomicU64::new(0));
@@ -151,11 +75,12 @@ impl Lane {
             let rx = Arc::clone(&rx);
             let gate = gate.clone();
             let started = Arc::clone(&started);
-            let busy = Arc::clone(busy);
             std::thread::Builder::new()
                 .name(format!("natter-{name}-{i}"))
                 .spawn(move || {
-                    busy.enter(first + i);
+                    if !crate::priority::Priority::Background.apply() {
+                        tracing::warn!("could not lower a reader thread's priority");
+                    }
                     loop {
                         // Plain OS threads: a std lock and a blocking
                         // receive are what they are for.
@@ -167,7 +92,7 @@ impl Lane {
                         if let Some(dir) = &gate {
                             hold_at_gate(dir, started.fetch_add(1, Ordering::SeqCst));
                         }
-                        busy.run(first + i, job);
+                        job();
                     }
                 })
                 .expect("spawn a reader thread");
@@ -245,16 +170,9 @@ impl Readers {
     /// admitted at once.
     pub fn start(max_total: usize) -> Readers {
         let gate = std::env::var_os("NATTER_READ_GATE").map(PathBuf::from).map(Arc::new);
-        let slots = (0..2 * READER_THREADS).map(|_| Slot::default()).collect();
-        let busy = Arc::new(Busy { epoch: std::time::Instant::now(), slots });
-        let watched = Arc::downgrade(&busy);
-        std::thread::Builder::new()
-            .name("natter-reader-watch".into())
-            .spawn(move || watch(watched))
-            .expect("spawn the readers' watch");
         Readers {
-            heavy: Lane::start("reader", &busy, 0, gate),
-            light: Lane::start("light-reader", &busy, READER_THREADS, None),
+            heavy: Lane::start("reader", gate),
+            light: Lane::start("light-reader", None),
             admitted: Arc::new(Admitted {
                 max_total: max_total.max(1),
                 total: AtomicUsize::new(0),
@@ -340,38 +258,14 @@ mod tests {
                 true => r.run(None, crate::priority::nice_and_policy).unwrap(),
                 false => r.run_light(crate::priority::nice_and_policy).unwrap(),
             };
-            assert_eq!(nice(&readers, true).1, 5, "heavy reads in the idle class");
-            assert_eq!(nice(&readers, false).1, 5, "light reads in the idle class");
+            assert_eq!(nice(&readers, true), (19, 0), "heavy reads at nice 19");
+            assert_eq!(nice(&readers, false), (19, 0), "light reads at nice 19");
         }
         assert_eq!(readers.run_light(|| -> u8 { panic!("boom") }).unwrap_err().status, 500);
         // A read that panics is an internal error, and gives its place back.
         let e = readers.run(None, || -> u8 { panic!("boom") }).unwrap_err();
         assert_eq!(e.status, 500);
         assert_eq!(readers.in_flight(), 0);
-    }
-
-    /// A read still running after `RAISE_AFTER` is raised to the normal
-    /// class; its thread's next read starts idle again.
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn a_long_read_is_raised_out_of_the_idle_class() {
-        use crate::priority::nice_and_policy;
-        let readers = Readers::start(4);
-        let (first, raised) = readers
-            .run_light(|| {
-                let first = nice_and_policy();
-                let deadline = std::time::Instant::now() + Duration::from_secs(30);
-                while nice_and_policy().1 != 0 && std::time::Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                (first, nice_and_policy())
-            })
-            .unwrap();
-        assert_eq!(first.1, 5, "starts in the idle class");
-        assert_eq!(raised.1, 0, "raised to the normal class");
-        for _ in 0..2 * READER_THREADS {
-            assert_eq!(readers.run_light(nice_and_policy).unwrap().1, 5, "idle again");
-        }
     }
 
     #[test]
