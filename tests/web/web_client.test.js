@@ -630,6 +630,11 @@ test('presence: reported idle while hidden and active while shown, with dots in 
 test('network loss: back-off with jitter, a reconnecting notice, resuming, and re-registering', async () => {
   const tab = await openAs(HAMLET);
   try {
+    // Polls under way (sent, not yet answered): the cut below must find one.
+    const underway = new Set();
+    const isPoll = (r) => new URL(r.url()).pathname === '/api/v1/events' && r.method() === 'GET';
+    tab.page.on('request', (r) => { if (isPoll(r)) underway.add(r); });
+    for (const ended of ['requestfinished', 'requestfailed']) tab.page.on(ended, (r) => underway.delete(r));
     let queueId = null;
     tab.page.on('response', async (r) => {
       if (new URL(r.url()).pathname === '/api/v1/register') queueId = (await r.json()).queue_id;
@@ -646,6 +651,12 @@ test('network loss: back-off with jitter, a reconnecting notice, resuming, and r
     const post = (content) => apiAs(OTHELLO, 'POST', '/messages', { type: 'stream', to: 'Denmark', topic: 'network', content });
 
     // Cut off: the poll under way ends with a message, the next ones fail.
+    // (A poll just answered starts the next on the page's paused clock.)
+    for (let i = 0; underway.size === 0; i++) {
+      assert.ok(i < 500, 'no poll under way');
+      await tab.clock.runFor(1);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
     await tab.page.route((url) => url.pathname === '/api/v1/events', (route) => route.abort('internetdisconnected'));
     await post('before the cut');
     await shown('before the cut').waitFor(WAIT);
