@@ -233,6 +233,21 @@ fn decode(bytes: &[u8]) -> (Vec<Entry>, u64) {
 }
 
 /// Appends one frame of `entry` to `out`.
+/// A queue's registration, and how far its client has acknowledged.
+fn frame_registration(q: &View<'_>, out: &mut Vec<u8>) {
+    let entry = Entry::Registered {
+        id: q.id.to_owned(),
+        user: q.user,
+        realm: q.realm,
+        options: q.options.clone(),
+        floor_seq: q.floor_seq,
+    };
+    frame(&entry, out);
+    if q.acked >= 0 {
+        frame(&Entry::Acked { id: q.id.to_owned(), through: q.acked }, out);
+    }
+}
+
 fn frame(entry: &Entry, out: &mut Vec<u8>) {
     let payload = serde_json::to_vec(entry).expect("journal entries serialize");
     let len = u32::try_from(payload.len()).expect("an entry under 4 GiB");
@@ -271,17 +286,7 @@ impl Journal {
         let mut bytes = MAGIC.to_vec();
         let mut known = HashMap::new();
         queues.journal_view(all_events, |q| {
-            let entry = Entry::Registered {
-                id: q.id.to_owned(),
-                user: q.user,
-                realm: q.realm,
-                options: q.options.clone(),
-                floor_seq: q.floor_seq,
-            };
-            frame(&entry, &mut bytes);
-            if q.acked >= 0 {
-                frame(&Entry::Acked { id: q.id.to_owned(), through: q.acked }, &mut bytes);
-            }
+            frame_registration(&q, &mut bytes);
             let mut pending_through = 0;
             if let Some((events, through_seq)) = q.pending {
                 pending_through = through_seq;
@@ -323,17 +328,7 @@ impl Journal {
             let mut now = Known { floor_seq: q.floor_seq, acked: q.acked, pending_through: 0 };
             match old {
                 None => {
-                    let entry = Entry::Registered {
-                        id: q.id.to_owned(),
-                        user: q.user,
-                        realm: q.realm,
-                        options: q.options.clone(),
-                        floor_seq: q.floor_seq,
-                    };
-                    frame(&entry, &mut bytes);
-                    if q.acked >= 0 {
-                        frame(&Entry::Acked { id: q.id.to_owned(), through: q.acked }, &mut bytes);
-                    }
+                    frame_registration(&q, &mut bytes);
                 }
                 Some(old) => {
                     now.pending_through = old.pending_through;
