@@ -40,7 +40,8 @@ The fix was a **one-line** change:\n\n```rust\nlet limit = config.limit.max(1);\
 
 /// The same message with its code block not highlighted (`text`): what
 /// rendering it costs without the lexer.
-const TYPICAL_PLAIN: &str = "@**King Hamlet** the build on #**Denmark>ci** is green again :tada: — \
+const TYPICAL_PLAIN: &str =
+    "@**King Hamlet** the build on #**Denmark>ci** is green again :tada: — \
 see https://example.com/builds/1234 for the log.\n\n\
 The fix was a **one-line** change:\n\n```text\nlet limit = config.limit.max(1);\n```\n\n\
 > was it the cache?\n\nNo, the `limit` was zero. Thanks @*backend*!";

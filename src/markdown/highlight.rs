@@ -16,26 +16,42 @@
 //! keeps its indentation context that way, Ruby's reads its heredocs and
 //! interpolated strings.
 //!
-//! Every pattern is compiled as `\G(?:…)` (anchored where the previous
-//! token ended, with the whole text visible to lookbehind and `^`) by
-//! `fancy-regex`, with a backtrack limit: a pattern that exceeds it counts
-//! as not matching, so hostile code cannot make a send slow. The table is
-//! parsed on first use and each lexer's patterns compiled on first use of
-//! that lexer.
+//! A rule's pattern is tried where the previous token ended, with the
+//! whole text before that position visible to `\b`, `^` and look-behind,
+//! as Python's `pattern.match(text, pos)` does. Most patterns are compiled
+//! by `regex-automata` (its meta regex, searched anchored at the position:
+//! no backtracking, so no blow-up, and a size limit on what a pattern
+//! compiles to); the few it cannot compile (look-around, back-references)
+//! are compiled by `fancy-regex` as `\G(?:…)`, with a backtrack limit: a
+//! pattern that exceeds it counts as not matching, so hostile code cannot
+//! make a send slow. A rule is only tried where the next byte can start
+//! its match (`Rule::first`). The table is parsed on first use and each
+//! lexer's patterns compiled on first use of that lexer.
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use fancy_regex::{Regex, RegexBuilder};
+use regex_automata::util::primitives::NonMaxUsize;
+use regex_automata::util::syntax;
+use regex_automata::{meta, Anchored, Input, PatternID};
 use serde::Deserialize;
 
 /// The exported tables (see the module documentation).
 const DATA: &str = include_str!("../../data/pygments/lexers.json");
 
 /// Backtracking steps one pattern may take at one position before it is
-/// taken as not matching.
+/// taken as not matching (`fancy-regex`'s patterns).
 const BACKTRACK_LIMIT: usize = 100_000;
+
+/// The most heap one pattern's automaton (`regex-automata`'s NFA, and the
+/// one-pass DFA built from it) may take; a pattern past it is compiled by
+/// `fancy-regex` instead. The largest exported pattern needs ≈ 400 KiB.
+const AUTOMATON_LIMIT: usize = 2 << 20;
+
+/// The most heap one pattern's lazy DFA may cache (per thread using it).
+const LAZY_DFA_CACHE: usize = 256 << 10;
 
 /// Sub-lexers (`using`) nested deeper than this emit their text as one
 /// plain token.
@@ -208,9 +224,29 @@ struct Make {
 }
 
 struct Rule {
-    regex: Regex,
+    pattern: Pattern,
+    /// The bytes a match of the pattern can start with; `None`: any, or
+    /// it can match the empty string (see `first_bytes`).
+    first: Option<Box<[bool; 256]>>,
+    /// Whether the action reads the groups (else only the whole match is
+    /// searched for, the faster search).
+    groups: bool,
+    /// The names of the pattern's groups, by index.
+    names: Vec<Option<String>>,
     action: Action,
     next: Next,
+    /// The pattern as it was compiled before `regex-automata` was used,
+    /// for the tests that check both find the same matches.
+    #[cfg(test)]
+    reference: Regex,
+}
+
+/// A rule's compiled pattern.
+enum Pattern {
+    /// Searched anchored at the position (most patterns).
+    Automaton(meta::Regex),
+    /// `\G(?:pattern)`: patterns `regex-automata` cannot compile.
+    Fancy(Regex),
 }
 
 enum Action {
@@ -384,13 +420,32 @@ fn compile(table: &Table, data: &LexerData) -> Result<Lexer, String> {
             let flags =
                 if data.flags.is_empty() { String::new() } else { format!("(?{})", data.flags) };
             let end = if verbose { "\n)" } else { ")" };
-            let source = format!("{flags}\\G(?:{pattern}{end}");
-            let regex = RegexBuilder::new(&source)
-                .backtrack_limit(BACKTRACK_LIMIT)
-                .build()
-                .map_err(|e| format!("{source}: {e}"))?;
+            let fancy = || {
+                let source = format!("{flags}\\G(?:{pattern}{end}");
+                RegexBuilder::new(&source)
+                    .backtrack_limit(BACKTRACK_LIMIT)
+                    .build()
+                    .map_err(|e| format!("{source}: {e}"))
+            };
+            let source = format!("{flags}(?:{pattern}{end}");
+            let (compiled, names) = match automaton(&source) {
+                Some(regex) => {
+                    let names = regex
+                        .group_info()
+                        .pattern_names(PatternID::ZERO)
+                        .map(|n| n.map(str::to_owned))
+                        .collect();
+                    (Pattern::Automaton(regex), names)
+                }
+                None => {
+                    let regex = fancy()?;
+                    let names = regex.capture_names().map(|n| n.map(str::to_owned)).collect();
+                    (Pattern::Fancy(regex), names)
+                }
+            };
             let action =
                 convert_action(table, action.as_ref()).ok_or("an unknown lexer or callback")?;
+            let groups = !matches!(action, Action::Skip | Action::Token(_) | Action::Using { .. });
             let next = match next {
                 None => Next::Stay,
                 Some(NextData::Pop(n)) => Next::Pop(n.unsigned_abs() as usize),
@@ -399,7 +454,16 @@ fn compile(table: &Table, data: &LexerData) -> Result<Lexer, String> {
                     list.iter().map(|s| step(&ids, s)).collect::<Option<_>>().ok_or("a state")?,
                 ),
             };
-            rules.push(Rule { regex, action, next });
+            rules.push(Rule {
+                first: first_bytes(&source),
+                pattern: compiled,
+                groups,
+                names,
+                action,
+                next,
+                #[cfg(test)]
+                reference: fancy()?,
+            });
         }
         states.push(rules);
     }
@@ -431,6 +495,28 @@ fn compile(table: &Table, data: &LexerData) -> Result<Lexer, String> {
     let start = data.start.clone().unwrap_or_else(|| vec!["root".to_owned()]);
     let eol = data.eol.clone().unwrap_or_else(|| "w".to_owned());
     Ok(Lexer { states, ids, remap, start, native, eol })
+}
+
+/// `source` compiled by `regex-automata`, if it can be, within
+/// `AUTOMATON_LIMIT`.
+fn automaton(source: &str) -> Option<meta::Regex> {
+    let config = meta::Config::new()
+        .nfa_size_limit(Some(AUTOMATON_LIMIT))
+        .onepass_size_limit(Some(AUTOMATON_LIMIT))
+        .hybrid_cache_capacity(LAZY_DFA_CACHE);
+    meta::Builder::new().configure(config).syntax(syntax::Config::new()).build(source).ok()
+}
+
+/// The bytes a match of `source` can start with, as far as it is known
+/// for sure: `None` when the pattern can match the empty string (or
+/// begins with look-around), or the set cannot be told.
+fn first_bytes(source: &str) -> Option<Box<[bool; 256]>> {
+    let set = fancy_regex::RegexOptionsBuilder::new().start_bytes(source).ok()??;
+    let mut first = Box::new([false; 256]);
+    for b in set.iter() {
+        first[b as usize] = true;
+    }
+    Some(first)
 }
 
 fn step(ids: &HashMap<String, usize>, name: &str) -> Option<Step> {
@@ -521,6 +607,7 @@ fn run<'t>(
         heredocs: Vec::new(),
         bodies: [""; 3],
     };
+    let mut found = Found::default();
     let mut pos = 0;
     // Rules applied since text was last consumed.
     let mut idle = 0;
@@ -529,20 +616,16 @@ fn run<'t>(
             // Patterns see the text up to `end` (Python's `endpos`).
             let visible = &text[..lexing.end];
             let state = *lexing.stack.last().expect("the stack keeps one state");
+            let next_byte = visible.as_bytes().get(pos).copied();
             for rule in &lexer.states[state] {
-                let Ok(Some(caps)) = rule.regex.captures_from_pos(visible, pos) else {
+                if !rule.find(visible, pos, next_byte, &mut found) {
                     continue;
-                };
-                let whole = caps.get(0).expect("group 0");
+                }
+                let (start, end) = found.spans[0].expect("group 0");
+                let caps = Caps { text, spans: &found.spans, names: &rule.names };
                 let first = out.len();
                 let depth_before = lexing.stack.len();
-                let matched = Matched {
-                    text,
-                    caps: &caps,
-                    start: whole.start(),
-                    end: whole.end(),
-                    whole: true,
-                };
+                let matched = Matched { caps, start, end, whole: true };
                 let next =
                     emit(table, &rule.action, &matched, &mut lexing, out, depth).unwrap_or(pos);
                 if let Some(remap) = &lexer.remap {
@@ -624,12 +707,129 @@ fn run<'t>(
     }
 }
 
-/// The text a rule (or one of its groups) matched: `text[start..end]`,
-/// within the rule's match `caps`; `whole` when it is the rule's match,
-/// not a group of it.
-struct Matched<'m, 't> {
+impl Rule {
+    /// Whether the rule's pattern matches at `pos` of `visible` (whose
+    /// byte at `pos` is `next_byte`); if so, `found` holds the match and,
+    /// where the action reads them, its groups.
+    fn find(&self, visible: &str, pos: usize, next_byte: Option<u8>, found: &mut Found) -> bool {
+        // Only an ASCII byte is ruled out, so that how a pattern's
+        // non-ASCII characters (case-folded ones too) start never matters.
+        let ruled_out = match (&self.first, next_byte) {
+            (Some(first), Some(b)) => b.is_ascii() && !first[b as usize],
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let matched = !ruled_out && self.search(visible, pos, found);
+        #[cfg(test)]
+        self.check(visible, pos, matched.then_some(&*found));
+        matched
+    }
+
+    fn search(&self, visible: &str, pos: usize, found: &mut Found) -> bool {
+        found.spans.clear();
+        match &self.pattern {
+            Pattern::Automaton(regex) => {
+                let groups =
+                    if self.groups { regex.group_info().group_len(PatternID::ZERO) } else { 1 };
+                found.slots.clear();
+                found.slots.resize(2 * groups, None);
+                let input = Input::new(visible).span(pos..visible.len()).anchored(Anchored::Yes);
+                if regex.search_slots(&input, &mut found.slots).is_none() {
+                    return false;
+                }
+                let spans = found.slots.chunks(2).map(|pair| match pair {
+                    [Some(start), Some(end)] => Some((start.get(), end.get())),
+                    _ => None,
+                });
+                found.spans.extend(spans);
+            }
+            Pattern::Fancy(regex) => {
+                let Ok(Some(caps)) = regex.captures_from_pos(visible, pos) else {
+                    return false;
+                };
+                found.spans.extend(caps.iter().map(|m| m.map(|m| (m.start(), m.end()))));
+            }
+        }
+        true
+    }
+
+    /// Panics unless the pattern as it was compiled before (`reference`)
+    /// finds the same match and groups.
+    #[cfg(test)]
+    fn check(&self, visible: &str, pos: usize, found: Option<&Found>) {
+        let want = self.reference.captures_from_pos(visible, pos);
+        let want: Option<Vec<_>> = match want {
+            Ok(Some(caps)) => Some(caps.iter().map(|m| m.map(|m| (m.start(), m.end()))).collect()),
+            _ => None,
+        };
+        let got = found.map(|f| f.spans.clone());
+        let agree = match (&want, &got) {
+            (None, None) => true,
+            (Some(want), Some(got)) if self.groups => want == got,
+            (Some(want), Some(got)) => want[0] == got[0],
+            _ => false,
+        };
+        assert!(
+            agree,
+            "{} at {pos} of {visible:?}: fancy-regex {want:?}, now {got:?}",
+            self.reference.as_str()
+        );
+    }
+}
+
+/// A rule's match: the spans of its groups (group 0 the whole match; only
+/// that one when the action does not read groups), and the search's
+/// buffer, kept from one search to the next.
+#[derive(Default)]
+struct Found {
+    spans: Vec<Option<(usize, usize)>>,
+    slots: Vec<Option<NonMaxUsize>>,
+}
+
+/// The groups of a rule's match in `text`.
+#[derive(Clone, Copy)]
+struct Caps<'m, 't> {
     text: &'t str,
-    caps: &'m fancy_regex::Captures<'t, str>,
+    spans: &'m [Option<(usize, usize)>],
+    names: &'m [Option<String>],
+}
+
+/// One group's match.
+#[derive(Clone, Copy)]
+struct Group<'t> {
+    text: &'t str,
+    start: usize,
+    end: usize,
+}
+
+impl<'t> Group<'t> {
+    fn start(&self) -> usize {
+        self.start
+    }
+    fn end(&self) -> usize {
+        self.end
+    }
+    fn as_str(&self) -> &'t str {
+        &self.text[self.start..self.end]
+    }
+}
+
+impl<'t> Caps<'_, 't> {
+    fn get(&self, i: usize) -> Option<Group<'t>> {
+        let (start, end) = (*self.spans.get(i)?)?;
+        Some(Group { text: self.text, start, end })
+    }
+
+    fn name(&self, name: &str) -> Option<Group<'t>> {
+        self.get(self.names.iter().position(|n| n.as_deref() == Some(name))?)
+    }
+}
+
+/// The text a rule (or one of its groups) matched: `start..end` of the
+/// text, within the rule's match `caps`; `whole` when it is the rule's
+/// match, not a group of it.
+struct Matched<'m, 't> {
+    caps: Caps<'m, 't>,
     start: usize,
     end: usize,
     whole: bool,
@@ -662,7 +862,8 @@ fn emit<'t>(
     out: &mut Vec<(&'static str, &'t str)>,
     depth: Depth<'_>,
 ) -> Option<usize> {
-    let &Matched { text, caps, start, end, .. } = matched;
+    let &Matched { caps, start, end, .. } = matched;
+    let text = caps.text;
     match action {
         Action::Skip => {}
         Action::Token(class) => {
@@ -681,8 +882,7 @@ fn emit<'t>(
                         }
                     }
                     _ => {
-                        let part =
-                            Matched { text, caps, start: m.start(), end: m.end(), whole: false };
+                        let part = Matched { caps, start: m.start(), end: m.end(), whole: false };
                         emit(table, group, &part, lexing, out, depth);
                     }
                 }
@@ -707,7 +907,7 @@ fn callback<'t>(
     out: &mut Vec<(&'static str, &'t str)>,
     depth: Depth<'_>,
 ) -> Option<usize> {
-    let value = &matched.text[matched.start..matched.end];
+    let value = &matched.caps.text[matched.start..matched.end];
     let len = value.chars().count() as i64;
     let group = |i: usize| matched.caps.get(i).filter(|_| matched.whole);
     let context = &mut lexing.context;
@@ -915,7 +1115,7 @@ fn python_cut(text: &str, at: i64) -> usize {
 fn code_block<'t>(
     table: &'static Table,
     classes: &'static CodeBlockData,
-    caps: &fancy_regex::Captures<'t, str>,
+    caps: Caps<'_, 't>,
     out: &mut Vec<(&'static str, &'t str)>,
     depth: Depth<'_>,
 ) {
