@@ -47,7 +47,8 @@ const BACKTRACK_LIMIT: usize = 100_000;
 
 /// The most heap one pattern's automaton (`regex-automata`'s NFA, and the
 /// one-pass DFA built from it) may take; a pattern past it is compiled by
-/// `fancy-regex` instead. The largest exported pattern needs ≈ 400 KiB.
+/// `fancy-regex` instead (no exported pattern comes near it: the largest
+/// regex, Sass's colour names, takes ≈ 0.9 MiB in all).
 const AUTOMATON_LIMIT: usize = 2 << 20;
 
 /// The most heap one pattern's lazy DFA may cache (per thread using it).
@@ -1516,6 +1517,38 @@ mod tests {
             cases.len(),
             failures.join("\n")
         );
+    }
+
+    /// Every highlighted lexer on the code of every fixture (the other
+    /// languages' code too, so rules fail and the error paths run), as
+    /// typed, upper-cased, with non-ASCII letters (some of which case-fold
+    /// to ASCII ones) and with CRLF line ends: every rule attempt is
+    /// checked against the `\G` fancy-regex pattern (`Rule::check`).
+    #[test]
+    fn automata_match_where_fancy_regex_matches() {
+        let fixture = include_str!("../../tests/fixtures/pygments.json");
+        let cases: Vec<(String, String, String)> = serde_json::from_str(fixture).unwrap();
+        let corpus: String = cases.iter().map(|c| c.1.as_str()).collect::<Vec<_>>().join("\n");
+        let variants = [
+            corpus.clone(),
+            corpus.to_uppercase(),
+            corpus
+                .replace('e', "é")
+                .replace('k', "\u{212a}")
+                .replace('s', "ſ")
+                .replace(' ', "\u{a0}"),
+            corpus.replace('\n', "\r\n"),
+        ];
+        let table = table();
+        let mut lexers: Vec<(&String, &usize)> = table.highlighted.iter().collect();
+        lexers.sort_by_key(|&(alias, &index)| (index, alias.len(), alias.clone()));
+        lexers.dedup_by_key(|(_, index)| **index);
+        assert!(lexers.len() >= 40, "{} lexers", lexers.len());
+        for (alias, _) in lexers {
+            for text in &variants {
+                highlight(alias, text);
+            }
+        }
     }
 
     #[test]
