@@ -1,6 +1,6 @@
 //! Times `markdown::render_message` on the typical message of
 //! `benches/markdown.rs` (and on the same message with its code block not
-//! highlighted, its one-line Rust block alone, and a 200-line Python
+//! highlighted, its one-line Rust block alone, highlighted and not, and a 200-line Python
 //! block), for comparing two builds of the renderer on a
 //! busy machine where a criterion run is not fair: each figure is the
 //! fastest of several rounds, so other load mostly drops out, and the
@@ -48,6 +48,9 @@ The fix was a **one-line** change:\n\n```text\nlet limit = config.limit.max(1);\
 
 const RUST_BLOCK: &str = "```rust\nlet limit = config.limit.max(1);\n```";
 
+/// The same block not highlighted.
+const TEXT_BLOCK: &str = "```text\nlet limit = config.limit.max(1);\n```";
+
 fn python_block() -> String {
     let mut s = String::from("```python\n");
     for i in 0..40 {
@@ -87,6 +90,7 @@ fn main() {
         ("typical", TYPICAL, renders),
         ("typical_plain", TYPICAL_PLAIN, renders),
         ("rust_block", RUST_BLOCK, renders),
+        ("text_block", TEXT_BLOCK, renders),
         ("python_200_lines", python.as_str(), (renders / 100).max(1)),
     ] {
         let per = time(source, renders, rounds);

@@ -214,8 +214,7 @@ pub(super) fn code_block(lang: &str, code: &str) -> String {
                 c => html.push(c),
             }
         }
-    } else if let Some(highlighted) = highlight::highlight(lang, code) {
-        html.push_str(&highlighted);
+    } else if highlight::highlight_into(lang, code, &mut html) {
         html.push_str("</code></pre></div>");
         return html;
     } else {

@@ -357,18 +357,35 @@ pub(super) fn display_name(lang: &str) -> Option<&'static str> {
 /// The highlighted HTML of `code` (Pygments' formatter output between
 /// `<code>` and `</code>`, quotes left as typed), or `None` when the
 /// language is not one natter highlights.
+#[cfg(test)]
 pub(super) fn highlight(lang: &str, code: &str) -> Option<String> {
+    let mut html = String::new();
+    highlight_into(lang, code, &mut html).then_some(html)
+}
+
+/// Appends the highlighted HTML of `code` to `html` (see `highlight`);
+/// `false`, leaving `html` as it was, when the language is not one natter
+/// highlights.
+pub(super) fn highlight_into(lang: &str, code: &str, html: &mut String) -> bool {
     let table = table();
-    let index = *table.highlighted.get(&lang.to_ascii_lowercase())?;
-    let start = &lexer(table, index)?.start;
+    let Some(&index) = table.highlighted.get(&lang.to_ascii_lowercase()) else {
+        return false;
+    };
+    let Some(lexer) = lexer(table, index) else {
+        return false;
+    };
     // Pygments' input rules: newlines at either end stripped, one added.
-    let mut text = code.trim_matches('\n').to_owned();
+    let mut text = String::with_capacity(code.len() + 1);
+    text.push_str(code.trim_matches('\n'));
     text.push('\n');
     let mut tokens = Vec::new();
     let relex = Cell::new(Some(RELEX_FACTOR * text.len()));
-    run(table, index, &text, start, &mut tokens, Depth { level: 0, relex: &relex });
-    relex.get()?;
-    Some(format(&tokens))
+    run(table, index, &text, &lexer.start, &mut tokens, Depth { level: 0, relex: &relex });
+    if relex.get().is_none() {
+        return false;
+    }
+    format(&tokens, html);
+    true
 }
 
 /// How deep a run is nested in others (`using`, a callback's own
@@ -1442,8 +1459,8 @@ fn json_tokens<'t>(text: &'t str, out: &mut Vec<(&'static str, &'t str)>) {
 /// Pygments' HTML formatter on the tokens: runs of one class in one span,
 /// spans closed at each line end, text escaped (`&`, `<`, `>`; the quotes
 /// Pygments escapes come back as typed when Zulip serializes the block).
-fn format(tokens: &[(&str, &str)]) -> String {
-    let mut html = String::with_capacity(tokens.iter().map(|t| t.1.len() * 2).sum());
+fn format(tokens: &[(&str, &str)], html: &mut String) {
+    html.reserve(tokens.iter().map(|t| t.1.len() * 2).sum());
     let mut open: &str = "";
     let mut line_empty = true;
     for &(class, value) in tokens {
@@ -1463,7 +1480,7 @@ fn format(tokens: &[(&str, &str)]) -> String {
                     open = class;
                 }
                 line_empty = false;
-                escape(part, &mut html);
+                escape(part, html);
             }
             if !last {
                 if !line_empty && !open.is_empty() {
@@ -1478,18 +1495,22 @@ fn format(tokens: &[(&str, &str)]) -> String {
     if !line_empty && !open.is_empty() {
         html.push_str("</span>");
     }
-    html
 }
 
+/// Appends `text` with `&`, `<` and `>` escaped, the runs between them
+/// copied whole.
 fn escape(text: &str, out: &mut String) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
+    let mut rest = text;
+    while let Some(i) = rest.find(['&', '<', '>']) {
+        out.push_str(&rest[..i]);
+        out.push_str(match rest.as_bytes()[i] {
+            b'&' => "&amp;",
+            b'<' => "&lt;",
+            _ => "&gt;",
+        });
+        rest = &rest[i + 1..];
     }
+    out.push_str(rest);
 }
 
 #[cfg(test)]
