@@ -238,8 +238,24 @@ struct Rule {
     next: Next,
     /// The pattern as it was compiled before `regex-automata` was used,
     /// for the tests that check both find the same matches.
-    #[cfg(test)]
-    reference: Regex,
+    reference: Reference,
+}
+
+/// The `\G` fancy-regex form of a rule's pattern: kept in test builds
+/// only (`Rule::check`).
+#[cfg(test)]
+type Reference = Regex;
+#[cfg(not(test))]
+type Reference = ();
+
+#[cfg(test)]
+fn reference(fancy: impl FnOnce() -> Result<Regex, String>) -> Result<Reference, String> {
+    fancy()
+}
+
+#[cfg(not(test))]
+fn reference(_: impl FnOnce() -> Result<Regex, String>) -> Result<Reference, String> {
+    Ok(())
 }
 
 /// A rule's compiled pattern.
@@ -479,8 +495,7 @@ fn compile(table: &Table, data: &LexerData) -> Result<Lexer, String> {
                 names,
                 action,
                 next,
-                #[cfg(test)]
-                reference: fancy()?,
+                reference: reference(fancy)?,
             });
         }
         states.push(rules);
