@@ -4,7 +4,8 @@
 import { api, web, upload, setCsrfToken, ApiError } from "./api.js";
 import { h, append, setRendered, toggleSpoiler, emojiChar, $ } from "./dom.js";
 import { parse, unparse, toHash, fromHash } from "./narrow.js";
-import { messageRow, insertRows, removeRow, reveal, renderReactions } from "./render.js";
+import { messageRow, insertRows, removeRow, reveal, renderReactions, updateActions } from "./render.js";
+import { mayEdit, mayDelete } from "./rules.js";
 
 const PAGE = 50;
 const S = {
@@ -13,6 +14,9 @@ const S = {
   lastEventId: -1,
   users: new Map(),
   subs: new Map(),
+  channels: new Map(), // channel id → channel object: every channel the user knows of
+  realm: {}, // the organization settings Edit and Delete depend on (rules.js)
+  groups: new Map(), // group id → { members: Set, subgroups: [ids] }
   unread: new Map(), // message id → conversation key
   recentDms: [],
   topics: new Map(), // channel id → [{name, max_id}]
@@ -128,7 +132,7 @@ function renderShell() {
       h("main", { id: "feed" },
         h("h1", { id: "narrow-title" }, ""),
         h("section", { id: "inbox", hidden: true, "aria-label": "Unread conversations" }),
-        h("div", { id: "messages", "aria-live": "polite", onscroll: onScroll, onclick: onListClick },
+        h("div", { id: "messages", "aria-live": "polite", onscroll: onScroll, onclick: onListClick, onmouseover: onListPointer, onfocusin: onListPointer },
           h("ol", { id: "outbox", class: "outbox", "aria-label": "Sending" })),
         h("button", { type: "button", id: "new-messages", hidden: true, onclick: () => scrollToBottom() }, "New messages ↓"),
         h("p", { id: "typing", "aria-live": "polite" }),
@@ -192,6 +196,10 @@ async function register() {
     ...r.realm_users.map((u) => [u.user_id, u]),
   ]);
   S.subs = new Map(r.subscriptions.map((s) => [s.stream_id, s]));
+  S.channels = new Map([...(r.never_subscribed || []), ...(r.unsubscribed || []), ...r.subscriptions].map((s) => [s.stream_id, s]));
+  S.realm = {};
+  for (const name of REALM_RULES) S.realm[name] = r[`realm_${name}`];
+  S.groups = new Map((r.realm_user_groups || []).map((g) => [g.id, groupOf(g)]));
   S.realmEmoji = r.realm_emoji || {};
   S.recentDms = r.recent_private_conversations || [];
   S.presence = r.presences || {};
@@ -213,6 +221,16 @@ async function register() {
   renderPeople();
   poll(S.generation);
   reportPresence();
+}
+
+// The organization settings that decide who may edit and delete what.
+const REALM_RULES = [
+  "allow_message_editing", "message_content_edit_limit_seconds", "message_content_delete_limit_seconds",
+  "can_delete_any_message_group", "can_delete_own_message_group",
+];
+
+function groupOf(g) {
+  return { members: new Set(g.members), subgroups: g.direct_subgroup_ids || [] };
 }
 
 // ---- Presence ----
@@ -360,15 +378,80 @@ function handleEvent(event) {
     case "presence":
       return onPresence(event);
     case "subscription":
-      if (event.op === "add") for (const s of event.subscriptions) S.subs.set(s.stream_id, s);
+      if (event.op === "add") for (const s of event.subscriptions) { S.subs.set(s.stream_id, s); S.channels.set(s.stream_id, s); }
       if (event.op === "remove") for (const s of event.subscriptions) S.subs.delete(s.stream_id);
-      return renderSidebar();
+      renderSidebar();
+      return updateAllActions();
+    case "stream":
+      return onStream(event);
+    case "realm":
+      return onRealm(event);
+    case "user_group":
+      return onUserGroup(event);
     case "realm_user":
       return onRealmUser(event);
     case "realm_emoji":
       S.realmEmoji = event.realm_emoji;
       return;
   }
+}
+
+// An organization setting changed: those Edit and Delete depend on are
+// applied to every entry at once.
+function onRealm(event) {
+  const changed = event.op === "update_dict" ? event.data || {} : event.op === "update" ? { [event.property]: event.value } : {};
+  let rules = false;
+  for (const [name, value] of Object.entries(changed)) {
+    if (!REALM_RULES.includes(name)) continue;
+    S.realm[name] = value;
+    rules = true;
+  }
+  if (rules) updateAllActions();
+}
+
+// Group membership (a role change moves the user between system groups
+// this way too).
+function onUserGroup(event) {
+  const g = S.groups.get(event.group_id);
+  switch (event.op) {
+    case "add":
+      S.groups.set(event.group.id, groupOf(event.group));
+      break;
+    case "remove":
+      S.groups.delete(event.group_id);
+      break;
+    case "add_members":
+      if (g) for (const id of event.user_ids) g.members.add(id);
+      break;
+    case "remove_members":
+      if (g) for (const id of event.user_ids) g.members.delete(id);
+      break;
+    case "add_subgroups":
+      if (g) g.subgroups = [...new Set([...g.subgroups, ...event.direct_subgroup_ids])];
+      break;
+    case "remove_subgroups":
+      if (g) g.subgroups = g.subgroups.filter((id) => !event.direct_subgroup_ids.includes(id));
+      break;
+    default:
+      return;
+  }
+  updateAllActions();
+}
+
+// A channel's settings: its name in the sidebar, its delete groups for
+// the entries' actions.
+function onStream(event) {
+  if (event.op === "delete") {
+    for (const s of event.streams) S.channels.delete(s.stream_id);
+    return updateAllActions();
+  }
+  if (event.op !== "update") return;
+  for (const c of [S.channels.get(event.stream_id), S.subs.get(event.stream_id)]) {
+    if (c) c[event.property] = event.value;
+  }
+  if (event.property === "name") fillRecipients();
+  renderSidebar();
+  if (event.property.startsWith("can_delete_")) updateAllActions();
 }
 
 // Someone joined, changed (a name, an address, deactivated or
@@ -675,7 +758,25 @@ function scrollToBottom() {
 
 // What the entries need to know of the page's state.
 function view() {
-  return { me: S.me.user_id, unread: S.unread, userName, realmEmoji: S.realmEmoji };
+  const rules = { me: S.me.user_id, realm: S.realm, groups: S.groups, channels: S.channels };
+  const now = Date.now() / 1000;
+  const may = (m) => ({ edit: mayEdit(rules, m, now), del: mayDelete(rules, m, now) });
+  return { me: S.me.user_id, unread: S.unread, userName, realmEmoji: S.realmEmoji, may };
+}
+
+// Edit and Delete as the rules allow them now, on every entry.
+function updateAllActions() {
+  const v = view();
+  for (const m of S.messages) updateActions(m, v);
+}
+
+// An entry's actions are checked again as they come into view (the
+// pointer onto it or one of its parts, or the focus into it): time may
+// have passed a limit.
+function onListPointer(ev) {
+  const row = ev.target.closest?.(".msg[data-id]");
+  const m = row && S.byId.get(Number(row.dataset.id));
+  if (m) updateActions(m, view());
 }
 
 // Adds `messages` (ascending, any already shown skipped) at the start or
@@ -703,7 +804,16 @@ function onListClick(ev) {
   const row = button?.closest(".msg[data-id]");
   const m = row && S.byId.get(Number(row.dataset.id));
   if (!m) return;
-  switch (button.dataset.action) {
+  const action = button.dataset.action;
+  if (action === "edit" || action === "delete") {
+    // Out of the rules since the entry was drawn: the button goes.
+    const may = view().may(m);
+    if (!(action === "edit" ? may.edit : may.del)) {
+      updateActions(m, view());
+      return setStatus(action === "edit" ? "This message can no longer be edited." : "This message can no longer be deleted.");
+    }
+  }
+  switch (action) {
     case "react":
       return openPicker(m, button);
     case "edit":

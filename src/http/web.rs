@@ -53,6 +53,7 @@ static FILES: &[(&str, &str, &[u8])] = &[
     ("narrow.js", "text/javascript; charset=utf-8", include_bytes!("../../web/narrow.js")),
     ("dom.js", "text/javascript; charset=utf-8", include_bytes!("../../web/dom.js")),
     ("render.js", "text/javascript; charset=utf-8", include_bytes!("../../web/render.js")),
+    ("rules.js", "text/javascript; charset=utf-8", include_bytes!("../../web/rules.js")),
     ("favicon.svg", "image/svg+xml", include_bytes!("../../web/favicon.svg")),
 ];
 
