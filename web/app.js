@@ -672,7 +672,10 @@ function title(narrow) {
   return unparse(narrow);
 }
 
-async function showNarrow(narrow, { keepCompose = false } = {}) {
+// Shows the messages of `narrow`: around the first unread, or, with
+// `keepPlace`, around the entry at the top of the list with that entry
+// left where it is on the screen.
+async function showNarrow(narrow, { keepCompose = false, keepPlace = false } = {}) {
   if (location.hash === "#inbox") return showInbox();
   S.narrow = narrow;
   $("#inbox").hidden = true;
@@ -684,9 +687,10 @@ async function showNarrow(narrow, { keepCompose = false } = {}) {
   renderTyping();
   if (!keepCompose) prefillCompose(narrow);
   const generation = S.generation;
+  const place = keepPlace ? topEntry() : null;
   let r;
   try {
-    r = await api("GET", "/messages", { anchor: "first_unread", num_before: PAGE, num_after: PAGE, narrow, apply_markdown: true });
+    r = await api("GET", "/messages", { anchor: place ? place.id : "first_unread", num_before: PAGE, num_after: PAGE, narrow, apply_markdown: true });
   } catch (e) {
     list.replaceChildren(h("p", { class: "empty", role: "alert" }, e.message), $("#outbox"));
     return;
@@ -700,13 +704,24 @@ async function showNarrow(narrow, { keepCompose = false } = {}) {
   addMessages(r.messages, "end");
   if (!r.messages.length) list.prepend(h("p", { class: "empty" }, "No messages here yet."));
   const firstUnread = S.messages.find((m) => S.unread.has(m.id));
-  if (firstUnread) {
+  const kept = place && S.byId.get(place.id);
+  if (kept) {
+    reveal(kept.el);
+    list.scrollTop += kept.el.getBoundingClientRect().top - place.top;
+  } else if (firstUnread) {
     reveal(firstUnread.el);
     firstUnread.el.scrollIntoView({ block: "center" });
   } else {
     scrollToBottom();
   }
   if (!S.foundNewest) loadNewer();
+}
+
+// The entry at the top of the list's view, and where it is on the screen.
+function topEntry() {
+  const top = $("#messages").getBoundingClientRect().top;
+  const m = S.messages.find((x) => x.el.getBoundingClientRect().bottom > top);
+  return m && { id: m.id, top: m.el.getBoundingClientRect().top };
 }
 
 async function loadNewer() {
@@ -897,25 +912,100 @@ async function onMessage(m, flags, localId) {
 
 function onUpdate(event) {
   const m = S.byId.get(event.message_id);
-  if (!m) return;
-  if (event.rendered_content !== undefined) m.content = event.rendered_content;
-  if (event.subject !== undefined || event.topic !== undefined) m.subject = event.subject ?? event.topic;
-  if (event.edit_timestamp) m.last_edit_timestamp = event.edit_timestamp;
+  if (m) {
+    if (event.rendered_content !== undefined) m.content = event.rendered_content;
+    if (event.edit_timestamp) m.last_edit_timestamp = event.edit_timestamp;
+    if (event.rendered_content !== undefined) redraw(m);
+  }
+  if (event.orig_subject !== undefined) onMove(event);
+}
+
+// Draws `m`'s entry anew in place.
+function redraw(m) {
   const el = messageRow(m, view());
   m.el.replaceWith(el);
   m.el = el;
   if (S.unread.has(m.id)) seen.observe(el);
 }
 
+// Takes `m` out of the list shown (not out of the unread counts).
+function dropFromList(m) {
+  removeRow(m.el);
+  S.byId.delete(m.id);
+  S.messages = S.messages.filter((x) => x.id !== m.id);
+}
+
+// Messages moved to another topic or channel, as Zulip's web app takes
+// them: each moved message (and its unread mark) goes to its new place;
+// those shown that the narrow no longer matches leave the list, and moved
+// messages the narrow now matches come in (the narrow refetched, or the
+// list's newer end loaded, when they are all past it).
+const MATCH_AT_ONCE = 5000;
+
+async function onMove(event) {
+  const ids = event.message_ids || [event.message_id];
+  const streamId = event.new_stream_id ?? event.stream_id;
+  const topic = event.subject ?? event.topic ?? event.orig_subject;
+  const channel = S.channels.get(streamId);
+  for (const id of ids) {
+    if (S.unread.has(id)) S.unread.set(id, channelKey(streamId, topic));
+    const m = S.byId.get(id);
+    if (!m) continue;
+    m.stream_id = streamId;
+    m.subject = topic;
+    delete m.topic;
+    if (channel) m.display_recipient = channel.name;
+    redraw(m);
+  }
+  // The topic lists of both channels are read again when next shown.
+  S.topics.delete(event.stream_id);
+  S.topics.delete(streamId);
+  renderSidebar();
+  if ($("#messages").hidden) return;
+  const narrow = S.narrow;
+  // Moved messages not shown that would sit within the list's span.
+  const first = S.messages[0]?.id ?? -Infinity;
+  const last = S.messages[S.messages.length - 1]?.id ?? Infinity;
+  const outside = ids.filter((id) => !S.byId.has(id)
+    && (S.foundOldest || id > first) && (S.foundNewest || id < last));
+  const unknown = [];
+  for (const m of ids.map((id) => S.byId.get(id)).filter(Boolean)) {
+    const local = matchesLocally(m);
+    if (local === false) dropFromList(m);
+    else if (local === null) unknown.push(m.id);
+  }
+  // More than the server checks at once: the narrow is read again.
+  if (unknown.length + outside.length > MATCH_AT_ONCE) return showNarrow(narrow, { keepCompose: true, keepPlace: true });
+  let matching = new Set();
+  if (unknown.length || outside.length) {
+    try {
+      const r = await api("GET", "/messages/matches_narrow", { msg_ids: [...unknown, ...outside], narrow });
+      matching = new Set(Object.keys(r.messages).map(Number));
+    } catch {
+      return;
+    }
+    if (narrow !== S.narrow) return;
+    for (const id of unknown) {
+      const m = S.byId.get(id);
+      if (m && !matching.has(id)) dropFromList(m);
+    }
+  }
+  const incoming = outside.filter((id) => matching.has(id) && !S.byId.has(id));
+  if (incoming.length && S.messages.length && incoming.every((id) => id > last)) {
+    S.foundNewest = false;
+    loadNewer();
+  } else if (incoming.length || !S.messages.length) {
+    // Refetched: what came in where it belongs, or (the list emptied)
+    // what the narrow still holds.
+    showNarrow(narrow, { keepCompose: true, keepPlace: true });
+  }
+}
+
 function onDelete(ids) {
   for (const id of ids) {
     S.unread.delete(id);
     const m = S.byId.get(id);
-    if (m) {
-      removeRow(m.el);
-      S.byId.delete(id);
-      S.messages = S.messages.filter((x) => x.id !== id);
-    }
+    if (m) dropFromList(m);
   }
   renderSidebar();
 }

@@ -801,6 +801,70 @@ test('Edit and Delete are offered only within the realm\'s rules, and follow the
   }
 });
 
+test('messages moved out of the topic shown leave the list, their unread counts move, and messages moved in appear', async () => {
+  const post = async (topic, content, to = 'Denmark') => (await apiAs(OTHELLO, 'POST', '/messages', { type: 'stream', to, topic, content })).id;
+  const move = (id, params) => apiAs(OTHELLO, 'PATCH', `/messages/${id}`, { send_notification_to_old_thread: 'false', send_notification_to_new_thread: 'false', ...params });
+  const general = (await apiAs(OTHELLO, 'GET', '/get_stream_id', { stream: 'general' })).stream_id;
+  const denmark = (await apiAs(OTHELLO, 'GET', '/get_stream_id', { stream: 'Denmark' })).stream_id;
+  // Shown (read): three in "leaving"; not shown (unread): two in "unread move".
+  const leaving = [await post('leaving', 'leaving one'), await post('leaving', 'leaving two'), await post('leaving', 'leaving three')];
+  await apiAs(HAMLET, 'POST', '/messages/flags', { messages: JSON.stringify(leaving), op: 'add', flag: 'read' });
+  const unread = [await post('unread move', 'unread move one'), await post('unread move', 'unread move two')];
+  const tab = await openAs(HAMLET);
+  try {
+    const ids = () => tab.page.locator('#messages .msg:not(.pending)').evaluateAll((rows) => rows.map((r) => Number(r.dataset.id)));
+    const badge = (name) => tab.page.evaluate((n) => {
+      const li = [...document.querySelectorAll('#channels > li')].find((l) => l.querySelector(':scope > a .name')?.textContent === n);
+      return Number(li?.querySelector(':scope > a .badge')?.textContent || 0);
+    }, name);
+    await tab.page.goto(narrowUrl('channel:Denmark topic:leaving'));
+    await tab.page.locator(`#messages .msg[data-id="${leaving[2]}"]`).waitFor(WAIT);
+    const topicBadge = tab.page.locator('#channels .topics a', { hasText: 'unread move' }).locator('.badge', { hasText: '2' });
+    await topicBadge.waitFor(WAIT);
+    const [denmarkBefore, generalBefore] = [await badge('Denmark'), await badge('general')];
+    assert.ok(denmarkBefore >= 2, `Denmark: ${denmarkBefore}`);
+
+    // One message to another topic: it leaves; the others stay.
+    await move(leaving[1], { topic: 'left', propagate_mode: 'change_one' });
+    await tab.page.locator(`#messages .msg[data-id="${leaving[1]}"]`).waitFor({ state: 'detached', ...WAIT });
+    assert.deepEqual(await ids(), [leaving[0], leaving[2]]);
+    // From the last one on, to another channel: it leaves too.
+    await move(leaving[2], { stream_id: String(general), propagate_mode: 'change_later' });
+    await tab.page.locator(`#messages .msg[data-id="${leaving[2]}"]`).waitFor({ state: 'detached', ...WAIT });
+    assert.deepEqual(await ids(), [leaving[0]]);
+
+    // Unread messages not shown, moved to another channel: their counts
+    // go with them.
+    await move(unread[0], { stream_id: String(general), topic: 'unread moved', propagate_mode: 'change_all' });
+    await topicBadge.waitFor({ state: 'detached', ...WAIT });
+    await tab.page.waitForFunction(([d, g]) => {
+      const count = (n) => {
+        const li = [...document.querySelectorAll('#channels > li')].find((l) => l.querySelector(':scope > a .name')?.textContent === n);
+        return Number(li?.querySelector(':scope > a .badge')?.textContent || 0);
+      };
+      return count('Denmark') === d && count('general') === g;
+    }, [denmarkBefore - 2, generalBefore + 2], WAIT);
+
+    // Moved in: a whole topic whose messages interleave with those shown
+    // comes in, in order; a later message from another channel comes in
+    // at the end.
+    const arrivals = [await post('incoming', 'incoming one'), await post('arrivals', 'arrivals one'), await post('incoming', 'incoming two'), await post('arrivals', 'arrivals two')];
+    const later = await post('from general', 'from general', 'general');
+    await tab.page.goto(narrowUrl('channel:Denmark topic:arrivals'));
+    await tab.page.locator(`#messages .msg[data-id="${arrivals[3]}"]`).waitFor(WAIT);
+    assert.deepEqual(await ids(), [arrivals[1], arrivals[3]]);
+    await move(arrivals[0], { topic: 'arrivals', propagate_mode: 'change_all' });
+    await tab.page.locator(`#messages .msg[data-id="${arrivals[2]}"]`).waitFor(WAIT);
+    assert.deepEqual(await ids(), arrivals);
+    await move(later, { stream_id: String(denmark), topic: 'arrivals', propagate_mode: 'change_one' });
+    await tab.page.locator(`#messages .msg[data-id="${later}"]`, { hasText: 'Denmark › arrivals' }).waitFor(WAIT);
+    assert.deepEqual(await ids(), [...arrivals, later]);
+    assert.deepEqual(dialogs, []);
+  } finally {
+    await tab.ctx.close();
+  }
+});
+
 test('a phone-sized screen', async () => {
   await page.setViewportSize({ width: 390, height: 844 });
   await page.locator('#menu').click();
