@@ -536,6 +536,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_file_of_web_is_embedded() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("web");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        on_disk.sort();
+        let mut embedded: Vec<String> = FILES.iter().map(|(name, ..)| (*name).to_owned()).collect();
+        embedded.sort();
+        assert_eq!(embedded, on_disk, "web/ and the FILES table differ");
+    }
+
+    #[test]
     fn origins_are_compared_with_the_host() {
         assert!(same_origin("http://127.0.0.1:9991", "127.0.0.1:9991"));
         assert!(same_origin("https://Chat.Example.com", "chat.example.com"));
