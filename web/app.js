@@ -913,9 +913,11 @@ async function onMessage(m, flags, localId) {
 function onUpdate(event) {
   const m = S.byId.get(event.message_id);
   if (m) {
-    if (event.rendered_content !== undefined) m.content = event.rendered_content;
-    if (event.edit_timestamp) m.last_edit_timestamp = event.edit_timestamp;
-    if (event.rendered_content !== undefined) redraw(m);
+    if (event.rendered_content !== undefined) {
+      m.content = event.rendered_content;
+      m.last_edit_timestamp = event.edit_timestamp;
+      redraw(m);
+    }
   }
   if (event.orig_subject !== undefined) onMove(event);
 }
@@ -941,12 +943,22 @@ function dropFromList(m) {
 // messages the narrow now matches come in (the narrow refetched, or the
 // list's newer end loaded, when they are all past it).
 const MATCH_AT_ONCE = 5000;
+const RESOLVED = "✔ ";
+
+// As the server tells them: `new` is `old` with the prefix added, or
+// `old` with its check marks taken off.
+function isResolveToggle(old, now) {
+  if (!old.startsWith(RESOLVED)) return now === RESOLVED + old;
+  return !now.startsWith(RESOLVED) && old.replace(/^[✔ ]+/, "") === now;
+}
 
 async function onMove(event) {
   const ids = event.message_ids || [event.message_id];
   const streamId = event.new_stream_id ?? event.stream_id;
   const topic = event.subject ?? event.topic ?? event.orig_subject;
   const channel = S.channels.get(streamId);
+  // Marking a topic resolved or unresolved (the "✔ " prefix) is no move.
+  const resolving = event.new_stream_id === undefined && isResolveToggle(event.orig_subject, topic);
   for (const id of ids) {
     if (S.unread.has(id)) S.unread.set(id, channelKey(streamId, topic));
     const m = S.byId.get(id);
@@ -955,6 +967,7 @@ async function onMove(event) {
     m.subject = topic;
     delete m.topic;
     if (channel) m.display_recipient = channel.name;
+    if (!resolving) m.last_moved_timestamp = event.edit_timestamp;
     redraw(m);
   }
   // The topic lists of both channels are read again when next shown.

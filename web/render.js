@@ -98,6 +98,7 @@ export function messageRow(m, view, content = null, seen = null) {
   time.title = FULL.format(when);
   time.textContent = TIME.format(when);
   if (m.last_edit_timestamp) head.append(h("span", { class: "edited" }, "(edited)"));
+  else if (m.last_moved_timestamp) head.append(h("span", { class: "edited moved" }, "(moved)"));
   if (content) head.nextSibling.replaceWith(content);
   else setRendered(head.nextSibling, m.content);
   if (m.reactions?.length) renderReactions(m, li, view);

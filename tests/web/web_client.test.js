@@ -859,6 +859,27 @@ test('messages moved out of the topic shown leave the list, their unread counts 
     await move(later, { stream_id: String(denmark), topic: 'arrivals', propagate_mode: 'change_one' });
     await tab.page.locator(`#messages .msg[data-id="${later}"]`, { hasText: 'Denmark › arrivals' }).waitFor(WAIT);
     assert.deepEqual(await ids(), [...arrivals, later]);
+    // Moved, not edited: so marked.
+    for (const id of [arrivals[0], arrivals[2], later]) {
+      assert.equal(await tab.page.locator(`#messages .msg[data-id="${id}"] .msg-head .edited`).textContent(), '(moved)');
+    }
+    assert.equal(await tab.page.locator(`#messages .msg[data-id="${arrivals[1]}"] .msg-head .edited`).count(), 0);
+
+    // In a channel's narrow, messages moved within it stay, relabelled in
+    // place; resolving a topic is no move.
+    await apiAs(HAMLET, 'POST', '/mark_stream_as_read', { stream_id: String(denmark) });
+    await tab.page.goto(narrowUrl('channel:Denmark'));
+    const entry = (id) => tab.page.locator(`#messages .msg[data-id="${id}"]`);
+    await entry(later).waitFor(WAIT);
+    await tab.page.evaluate(() => { window.__sameDocument = true; });
+    await move(arrivals[1], { topic: '✔ arrivals', propagate_mode: 'change_all' });
+    await entry(arrivals[1]).locator('.recipient', { hasText: 'Denmark › ✔ arrivals' }).waitFor(WAIT);
+    assert.equal(await entry(arrivals[1]).locator('.edited').count(), 0);
+    await move(arrivals[1], { topic: 'arrivals again', propagate_mode: 'change_one' });
+    await entry(arrivals[1]).locator('.recipient', { hasText: 'Denmark › arrivals again' }).waitFor(WAIT);
+    assert.equal(await entry(arrivals[1]).locator('.edited').textContent(), '(moved)');
+    assert.equal(await entry(arrivals[3]).locator('.edited').count(), 0);
+    assert.equal(await tab.page.evaluate(() => window.__sameDocument), true, 'no reload');
     assert.deepEqual(dialogs, []);
   } finally {
     await tab.ctx.close();
