@@ -937,11 +937,7 @@ function dropFromList(m) {
   S.messages = S.messages.filter((x) => x.id !== m.id);
 }
 
-// Messages moved to another topic or channel, as Zulip's web app takes
-// them: each moved message (and its unread mark) goes to its new place;
-// those shown that the narrow no longer matches leave the list, and moved
-// messages the narrow now matches come in (the narrow refetched, or the
-// list's newer end loaded, when they are all past it).
+// As many message ids as GET /messages/matches_narrow takes.
 const MATCH_AT_ONCE = 5000;
 const RESOLVED = "✔ ";
 
@@ -952,6 +948,11 @@ function isResolveToggle(old, now) {
   return !now.startsWith(RESOLVED) && old.replace(/^[✔ ]+/, "") === now;
 }
 
+// Messages moved to another topic or channel, as Zulip's web app takes
+// them: each moved message (and its unread mark) goes to its new place;
+// those shown that the narrow no longer matches leave the list, and moved
+// messages the narrow now matches come in (the narrow refetched, or the
+// list's newer end loaded, when they are all past it).
 async function onMove(event) {
   const ids = event.message_ids || [event.message_id];
   const streamId = event.new_stream_id ?? event.stream_id;
@@ -982,10 +983,15 @@ async function onMove(event) {
   const outside = ids.filter((id) => !S.byId.has(id)
     && (S.foundOldest || id > first) && (S.foundNewest || id < last));
   const unknown = [];
+  let dropped = 0;
   for (const m of ids.map((id) => S.byId.get(id)).filter(Boolean)) {
     const local = matchesLocally(m);
-    if (local === false) dropFromList(m);
-    else if (local === null) unknown.push(m.id);
+    if (local === false) {
+      dropFromList(m);
+      dropped++;
+    } else if (local === null) {
+      unknown.push(m.id);
+    }
   }
   // More than the server checks at once: the narrow is read again.
   if (unknown.length + outside.length > MATCH_AT_ONCE) return showNarrow(narrow, { keepCompose: true, keepPlace: true });
@@ -1000,14 +1006,17 @@ async function onMove(event) {
     if (narrow !== S.narrow) return;
     for (const id of unknown) {
       const m = S.byId.get(id);
-      if (m && !matching.has(id)) dropFromList(m);
+      if (m && !matching.has(id)) {
+        dropFromList(m);
+        dropped++;
+      }
     }
   }
   const incoming = outside.filter((id) => matching.has(id) && !S.byId.has(id));
   if (incoming.length && S.messages.length && incoming.every((id) => id > last)) {
     S.foundNewest = false;
     loadNewer();
-  } else if (incoming.length || !S.messages.length) {
+  } else if (incoming.length || (dropped && !S.messages.length)) {
     // Refetched: what came in where it belongs, or (the list emptied)
     // what the narrow still holds.
     showNarrow(narrow, { keepCompose: true, keepPlace: true });

@@ -832,6 +832,10 @@ test('messages moved out of the topic shown leave the list, their unread counts 
     await move(leaving[2], { stream_id: String(general), propagate_mode: 'change_later' });
     await tab.page.locator(`#messages .msg[data-id="${leaving[2]}"]`).waitFor({ state: 'detached', ...WAIT });
     assert.deepEqual(await ids(), [leaving[0]]);
+    // The last one: the topic shown is empty now.
+    await move(leaving[0], { topic: 'left', propagate_mode: 'change_one' });
+    await tab.page.locator('#messages .empty', { hasText: 'No messages here yet.' }).waitFor(WAIT);
+    assert.deepEqual(await ids(), []);
 
     // Unread messages not shown, moved to another channel: their counts
     // go with them.
