@@ -92,3 +92,40 @@ fn delete_refusals_never_reveal_messages() {
     delete(&polonius, own).ok();
     gone(&hamlet, own);
 }
+
+#[test]
+fn a_channel_adds_delete_rights_to_the_realm_s_and_none_by_default() {
+    let server = TestServer::start();
+    let hamlet = server.client(HAMLET);
+    let iago = server.client(IAGO);
+    let groups = iago.get("/user_groups", &[]).ok()["user_groups"].clone();
+    let group = |name: &str| {
+        let all = groups.as_array().unwrap();
+        all.iter().find(|g| g["name"] == name).unwrap()["id"].as_u64().unwrap()
+    };
+    let general =
+        hamlet.get("/get_stream_id", &[("stream", "general")]).ok()["stream_id"].as_u64().unwrap();
+    let channel = hamlet.get(&format!("/streams/{general}"), &[]).ok()["stream"].clone();
+    let nobody = group("role:nobody");
+    assert_eq!(channel["can_delete_own_message_group"], nobody, "nobody beyond the realm's");
+    assert_eq!(channel["can_delete_any_message_group"], nobody);
+    // The realm lets only administrators delete their own messages: the
+    // channel's default adds nobody.
+    let admins = format!("{{\"new\": {}}}", group("role:administrators"));
+    iago.request("PATCH", "/realm", &[("can_delete_own_message_group", &admins)]).ok();
+    let own = to_channel(&hamlet, "general");
+    let e = delete(&hamlet, own).err(400, "BAD_REQUEST");
+    assert_eq!(e["msg"], "You don't have permission to delete this message");
+    let iagos = to_channel(&iago, "general");
+    delete(&iago, iagos).ok();
+    // The channel grants it to everyone: its members may again.
+    let everyone = format!("{{\"new\": {}}}", group("role:everyone"));
+    iago.request(
+        "PATCH",
+        &format!("/streams/{general}"),
+        &[("can_delete_own_message_group", &everyone)],
+    )
+    .ok();
+    delete(&hamlet, own).ok();
+    gone(&hamlet, own);
+}

@@ -4,7 +4,8 @@
 import { api, web, upload, setCsrfToken, ApiError } from "./api.js";
 import { h, append, setRendered, toggleSpoiler, emojiChar, $ } from "./dom.js";
 import { parse, unparse, toHash, fromHash } from "./narrow.js";
-import { messageRow, insertRows, removeRow, reveal, renderReactions } from "./render.js";
+import { messageRow, insertRows, removeRow, reveal, renderReactions, updateActions } from "./render.js";
+import { mayEdit, mayDelete } from "./rules.js";
 
 const PAGE = 50;
 const S = {
@@ -13,6 +14,9 @@ const S = {
   lastEventId: -1,
   users: new Map(),
   subs: new Map(),
+  channels: new Map(), // channel id → channel object: every channel the user knows of
+  realm: {}, // the organization settings Edit and Delete depend on (rules.js)
+  groups: new Map(), // group id → { members: Set, subgroups: [ids] }
   unread: new Map(), // message id → conversation key
   recentDms: [],
   topics: new Map(), // channel id → [{name, max_id}]
@@ -128,7 +132,7 @@ function renderShell() {
       h("main", { id: "feed" },
         h("h1", { id: "narrow-title" }, ""),
         h("section", { id: "inbox", hidden: true, "aria-label": "Unread conversations" }),
-        h("div", { id: "messages", "aria-live": "polite", onscroll: onScroll, onclick: onListClick },
+        h("div", { id: "messages", "aria-live": "polite", onscroll: onScroll, onclick: onListClick, onmouseover: onListPointer, onfocusin: onListPointer },
           h("ol", { id: "outbox", class: "outbox", "aria-label": "Sending" })),
         h("button", { type: "button", id: "new-messages", hidden: true, onclick: () => scrollToBottom() }, "New messages ↓"),
         h("p", { id: "typing", "aria-live": "polite" }),
@@ -192,6 +196,10 @@ async function register() {
     ...r.realm_users.map((u) => [u.user_id, u]),
   ]);
   S.subs = new Map(r.subscriptions.map((s) => [s.stream_id, s]));
+  S.channels = new Map([...(r.never_subscribed || []), ...(r.unsubscribed || []), ...r.subscriptions].map((s) => [s.stream_id, s]));
+  S.realm = {};
+  for (const name of REALM_RULES) S.realm[name] = r[`realm_${name}`];
+  S.groups = new Map((r.realm_user_groups || []).map((g) => [g.id, groupOf(g)]));
   S.realmEmoji = r.realm_emoji || {};
   S.recentDms = r.recent_private_conversations || [];
   S.presence = r.presences || {};
@@ -213,6 +221,16 @@ async function register() {
   renderPeople();
   poll(S.generation);
   reportPresence();
+}
+
+// The organization settings that decide who may edit and delete what.
+const REALM_RULES = [
+  "allow_message_editing", "message_content_edit_limit_seconds", "message_content_delete_limit_seconds",
+  "can_delete_any_message_group", "can_delete_own_message_group",
+];
+
+function groupOf(g) {
+  return { members: new Set(g.members), subgroups: g.direct_subgroup_ids || [] };
 }
 
 // ---- Presence ----
@@ -360,15 +378,80 @@ function handleEvent(event) {
     case "presence":
       return onPresence(event);
     case "subscription":
-      if (event.op === "add") for (const s of event.subscriptions) S.subs.set(s.stream_id, s);
+      if (event.op === "add") for (const s of event.subscriptions) { S.subs.set(s.stream_id, s); S.channels.set(s.stream_id, s); }
       if (event.op === "remove") for (const s of event.subscriptions) S.subs.delete(s.stream_id);
-      return renderSidebar();
+      renderSidebar();
+      return updateAllActions();
+    case "stream":
+      return onStream(event);
+    case "realm":
+      return onRealm(event);
+    case "user_group":
+      return onUserGroup(event);
     case "realm_user":
       return onRealmUser(event);
     case "realm_emoji":
       S.realmEmoji = event.realm_emoji;
       return;
   }
+}
+
+// An organization setting changed: those Edit and Delete depend on are
+// applied to every entry at once.
+function onRealm(event) {
+  const changed = event.op === "update_dict" ? event.data || {} : event.op === "update" ? { [event.property]: event.value } : {};
+  let rules = false;
+  for (const [name, value] of Object.entries(changed)) {
+    if (!REALM_RULES.includes(name)) continue;
+    S.realm[name] = value;
+    rules = true;
+  }
+  if (rules) updateAllActions();
+}
+
+// Group membership (a role change moves the user between system groups
+// this way too).
+function onUserGroup(event) {
+  const g = S.groups.get(event.group_id);
+  switch (event.op) {
+    case "add":
+      S.groups.set(event.group.id, groupOf(event.group));
+      break;
+    case "remove":
+      S.groups.delete(event.group_id);
+      break;
+    case "add_members":
+      if (g) for (const id of event.user_ids) g.members.add(id);
+      break;
+    case "remove_members":
+      if (g) for (const id of event.user_ids) g.members.delete(id);
+      break;
+    case "add_subgroups":
+      if (g) g.subgroups = [...new Set([...g.subgroups, ...event.direct_subgroup_ids])];
+      break;
+    case "remove_subgroups":
+      if (g) g.subgroups = g.subgroups.filter((id) => !event.direct_subgroup_ids.includes(id));
+      break;
+    default:
+      return;
+  }
+  updateAllActions();
+}
+
+// A channel's settings: its name in the sidebar, its delete groups for
+// the entries' actions.
+function onStream(event) {
+  if (event.op === "delete") {
+    for (const s of event.streams) S.channels.delete(s.stream_id);
+    return updateAllActions();
+  }
+  if (event.op !== "update") return;
+  for (const c of [S.channels.get(event.stream_id), S.subs.get(event.stream_id)]) {
+    if (c) c[event.property] = event.value;
+  }
+  if (event.property === "name") fillRecipients();
+  renderSidebar();
+  if (event.property.startsWith("can_delete_")) updateAllActions();
 }
 
 // Someone joined, changed (a name, an address, deactivated or
@@ -589,7 +672,10 @@ function title(narrow) {
   return unparse(narrow);
 }
 
-async function showNarrow(narrow, { keepCompose = false } = {}) {
+// Shows the messages of `narrow`: around the first unread, or, with
+// `keepPlace`, around the entry at the top of the list with that entry
+// left where it is on the screen.
+async function showNarrow(narrow, { keepCompose = false, keepPlace = false } = {}) {
   if (location.hash === "#inbox") return showInbox();
   S.narrow = narrow;
   $("#inbox").hidden = true;
@@ -601,9 +687,10 @@ async function showNarrow(narrow, { keepCompose = false } = {}) {
   renderTyping();
   if (!keepCompose) prefillCompose(narrow);
   const generation = S.generation;
+  const place = keepPlace ? topEntry() : null;
   let r;
   try {
-    r = await api("GET", "/messages", { anchor: "first_unread", num_before: PAGE, num_after: PAGE, narrow, apply_markdown: true });
+    r = await api("GET", "/messages", { anchor: place ? place.id : "first_unread", num_before: PAGE, num_after: PAGE, narrow, apply_markdown: true });
   } catch (e) {
     list.replaceChildren(h("p", { class: "empty", role: "alert" }, e.message), $("#outbox"));
     return;
@@ -617,13 +704,24 @@ async function showNarrow(narrow, { keepCompose = false } = {}) {
   addMessages(r.messages, "end");
   if (!r.messages.length) list.prepend(h("p", { class: "empty" }, "No messages here yet."));
   const firstUnread = S.messages.find((m) => S.unread.has(m.id));
-  if (firstUnread) {
+  const kept = place && S.byId.get(place.id);
+  if (kept) {
+    reveal(kept.el);
+    list.scrollTop += kept.el.getBoundingClientRect().top - place.top;
+  } else if (firstUnread) {
     reveal(firstUnread.el);
     firstUnread.el.scrollIntoView({ block: "center" });
   } else {
     scrollToBottom();
   }
   if (!S.foundNewest) loadNewer();
+}
+
+// The entry at the top of the list's view, and where it is on the screen.
+function topEntry() {
+  const top = $("#messages").getBoundingClientRect().top;
+  const m = S.messages.find((x) => x.el.getBoundingClientRect().bottom > top);
+  return m && { id: m.id, top: m.el.getBoundingClientRect().top };
 }
 
 async function loadNewer() {
@@ -675,7 +773,25 @@ function scrollToBottom() {
 
 // What the entries need to know of the page's state.
 function view() {
-  return { me: S.me.user_id, unread: S.unread, userName, realmEmoji: S.realmEmoji };
+  const rules = { me: S.me.user_id, realm: S.realm, groups: S.groups, channels: S.channels };
+  const now = Date.now() / 1000;
+  const may = (m) => ({ edit: mayEdit(rules, m, now), del: mayDelete(rules, m, now) });
+  return { me: S.me.user_id, unread: S.unread, userName, realmEmoji: S.realmEmoji, may };
+}
+
+// Edit and Delete as the rules allow them now, on every entry.
+function updateAllActions() {
+  const v = view();
+  for (const m of S.messages) updateActions(m, v);
+}
+
+// An entry's actions are checked again as they come into view (the
+// pointer onto it or one of its parts, or the focus into it): time may
+// have passed a limit.
+function onListPointer(ev) {
+  const row = ev.target.closest?.(".msg[data-id]");
+  const m = row && S.byId.get(Number(row.dataset.id));
+  if (m) updateActions(m, view());
 }
 
 // Adds `messages` (ascending, any already shown skipped) at the start or
@@ -703,7 +819,16 @@ function onListClick(ev) {
   const row = button?.closest(".msg[data-id]");
   const m = row && S.byId.get(Number(row.dataset.id));
   if (!m) return;
-  switch (button.dataset.action) {
+  const action = button.dataset.action;
+  if (action === "edit" || action === "delete") {
+    // Out of the rules since the entry was drawn: the button goes.
+    const may = view().may(m);
+    if (!(action === "edit" ? may.edit : may.del)) {
+      updateActions(m, view());
+      return setStatus(action === "edit" ? "This message can no longer be edited." : "This message can no longer be deleted.");
+    }
+  }
+  switch (action) {
     case "react":
       return openPicker(m, button);
     case "edit":
@@ -787,25 +912,122 @@ async function onMessage(m, flags, localId) {
 
 function onUpdate(event) {
   const m = S.byId.get(event.message_id);
-  if (!m) return;
-  if (event.rendered_content !== undefined) m.content = event.rendered_content;
-  if (event.subject !== undefined || event.topic !== undefined) m.subject = event.subject ?? event.topic;
-  if (event.edit_timestamp) m.last_edit_timestamp = event.edit_timestamp;
+  if (m) {
+    if (event.rendered_content !== undefined) {
+      m.content = event.rendered_content;
+      m.last_edit_timestamp = event.edit_timestamp;
+      redraw(m);
+    }
+  }
+  if (event.orig_subject !== undefined) onMove(event);
+}
+
+// Draws `m`'s entry anew in place.
+function redraw(m) {
   const el = messageRow(m, view());
   m.el.replaceWith(el);
   m.el = el;
   if (S.unread.has(m.id)) seen.observe(el);
 }
 
+// Takes `m` out of the list shown (not out of the unread counts).
+function dropFromList(m) {
+  removeRow(m.el);
+  S.byId.delete(m.id);
+  S.messages = S.messages.filter((x) => x.id !== m.id);
+}
+
+// As many message ids as GET /messages/matches_narrow takes.
+const MATCH_AT_ONCE = 5000;
+const RESOLVED = "✔ ";
+
+// As the server tells them: `new` is `old` with the prefix added, or
+// `old` with its check marks taken off.
+function isResolveToggle(old, now) {
+  if (!old.startsWith(RESOLVED)) return now === RESOLVED + old;
+  return !now.startsWith(RESOLVED) && old.replace(/^[✔ ]+/, "") === now;
+}
+
+// Messages moved to another topic or channel, as Zulip's web app takes
+// them: each moved message (and its unread mark) goes to its new place;
+// those shown that the narrow no longer matches leave the list, and moved
+// messages the narrow now matches come in (the narrow refetched, or the
+// list's newer end loaded, when they are all past it).
+async function onMove(event) {
+  const ids = event.message_ids || [event.message_id];
+  const streamId = event.new_stream_id ?? event.stream_id;
+  const topic = event.subject ?? event.topic ?? event.orig_subject;
+  const channel = S.channels.get(streamId);
+  // Marking a topic resolved or unresolved (the "✔ " prefix) is no move.
+  const resolving = event.new_stream_id === undefined && isResolveToggle(event.orig_subject, topic);
+  for (const id of ids) {
+    if (S.unread.has(id)) S.unread.set(id, channelKey(streamId, topic));
+    const m = S.byId.get(id);
+    if (!m) continue;
+    m.stream_id = streamId;
+    m.subject = topic;
+    delete m.topic;
+    if (channel) m.display_recipient = channel.name;
+    if (!resolving) m.last_moved_timestamp = event.edit_timestamp;
+    redraw(m);
+  }
+  // The topic lists of both channels are read again when next shown.
+  S.topics.delete(event.stream_id);
+  S.topics.delete(streamId);
+  renderSidebar();
+  if ($("#messages").hidden) return;
+  const narrow = S.narrow;
+  // Moved messages not shown that would sit within the list's span.
+  const first = S.messages[0]?.id ?? -Infinity;
+  const last = S.messages[S.messages.length - 1]?.id ?? Infinity;
+  const outside = ids.filter((id) => !S.byId.has(id)
+    && (S.foundOldest || id > first) && (S.foundNewest || id < last));
+  const unknown = [];
+  let dropped = 0;
+  for (const m of ids.map((id) => S.byId.get(id)).filter(Boolean)) {
+    const local = matchesLocally(m);
+    if (local === false) {
+      dropFromList(m);
+      dropped++;
+    } else if (local === null) {
+      unknown.push(m.id);
+    }
+  }
+  // More than the server checks at once: the narrow is read again.
+  if (unknown.length + outside.length > MATCH_AT_ONCE) return showNarrow(narrow, { keepCompose: true, keepPlace: true });
+  let matching = new Set();
+  if (unknown.length || outside.length) {
+    try {
+      const r = await api("GET", "/messages/matches_narrow", { msg_ids: [...unknown, ...outside], narrow });
+      matching = new Set(Object.keys(r.messages).map(Number));
+    } catch {
+      return;
+    }
+    if (narrow !== S.narrow) return;
+    for (const id of unknown) {
+      const m = S.byId.get(id);
+      if (m && !matching.has(id)) {
+        dropFromList(m);
+        dropped++;
+      }
+    }
+  }
+  const incoming = outside.filter((id) => matching.has(id) && !S.byId.has(id));
+  if (incoming.length && S.messages.length && incoming.every((id) => id > last)) {
+    S.foundNewest = false;
+    loadNewer();
+  } else if (incoming.length || (dropped && !S.messages.length)) {
+    // Refetched: what came in where it belongs, or (the list emptied)
+    // what the narrow still holds.
+    showNarrow(narrow, { keepCompose: true, keepPlace: true });
+  }
+}
+
 function onDelete(ids) {
   for (const id of ids) {
     S.unread.delete(id);
     const m = S.byId.get(id);
-    if (m) {
-      removeRow(m.el);
-      S.byId.delete(id);
-      S.messages = S.messages.filter((x) => x.id !== id);
-    }
+    if (m) dropFromList(m);
   }
   renderSidebar();
 }

@@ -11,19 +11,38 @@ const FULL = new Intl.DateTimeFormat([], {
   year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric", second: "numeric",
 });
 
-// Someone else's message, and one's own (with Edit and Delete).
-let skeletons = null;
+// An entry, by the actions it offers: [edit][delete], each true or false.
+const skeletons = new Map();
 
-function skeleton(mine) {
-  skeletons ??= [false, true].map((own) => h("li", { class: "msg" },
-    h("div", { class: "msg-head" }, h("span", { class: "sender" }), h("a", { class: "recipient" }), h("time")),
-    h("div", { class: "content" }),
-    h("div", { class: "reactions" }),
-    h("div", { class: "actions" },
-      h("button", { type: "button", class: "react", "aria-label": "Add reaction", dataset: { action: "react" } }, "☺+"),
-      own ? h("button", { type: "button", class: "edit", dataset: { action: "edit" } }, "Edit") : null,
-      own ? h("button", { type: "button", class: "delete", dataset: { action: "delete" } }, "Delete") : null)));
-  return skeletons[mine ? 1 : 0];
+function actionsBox(edit, del) {
+  return h("div", { class: "actions" },
+    h("button", { type: "button", class: "react", "aria-label": "Add reaction", dataset: { action: "react" } }, "☺+"),
+    edit ? h("button", { type: "button", class: "edit", dataset: { action: "edit" } }, "Edit") : null,
+    del ? h("button", { type: "button", class: "delete", dataset: { action: "delete" } }, "Delete") : null);
+}
+
+function skeleton(edit, del) {
+  const key = (edit ? 2 : 0) + (del ? 1 : 0);
+  let li = skeletons.get(key);
+  if (!li) {
+    li = h("li", { class: "msg" },
+      h("div", { class: "msg-head" }, h("span", { class: "sender" }), h("a", { class: "recipient" }), h("time")),
+      h("div", { class: "content" }),
+      h("div", { class: "reactions" }),
+      actionsBox(edit, del));
+    skeletons.set(key, li);
+  }
+  return li;
+}
+
+// Brings the Edit and Delete buttons of `m`'s entry in line with what
+// `view.may(m)` allows now; an entry already right is left alone (a
+// pending "Confirm delete" with it).
+export function updateActions(m, view) {
+  const { edit, del } = view.may(m);
+  const box = m.el.querySelector(".actions");
+  if (!box || (box.querySelector(".edit") !== null) === edit && (box.querySelector(".delete") !== null) === del) return;
+  box.replaceWith(actionsBox(edit, del));
 }
 
 // The others in a conversation: for a direct message, everyone but
@@ -58,10 +77,12 @@ function conversation(m, me, seen) {
 }
 
 // One message's entry. `view`: { me (user id), unread (has(id)),
-// userName(id), realmEmoji (by id) }; `content`: its rendered HTML
+// userName(id), realmEmoji (by id), may(m) ({edit, del}: the actions
+// the user may take on it) }; `content`: its rendered HTML
 // already parsed into a div.content, if it was.
 export function messageRow(m, view, content = null, seen = null) {
-  const li = skeleton(m.sender_id === view.me).cloneNode(true);
+  const { edit, del } = view.may(m);
+  const li = skeleton(edit, del).cloneNode(true);
   li.setAttribute("data-id", m.id);
   if (view.unread.has(m.id)) li.className = "msg unread";
   const head = li.firstChild;
@@ -77,6 +98,7 @@ export function messageRow(m, view, content = null, seen = null) {
   time.title = FULL.format(when);
   time.textContent = TIME.format(when);
   if (m.last_edit_timestamp) head.append(h("span", { class: "edited" }, "(edited)"));
+  else if (m.last_moved_timestamp) head.append(h("span", { class: "edited moved" }, "(moved)"));
   if (content) head.nextSibling.replaceWith(content);
   else setRendered(head.nextSibling, m.content);
   if (m.reactions?.length) renderReactions(m, li, view);

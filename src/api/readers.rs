@@ -14,7 +14,8 @@
 //! saturated answers reads as fast as before; a saturated one keeps its
 //! writes' latency and slows its reads.
 //!
-//! Two lanes of `READER_THREADS` threads each:
+//! Two lanes of `READER_THREADS` threads each (a `priority::Pool`; long
+//! loops in a read call `priority::breathe`):
 //! - **heavy** (`Readers::run`): reads no index answers within
 //!   `--light-read-candidates`. Admission is bounded, never an unbounded
 //!   queue: at most `MAX_PER_USER` heavy reads of one user and
@@ -32,12 +33,12 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::ApiError;
+use crate::priority::{Pool, Priority};
 use crate::state::UserId;
 
 /// Reader OS threads per lane (the machines natter targets have few
@@ -50,8 +51,6 @@ pub const DEFAULT_MAX_TOTAL: usize = 16;
 /// Seconds a refused caller is told to wait (`retry-after`).
 const RETRY_AFTER_SECS: f64 = 1.0;
 
-type Job = Box<dyn FnOnce() + Send + 'static>;
-
 /// The two lanes and the heavy lane's admission counts.
 pub struct Readers {
     heavy: Lane,
@@ -59,72 +58,34 @@ pub struct Readers {
     admitted: Arc<Admitted>,
 }
 
-/// One lane: the queue its threads take jobs from.
+/// One lane: `READER_THREADS` threads at nice 19.
 struct Lane {
-    jobs: Mutex<mpsc::Sender<Job>>,
+    pool: Pool,
 }
 
 impl Lane {
-    /// Starts `READER_THREADS` threads named `natter-<name>-<i>`; with a
+    /// Starts the lane's threads, named `natter-<name>-<i>`; with a
     /// `gate`, each holds every job there first (tests).
     fn start(name: &str, gate: Option<Arc<PathBuf>>) -> Lane {
-        let (tx, rx) = mpsc::channel::<Job>();
-        let rx = Arc::new(Mutex::new(rx));
-        let started = Arc::new(AtomicU64::new(0));
-        for i in 0..READER_THREADS {
-            let rx = Arc::clone(&rx);
-            let gate = gate.clone();
-            let started = Arc::clone(&started);
-            std::thread::Builder::new()
-                .name(format!("natter-{name}-{i}"))
-                .spawn(move || {
-                    if !crate::priority::Priority::Background.apply() {
-                        tracing::warn!("could not lower a reader thread's priority");
-                    }
-                    loop {
-                        // Plain OS threads: a std lock and a blocking
-                        // receive are what they are for.
-                        let job = match rx.lock() {
-                            Ok(rx) => rx.recv(),
-                            Err(_) => return,
-                        };
-                        let Ok(job) = job else { return };
-                        if let Some(dir) = &gate {
-                            hold_at_gate(dir, started.fetch_add(1, Ordering::SeqCst));
-                        }
-                        job();
-                    }
-                })
-                .expect("spawn a reader thread");
-        }
-        Lane { jobs: Mutex::new(tx) }
+        let hold = gate.map(|dir| -> Arc<dyn Fn(u64) + Send + Sync> {
+            Arc::new(move |n| hold_at_gate(&dir, n))
+        });
+        Lane { pool: Pool::start(name, READER_THREADS, Priority::Background, hold) }
     }
 
     /// Runs `read` on one of the lane's threads and returns its result
-    /// (`None` if it panicked); a coroutine caller parks (a may channel)
-    /// until it is done. `ticket` is dropped before the caller wakes.
+    /// (an internal error if it panicked); a coroutine caller parks until
+    /// it is done. `ticket` is dropped before the caller wakes.
     fn run<T: Send + 'static>(
         &self,
         ticket: Option<Ticket>,
         read: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, ApiError> {
-        let (tx, rx) = may::sync::mpsc::channel();
-        let job: Job = Box::new(move || {
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read));
-            drop(ticket);
-            let _ = tx.send(result.ok());
+        let value = self.pool.run(move || {
+            let _ticket = ticket;
+            read()
         });
-        let sent = match self.jobs.lock() {
-            Ok(jobs) => jobs.send(job).is_ok(),
-            Err(_) => false,
-        };
-        if !sent {
-            return Err(ApiError::internal());
-        }
-        match rx.recv() {
-            Ok(Some(value)) => Ok(value),
-            _ => Err(ApiError::internal()),
-        }
+        value.ok_or_else(ApiError::internal)
     }
 }
 

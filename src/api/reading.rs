@@ -199,6 +199,7 @@ fn fetch(
     reply.boolean("history_limited", false);
     let shown_messages = before.into_iter().rev().chain(at_anchor).chain(after);
     json_text::array(reply.member("messages"), shown_messages, |out, (message, view)| {
+        crate::priority::breathe();
         let view = shown(me, view);
         if words.is_empty() {
             return writer.write(out, &message, view, &[]);

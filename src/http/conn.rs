@@ -210,7 +210,7 @@ fn accept_loop<H: Handler>(
             let spawned = may::coroutine::Builder::new().spawn_co(move || {
                 let _slot = slot;
                 let mut conn = Conn::new(stream, alarm, &limits, peer);
-                conn.refuse(&response::error(&response::too_many_connections()));
+                conn.refuse(response::error(&response::too_many_connections()));
             });
             if let Err(e) = spawned {
                 tracing::warn!("cannot start a coroutine: {e}");
@@ -242,6 +242,11 @@ const KEEP_BUF: usize = 64 * 1024;
 /// Replies larger than this are written straight from the handler's buffer
 /// instead of being copied behind the head.
 const COPY_REPLY: usize = 16 * 1024;
+/// Replies of at least this size are copied to the socket by a writer
+/// thread at nice 19 (`Socket::write_in_background`).
+const BACKGROUND_REPLY: usize = 32 * 1024;
+/// Writer threads for large replies.
+const WRITER_THREADS: usize = 2;
 /// Headers parsed in a stack array (2 KiB); more come from the heap.
 const INLINE_HEADERS: usize = 64;
 /// Longest a chunk-size line may be.
@@ -337,6 +342,52 @@ struct Socket {
 }
 
 impl Socket {
+    /// Writes `head` then `body`, as `write_all` does, but has a writer
+    /// thread at nice 19 copy into the socket what it takes without
+    /// waiting, while this coroutine parks; what is left (a client slow
+    /// to read) this coroutine writes itself. A large reply costs its
+    /// sender a kernel copy and, on the loopback, the receiver's side of
+    /// TCP too: done at background priority, a box saturated by large
+    /// reads keeps its cores for the requests that change state (and for
+    /// small replies), and large replies slow down instead. Gives `head`
+    /// back for reuse; the outer error is the hand-off's, the inner the
+    /// write's.
+    fn write_in_background(
+        &mut self,
+        head: Vec<u8>,
+        body: Vec<u8>,
+    ) -> io::Result<(Vec<u8>, io::Result<()>)> {
+        static WRITERS: std::sync::OnceLock<crate::priority::Pool> = std::sync::OnceLock::new();
+        let writers = WRITERS.get_or_init(|| {
+            crate::priority::Pool::start(
+                "writer",
+                WRITER_THREADS,
+                crate::priority::Priority::Background,
+                None,
+            )
+        });
+        // A second descriptor of the same socket (non-blocking like the
+        // first); nobody else writes meanwhile: this coroutine owns the
+        // connection and parks until the job is done.
+        let socket = self.stream.inner().try_clone()?;
+        let job = move || {
+            let written = write_without_waiting(&socket, &head, &body);
+            (head, body, written)
+        };
+        let Some((head, body, written)) = writers.run(job) else {
+            return Err(io::Error::other("the writer thread failed"));
+        };
+        let result = written.and_then(|n| {
+            let (head_rest, body_rest) = match n.checked_sub(head.len()) {
+                None => (&head[n..], &body[..]),
+                Some(k) => (&[][..], &body[k..]),
+            };
+            self.write_all(head_rest)?;
+            self.write_all(body_rest)
+        });
+        Ok((head, result))
+    }
+
     /// Writes all of `bytes`; a zero-length write is a closed peer, and a
     /// client that takes no bytes for `write_timeout` a time-out.
     fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
@@ -408,7 +459,7 @@ impl<'l> Conn<'l> {
                     return;
                 }
                 Ok(None) => {}
-                Err(Refusal(reply)) => return self.refuse(&reply),
+                Err(Refusal(reply)) => return self.refuse(reply),
             }
             // Need more bytes: send what is ready first.
             if self.flush().is_err() {
@@ -425,7 +476,7 @@ impl<'l> Conn<'l> {
                 Fill::Data => {}
                 Fill::Eof | Fill::Failed => return,
                 Fill::TimedOut if deadline.is_some() => {
-                    return self.refuse(&response::error(&response::request_timeout()))
+                    return self.refuse(response::error(&response::request_timeout()))
                 }
                 Fill::TimedOut => return, // idle keep-alive connection
             }
@@ -492,8 +543,8 @@ impl<'l> Conn<'l> {
                         self.out.clear();
                     }
                     let began = limits.slow_request.map(|_| (Instant::now(), SystemTime::now()));
-                    let reply = handler.handle(&request, session);
-                    let written = encode(&mut self.out, &mut self.stream, &reply, &framing);
+                    let mut reply = handler.handle(&request, session);
+                    let written = encode(&mut self.out, &mut self.stream, &mut reply, &framing);
                     note_slow(limits, request.method, request.target, began);
                     self.consume(head_len + n);
                     written.map_err(|_| closed())?;
@@ -505,7 +556,7 @@ impl<'l> Conn<'l> {
         // The body is still arriving (or is chunked, or too large).
         let body_len = match framing.body {
             Body::Length(n) if n > limits.max_body_bytes => {
-                let reply = response::error(&response::body_too_large(limits));
+                let mut reply = response::error(&response::body_too_large(limits));
                 if framing.expect_continue
                     || n > limits.max_body_bytes.saturating_mul(DISCARD_FACTOR)
                 {
@@ -513,7 +564,8 @@ impl<'l> Conn<'l> {
                 }
                 // Read and drop the body so the connection stays in step.
                 self.discard(framing.head_len + n)?;
-                encode(&mut self.out, &mut self.stream, &reply, &framing).map_err(|_| closed())?;
+                encode(&mut self.out, &mut self.stream, &mut reply, &framing)
+                    .map_err(|_| closed())?;
                 return Ok(Some(framing.keep_alive));
             }
             Body::Length(n) => {
@@ -552,8 +604,8 @@ impl<'l> Conn<'l> {
             peer: self.peer,
         };
         let began = limits.slow_request.map(|_| (Instant::now(), SystemTime::now()));
-        let reply = handler.handle(&request, session);
-        let written = encode(&mut self.out, &mut self.stream, &reply, &framing);
+        let mut reply = handler.handle(&request, session);
+        let written = encode(&mut self.out, &mut self.stream, &mut reply, &framing);
         note_slow(limits, request.method, request.target, began);
         self.consume(consumed);
         self.body.clear();
@@ -625,8 +677,8 @@ impl<'l> Conn<'l> {
             peer: self.peer,
         };
         let began = self.limits.slow_request.map(|_| (Instant::now(), SystemTime::now()));
-        let reply = handler.handle(&request, session);
-        let written = encode(&mut self.out, &mut self.stream, &reply, &framing);
+        let mut reply = handler.handle(&request, session);
+        let written = encode(&mut self.out, &mut self.stream, &mut reply, &framing);
         note_slow(self.limits, request.method, request.target, began);
         self.consume(head_len);
         written.map_err(|_| closed())?;
@@ -791,7 +843,7 @@ impl<'l> Conn<'l> {
     }
 
     /// Answers with `reply` (after any queued replies) and closes.
-    fn refuse(&mut self, reply: &Response) {
+    fn refuse(&mut self, mut reply: Response) {
         if reply.status == 0 {
             return; // the peer is gone: nothing to say
         }
@@ -803,7 +855,8 @@ impl<'l> Conn<'l> {
             expect_continue: false,
             head_method: false,
         };
-        if encode(&mut self.out, &mut self.stream, reply, &framing).is_ok() && self.flush().is_ok()
+        if encode(&mut self.out, &mut self.stream, &mut reply, &framing).is_ok()
+            && self.flush().is_ok()
         {
             self.linger();
         }
@@ -988,7 +1041,7 @@ pub(crate) fn parse_content_length(raw: &[u8]) -> Option<usize> {
 fn encode(
     out: &mut Vec<u8>,
     stream: &mut Socket,
-    reply: &Response,
+    reply: &mut Response,
     framing: &Framing,
 ) -> io::Result<()> {
     response::write_head(out, reply, framing.keep_alive, framing.http10);
@@ -999,9 +1052,42 @@ fn encode(
         out.extend_from_slice(&reply.body);
         return Ok(());
     }
+    if reply.body.len() >= BACKGROUND_REPLY {
+        let head = std::mem::take(out);
+        let body = std::mem::take(&mut reply.body);
+        let (head, written) = stream.write_in_background(head, body)?;
+        *out = head;
+        out.clear();
+        return written;
+    }
     stream.write_all(out)?;
     out.clear();
     stream.write_all(&reply.body)
+}
+
+/// Writes `head` then `body` to the non-blocking `socket` until done or
+/// until it would block; the bytes written.
+fn write_without_waiting(
+    mut socket: &std::net::TcpStream,
+    head: &[u8],
+    body: &[u8],
+) -> io::Result<usize> {
+    let total = head.len() + body.len();
+    let mut done = 0;
+    while done < total {
+        let parts = match done.checked_sub(head.len()) {
+            None => [io::IoSlice::new(&head[done..]), io::IoSlice::new(body)],
+            Some(k) => [io::IoSlice::new(&body[k..]), io::IoSlice::new(&[])],
+        };
+        match socket.write_vectored(&parts) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
 }
 
 /// What the bytes at the start of a chunked body's remainder hold.

@@ -53,6 +53,7 @@ static FILES: &[(&str, &str, &[u8])] = &[
     ("narrow.js", "text/javascript; charset=utf-8", include_bytes!("../../web/narrow.js")),
     ("dom.js", "text/javascript; charset=utf-8", include_bytes!("../../web/dom.js")),
     ("render.js", "text/javascript; charset=utf-8", include_bytes!("../../web/render.js")),
+    ("rules.js", "text/javascript; charset=utf-8", include_bytes!("../../web/rules.js")),
     ("favicon.svg", "image/svg+xml", include_bytes!("../../web/favicon.svg")),
 ];
 
@@ -533,6 +534,19 @@ pub(super) fn grant_cors(service: &Service, head: &super::Head<'_>, reply: &mut 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_file_of_web_is_embedded() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("web");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        on_disk.sort();
+        let mut embedded: Vec<String> = FILES.iter().map(|(name, ..)| (*name).to_owned()).collect();
+        embedded.sort();
+        assert_eq!(embedded, on_disk, "web/ and the FILES table differ");
+    }
 
     #[test]
     fn origins_are_compared_with_the_host() {

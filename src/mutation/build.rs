@@ -100,7 +100,8 @@ pub fn user(
     }))
 }
 
-/// The default permissions of a new channel (Zulip's defaults).
+/// The default permissions of a new channel (Zulip's defaults; the
+/// delete permissions add to the realm's, so nobody more by default).
 pub fn default_permissions(realm: &Realm, creator: Option<UserId>) -> ChannelPermissions {
     let group = |g| GroupSetting::Group(realm.system_groups.id(g));
     ChannelPermissions {
@@ -111,8 +112,8 @@ pub fn default_permissions(realm: &Realm, creator: Option<UserId>) -> ChannelPer
             direct_members: creator.into_iter().collect(),
             direct_subgroups: BTreeSet::new(),
         },
-        can_delete_any_message: group(SystemGroup::Administrators),
-        can_delete_own_message: group(SystemGroup::Everyone),
+        can_delete_any_message: group(SystemGroup::Nobody),
+        can_delete_own_message: group(SystemGroup::Nobody),
         can_move_messages_out_of_channel: group(SystemGroup::Nobody),
     }
 }

@@ -484,6 +484,7 @@ fn scan(
         if steps % YIELD_EVERY == 0 && may::coroutine::is_coroutine() {
             may::coroutine::yield_now();
         }
+        crate::priority::breathe();
     }
     found
 }
@@ -511,6 +512,7 @@ fn first_unread(state: &State, viewer: &Viewer<'_>, narrow: &Narrow) -> Option<M
         if steps % YIELD_EVERY == 0 && may::coroutine::is_coroutine() {
             may::coroutine::yield_now();
         }
+        crate::priority::breathe();
         let Some(message) = state.messages.get(&id) else { continue };
         if let Destination::Channel { channel, .. } = &message.destination {
             if muted.contains(channel) {

@@ -98,11 +98,27 @@ console.log(`usable list: ${usable.toFixed(0)} ms from navigation (${USERS} extr
 // put in their blocks, then a forced layout; RENDERS times on one page,
 // the list emptied and a frame let pass between.
 const render = await page.evaluate(async ({ count, runs }) => {
-  const { insertRows } = await import(document.querySelector('script[type=module]').src.replace('app.js', 'render.js'));
+  const src = document.querySelector('script[type=module]').src;
+  const { insertRows } = await import(src.replace('app.js', 'render.js'));
+  const { mayEdit, mayDelete } = await import(src.replace('app.js', 'rules.js'));
   const query = new URLSearchParams({ anchor: 'newest', num_before: String(count), num_after: '0', narrow: JSON.stringify([{ operator: 'channel', operand: 'Denmark' }]) });
   const { messages } = await (await fetch(`/api/v1/messages?${query}`)).json();
   const me = (await (await fetch('/api/v1/users/me')).json()).user_id;
-  const view = { me, unread: new Map(), userName: String, realmEmoji: {} };
+  // Zulip's defaults: editing allowed without a time limit, deleting
+  // one's own messages allowed.
+  const rules = {
+    me,
+    realm: {
+      allow_message_editing: true, message_content_edit_limit_seconds: 0, message_content_delete_limit_seconds: null,
+      can_delete_any_message_group: { direct_members: [], direct_subgroups: [] },
+      can_delete_own_message_group: { direct_members: [me], direct_subgroups: [] },
+    },
+    groups: new Map(),
+    channels: new Map(),
+  };
+  const now = Date.now() / 1000;
+  const may = (m) => ({ edit: mayEdit(rules, m, now), del: mayDelete(rules, m, now) });
+  const view = { me, unread: new Map(), userName: String, realmEmoji: {}, may };
   const list = document.querySelector('#messages');
   const times = [];
   for (let run = 0; run < runs; run++) {

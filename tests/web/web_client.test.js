@@ -707,6 +707,189 @@ test('network loss: back-off with jitter, a reconnecting notice, resuming, and r
   }
 });
 
+// An API call as `email` whose refusal the test expects: the reply's JSON.
+async function apiRefused(email, method, route, params = {}) {
+  const auth = 'Basic ' + Buffer.from(`${email}:${keys[email]}`).toString('base64');
+  const r = await fetch(`${server.site}/api/v1${route}`, { method, headers: { Authorization: auth }, body: new URLSearchParams(params) });
+  const json = await r.json();
+  assert.equal(json.result, 'error', `${method} ${route} was not refused`);
+  return json;
+}
+
+function narrowUrl(text) {
+  return server.site + '/#narrow/' + encodeURIComponent(text);
+}
+
+test('Edit and Delete are offered only within the realm\'s rules, and follow them as they change', async () => {
+  // The settings as they were, put back at the end.
+  const before = await apiAs(IAGO, 'POST', '/register', { fetch_event_types: JSON.stringify(['realm', 'realm_user_groups']) });
+  const admins = before.realm_user_groups.find((g) => g.name === 'role:administrators').id;
+  const realm = (params) => apiAs(IAGO, 'PATCH', '/realm', params);
+  const denmark = (await apiAs(IAGO, 'GET', '/get_stream_id', { stream: 'Denmark' })).stream_id;
+  const channelBefore = (await apiAs(IAGO, 'GET', `/streams/${denmark}`)).stream;
+  const channel = (params) => apiAs(IAGO, 'PATCH', `/streams/${denmark}`, params);
+  const tab = await openAs(HAMLET);
+  const admin = await openAs(IAGO);
+  try {
+    const post = async (email, content) => (await apiAs(email, 'POST', '/messages', { type: 'stream', to: 'Denmark', topic: 'rules', content })).id;
+    const mine = await post(HAMLET, 'mine under the rules');
+    const theirs = await post(OTHELLO, 'othello under the rules');
+    const row = (p, id) => p.locator(`#messages .msg[data-id="${id}"]`);
+    const button = (p, id, name) => row(p, id).getByRole('button', { name, exact: true });
+    const has = async (p, id, name) => (await button(p, id, name).count()) === 1;
+    await tab.page.goto(narrowUrl('channel:Denmark topic:rules'));
+    await row(tab.page, theirs).waitFor(WAIT);
+    assert.deepEqual([await has(tab.page, mine, 'Edit'), await has(tab.page, mine, 'Delete')], [true, true]);
+    assert.deepEqual([await has(tab.page, theirs, 'Edit'), await has(tab.page, theirs, 'Delete')], [false, false]);
+
+    // An administrator turns editing off while the page is open: Edit
+    // goes at once, Delete stays; the server refuses the edit too.
+    await realm({ allow_message_editing: 'false' });
+    await button(tab.page, mine, 'Edit').waitFor({ state: 'detached', ...WAIT });
+    assert.equal(await has(tab.page, mine, 'Delete'), true);
+    const refused = await apiRefused(HAMLET, 'PATCH', `/messages/${mine}`, { content: 'edited anyway' });
+    assert.equal(refused.msg, 'Your organization has turned off message editing');
+    await realm({ allow_message_editing: 'true' });
+    await button(tab.page, mine, 'Edit').waitFor(WAIT);
+
+    // Time limits: once the page's clock is past them, the entry's
+    // buttons go when the pointer comes to it.
+    await realm({ message_content_edit_limit_seconds: '600', message_content_delete_limit_seconds: '900' });
+    await tab.clock.fastForward(700_000);
+    await row(tab.page, theirs).hover();
+    await row(tab.page, mine).hover();
+    await button(tab.page, mine, 'Edit').waitFor({ state: 'detached', ...WAIT });
+    assert.equal(await has(tab.page, mine, 'Delete'), true, 'within the delete limit');
+    await tab.clock.fastForward(300_000);
+    await row(tab.page, theirs).hover();
+    await row(tab.page, mine).hover();
+    await button(tab.page, mine, 'Delete').waitFor({ state: 'detached', ...WAIT });
+
+    // Deleting one's own messages left to administrators (group
+    // settings), in the channel (the realm still lets everyone) and then
+    // in the realm: Delete goes when both have.
+    await realm({ message_content_edit_limit_seconds: '"unlimited"', message_content_delete_limit_seconds: '"unlimited"' });
+    await channel({ can_delete_own_message_group: JSON.stringify({ new: admins }) });
+    const fresh = await post(HAMLET, 'fresh under the rules');
+    await row(tab.page, fresh).waitFor(WAIT);
+    assert.deepEqual([await has(tab.page, fresh, 'Edit'), await has(tab.page, fresh, 'Delete')], [true, true]);
+    await realm({ can_delete_own_message_group: JSON.stringify({ new: admins }) });
+    await button(tab.page, fresh, 'Delete').waitFor({ state: 'detached', ...WAIT });
+    assert.equal(await has(tab.page, fresh, 'Edit'), true);
+    await apiRefused(HAMLET, 'DELETE', `/messages/${fresh}`);
+
+    // An administrator deletes anyone's message (and edits only their own).
+    await admin.page.goto(narrowUrl('channel:Denmark topic:rules'));
+    await row(admin.page, fresh).waitFor(WAIT);
+    assert.deepEqual([await has(admin.page, theirs, 'Edit'), await has(admin.page, theirs, 'Delete')], [false, true]);
+    assert.deepEqual([await has(admin.page, fresh, 'Edit'), await has(admin.page, fresh, 'Delete')], [false, true]);
+    await row(admin.page, theirs).hover();
+    await button(admin.page, theirs, 'Delete').click();
+    await button(admin.page, theirs, 'Confirm delete').click();
+    await row(admin.page, theirs).waitFor({ state: 'detached', ...WAIT });
+    await row(tab.page, theirs).waitFor({ state: 'detached', ...WAIT });
+  } finally {
+    await realm({
+      allow_message_editing: JSON.stringify(before.realm_allow_message_editing),
+      message_content_edit_limit_seconds: JSON.stringify(before.realm_message_content_edit_limit_seconds || 'unlimited'),
+      message_content_delete_limit_seconds: JSON.stringify(before.realm_message_content_delete_limit_seconds ?? 'unlimited'),
+      can_delete_own_message_group: JSON.stringify({ new: before.realm_can_delete_own_message_group }),
+    });
+    await channel({ can_delete_own_message_group: JSON.stringify({ new: channelBefore.can_delete_own_message_group }) });
+    await tab.ctx.close();
+    await admin.ctx.close();
+  }
+});
+
+test('messages moved out of the topic shown leave the list, their unread counts move, and messages moved in appear', async () => {
+  const post = async (topic, content, to = 'Denmark') => (await apiAs(OTHELLO, 'POST', '/messages', { type: 'stream', to, topic, content })).id;
+  const move = (id, params) => apiAs(OTHELLO, 'PATCH', `/messages/${id}`, { send_notification_to_old_thread: 'false', send_notification_to_new_thread: 'false', ...params });
+  const general = (await apiAs(OTHELLO, 'GET', '/get_stream_id', { stream: 'general' })).stream_id;
+  const denmark = (await apiAs(OTHELLO, 'GET', '/get_stream_id', { stream: 'Denmark' })).stream_id;
+  // Shown (read): three in "leaving"; not shown (unread): two in "unread move".
+  const leaving = [await post('leaving', 'leaving one'), await post('leaving', 'leaving two'), await post('leaving', 'leaving three')];
+  await apiAs(HAMLET, 'POST', '/messages/flags', { messages: JSON.stringify(leaving), op: 'add', flag: 'read' });
+  const unread = [await post('unread move', 'unread move one'), await post('unread move', 'unread move two')];
+  const tab = await openAs(HAMLET);
+  try {
+    const ids = () => tab.page.locator('#messages .msg:not(.pending)').evaluateAll((rows) => rows.map((r) => Number(r.dataset.id)));
+    const badge = (name) => tab.page.evaluate((n) => {
+      const li = [...document.querySelectorAll('#channels > li')].find((l) => l.querySelector(':scope > a .name')?.textContent === n);
+      return Number(li?.querySelector(':scope > a .badge')?.textContent || 0);
+    }, name);
+    await tab.page.goto(narrowUrl('channel:Denmark topic:leaving'));
+    await tab.page.locator(`#messages .msg[data-id="${leaving[2]}"]`).waitFor(WAIT);
+    const topicBadge = tab.page.locator('#channels .topics a', { hasText: 'unread move' }).locator('.badge', { hasText: '2' });
+    await topicBadge.waitFor(WAIT);
+    const [denmarkBefore, generalBefore] = [await badge('Denmark'), await badge('general')];
+    assert.ok(denmarkBefore >= 2, `Denmark: ${denmarkBefore}`);
+
+    // One message to another topic: it leaves; the others stay.
+    await move(leaving[1], { topic: 'left', propagate_mode: 'change_one' });
+    await tab.page.locator(`#messages .msg[data-id="${leaving[1]}"]`).waitFor({ state: 'detached', ...WAIT });
+    assert.deepEqual(await ids(), [leaving[0], leaving[2]]);
+    // From the last one on, to another channel: it leaves too.
+    await move(leaving[2], { stream_id: String(general), propagate_mode: 'change_later' });
+    await tab.page.locator(`#messages .msg[data-id="${leaving[2]}"]`).waitFor({ state: 'detached', ...WAIT });
+    assert.deepEqual(await ids(), [leaving[0]]);
+    // The last one: the topic shown is empty now.
+    await move(leaving[0], { topic: 'left', propagate_mode: 'change_one' });
+    await tab.page.locator('#messages .empty', { hasText: 'No messages here yet.' }).waitFor(WAIT);
+    assert.deepEqual(await ids(), []);
+
+    // Unread messages not shown, moved to another channel: their counts
+    // go with them.
+    await move(unread[0], { stream_id: String(general), topic: 'unread moved', propagate_mode: 'change_all' });
+    await topicBadge.waitFor({ state: 'detached', ...WAIT });
+    await tab.page.waitForFunction(([d, g]) => {
+      const count = (n) => {
+        const li = [...document.querySelectorAll('#channels > li')].find((l) => l.querySelector(':scope > a .name')?.textContent === n);
+        return Number(li?.querySelector(':scope > a .badge')?.textContent || 0);
+      };
+      return count('Denmark') === d && count('general') === g;
+    }, [denmarkBefore - 2, generalBefore + 2], WAIT);
+
+    // Moved in: a whole topic whose messages interleave with those shown
+    // comes in, in order; a later message from another channel comes in
+    // at the end.
+    const arrivals = [await post('incoming', 'incoming one'), await post('arrivals', 'arrivals one'), await post('incoming', 'incoming two'), await post('arrivals', 'arrivals two')];
+    const later = await post('from general', 'from general', 'general');
+    await tab.page.goto(narrowUrl('channel:Denmark topic:arrivals'));
+    await tab.page.locator(`#messages .msg[data-id="${arrivals[3]}"]`).waitFor(WAIT);
+    assert.deepEqual(await ids(), [arrivals[1], arrivals[3]]);
+    await move(arrivals[0], { topic: 'arrivals', propagate_mode: 'change_all' });
+    await tab.page.locator(`#messages .msg[data-id="${arrivals[2]}"]`).waitFor(WAIT);
+    assert.deepEqual(await ids(), arrivals);
+    await move(later, { stream_id: String(denmark), topic: 'arrivals', propagate_mode: 'change_one' });
+    await tab.page.locator(`#messages .msg[data-id="${later}"]`, { hasText: 'Denmark › arrivals' }).waitFor(WAIT);
+    assert.deepEqual(await ids(), [...arrivals, later]);
+    // Moved, not edited: so marked.
+    for (const id of [arrivals[0], arrivals[2], later]) {
+      assert.equal(await tab.page.locator(`#messages .msg[data-id="${id}"] .msg-head .edited`).textContent(), '(moved)');
+    }
+    assert.equal(await tab.page.locator(`#messages .msg[data-id="${arrivals[1]}"] .msg-head .edited`).count(), 0);
+
+    // In a channel's narrow, messages moved within it stay, relabelled in
+    // place; resolving a topic is no move.
+    await apiAs(HAMLET, 'POST', '/mark_stream_as_read', { stream_id: String(denmark) });
+    await tab.page.goto(narrowUrl('channel:Denmark'));
+    const entry = (id) => tab.page.locator(`#messages .msg[data-id="${id}"]`);
+    await entry(later).waitFor(WAIT);
+    await tab.page.evaluate(() => { window.__sameDocument = true; });
+    await move(arrivals[1], { topic: '✔ arrivals', propagate_mode: 'change_all' });
+    await entry(arrivals[1]).locator('.recipient', { hasText: 'Denmark › ✔ arrivals' }).waitFor(WAIT);
+    assert.equal(await entry(arrivals[1]).locator('.edited').count(), 0);
+    await move(arrivals[1], { topic: 'arrivals again', propagate_mode: 'change_one' });
+    await entry(arrivals[1]).locator('.recipient', { hasText: 'Denmark › arrivals again' }).waitFor(WAIT);
+    assert.equal(await entry(arrivals[1]).locator('.edited').textContent(), '(moved)');
+    assert.equal(await entry(arrivals[3]).locator('.edited').count(), 0);
+    assert.equal(await tab.page.evaluate(() => window.__sameDocument), true, 'no reload');
+    assert.deepEqual(dialogs, []);
+  } finally {
+    await tab.ctx.close();
+  }
+});
+
 test('a phone-sized screen', async () => {
   await page.setViewportSize({ width: 390, height: 844 });
   await page.locator('#menu').click();
