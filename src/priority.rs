@@ -44,7 +44,7 @@ impl Priority {
 
 /// How long a background thread computes before it offers the core to
 /// waiting threads (`breathe`).
-const BREATH: std::time::Duration = std::time::Duration::from_micros(100);
+const BREATH: std::time::Duration = std::time::Duration::from_micros(25);
 
 thread_local! {
     /// On a background thread (`Pool`): when it last offered its core.
@@ -61,7 +61,7 @@ thread_local! {
 /// `RUN_TO_PARITY`) lets the running thread finish its time slice first,
 /// and on a kernel ticking at 250 Hz without forced preemption that can be
 /// milliseconds, in which a send that is ready waits for a read. Offering
-/// the core every 100 µs bounds that wait; a yield with nobody waiting
+/// the core every 25 µs bounds that wait; a yield with nobody waiting
 /// returns at once, and a nice-19 thread that yields goes behind the
 /// normal-priority threads that want the core, not behind everything.
 /// True when it offered the core.
@@ -167,7 +167,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pool_threads_breathe_every_100_us_and_others_never() {
+    fn pool_threads_breathe_every_25_us_and_others_never() {
         let spin = |d: std::time::Duration| {
             let start = std::time::Instant::now();
             while start.elapsed() < d {}
