@@ -280,10 +280,16 @@ mod tests {
         realm.settings.can_delete_own_message_group = Some(nobody.clone());
         w.state.realms.insert(realm.id, realm.clone());
         let Destination::Channel { channel, .. } = message.destination else { unreachable!() };
+        assert!(
+            delete_refusal(&w.state, author, &message, sent).is_some(),
+            "a channel adds nobody by default"
+        );
+        let everyone = GroupSetting::Group(realm.system_groups.id(SystemGroup::Everyone));
+        w.state.channels.update(&channel, |c| c.permissions.can_delete_own_message = everyone);
         assert_eq!(
             delete_refusal(&w.state, author, &message, sent),
             None,
-            "the channel still allows it"
+            "the channel's grant adds to the realm's"
         );
         w.state
             .channels
