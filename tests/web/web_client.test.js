@@ -675,6 +675,9 @@ test('network loss: back-off with jitter, a reconnecting notice, resuming, and r
       if (n < 7) await failed(n + 1).waitFor(WAIT);
     }
     await until(() => polls() >= 9, 'the eighth poll');
+    // That poll was sent; the network must have refused it before the
+    // network comes back, or it would reach the server and succeed.
+    await failed(8).waitFor(WAIT);
     // Back: the same queue resumes, with what was sent meanwhile.
     await post('while cut off');
     await tab.page.unroute((url) => url.pathname === '/api/v1/events');
