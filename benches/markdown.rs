@@ -14,30 +14,11 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use std::time::{Duration, Instant};
 
-use natter::markdown::{render_message, restart_katex, Resolver};
+use natter::markdown::{render_message, restart_katex};
 
-/// A realm with a few names, like the send handler's resolver answers.
-struct Names;
-
-impl Resolver for Names {
-    fn user_by_name(&self, name: &str) -> Option<(u64, String)> {
-        (name.eq_ignore_ascii_case("King Hamlet")).then(|| (12, "King Hamlet".into()))
-    }
-    fn user_by_id(&self, id: u64) -> Option<(u64, String)> {
-        (id == 12).then(|| (12, "King Hamlet".into()))
-    }
-    fn group_by_name(&self, name: &str) -> Option<(u64, String)> {
-        (name == "backend").then(|| (30, "backend".into()))
-    }
-    fn channel_by_name(&self, name: &str) -> Option<(u64, String)> {
-        (name.eq_ignore_ascii_case("Denmark")).then(|| (9, "Denmark".into()))
-    }
-}
-
-const TYPICAL: &str = "@**King Hamlet** the build on #**Denmark>ci** is green again :tada: — \
-see https://example.com/builds/1234 for the log.\n\n\
-The fix was a **one-line** change:\n\n```rust\nlet limit = config.limit.max(1);\n```\n\n\
-> was it the cache?\n\nNo, the `limit` was zero. Thanks @*backend*!";
+#[path = "common/markdown_inputs.rs"]
+mod inputs;
+use inputs::{Names, TYPICAL};
 
 fn adversarial() -> String {
     let mut s = String::new();

@@ -12,31 +12,11 @@
 
 use std::time::{Duration, Instant};
 
-use natter::markdown::{render_message, Resolver};
+use natter::markdown::render_message;
 
-/// The names the bench's resolver knows.
-struct Names;
-
-impl Resolver for Names {
-    fn user_by_name(&self, name: &str) -> Option<(u64, String)> {
-        (name.eq_ignore_ascii_case("King Hamlet")).then(|| (12, "King Hamlet".into()))
-    }
-    fn user_by_id(&self, id: u64) -> Option<(u64, String)> {
-        (id == 12).then(|| (12, "King Hamlet".into()))
-    }
-    fn group_by_name(&self, name: &str) -> Option<(u64, String)> {
-        (name == "backend").then(|| (30, "backend".into()))
-    }
-    fn channel_by_name(&self, name: &str) -> Option<(u64, String)> {
-        (name.eq_ignore_ascii_case("Denmark")).then(|| (9, "Denmark".into()))
-    }
-}
-
-/// `benches/markdown.rs`'s typical message.
-const TYPICAL: &str = "@**King Hamlet** the build on #**Denmark>ci** is green again :tada: — \
-see https://example.com/builds/1234 for the log.\n\n\
-The fix was a **one-line** change:\n\n```rust\nlet limit = config.limit.max(1);\n```\n\n\
-> was it the cache?\n\nNo, the `limit` was zero. Thanks @*backend*!";
+#[path = "../benches/common/markdown_inputs.rs"]
+mod inputs;
+use inputs::{Names, TYPICAL};
 
 /// The same message with its code block not highlighted (`text`): what
 /// rendering it costs without the lexer.
